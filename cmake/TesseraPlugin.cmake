@@ -1,0 +1,19 @@
+# tessera_add_plugin(<name> SOURCES <files...> [LIBRARIES <libs...>])
+# Builds a Tessera plugin: a MODULE library linked against libtessera, placed in the plugin
+# directory of the build tree and installed into the plugin directory of the install tree.
+# The same function is exported with the installed framework for out-of-tree plugins.
+function(tessera_add_plugin name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBRARIES" ${ARGN})
+  add_library(${name} MODULE ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE Tessera::tessera ${ARG_LIBRARIES})
+  set_target_properties(${name} PROPERTIES
+    PREFIX "lib"
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  if(DEFINED TESSERA_PLUGIN_OUTPUT_DIR)
+    set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${TESSERA_PLUGIN_OUTPUT_DIR})
+  endif()
+  if(DEFINED TESSERA_PLUGIN_INSTALL_DIR)
+    install(TARGETS ${name} LIBRARY DESTINATION ${TESSERA_PLUGIN_INSTALL_DIR})
+  endif()
+endfunction()

@@ -1,0 +1,71 @@
+// `tessera compile`: run the pipeline up to a stage and print that stage's IR.
+#include <iostream>
+
+#include "cli_session.h"
+#include "commands.h"
+#include "compile_program.h"
+#include "tessera/ir/printer.h"
+#include "tessera/ir/serialize.h"
+
+namespace tessera::cli {
+
+int compile_command(int argc, char** argv, int first) {
+  GlobalFlags flags;
+  ProgramSource src;
+  std::string ir, emit = "text", dump_dir;
+  std::vector<std::string> print_after;
+  po::options_description desc("tessera compile options");
+  add_program_options(desc, src);
+  desc.add_options()
+      ("ir", po::value(&ir)->value_name("STAGE"), "stop after STAGE and print it: torch|tensor|loop|tile|kernel|cuda (default: the pipeline's last stage)")
+      ("emit", po::value(&emit)->value_name("text|json"), "print the IR as text (default) or graph JSON")
+      ("print-pipeline", "print the effective pipeline (defaults filled in) as YAML and exit")
+      ("time-passes", "print the time spent in each pass (stderr)")
+      ("print-ir-after", po::value(&print_after)->value_name("PASS")->composing(), "print the IR after every application of PASS")
+      ("print-ir-after-all", "print the IR after every pass")
+      ("verify-each", "run the IR verifier after every pass")
+      ("dump-dir", po::value(&dump_dir)->value_name("DIR"), "write every stage to DIR as text and JSON");
+  add_global_options(desc, flags);
+  auto args = strip_verbosity(argc, argv, first, flags.verbosity);
+  po::variables_map vm;
+  if (auto code = parse_command_line(args, desc, {}, vm, "tessera compile -c EXPR [--ir STAGE] [options]")) return *code;
+  if (emit != "text" && emit != "json") {
+    std::cerr << "error: --emit must be 'text' or 'json', got '" << emit << "'\n";
+    return kExitUsage;
+  }
+
+  auto session = open_session(flags, std::cerr);
+  if (!session) return kExitError;
+  if (vm.count("print-pipeline")) return emit_output(flags, print_pipeline(session->pipeline, session->host.registry()), std::cerr);
+
+  auto stop = resolve_stop_stage(*session, ir, std::cerr);
+  if (!stop) return kExitUsage;
+  auto graph = load_program(*session, src, std::cerr);
+  if (!graph) return kExitError;
+
+  RunnerOptions ro;
+  ro.stop_after = *stop;
+  ro.time_passes = vm.count("time-passes") > 0;
+  ro.print_ir_after_all = vm.count("print-ir-after-all") > 0;
+  ro.print_ir_after = {print_after.begin(), print_after.end()};
+  ro.verify_each = vm.count("verify-each") > 0;
+  ro.dump_dir = dump_dir;
+  ro.verbosity = flags.verbosity;
+  ro.device = session->device;
+  ro.out = &std::cout;
+  ro.err = &std::cerr;
+  for (const auto& p : print_after) {
+    if (!session->host.registry().has(ComponentKind::Pass, p)) {
+      std::cerr << "error: --print-ir-after: unknown pass '" << p << "'\n";
+      return kExitUsage;
+    }
+  }
+  DiagnosticEngine diags;
+  PipelineRunner runner(session->host.registry(), session->pipeline, ro);
+  Status st = runner.run(*graph, diags);
+  std::cerr << diags.render_all();
+  if (!st) return report(std::cerr, st.error());
+  return emit_output(flags, emit == "json" ? graph_to_json_text(*graph) : print_graph(*graph), std::cerr);
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,81 @@
+// Loading the program to compile (frontend or graph JSON) and resolving --ir.
+#include "compile_program.h"
+
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "tessera/frontend/frontend.h"
+#include "tessera/ir/serialize.h"
+
+namespace tessera::cli {
+
+void add_program_options(po::options_description& desc, ProgramSource& src) {
+  desc.add_options()
+      ("expr,c", po::value(&src.expr)->value_name("EXPR"), "program text (PyTorch-style expression or module)")
+      ("from-ir", po::value(&src.from_ir)->value_name("FILE"), "start from a graph JSON (a dump or a reproducer)")
+      ("frontend", po::value(&src.frontend)->value_name("NAME"), "frontend for -c (default torch_expr)");
+}
+
+std::optional<Graph> load_program(Session& s, const ProgramSource& src, std::ostream& err) {
+  if (!src.from_ir.empty() && !src.expr.empty()) {
+    err << "error: give either -c EXPR or --from-ir FILE, not both\n";
+    return std::nullopt;
+  }
+  if (!src.from_ir.empty()) {
+    std::ifstream f(src.from_ir, std::ios::binary);
+    if (!f) {
+      err << "error: cannot read '" << src.from_ir << "'\n";
+      return std::nullopt;
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    auto g = graph_from_json_text(ss.str(), src.from_ir);
+    if (!g) {
+      report(err, g.error());
+      return std::nullopt;
+    }
+    return std::move(*g);
+  }
+  if (src.expr.empty()) {
+    err << "error: nothing to compile: give -c EXPR or --from-ir FILE\n";
+    return std::nullopt;
+  }
+  auto frontend = s.host.registry().make_frontend(src.frontend);
+  if (!frontend) {
+    auto known = s.host.registry().names(ComponentKind::Frontend);
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    err << "error: no frontend named '" << src.frontend << "' is loaded (loaded: " << (list.empty() ? "none" : list) << ")\n";
+    return std::nullopt;
+  }
+  FrontendOptions opts;
+  opts.dtype = s.dtype;
+  auto g = frontend->import(FrontendInput{src.expr, "<-c>"}, opts);
+  if (!g) {
+    report(err, g.error());
+    return std::nullopt;
+  }
+  return std::move(*g);
+}
+
+std::optional<Dialect> resolve_stop_stage(const Session& s, const std::string& ir, std::ostream& err) {
+  if (ir.empty()) return s.pipeline.last_stage();
+  auto d = parse_dialect(ir);
+  if (!d || *d == Dialect::Core) {
+    err << "error: unknown --ir stage '" << ir << "' (expected torch, tensor, loop, tile, kernel or cuda)\n";
+    return std::nullopt;
+  }
+  if (*d != Dialect::Torch) {
+    auto it = s.pipeline.stages.find(*d);
+    if (it == s.pipeline.stages.end() || it->second.empty()) {
+      err << "error: --ir " << ir << ": pipeline '" << s.pipeline.name << "' (" << s.pipeline.file
+          << ") has no passes for stage '" << ir << "'; the furthest stage it reaches is '"
+          << dialect_name(s.pipeline.last_stage()) << "'\n";
+      return std::nullopt;
+    }
+  }
+  return d;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,32 @@
+// Compiling a program through a session's pipeline: the shared core of `compile`, `ab`, and later
+// `run` / `tune`.
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "cli_session.h"
+#include "tessera/ir/graph.h"
+#include "tessera/pass/runner.h"
+
+namespace tessera::cli {
+
+struct ProgramSource {
+  std::string expr;        // -c EXPR
+  std::string from_ir;     // --from-ir FILE (graph JSON)
+  std::string frontend = "torch_expr";
+};
+
+// Adds -c / --from-ir / --frontend to an option set.
+void add_program_options(po::options_description& desc, ProgramSource& src);
+
+// Produces the input graph (frontend or JSON). Errors are printed to `err`.
+std::optional<Graph> load_program(Session& s, const ProgramSource& src, std::ostream& err);
+
+// Parses --ir: a stage name, checked against the pipeline (the stage must have passes, or be torch).
+// Empty = the furthest stage of the pipeline.
+std::optional<Dialect> resolve_stop_stage(const Session& s, const std::string& ir, std::ostream& err);
+
+}  // namespace tessera::cli

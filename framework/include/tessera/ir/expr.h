@@ -1,0 +1,123 @@
+// Expr: the index and scalar expression language shared by every IR below Tensor IR.
+//
+// An Expr is an immutable, reference-counted tree. Vars name loop axes (a0), SSA values (v0),
+// accumulators (acc0) or hardware indices (threadIdx.x). Integer division and modulo are *floor*
+// division/modulo (Python semantics); for the non-negative indices the IR produces they coincide
+// with C's. Comparisons and logic produce booleans (used by Select and guards).
+//
+// Printing is infix with minimal parentheses: `a1 * 2048 + a2`, `min(a0, 7)`, `select(a0 < 4, x, y)`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/type.h"
+
+namespace tessera {
+
+// The one list of expression kinds. Binary arithmetic, comparisons and logic take two operands,
+// Not one, Select three (cond, then, else), Cast one (with a dtype).
+#define TESSERA_EXPR_KINDS(X) \
+  X(Var) X(Int) X(Float)       \
+  X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) \
+  X(Lt) X(Le) X(Eq) X(Ne) X(And) X(Or) X(Not)     \
+  X(Select) X(Cast)
+
+enum class ExprKind : uint8_t {
+#define TESSERA_X(K) K,
+  TESSERA_EXPR_KINDS(TESSERA_X)
+#undef TESSERA_X
+};
+
+std::string_view expr_kind_name(ExprKind k);
+std::optional<ExprKind> parse_expr_kind(std::string_view s);
+
+struct ExprNode;
+
+class Expr {
+ public:
+  Expr() = default;  // the undefined expression; defined() is false
+  static Expr var(std::string name);
+  static Expr int_(int64_t v);
+  static Expr float_(double v);
+  static Expr binary(ExprKind k, Expr a, Expr b);
+  static Expr not_(Expr a);
+  static Expr select(Expr cond, Expr then_value, Expr else_value);
+  static Expr cast(DType to, Expr a);
+  static Expr min(Expr a, Expr b) { return binary(ExprKind::Min, std::move(a), std::move(b)); }
+  static Expr max(Expr a, Expr b) { return binary(ExprKind::Max, std::move(a), std::move(b)); }
+
+  bool defined() const { return node_ != nullptr; }
+  ExprKind kind() const;
+  bool is(ExprKind k) const { return defined() && kind() == k; }
+  bool is_const() const { return is(ExprKind::Int) || is(ExprKind::Float); }
+  const std::string& name() const;        // Var only
+  int64_t int_value() const;               // Int only
+  double float_value() const;              // Float only
+  DType cast_type() const;                 // Cast only
+  const std::vector<Expr>& operands() const;
+  const Expr& operand(size_t i) const { return operands()[i]; }
+
+  std::string str() const;  // printed form
+
+  // Identity of the underlying node (not structural equality: use structurally_equal).
+  bool same_node(const Expr& o) const { return node_ == o.node_; }
+
+ private:
+  explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
+  std::shared_ptr<const ExprNode> node_;
+};
+
+using ExprList = std::vector<Expr>;
+
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);  // floor division
+Expr operator%(Expr a, Expr b);  // floor modulo
+Expr operator<(Expr a, Expr b);
+Expr operator<=(Expr a, Expr b);
+inline Expr operator+(Expr a, int64_t b) { return std::move(a) + Expr::int_(b); }
+inline Expr operator-(Expr a, int64_t b) { return std::move(a) - Expr::int_(b); }
+inline Expr operator*(Expr a, int64_t b) { return std::move(a) * Expr::int_(b); }
+inline Expr operator/(Expr a, int64_t b) { return std::move(a) / Expr::int_(b); }
+inline Expr operator%(Expr a, int64_t b) { return std::move(a) % Expr::int_(b); }
+
+bool structurally_equal(const Expr& a, const Expr& b);
+uint64_t structural_hash(const Expr& e);
+
+// Replaces every Var whose name is a key of `map` by the mapped expression.
+Expr substitute(const Expr& e, const std::map<std::string, Expr>& map);
+// Names of all Vars in `e`, in first-occurrence order.
+std::vector<std::string> free_vars(const Expr& e);
+
+// ---------------------------------------------------------------------------------------------
+// Ranges and the simplifier.
+
+// Closed integer interval [lo, hi].
+struct Interval {
+  int64_t lo = 0;
+  int64_t hi = 0;
+  bool contains(int64_t v) const { return lo <= v && v <= hi; }
+  friend bool operator==(const Interval& a, const Interval& b) { return a.lo == b.lo && a.hi == b.hi; }
+};
+
+// Known value ranges of variables, e.g. {"a0": [0, 15]} for `for a0 in 0..16`.
+using RangeMap = std::map<std::string, Interval>;
+
+// Bounds of an integer expression under `ranges`; nullopt when some variable is unbounded or the
+// expression is not integral.
+std::optional<Interval> bound_of(const Expr& e, const RangeMap& ranges);
+
+// Algebraic simplification that uses `ranges`: constant folding, identities (x+0, x*1, x*0),
+// reassociation of constants, (x*N + y) / N -> x when 0 <= y < N, (x*N + y) % N -> y,
+// x / N -> 0 and x % N -> x when 0 <= x < N, min/max and comparisons decided by bounds,
+// select with a decided condition. The result is structurally canonical: equal inputs under equal
+// ranges give structurally equal outputs.
+Expr simplify(const Expr& e, const RangeMap& ranges = {});
+
+}  // namespace tessera

@@ -1,0 +1,476 @@
+// Stmt: the statement tree shared by Loop IR, Tile IR and Kernel IR.
+//
+// A kernel body is a `Body` (a vector of Stmt). A Stmt is an immutable, reference-counted node
+// holding one of the statement structs below. Rewrites build new trees (see StmtMutator), sharing
+// unchanged subtrees.
+//
+// TESSERA_STMT_KINDS is the one list of statement kinds. It generates the StmtKind enum, the
+// std::variant behind Stmt, the visitor and mutator hooks, and the dispatch tables of the printer,
+// JSON (de)serializer, structural equality and structural hash. Each struct lists its fields once,
+// in `reflect`, together with the field's role (does it define a local name, reference one, name a
+// buffer, or is it plain data); the generic machinery and the canonical renamer read those roles.
+//
+// Adding a statement kind = add the struct here, add it to TESSERA_STMT_KINDS, and add its printer
+// line in framework/src/ir/stmt_printer.cpp (the build fails until you do), then a golden test.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tessera/ir/expr.h"
+#include "tessera/ir/type.h"
+
+namespace tessera {
+
+class Stmt;
+using Body = std::vector<Stmt>;
+
+// What a field means to the generic machinery.
+enum class FieldRole : uint8_t {
+  Data,       // plain data: op names, modes, sizes
+  DefAxis,    // binds a loop/thread axis        -> canonical name a0, a1, ...
+  DefInput,   // binds a value loaded from memory -> in0, in1, ...
+  DefValue,   // binds a computed SSA value       -> v0, v1, ...
+  DefAcc,     // binds an accumulator             -> acc0, acc1, ...
+  DefBuffer,  // declares a kernel-local buffer (shared memory, barrier, TMA map); keeps its name
+  UseName,    // refers to a name bound by a Def* field (renamed together with it)
+  UseBuffer,  // refers to a buffer: a graph node id or a DefBuffer
+  Label,      // mentions a bound name for display only (renamed with it, never checked)
+};
+
+// One axis of a Tile: `a0:256=THREAD`.
+struct TileAxis {
+  std::string name;
+  int64_t extent = 0;
+  std::string binding;  // THREAD, BLOCK, WARP, SERIAL (see docs/ir.md)
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("name", s.name, FieldRole::DefAxis);
+    f("extent", s.extent, FieldRole::Data);
+    f("binding", s.binding, FieldRole::Data);
+  }
+};
+
+// One dimension of a staged slab: `a2:2048@2` = axis a2 covers 2048 elements of source dim 2.
+struct SlabDim {
+  std::string axis;
+  int64_t extent = 0;
+  int64_t source_dim = 0;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("axis", s.axis, FieldRole::Label);
+    f("extent", s.extent, FieldRole::Data);
+    f("source_dim", s.source_dim, FieldRole::Data);
+  }
+};
+
+// ---- Loop IR ---------------------------------------------------------------------------------
+
+// `in0 = load x[a0, a2]`
+struct Load {
+  std::string dst, buffer;
+  ExprList index;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dst", s.dst, FieldRole::DefInput);
+    f("buffer", s.buffer, FieldRole::UseBuffer);
+    f("index", s.index, FieldRole::Data);
+  }
+};
+
+// `v0 = add(in1, in0)`: an elementwise function applied to values or literals.
+struct Assign {
+  std::string dst, op;
+  ExprList args;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dst", s.dst, FieldRole::DefValue);
+    f("op", s.op, FieldRole::Data);
+    f("args", s.args, FieldRole::Data);
+  }
+};
+
+// `v3 = select(a1 < 4, in0, in1)`
+struct Select {
+  std::string dst;
+  Expr cond, then_value, else_value;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dst", s.dst, FieldRole::DefValue);
+    f("cond", s.cond, FieldRole::Data);
+    f("then_value", s.then_value, FieldRole::Data);
+    f("else_value", s.else_value, FieldRole::Data);
+  }
+};
+
+// `acc0 = init(0.0)`: declares an accumulator and its identity value.
+struct Init {
+  std::string acc;
+  Expr value;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("acc", s.acc, FieldRole::DefAcc);
+    f("value", s.value, FieldRole::Data);
+  }
+};
+
+// `acc0 <- add(acc0, v1)`
+struct Accum {
+  std::string acc, op;
+  Expr value;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("acc", s.acc, FieldRole::UseName);
+    f("op", s.op, FieldRole::Data);
+    f("value", s.value, FieldRole::Data);
+  }
+};
+
+// `relu[a0, a1] = v2`
+struct Write {
+  std::string buffer;
+  ExprList index;
+  Expr value;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("buffer", s.buffer, FieldRole::UseBuffer);
+    f("index", s.index, FieldRole::Data);
+    f("value", s.value, FieldRole::Data);
+  }
+};
+
+// `for a0 in 0..16:  # free` (role: free | reduce; unroll: 0 = leave to the compiler, N = unroll by N)
+struct Loop {
+  std::string var;
+  Expr begin, end;
+  std::string role;
+  int64_t unroll = 0;
+  Body body;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("var", s.var, FieldRole::DefAxis);
+    f("begin", s.begin, FieldRole::Data);
+    f("end", s.end, FieldRole::Data);
+    f("role", s.role, FieldRole::Data);
+    f("unroll", s.unroll, FieldRole::Data);
+    f("body", s.body, FieldRole::Data);
+  }
+};
+
+// `if a0 < 16:` ... `else:` ...
+struct Cond {
+  Expr cond;
+  Body then_body, else_body;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("cond", s.cond, FieldRole::Data);
+    f("then_body", s.then_body, FieldRole::Data);
+    f("else_body", s.else_body, FieldRole::Data);
+  }
+};
+
+// ---- Tile IR ---------------------------------------------------------------------------------
+
+// `Tile(axes=(a0:256=THREAD, a1:32=BLOCK)):` the parallel decomposition of a kernel.
+struct Tile {
+  std::vector<TileAxis> axes;
+  Body body;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("axes", s.axes, FieldRole::Data);
+    f("body", s.body, FieldRole::Data);
+  }
+};
+
+// `StridedLoop(a2 = a0; < 2048; += 256):  # reduce`
+struct StridedLoop {
+  std::string var;
+  Expr begin, end, step;
+  std::string role;
+  int64_t unroll = 0;
+  Body body;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("var", s.var, FieldRole::DefAxis);
+    f("begin", s.begin, FieldRole::Data);
+    f("end", s.end, FieldRole::Data);
+    f("step", s.step, FieldRole::Data);
+    f("role", s.role, FieldRole::Data);
+    f("unroll", s.unroll, FieldRole::Data);
+    f("body", s.body, FieldRole::Data);
+  }
+};
+
+// `x_smem = Stage(x, origin=(0, a1, 0), slab=(a2:2048@2)) async`
+// transport: sync | buffered | async | tma.  pad: extra elements per staged row (bank conflicts).
+struct Stage {
+  std::string dst, buffer;
+  ExprList origin;
+  std::vector<SlabDim> slab;
+  std::string transport;
+  int64_t pad = 0;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dst", s.dst, FieldRole::DefBuffer);
+    f("buffer", s.buffer, FieldRole::UseBuffer);
+    f("origin", s.origin, FieldRole::Data);
+    f("slab", s.slab, FieldRole::Data);
+    f("transport", s.transport, FieldRole::Data);
+    f("pad", s.pad, FieldRole::Data);
+  }
+};
+
+// `Combine(acc0, op=add)`: the threads of `scope` (block | warp) combine their partial accumulators.
+struct Combine {
+  std::string acc, op, scope;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("acc", s.acc, FieldRole::UseName);
+    f("op", s.op, FieldRole::Data);
+    f("scope", s.scope, FieldRole::Data);
+  }
+};
+
+// `AsyncWait(keep=1)`: wait until at most `keep` asynchronous stages are still in flight.
+struct AsyncWait {
+  int64_t keep = 0;
+  template <class S, class F> static void reflect(S& s, F&& f) { f("keep", s.keep, FieldRole::Data); }
+};
+
+// ---- Kernel IR -------------------------------------------------------------------------------
+
+// `a1 = blockIdx.x`: binds an index, typically decoded from threadIdx / blockIdx.
+struct Let {
+  std::string var;
+  Expr value;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("var", s.var, FieldRole::DefAxis);
+    f("value", s.value, FieldRole::Data);
+  }
+};
+
+// `Smem x_smem: f32[2048]`
+struct Smem {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("name", s.name, FieldRole::DefBuffer);
+    f("dtype", s.dtype, FieldRole::Data);
+    f("shape", s.shape, FieldRole::Data);
+  }
+};
+
+// `Sync()`: __syncthreads()
+struct Sync {
+  template <class S, class F> static void reflect(S&, F&&) {}
+};
+
+// `CpAsyncCopy(x_smem[f], x[a1 * 2048 + f], bytes=4)`
+struct CpAsyncCopy {
+  std::string dst;
+  ExprList dst_index;
+  std::string src;
+  ExprList src_index;
+  int64_t bytes = 4;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dst", s.dst, FieldRole::UseBuffer);
+    f("dst_index", s.dst_index, FieldRole::Data);
+    f("src", s.src, FieldRole::UseBuffer);
+    f("src_index", s.src_index, FieldRole::Data);
+    f("bytes", s.bytes, FieldRole::Data);
+  }
+};
+
+// `CpAsyncCommit()`
+struct CpAsyncCommit {
+  template <class S, class F> static void reflect(S&, F&&) {}
+};
+
+// `CpAsyncWait(keep=0)`
+struct CpAsyncWait {
+  int64_t keep = 0;
+  template <class S, class F> static void reflect(S& s, F&& f) { f("keep", s.keep, FieldRole::Data); }
+};
+
+// `tmap_x = TmaDescriptor(x, box=(1, 64))`
+struct TmaDescriptor {
+  std::string name, buffer;
+  std::vector<int64_t> box;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("name", s.name, FieldRole::DefBuffer);
+    f("buffer", s.buffer, FieldRole::UseBuffer);
+    f("box", s.box, FieldRole::Data);
+  }
+};
+
+// `TmaLoad(x_smem, tmap_x, coords=(0, a1), mbar=bar0)`
+struct TmaLoad {
+  std::string dst, desc;
+  ExprList coords;
+  std::string barrier;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dst", s.dst, FieldRole::UseBuffer);
+    f("desc", s.desc, FieldRole::UseBuffer);
+    f("coords", s.coords, FieldRole::Data);
+    f("barrier", s.barrier, FieldRole::UseBuffer);
+  }
+};
+
+// `bar0 = MbarrierInit(count=1)`
+struct MbarrierInit {
+  std::string name;
+  int64_t count = 1;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("name", s.name, FieldRole::DefBuffer);
+    f("count", s.count, FieldRole::Data);
+  }
+};
+
+// `MbarrierArrive(bar0, tx=8192)`: arrive, expecting `tx` bytes of transactions (0 = plain arrive)
+struct MbarrierArrive {
+  std::string barrier;
+  int64_t tx_bytes = 0;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("barrier", s.barrier, FieldRole::UseBuffer);
+    f("tx_bytes", s.tx_bytes, FieldRole::Data);
+  }
+};
+
+// `MbarrierWait(bar0, phase=0)`
+struct MbarrierWait {
+  std::string barrier;
+  Expr phase;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("barrier", s.barrier, FieldRole::UseBuffer);
+    f("phase", s.phase, FieldRole::Data);
+  }
+};
+
+// `v4 = WarpShuffle(acc0, xor, 16, width=32)`  mode: xor | down | up | idx
+struct WarpShuffle {
+  std::string dst;
+  Expr src;
+  std::string mode;
+  int64_t offset = 0;
+  int64_t width = 32;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dst", s.dst, FieldRole::DefValue);
+    f("src", s.src, FieldRole::Data);
+    f("mode", s.mode, FieldRole::Data);
+    f("offset", s.offset, FieldRole::Data);
+    f("width", s.width, FieldRole::Data);
+  }
+};
+
+// `TreeHalve(acc0_smem, tid=a0, n=256, op=add)`: shared-memory tree reduction of n slots into slot 0
+// (with a barrier after every halving step).
+struct TreeHalve {
+  std::string buffer;
+  Expr tid;
+  int64_t count = 0;
+  std::string op;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("buffer", s.buffer, FieldRole::UseBuffer);
+    f("tid", s.tid, FieldRole::Data);
+    f("count", s.count, FieldRole::Data);
+    f("op", s.op, FieldRole::Data);
+  }
+};
+
+// `(in0, in1, in2, in3) = load4 x[a0, a1 * 4]`: one vector load of consecutive elements.
+struct VectorLoad {
+  std::vector<std::string> dsts;
+  std::string buffer;
+  ExprList index;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dsts", s.dsts, FieldRole::DefInput);
+    f("buffer", s.buffer, FieldRole::UseBuffer);
+    f("index", s.index, FieldRole::Data);
+  }
+};
+
+// `y[a0, a1 * 4] = store4(v0, v1, v2, v3)`
+struct VectorStore {
+  std::string buffer;
+  ExprList index;
+  ExprList values;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("buffer", s.buffer, FieldRole::UseBuffer);
+    f("index", s.index, FieldRole::Data);
+    f("values", s.values, FieldRole::Data);
+  }
+};
+
+// The one list. Order is part of the JSON format only through names, never through indices.
+#define TESSERA_STMT_KINDS(X)                                                   \
+  /* Loop IR */ X(Load) X(Assign) X(Select) X(Init) X(Accum) X(Write) X(Loop) X(Cond) \
+  /* Tile IR */ X(Tile) X(StridedLoop) X(Stage) X(Combine) X(AsyncWait)       \
+  /* Kernel IR */ X(Let) X(Smem) X(Sync) X(CpAsyncCopy) X(CpAsyncCommit)      \
+  X(CpAsyncWait) X(TmaDescriptor) X(TmaLoad) X(MbarrierInit) X(MbarrierArrive) \
+  X(MbarrierWait) X(WarpShuffle) X(TreeHalve) X(VectorLoad) X(VectorStore)
+
+enum class StmtKind : uint8_t {
+#define TESSERA_X(K) K,
+  TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+};
+
+std::string_view stmt_kind_name(StmtKind k);
+std::optional<StmtKind> parse_stmt_kind(std::string_view s);
+
+#define TESSERA_X(K) K,
+using StmtVariant = std::variant<TESSERA_STMT_KINDS(TESSERA_X) std::monostate>;
+#undef TESSERA_X
+
+// Handle to an immutable statement node.
+class Stmt {
+ public:
+  Stmt() = default;
+  template <class T, class = std::enable_if_t<!std::is_same_v<std::decay_t<T>, Stmt>>>
+  Stmt(T value)  // NOLINT: `Stmt s = Load{...};` reads naturally
+      : node_(std::make_shared<const StmtVariant>(std::move(value))) {}
+
+  bool defined() const { return node_ != nullptr; }
+  StmtKind kind() const { return static_cast<StmtKind>(node_->index()); }
+  template <class T> bool is() const { return std::holds_alternative<T>(*node_); }
+  template <class T> const T* as() const { return std::get_if<T>(node_.get()); }
+  const StmtVariant& variant() const { return *node_; }
+  bool same_node(const Stmt& o) const { return node_ == o.node_; }
+
+ private:
+  std::shared_ptr<const StmtVariant> node_;
+};
+
+bool structurally_equal(const Stmt& a, const Stmt& b);
+bool structurally_equal(const Body& a, const Body& b);
+uint64_t structural_hash(const Stmt& s);
+uint64_t structural_hash(const Body& b);
+
+// Read-only traversal. Each visit_K defaults to visiting the children (bodies) of K in order;
+// override the kinds you care about and call the default to keep descending.
+class StmtVisitor {
+ public:
+  virtual ~StmtVisitor() = default;
+  void visit(const Stmt& s);
+  void visit(const Body& b);
+#define TESSERA_X(K) virtual void visit_##K(const K& s);
+  TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+};
+
+// Rebuilding traversal. mutate_K receives the node and its handle; the default rewrites its
+// Exprs through mutate_expr and its bodies through mutate, and returns `self` unchanged when
+// nothing changed (so unchanged subtrees stay shared). mutate_body may also drop or splice
+// statements: override it to return several statements for one.
+class StmtMutator {
+ public:
+  virtual ~StmtMutator() = default;
+  Stmt mutate(const Stmt& s);
+  virtual Body mutate_body(const Body& b);
+  virtual Expr mutate_expr(const Expr& e) { return e; }
+#define TESSERA_X(K) virtual Stmt mutate_##K(const K& s, const Stmt& self);
+  TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+};
+
+// Printing: one statement per line, bodies indented by two spaces per level.
+std::string print_body(const Body& b, int indent = 0);
+std::string print_stmt(const Stmt& s, int indent = 0);
+
+// Canonical renaming: bound names become a0.., in0.., v0.., acc0.. in order of first definition
+// (depth-first, textual order), references follow. Buffers keep their names. Structurally equal
+// kernels that differ only in names print identically after this.
+Body canonicalize_names(const Body& b);
+
+}  // namespace tessera

@@ -1,0 +1,73 @@
+// PassContext: everything a pass may consult while it runs, handed to it by the pipeline runner.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/knob.h"
+#include "tessera/support/status.h"
+#include "tessera/target/device.h"
+
+namespace tessera {
+
+class ChoiceSource;
+
+// A value pinned in the pipeline YAML for one knob of one pass entry.
+struct KnobPin {
+  std::string knob;
+  AttrValue value;
+  SourceLoc loc;  // where it was written, for errors
+};
+
+class PassContext {
+ public:
+  struct Sources {
+    ChoiceSource* tuner = nullptr;   // the tuner's current trajectory (or a random sampler)
+    ChoiceSource* replay = nullptr;  // a tuning-database replay
+  };
+
+  PassContext(std::string pass_name, std::string marker, std::vector<KnobSpec> knobs,
+              std::vector<KnobPin> pins, Sources sources, const DeviceDesc* device,
+              DiagnosticEngine* diags);
+
+  std::string_view pass_name() const { return pass_name_; }
+  // The pipeline position marker, e.g. "t:007_stage_inputs".
+  std::string_view marker() const { return marker_; }
+  // The device the schedule is for. Heuristics read numbers from here, never hard-code them.
+  const DeviceDesc& device() const { return *device_; }
+
+  // Decides `knob` for `node`, in this order: the pinned YAML value (which must be among
+  // `candidates`), the tuner's trajectory, the tuning-database replay, then `heuristic`.
+  // Records the choice on the node (node.choices) and returns it.
+  Expected<AttrValue> choose(std::string_view knob, Node& node, const std::vector<AttrValue>& candidates,
+                             const AttrValue& heuristic);
+  Expected<int64_t> choose_int(std::string_view knob, Node& node, const std::vector<int64_t>& candidates,
+                               int64_t heuristic);
+  Expected<bool> choose_bool(std::string_view knob, Node& node, bool heuristic);
+
+  // Records that the pass declined to rewrite `node` (printed at -vv as "--- <marker> skipped at
+  // <node>: <reason>").
+  void skip(const Node& node, std::string reason);
+  struct Skip {
+    std::string node, reason;
+  };
+  const std::vector<Skip>& skips() const { return skips_; }
+
+  // An error already naming this pass and `node`.
+  Diagnostic error_at(const Node& node, std::string message) const;
+  DiagnosticEngine& diagnostics() { return *diags_; }
+
+ private:
+  std::string pass_name_, marker_;
+  std::vector<KnobSpec> knobs_;
+  std::vector<KnobPin> pins_;
+  Sources sources_;
+  const DeviceDesc* device_;
+  DiagnosticEngine* diags_;
+  std::vector<Skip> skips_;
+};
+
+}  // namespace tessera

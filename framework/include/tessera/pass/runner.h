@@ -1,0 +1,51 @@
+// PipelineRunner: runs a validated pipeline's stages, in order, on a graph.
+#pragma once
+
+#include <iosfwd>
+#include <set>
+#include <string>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pipeline.h"
+#include "tessera/support/status.h"
+
+namespace tessera {
+
+class Registry;
+class ChoiceSource;
+
+struct RunnerOptions {
+  Dialect stop_after = Dialect::Torch;  // run stages up to and including this one
+  bool time_passes = false;             // per-pass wall time table on `err`
+  bool print_ir_after_all = false;
+  std::set<std::string> print_ir_after;  // pass names
+  bool verify_each = false;             // verify after every pass (always after every stage)
+  std::string dump_dir;                 // every stage as NN_stage.txt + NN_stage.json
+  std::string reproducer_dir;           // where failure reproducers go ("" = dump_dir or temp dir)
+  int verbosity = 0;                    // 1: one line per pass; 2: diffs per application
+  const DeviceDesc* device = nullptr;   // required
+  ChoiceSource* tuner = nullptr;
+  ChoiceSource* replay = nullptr;
+  std::ostream* out = nullptr;          // IR printouts and diffs (stdout)
+  std::ostream* err = nullptr;          // timings and notes (stderr)
+};
+
+class PipelineRunner {
+ public:
+  PipelineRunner(const Registry& registry, const PipelineSpec& spec, RunnerOptions options);
+
+  // Runs every stage up to options.stop_after. On a pass failure the returned diagnostic names the
+  // pass marker and node, shows the IR around the failure, and names the reproducer written
+  // (input graph JSON + effective pipeline YAML).
+  Status run(Graph& g, DiagnosticEngine& diags);
+
+ private:
+  // Decorates a pass failure (marker, node IR) and writes the reproducer named in its notes.
+  Status fail(Diagnostic d, const std::string& marker, const Graph& input) const;
+
+  const Registry& registry_;
+  const PipelineSpec& spec_;
+  RunnerOptions opts_;
+};
+
+}  // namespace tessera

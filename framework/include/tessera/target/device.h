@@ -1,0 +1,49 @@
+// Device descriptions: the numbers schedule heuristics read. Loaded from data/devices.yaml;
+// no pass hard-codes a device number.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/support/status.h"
+
+namespace tessera {
+
+struct DeviceDesc {
+  std::string name;          // short id: h100, h200, a100, l40s, rtx4090, rtx5090
+  std::string full_name;     // "NVIDIA H100 80GB HBM3"
+  std::string arch;          // sm_90
+  int sm_count = 0;
+  int64_t smem_per_block = 0;        // bytes usable by one block (opt-in maximum)
+  int64_t smem_per_sm = 0;           // bytes
+  int64_t regs_per_sm = 0;
+  int max_threads_per_block = 1024;
+  int max_threads_per_sm = 2048;
+  int warp_size = 32;
+  int64_t l2_bytes = 0;
+  double dram_gbps = 0;              // peak DRAM bandwidth, GB/s
+  double fp32_tflops = 0;            // peak non-tensor-core FP32
+  double tensor_tflops_bf16 = 0;     // dense
+};
+
+class DeviceTable {
+ public:
+  static Expected<DeviceTable> load_file(const std::string& path);
+  static Expected<DeviceTable> parse(const std::string& yaml_text, const std::string& file);
+  // The table shipped with Tessera: <libdir>/../share/tessera/devices.yaml next to libtessera.so
+  // (build and install trees alike), else the source tree's data/devices.yaml.
+  static Expected<DeviceTable> load_default();
+  const DeviceDesc* find(const std::string& name) const;      // by short name
+  const DeviceDesc* find_by_arch(const std::string& arch) const;  // first device with that arch
+  const std::vector<DeviceDesc>& all() const { return devices_; }
+
+ private:
+  std::vector<DeviceDesc> devices_;
+};
+
+// Known CUDA architectures: sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_120.
+bool is_known_arch(const std::string& arch);
+const std::vector<std::string>& known_archs();
+
+}  // namespace tessera

@@ -1,0 +1,376 @@
+// Expr: construction, accessors, printing, structural equality/hash, substitution and free vars
+// of the index/scalar expression language (the simplifier lives in simplify.cpp).
+#include "tessera/ir/expr.h"
+
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <set>
+
+#include "tessera/ir/attr.h"
+
+namespace tessera {
+
+// The node is immutable after construction and shared between trees.
+struct ExprNode {
+  ExprKind kind = ExprKind::Int;
+  std::string name;       // Var
+  int64_t int_value = 0;  // Int
+  double float_value = 0; // Float
+  DType cast_type = DType::F32;  // Cast
+  std::vector<Expr> operands;
+};
+
+namespace {
+
+// FNV-1a over explicit little-endian bytes, so the hash does not depend on the platform.
+constexpr uint64_t kFnvOffset = 14695981039346656037ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+uint64_t fnv_byte(uint64_t h, uint8_t b) { return (h ^ b) * kFnvPrime; }
+
+uint64_t fnv_u64(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; ++i) h = fnv_byte(h, static_cast<uint8_t>(v >> (8 * i)));
+  return h;
+}
+
+uint64_t fnv_string(uint64_t h, const std::string& s) {
+  h = fnv_u64(h, s.size());  // length first, so ("ab","c") and ("a","bc") differ
+  for (char c : s) h = fnv_byte(h, static_cast<uint8_t>(c));
+  return h;
+}
+
+// splitmix64 finalizer: spreads FNV's weak low bits before a hash is combined into a parent.
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t compute_hash(const Expr& e) {
+  uint64_t h = fnv_byte(kFnvOffset, static_cast<uint8_t>(e.kind()));
+  switch (e.kind()) {
+    case ExprKind::Var: h = fnv_string(h, e.name()); break;
+    case ExprKind::Int: h = fnv_u64(h, static_cast<uint64_t>(e.int_value())); break;
+    case ExprKind::Float: h = fnv_u64(h, std::bit_cast<uint64_t>(e.float_value())); break;
+    case ExprKind::Cast: h = fnv_byte(h, static_cast<uint8_t>(e.cast_type())); break;
+    default: break;
+  }
+  h = fnv_u64(h, e.operands().size());
+  for (const Expr& op : e.operands()) h = fnv_u64(h, compute_hash(op));
+  return mix(h);
+}
+
+bool is_binary_kind(ExprKind k) {
+  switch (k) {
+    case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div:
+    case ExprKind::Mod: case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt:
+    case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And:
+    case ExprKind::Or:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Printing precedence: higher binds tighter.
+enum Prec : int { kOr = 1, kAnd = 2, kCompare = 3, kAdditive = 4, kMultiplicative = 5,
+                  kUnary = 6, kAtom = 7 };
+
+int infix_prec(ExprKind k) {
+  switch (k) {
+    case ExprKind::Or: return kOr;
+    case ExprKind::And: return kAnd;
+    case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: return kCompare;
+    case ExprKind::Add: case ExprKind::Sub: return kAdditive;
+    case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod: return kMultiplicative;
+    default: return 0;
+  }
+}
+
+const char* infix_symbol(ExprKind k) {
+  switch (k) {
+    case ExprKind::Add: return " + ";
+    case ExprKind::Sub: return " - ";
+    case ExprKind::Mul: return " * ";
+    case ExprKind::Div: return " / ";
+    case ExprKind::Mod: return " % ";
+    case ExprKind::Lt: return " < ";
+    case ExprKind::Le: return " <= ";
+    case ExprKind::Eq: return " == ";
+    case ExprKind::Ne: return " != ";
+    case ExprKind::And: return " && ";
+    case ExprKind::Or: return " || ";
+    default: return " ? ";
+  }
+}
+
+bool is_negative_literal(const Expr& e) {
+  if (e.is(ExprKind::Int)) return e.int_value() < 0;
+  if (e.is(ExprKind::Float)) return std::signbit(e.float_value()) && !std::isnan(e.float_value());
+  return false;
+}
+
+std::string float_literal_str(double v) {
+  // Python's repr, which already gives "2048.0", "1e-06", "inf", "nan".
+  return attr_str(AttrValue(v));
+}
+
+void print(const Expr& e, std::string& out);
+
+// Prints an operand of an infix or prefix operator, parenthesized when it binds looser than
+// `min_prec` requires. A negative literal is always parenthesized there so `a + (-1)` and
+// `a - (-1)` never read as `a + -1` or `a -- 1`.
+void print_operand(const Expr& e, int min_prec, std::string& out) {
+  int p = kAtom;
+  if (is_binary_kind(e.kind()) && infix_prec(e.kind()) > 0) p = infix_prec(e.kind());
+  else if (e.is(ExprKind::Not)) p = kUnary;
+  bool parens = p < min_prec || is_negative_literal(e);
+  if (parens) out += '(';
+  print(e, out);
+  if (parens) out += ')';
+}
+
+void print_call(const char* fn, const Expr& e, std::string& out) {
+  out += fn;
+  out += '(';
+  const auto& ops = e.operands();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (i > 0) out += ", ";
+    print(ops[i], out);
+  }
+  out += ')';
+}
+
+void print(const Expr& e, std::string& out) {
+  if (!e.defined()) {
+    out += "<undef>";
+    return;
+  }
+  switch (e.kind()) {
+    case ExprKind::Var: out += e.name(); return;
+    case ExprKind::Int: out += std::to_string(e.int_value()); return;
+    case ExprKind::Float: out += float_literal_str(e.float_value()); return;
+    case ExprKind::Min: print_call("min", e, out); return;
+    case ExprKind::Max: print_call("max", e, out); return;
+    case ExprKind::Select: print_call("select", e, out); return;
+    case ExprKind::Cast: {
+      std::string fn(dtype_short_name(e.cast_type()));
+      print_call(fn.c_str(), e, out);
+      return;
+    }
+    case ExprKind::Not:
+      out += '!';
+      print_operand(e.operand(0), kUnary, out);
+      return;
+    default: break;
+  }
+  // Infix binary. All are left-associative: the right operand needs strictly tighter binding,
+  // so `a - (b - c)` keeps its parentheses and `a - b - c` has none. Comparisons do not chain,
+  // so a comparison operand of a comparison is parenthesized on both sides.
+  int p = infix_prec(e.kind());
+  int left_min = p == kCompare ? p + 1 : p;
+  print_operand(e.operand(0), left_min, out);
+  out += infix_symbol(e.kind());
+  print_operand(e.operand(1), p + 1, out);
+}
+
+}  // namespace
+
+std::string_view expr_kind_name(ExprKind k) {
+  switch (k) {
+#define TESSERA_X(K) \
+  case ExprKind::K: return #K;
+    TESSERA_EXPR_KINDS(TESSERA_X)
+#undef TESSERA_X
+  }
+  assert(false && "unknown ExprKind");
+  return "?";
+}
+
+std::optional<ExprKind> parse_expr_kind(std::string_view s) {
+#define TESSERA_X(K) \
+  if (s == #K) return ExprKind::K;
+  TESSERA_EXPR_KINDS(TESSERA_X)
+#undef TESSERA_X
+  return std::nullopt;
+}
+
+Expr Expr::var(std::string name) {
+  auto n = std::make_shared<ExprNode>();
+  n->kind = ExprKind::Var;
+  n->name = std::move(name);
+  return Expr(std::move(n));
+}
+
+Expr Expr::int_(int64_t v) {
+  auto n = std::make_shared<ExprNode>();
+  n->kind = ExprKind::Int;
+  n->int_value = v;
+  return Expr(std::move(n));
+}
+
+Expr Expr::float_(double v) {
+  auto n = std::make_shared<ExprNode>();
+  n->kind = ExprKind::Float;
+  n->float_value = v;
+  return Expr(std::move(n));
+}
+
+Expr Expr::binary(ExprKind k, Expr a, Expr b) {
+  assert(is_binary_kind(k) && "Expr::binary needs a binary kind");
+  assert(a.defined() && b.defined() && "Expr::binary needs defined operands");
+  auto n = std::make_shared<ExprNode>();
+  n->kind = k;
+  n->operands = {std::move(a), std::move(b)};
+  return Expr(std::move(n));
+}
+
+Expr Expr::not_(Expr a) {
+  assert(a.defined());
+  auto n = std::make_shared<ExprNode>();
+  n->kind = ExprKind::Not;
+  n->operands = {std::move(a)};
+  return Expr(std::move(n));
+}
+
+Expr Expr::select(Expr cond, Expr then_value, Expr else_value) {
+  assert(cond.defined() && then_value.defined() && else_value.defined());
+  auto n = std::make_shared<ExprNode>();
+  n->kind = ExprKind::Select;
+  n->operands = {std::move(cond), std::move(then_value), std::move(else_value)};
+  return Expr(std::move(n));
+}
+
+Expr Expr::cast(DType to, Expr a) {
+  assert(a.defined());
+  auto n = std::make_shared<ExprNode>();
+  n->kind = ExprKind::Cast;
+  n->cast_type = to;
+  n->operands = {std::move(a)};
+  return Expr(std::move(n));
+}
+
+ExprKind Expr::kind() const {
+  assert(defined());
+  return node_->kind;
+}
+
+const std::string& Expr::name() const {
+  assert(is(ExprKind::Var));
+  return node_->name;
+}
+
+int64_t Expr::int_value() const {
+  assert(is(ExprKind::Int));
+  return node_->int_value;
+}
+
+double Expr::float_value() const {
+  assert(is(ExprKind::Float));
+  return node_->float_value;
+}
+
+DType Expr::cast_type() const {
+  assert(is(ExprKind::Cast));
+  return node_->cast_type;
+}
+
+const std::vector<Expr>& Expr::operands() const {
+  assert(defined());
+  return node_->operands;
+}
+
+std::string Expr::str() const {
+  std::string out;
+  print(*this, out);
+  return out;
+}
+
+Expr operator+(Expr a, Expr b) { return Expr::binary(ExprKind::Add, std::move(a), std::move(b)); }
+Expr operator-(Expr a, Expr b) { return Expr::binary(ExprKind::Sub, std::move(a), std::move(b)); }
+Expr operator*(Expr a, Expr b) { return Expr::binary(ExprKind::Mul, std::move(a), std::move(b)); }
+Expr operator/(Expr a, Expr b) { return Expr::binary(ExprKind::Div, std::move(a), std::move(b)); }
+Expr operator%(Expr a, Expr b) { return Expr::binary(ExprKind::Mod, std::move(a), std::move(b)); }
+Expr operator<(Expr a, Expr b) { return Expr::binary(ExprKind::Lt, std::move(a), std::move(b)); }
+Expr operator<=(Expr a, Expr b) { return Expr::binary(ExprKind::Le, std::move(a), std::move(b)); }
+
+bool structurally_equal(const Expr& a, const Expr& b) {
+  if (a.same_node(b)) return true;
+  if (!a.defined() || !b.defined()) return false;
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case ExprKind::Var: if (a.name() != b.name()) return false; break;
+    case ExprKind::Int: if (a.int_value() != b.int_value()) return false; break;
+    case ExprKind::Float:
+      // Bitwise, so nan equals nan and 0.0 differs from -0.0 (they print differently).
+      if (std::bit_cast<uint64_t>(a.float_value()) != std::bit_cast<uint64_t>(b.float_value()))
+        return false;
+      break;
+    case ExprKind::Cast: if (a.cast_type() != b.cast_type()) return false; break;
+    default: break;
+  }
+  const auto& xs = a.operands();
+  const auto& ys = b.operands();
+  if (xs.size() != ys.size()) return false;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (!structurally_equal(xs[i], ys[i])) return false;
+  }
+  return true;
+}
+
+uint64_t structural_hash(const Expr& e) {
+  if (!e.defined()) return 0;
+  return compute_hash(e);
+}
+
+namespace {
+
+Expr substitute_impl(const Expr& e, const std::map<std::string, Expr>& map) {
+  if (e.is(ExprKind::Var)) {
+    auto it = map.find(e.name());
+    return it == map.end() ? e : it->second;
+  }
+  const auto& ops = e.operands();
+  if (ops.empty()) return e;
+  std::vector<Expr> new_ops;
+  new_ops.reserve(ops.size());
+  bool changed = false;
+  for (const Expr& op : ops) {
+    new_ops.push_back(substitute_impl(op, map));
+    changed = changed || !new_ops.back().same_node(op);
+  }
+  if (!changed) return e;  // keep sharing untouched subtrees
+  switch (e.kind()) {
+    case ExprKind::Not: return Expr::not_(std::move(new_ops[0]));
+    case ExprKind::Cast: return Expr::cast(e.cast_type(), std::move(new_ops[0]));
+    case ExprKind::Select:
+      return Expr::select(std::move(new_ops[0]), std::move(new_ops[1]), std::move(new_ops[2]));
+    default: return Expr::binary(e.kind(), std::move(new_ops[0]), std::move(new_ops[1]));
+  }
+}
+
+void collect_vars(const Expr& e, std::set<std::string>& seen, std::vector<std::string>& out) {
+  if (e.is(ExprKind::Var)) {
+    if (seen.insert(e.name()).second) out.push_back(e.name());
+    return;
+  }
+  for (const Expr& op : e.operands()) collect_vars(op, seen, out);
+}
+
+}  // namespace
+
+Expr substitute(const Expr& e, const std::map<std::string, Expr>& map) {
+  if (!e.defined() || map.empty()) return e;
+  return substitute_impl(e, map);
+}
+
+std::vector<std::string> free_vars(const Expr& e) {
+  std::vector<std::string> out;
+  if (!e.defined()) return out;
+  std::set<std::string> seen;
+  collect_vars(e, seen, out);
+  return out;
+}
+
+}  // namespace tessera

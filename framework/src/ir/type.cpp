@@ -1,0 +1,85 @@
+// Element types and tensor types: dtype spellings, sizes and the printed form of shapes.
+#include "tessera/ir/type.h"
+
+#include <cassert>
+
+namespace tessera {
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "float32";
+    case DType::F16: return "float16";
+    case DType::BF16: return "bfloat16";
+    case DType::I32: return "int32";
+    case DType::I64: return "int64";
+    case DType::Bool: return "bool";
+  }
+  assert(false && "unknown DType");
+  return "?";
+}
+
+std::string_view dtype_short_name(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::I32: return "i32";
+    case DType::I64: return "i64";
+    case DType::Bool: return "bool";
+  }
+  assert(false && "unknown DType");
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view s) {
+  static constexpr DType kAll[] = {DType::F32, DType::F16, DType::BF16,
+                                   DType::I32, DType::I64, DType::Bool};
+  for (DType t : kAll) {
+    if (s == dtype_name(t) || s == dtype_short_name(t)) return t;
+  }
+  return std::nullopt;
+}
+
+int dtype_bytes(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::BF16: return 2;
+    case DType::I32: return 4;
+    case DType::I64: return 8;
+    case DType::Bool: return 1;
+  }
+  assert(false && "unknown DType");
+  return 0;
+}
+
+bool dtype_is_float(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
+int64_t num_elements(const Shape& s) {
+  int64_t n = 1;  // a scalar (rank 0) holds one element
+  for (const Dim& d : s) n *= d.value();
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(s[i].value());
+  }
+  // Python writes a one-element tuple with a trailing comma: (7,)
+  if (s.size() == 1) out += ",";
+  out += ")";
+  return out;
+}
+
+std::string TensorType::str() const {
+  std::string out = shape_str(shape);
+  out += ' ';
+  out += dtype_name(dtype);
+  return out;
+}
+
+}  // namespace tessera

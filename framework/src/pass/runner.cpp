@@ -1,0 +1,199 @@
+// PipelineRunner: runs the stages of a pipeline on a graph, with the debugging aids of the CLI:
+// per-pass timing, IR printing after passes, per-application diffs (-vv), verification between
+// passes, stage dumps, and a reproducer when a pass fails.
+#include "tessera/pass/runner.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+#include "tessera/ir/printer.h"
+#include "tessera/ir/serialize.h"
+#include "tessera/ir/verifier.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/registry.h"
+#include "tessera/support/unified_diff.h"
+
+namespace tessera {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr Dialect kStageOrder[] = {Dialect::Torch, Dialect::Tensor, Dialect::Loop,
+                                   Dialect::Tile,  Dialect::Kernel, Dialect::Cuda};
+
+int stage_index(Dialect d) {
+  for (int i = 0; i < 6; ++i)
+    if (kStageOrder[i] == d) return i + 1;
+  return 0;  // Core
+}
+
+// The printed form of every compute node, by id, in graph order (what -vv diffs compare).
+std::vector<std::pair<std::string, std::string>> node_texts(const Graph& g) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Node* n : g.nodes())
+    if (n->dialect() != Dialect::Core) out.emplace_back(n->id, print_node(g, *n));
+  return out;
+}
+
+// One -vv block: a hunk group per node whose printout changed, then the declined matches.
+std::string application_diff(const std::string& marker,
+                             const std::vector<std::pair<std::string, std::string>>& before,
+                             const std::vector<std::pair<std::string, std::string>>& after,
+                             const std::vector<PassContext::Skip>& skips) {
+  std::map<std::string, const std::string*> old_text, new_text;
+  for (const auto& [id, text] : before) old_text[id] = &text;
+  for (const auto& [id, text] : after) new_text[id] = &text;
+  std::ostringstream body;
+  for (const auto& [id, text] : after) {
+    auto it = old_text.find(id);
+    if (it == old_text.end()) {
+      body << "@@ matched at " << id << " (new) @@\n" << unified_diff("", text);
+    } else if (*it->second != text) {
+      body << "@@ matched at " << id << " (in-place) @@\n" << unified_diff(*it->second, text);
+    }
+  }
+  for (const auto& [id, text] : before)
+    if (!new_text.count(id)) body << "@@ matched at " << id << " (removed) @@\n" << unified_diff(text, "");
+  std::ostringstream os;
+  if (!body.str().empty()) os << ">>> " << marker << "\n" << body.str() << "<<< " << marker << "\n";
+  for (const auto& s : skips) os << "--- " << marker << " skipped at " << s.node << ": " << s.reason << "\n";
+  return os.str();
+}
+
+Status write_text(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return make_error("cannot write '" + path.string() + "'");
+  f << text;
+  if (!f) return make_error("error writing '" + path.string() + "'");
+  return Status::ok();
+}
+
+Status dump_stage(const std::string& dir, const std::string& stem, const Graph& g) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return make_error("cannot create dump directory '" + dir + "': " + ec.message());
+  TESSERA_TRY(write_text(fs::path(dir) / (stem + ".txt"), print_graph(g)));
+  return write_text(fs::path(dir) / (stem + ".json"), graph_to_json_text(g));
+}
+
+}  // namespace
+
+PipelineRunner::PipelineRunner(const Registry& registry, const PipelineSpec& spec, RunnerOptions options)
+    : registry_(registry), spec_(spec), opts_(std::move(options)) {}
+
+Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
+  std::ostream* out = opts_.out;
+  std::ostream* err = opts_.err;
+  if (!opts_.device) return make_error("internal error: the pipeline runner needs a device description");
+
+  TESSERA_TRY(verify_graph(g, g.stage()));
+  if (!opts_.dump_dir.empty()) TESSERA_TRY(dump_stage(opts_.dump_dir, "0_input", g));
+
+  struct Timing {
+    std::string marker;
+    double ms;
+  };
+  std::vector<Timing> timings;
+
+  for (Dialect stage : kStageOrder) {
+    if (stage_index(stage) > stage_index(opts_.stop_after)) break;
+    auto it = spec_.stages.find(stage);
+    if (it == spec_.stages.end() || it->second.empty()) continue;
+    // A graph that is already past this stage (e.g. loaded with --from-ir) skips it.
+    if (stage_index(g.stage()) > stage_index(stage)) continue;
+
+    size_t position = 0;
+    for (const PassEntry& entry : it->second) {
+      ++position;
+      const std::string marker = pass_marker(stage, position, entry.name);
+      std::unique_ptr<Pass> pass = registry_.make_pass(entry.name);
+      if (!pass) {
+        Diagnostic d = make_error("unknown pass '" + entry.name + "'");
+        d.at(entry.loc);
+        return d;
+      }
+      PassContext ctx(entry.name, marker, pass->knobs(), entry.pins, {opts_.tuner, opts_.replay},
+                      opts_.device, &diags);
+
+      const Graph before = g;  // for the reproducer and the -vv diff
+      std::vector<std::pair<std::string, std::string>> before_text;
+      if (opts_.verbosity >= 2) before_text = node_texts(g);
+
+      auto t0 = std::chrono::steady_clock::now();
+      Status st = pass->run(g, ctx);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      timings.push_back({marker, ms});
+
+      if (st && opts_.verify_each) {
+        Status v = verify_graph(g, g.stage());
+        if (!v) {
+          Diagnostic d = std::move(v).error();
+          d.message = "IR does not verify after the pass: " + d.message;
+          st = Status(std::move(d));
+        }
+      }
+      if (!st) return fail(std::move(st).error(), marker, before);
+
+      if (opts_.verbosity >= 1 && err) *err << "[" << marker << "] " << std::fixed << std::setprecision(3) << ms << " ms\n";
+      if (opts_.verbosity >= 2 && out)
+        *out << application_diff(marker, before_text, node_texts(g), ctx.skips());
+      if (out && (opts_.print_ir_after_all || opts_.print_ir_after.count(entry.name)))
+        *out << "// ----- IR after " << marker << " -----\n" << print_graph(g) << "\n";
+    }
+
+    Status v = verify_graph(g, stage);
+    if (!v) {
+      Diagnostic d = std::move(v).error();
+      d.message = "IR at the end of stage '" + std::string(dialect_name(stage)) + "' does not verify: " + d.message;
+      return d;
+    }
+    if (!opts_.dump_dir.empty())
+      TESSERA_TRY(dump_stage(opts_.dump_dir, std::to_string(stage_index(stage)) + "_" + std::string(dialect_name(stage)), g));
+  }
+
+  if (opts_.time_passes && err) {
+    double total = 0;
+    for (const auto& t : timings) total += t.ms;
+    *err << "===-------------------------------------------===\n"
+         << "  pass execution time (total " << std::fixed << std::setprecision(3) << total << " ms)\n"
+         << "===-------------------------------------------===\n";
+    for (const auto& t : timings) {
+      double pct = total > 0 ? 100.0 * t.ms / total : 0.0;
+      *err << "  " << std::setw(10) << std::setprecision(3) << t.ms << " ms  " << std::setw(5)
+           << std::setprecision(1) << pct << "%  " << t.marker << "\n";
+    }
+  }
+  return Status::ok();
+}
+
+Status PipelineRunner::fail(Diagnostic d, const std::string& marker, const Graph& input) const {
+  if (d.pass.empty()) d.pass = marker;
+  if (!d.node.empty()) {
+    if (const Node* n = input.find(d.node); n && n->dialect() != Dialect::Core)
+      d.note("IR of '" + d.node + "' before the pass:\n" + print_node(input, *n));
+  }
+  fs::path dir = !opts_.reproducer_dir.empty() ? fs::path(opts_.reproducer_dir)
+                 : !opts_.dump_dir.empty()     ? fs::path(opts_.dump_dir) / "reproducer"
+                                               : fs::temp_directory_path() / ("tessera-reproducer-" + marker);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  Status w1 = ec ? Status(make_error(ec.message())) : write_text(dir / "input.json", graph_to_json_text(input));
+  Status w2 = w1 ? write_text(dir / "pipeline.yaml", print_pipeline(spec_, registry_)) : w1;
+  if (w2) {
+    d.note("reproducer written to " + dir.string() + " (input.json, pipeline.yaml); replay with: tessera compile --from-ir " +
+           (dir / "input.json").string() + " --pipeline " + (dir / "pipeline.yaml").string() + " --ir " +
+           std::string(dialect_name(opts_.stop_after)));
+  } else {
+    d.note("could not write a reproducer to " + dir.string() + ": " + w2.error().message);
+  }
+  return d;
+}
+
+}  // namespace tessera
