@@ -35,9 +35,10 @@ int needs_component(int argc, char** argv, int first, const char* command, Compo
   bool have = kind == ComponentKind::Target ? (target == "auto" ? !r.names(kind).empty() : r.has(kind, target))
                                             : r.has(kind, session->pipeline.tuner.name);
   if (!have) {
-    std::cerr << "error: tessera " << command << ": no " << component_kind_name(kind) << " plugin '"
-              << (kind == ComponentKind::Target ? target : session->pipeline.tuner.name)
-              << "' is installed yet (" << lands_with << ")\n";
+    std::string which = kind == ComponentKind::Target ? target : session->pipeline.tuner.name;
+    std::cerr << "error: tessera " << command << ": no " << component_kind_name(kind) << " plugin "
+              << (which == "auto" ? std::string("(sim or cuda)") : "'" + which + "'") << " is installed yet ("
+              << lands_with << ")\n";
     return kExitUsage;
   }
   std::cerr << "error: tessera " << command << ": this build's host cannot drive the installed "

@@ -48,6 +48,7 @@ uint64_t mix(uint64_t z) {
 }
 
 uint64_t compute_hash(const Expr& e) {
+  if (!e.defined()) return 0;
   uint64_t h = fnv_byte(kFnvOffset, static_cast<uint8_t>(e.kind()));
   switch (e.kind()) {
     case ExprKind::Var: h = fnv_string(h, e.name()); break;
@@ -319,14 +320,12 @@ bool structurally_equal(const Expr& a, const Expr& b) {
   return true;
 }
 
-uint64_t structural_hash(const Expr& e) {
-  if (!e.defined()) return 0;
-  return compute_hash(e);
-}
+uint64_t structural_hash(const Expr& e) { return compute_hash(e); }
 
 namespace {
 
 Expr substitute_impl(const Expr& e, const std::map<std::string, Expr>& map) {
+  if (!e.defined()) return e;
   if (e.is(ExprKind::Var)) {
     auto it = map.find(e.name());
     return it == map.end() ? e : it->second;
@@ -351,6 +350,7 @@ Expr substitute_impl(const Expr& e, const std::map<std::string, Expr>& map) {
 }
 
 void collect_vars(const Expr& e, std::set<std::string>& seen, std::vector<std::string>& out) {
+  if (!e.defined()) return;
   if (e.is(ExprKind::Var)) {
     if (seen.insert(e.name()).second) out.push_back(e.name());
     return;

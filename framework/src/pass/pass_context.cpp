@@ -90,9 +90,7 @@ Expected<AttrValue> PassContext::choose(std::string_view knob, Node& node,
       } else {
         message += ", which is not among the candidates at node '" + node.id + "': " + join_values(allowed);
       }
-      Diagnostic d = error_at(node, std::move(message));
-      if (pin.loc.valid()) d.note("pinned at " + pin.loc.str());
-      return d;
+      return error_at(node, std::move(message));
     }
     return decide(as_knob_type(pin.value, spec.type), "pinned");
   }

@@ -38,10 +38,15 @@ Diagnostic located(Diagnostic d, const SourceLoc& origin) {
   return d;
 }
 
-// dlopen's own explanation, which Boost.DLL leaves in dlerror() after a failed load.
-std::string loader_reason(const std::error_code& ec) {
-  if (const char* reason = ::dlerror()) return reason;
-  return ec.message();
+// dlopen's own explanation, which Boost.DLL leaves in dlerror() after a failed load, without the
+// "<file>: " prefix glibc puts in front (the caller's message already names the file).
+std::string loader_reason(const std::string& file, const std::error_code& ec) {
+  const char* raw = ::dlerror();
+  if (raw == nullptr) return ec.message();
+  std::string reason = raw;
+  const std::string prefix = file + ": ";
+  if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
+  return reason;
 }
 
 }  // namespace
@@ -82,7 +87,7 @@ Status PluginHost::load_file(const std::string& path, const SourceLoc& origin) {
     library.load(canonical, load_ec,
                  boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
     if (load_ec || !library.is_loaded())
-      return located(make_error("cannot load plugin " + file + ": " + loader_reason(load_ec)), origin);
+      return located(make_error("cannot load plugin " + file + ": " + loader_reason(file, load_ec)), origin);
 
     if (!library.has(TESSERA_PLUGIN_ENTRY_SYMBOL)) {
       return located(make_error(file + " is not a Tessera plugin: it does not export '" +

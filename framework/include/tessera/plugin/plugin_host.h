@@ -31,6 +31,10 @@ class PluginHost {
   // Loads one plugin file. Errors: file not found; not a Tessera plugin (no entry symbol);
   // api_version mismatch (names the file and both versions); a name already registered (names
   // both files). `origin` (e.g. a YAML location) is attached to the diagnostic when valid.
+  // Loading a file whose canonical path this host already loaded is a no-op that succeeds (the
+  // same plugin is often reachable twice: plugin directory and --plugin); a different file that
+  // registers an already-registered name is the duplicate error. A refused plugin registers
+  // nothing.
   Status load_file(const std::string& path, const SourceLoc& origin = {});
 
   Registry& registry() { return registry_; }

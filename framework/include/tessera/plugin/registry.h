@@ -56,7 +56,8 @@ class Registry {
 
   // Used by the loader: registrations between begin_plugin and end_plugin are attributed to that
   // plugin. end_plugin returns the first conflict (a name already registered by another file),
-  // naming both files; conflicting registrations are discarded.
+  // naming both files; a conflicting plugin is withdrawn entirely (its record and every name it
+  // registered), so a refused plugin contributes nothing.
   void begin_plugin(PluginRecord record);
   Status end_plugin();
   // Withdraws every registration since begin_plugin (used when a plugin's register function fails).

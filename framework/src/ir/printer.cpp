@@ -1,0 +1,224 @@
+// Graph printer: the text form of a program at every stage (`--ir`, `-vv` diffs, dumps).
+//
+// Layout of print_graph:
+//   x: (16, 64) float32                                      inputs and constants, in graph order
+//   p_weight: (2048,) float32 = param up.weight  # randn seed=7
+//                                                            blank line
+//   add = add(x, bias_bc) -> (16, 64) float32                torch/tensor nodes: one line each
+//   === merged_relu -> relu ===                              loop/tile/kernel/cuda: a block,
+//     for a0 in 0..16:  # free                               separated by blank lines
+//                                                            blank line
+//   return relu
+//
+// Declarations. An input prints `name: type`, followed by `  # <init>` when it is not created by
+// randn (the default): `# zeros`, `# ones`, `# rand`, `# full(0.5)`. A constant prints
+// `name: type = param <module path>` (or `= const` when it has no path) and a comment saying
+// where its data comes from: `# randn seed=7` (plus ` scale=0.02` when the scale is not 1),
+// `# full(0.5)`, `# zeros`, or `# values=[1.0, 2.0]` for literal data (at most 8 values shown,
+// then `, ... (N values)`).
+#include "tessera/ir/printer.h"
+
+#include <algorithm>
+
+namespace tessera {
+namespace {
+
+constexpr size_t kMaxPrintedValues = 8;
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+std::string join_exprs(const ExprList& exprs) {
+  std::vector<std::string> items;
+  for (const Expr& e : exprs) items.push_back(e.str());
+  return join(items);
+}
+
+// Launch geometry: `(32, 1, 1)`.
+std::string int_tuple(const std::vector<int64_t>& values) {
+  std::vector<std::string> items;
+  for (int64_t v : values) items.push_back(std::to_string(v));
+  return "(" + join(items) + ")";
+}
+
+std::string number(double v) { return attr_str(AttrValue(v)); }
+
+std::string input_comment(const InputOp& op) {
+  if (op.init == "randn") return "";
+  if (op.init == "full") return "  # full(" + number(op.fill) + ")";
+  return "  # " + op.init;
+}
+
+std::string constant_comment(const ConstantOp& op) {
+  if (!op.values.empty()) {
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < op.values.size() && i < kMaxPrintedValues; ++i) {
+      shown.push_back(number(op.values[i]));
+    }
+    std::string text = "values=[" + join(shown);
+    if (op.values.size() > kMaxPrintedValues) {
+      text += ", ... (" + std::to_string(op.values.size()) + " values)";
+    }
+    return "  # " + text + "]";
+  }
+  if (op.init == "full") return "  # full(" + number(op.scale) + ")";
+  if (op.init == "randn" || op.init == "rand") {
+    std::string text = "  # " + op.init + " seed=" + std::to_string(op.seed);
+    if (op.scale != 1.0) text += " scale=" + number(op.scale);
+    return text;
+  }
+  return "  # " + op.init;
+}
+
+// `# knobs: launch_geometry.BN=128 (heuristic), stage_inputs.STAGE='x' (pinned)`
+std::string knobs_line(const Node& n) {
+  if (n.choices.empty()) return "";
+  std::vector<std::string> items;
+  for (const KnobChoice& c : n.choices) {
+    items.push_back(c.pass + "." + c.knob + "=" + attr_str(c.value) + " (" + c.source + ")");
+  }
+  return "# knobs: " + join(items) + "\n";
+}
+
+std::string input_name(const Node& n, size_t i) {
+  return i < n.inputs.size() ? n.inputs[i] : std::string("<missing input>");
+}
+
+// Torch call arguments: the node inputs in order, with scalar arguments spliced in at their
+// recorded positions. Positions past the end (malformed ops) are appended, never dropped.
+std::string torch_args(const Node& n, const TorchOp& op) {
+  auto scalars = op.scalar_args;
+  std::stable_sort(scalars.begin(), scalars.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> args;
+  size_t next_input = 0;
+  size_t next_scalar = 0;
+  while (next_input < n.inputs.size() || next_scalar < scalars.size()) {
+    bool scalar_here = next_scalar < scalars.size() &&
+                       (scalars[next_scalar].first <= static_cast<int64_t>(args.size()) ||
+                        next_input == n.inputs.size());
+    if (scalar_here) {
+      args.push_back(number(scalars[next_scalar++].second));
+    } else {
+      args.push_back(n.inputs[next_input++]);
+    }
+  }
+  for (const auto& [key, value] : op.attrs.items()) args.push_back(key + "=" + attr_str(value));
+  return join(args);
+}
+
+std::string index_map_source(const IndexMapSource& src) {
+  if (src.buffer.empty()) return src.value.str();
+  return src.buffer + "[" + join_exprs(src.index) + "]";
+}
+
+// `bias[j]` for one unconditional source, else `select(i < 4: a[i, j], b[i - 4, j])`.
+std::string index_map_rhs(const IndexMapOp& op) {
+  if (op.sources.size() == 1 && !op.sources[0].predicate.defined()) {
+    return index_map_source(op.sources[0]);
+  }
+  std::vector<std::string> cases;
+  for (const IndexMapSource& src : op.sources) {
+    std::string text = index_map_source(src);
+    if (src.predicate.defined()) text = src.predicate.str() + ": " + text;
+    cases.push_back(text);
+  }
+  return "select(" + join(cases) + ")";
+}
+
+// The right-hand side of a one-line (torch or tensor) node.
+std::string line_rhs(const Node& n) {
+  if (const auto* op = n.op_as<TorchOp>()) return op->target + "(" + torch_args(n, *op) + ")";
+  if (const auto* op = n.op_as<ElementwiseOp>()) return op->fn + "(" + join_exprs(op->args) + ")";
+  if (const auto* op = n.op_as<ReduceOp>()) {
+    std::string text = op->fn + "(" + input_name(n, 0) + ", axis=" + std::to_string(op->axis);
+    if (!op->keepdim) text += ", keepdim=False";
+    return text + ")";
+  }
+  if (const auto* op = n.op_as<IndexMapOp>()) return index_map_rhs(*op);
+  if (const auto* op = n.op_as<GatherOp>()) {
+    return "gather(" + input_name(n, 0) + ", " + input_name(n, 1) +
+           ", axis=" + std::to_string(op->axis) + ")";
+  }
+  return n.op ? std::string(n.op->kind()) + "(" + join(n.inputs) + ")" : "<no op>";
+}
+
+std::string kernel_block(const Node& n, const KernelLikeOp& op) {
+  std::string io = "inputs: " + join(n.inputs) + "  outputs: " + n.id;
+  std::string header;
+  if (n.op_as<LoopOp>() != nullptr) {
+    header = "=== " + op.name + " -> " + n.id + " ===";
+  } else if (const auto* kernel = n.op_as<KernelOp>()) {
+    header = "kernel " + op.name + "  grid=" + int_tuple(kernel->grid) +
+             " block=" + int_tuple(kernel->block) + "  " + io;
+  } else {
+    header = "kernel " + op.name + "  " + io;
+  }
+  return header + "\n" + print_body(op.body, 1);
+}
+
+std::string cuda_block(const CudaOp& op) {
+  std::string text = "// kernel " + op.name + "  grid=" + int_tuple(op.grid) +
+                     " block=" + int_tuple(op.block) +
+                     " smem=" + std::to_string(op.dynamic_smem) + "  args: " + join(op.args) +
+                     "\n" + op.source;
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return text;
+}
+
+bool is_block_form(const Node& n) {
+  return n.op && (n.op_as<KernelLikeOp>() != nullptr || n.op_as<CudaOp>() != nullptr);
+}
+
+bool is_declaration(const Node& n) { return n.op && n.op->dialect() == Dialect::Core; }
+
+}  // namespace
+
+std::string print_value_decl(const Node& n) {
+  std::string text = n.id + ": " + n.type.str();
+  if (const auto* input = n.op_as<InputOp>()) return text + input_comment(*input);
+  if (const auto* constant = n.op_as<ConstantOp>()) {
+    text += constant->path.empty() ? " = const" : " = param " + constant->path;
+    return text + constant_comment(*constant);
+  }
+  return text;
+}
+
+std::string print_node(const Graph& g, const Node& n) {
+  std::string text = knobs_line(n);
+  if (is_declaration(n)) return text + print_value_decl(n) + "\n";
+  if (const auto* kernel = n.op_as<KernelLikeOp>()) return text + kernel_block(n, *kernel);
+  if (const auto* cuda = n.op_as<CudaOp>()) return text + cuda_block(*cuda);
+  return text + n.id + " = " + line_rhs(n) + " -> " + n.type.str() + "\n";
+}
+
+std::string print_graph(const Graph& g) {
+  std::string out;
+  const std::vector<const Node*> nodes = g.nodes();
+  bool any_declaration = false;
+  for (const Node* n : nodes) {
+    if (!is_declaration(*n)) continue;
+    out += knobs_line(*n) + print_value_decl(*n) + "\n";
+    any_declaration = true;
+  }
+  const Node* previous = nullptr;
+  for (const Node* n : nodes) {
+    if (is_declaration(*n)) continue;
+    bool separate = previous == nullptr ? any_declaration
+                                        : is_block_form(*previous) || is_block_form(*n);
+    if (separate) out += "\n";
+    out += print_node(g, *n);
+    previous = n;
+  }
+  if (!out.empty()) out += "\n";
+  out += g.outputs().empty() ? "return\n" : "return " + join(g.outputs()) + "\n";
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,216 @@
+// Statement printer: one line per statement, nested bodies indented by two spaces per level.
+//
+// Every statement kind has its own `print_kind` overload below, in the form documented on its
+// struct in stmt.h. There is deliberately no generic fallback: a kind added to TESSERA_STMT_KINDS
+// without a printer line fails to compile here.
+//
+// Defaults are left out to keep the printout close to what a CUDA engineer would write: a Stage
+// with the `sync` transport and no padding, a block-scope Combine, a plain MbarrierArrive (tx 0)
+// and a Loop without an unroll request print nothing for those fields.
+#include <string>
+
+#include "tessera/ir/stmt.h"
+
+namespace tessera {
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+std::string join(const ExprList& exprs) {
+  std::vector<std::string> items;
+  items.reserve(exprs.size());
+  for (const Expr& e : exprs) items.push_back(e.str());
+  return join(items);
+}
+
+std::string join(const std::vector<int64_t>& values) {
+  std::vector<std::string> items;
+  items.reserve(values.size());
+  for (int64_t v : values) items.push_back(std::to_string(v));
+  return join(items);
+}
+
+// `x[a0, a2]`
+std::string access(const std::string& buffer, const ExprList& index) {
+  return buffer + "[" + join(index) + "]";
+}
+
+// `  # reduce, unroll 4`, or nothing when there is neither a role nor an unroll request.
+std::string loop_comment(const std::string& role, int64_t unroll) {
+  std::vector<std::string> parts;
+  if (!role.empty()) parts.push_back(role);
+  if (unroll > 0) parts.push_back("unroll " + std::to_string(unroll));
+  return parts.empty() ? std::string() : "  # " + join(parts);
+}
+
+class StmtPrinter {
+ public:
+  explicit StmtPrinter(int indent) : indent_(indent) {}
+
+  void print(const Stmt& s) {
+    if (!s.defined()) {
+      line("<undefined statement>");
+      return;
+    }
+    switch (s.kind()) {
+#define TESSERA_X(K)          \
+  case StmtKind::K:           \
+    print_kind(*s.as<K>());   \
+    return;
+      TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+    }
+    line("<empty statement>");
+  }
+
+  void print(const Body& body) {
+    for (const Stmt& s : body) print(s);
+  }
+
+  std::string take() { return std::move(out_); }
+
+ private:
+  void line(const std::string& text) {
+    if (indent_ > 0) out_.append(static_cast<size_t>(2 * indent_), ' ');
+    out_ += text;
+    out_ += '\n';
+  }
+
+  void nested(const Body& body) {
+    ++indent_;
+    print(body);
+    --indent_;
+  }
+
+  // ---- Loop IR ----
+  void print_kind(const Load& s) { line(s.dst + " = load " + access(s.buffer, s.index)); }
+  void print_kind(const Assign& s) { line(s.dst + " = " + s.op + "(" + join(s.args) + ")"); }
+  void print_kind(const Select& s) {
+    line(s.dst + " = select(" + join(ExprList{s.cond, s.then_value, s.else_value}) + ")");
+  }
+  void print_kind(const Init& s) { line(s.acc + " = init(" + s.value.str() + ")"); }
+  void print_kind(const Accum& s) {
+    line(s.acc + " <- " + s.op + "(" + s.acc + ", " + s.value.str() + ")");
+  }
+  void print_kind(const Write& s) { line(access(s.buffer, s.index) + " = " + s.value.str()); }
+  void print_kind(const Loop& s) {
+    line("for " + s.var + " in " + s.begin.str() + ".." + s.end.str() + ":" +
+         loop_comment(s.role, s.unroll));
+    nested(s.body);
+  }
+  void print_kind(const Cond& s) {
+    line("if " + s.cond.str() + ":");
+    nested(s.then_body);
+    if (s.else_body.empty()) return;
+    line("else:");
+    nested(s.else_body);
+  }
+
+  // ---- Tile IR ----
+  void print_kind(const Tile& s) {
+    std::vector<std::string> axes;
+    for (const TileAxis& a : s.axes) {
+      axes.push_back(a.name + ":" + std::to_string(a.extent) + "=" + a.binding);
+    }
+    line("Tile(axes=(" + join(axes) + ")):");
+    nested(s.body);
+  }
+  void print_kind(const StridedLoop& s) {
+    line("StridedLoop(" + s.var + " = " + s.begin.str() + "; < " + s.end.str() + "; += " +
+         s.step.str() + "):" + loop_comment(s.role, s.unroll));
+    nested(s.body);
+  }
+  void print_kind(const Stage& s) {
+    std::vector<std::string> slab;
+    for (const SlabDim& d : s.slab) {
+      slab.push_back(d.axis + ":" + std::to_string(d.extent) + "@" + std::to_string(d.source_dim));
+    }
+    std::string text = s.dst + " = Stage(" + s.buffer + ", origin=(" + join(s.origin) +
+                       "), slab=(" + join(slab) + "))";
+    if (!s.transport.empty() && s.transport != "sync") text += " " + s.transport;
+    if (s.pad != 0) text += " pad=" + std::to_string(s.pad);
+    line(text);
+  }
+  void print_kind(const Combine& s) {
+    std::string text = "Combine(" + s.acc + ", op=" + s.op;
+    if (!s.scope.empty() && s.scope != "block") text += ", scope=" + s.scope;
+    line(text + ")");
+  }
+  void print_kind(const AsyncWait& s) { line("AsyncWait(keep=" + std::to_string(s.keep) + ")"); }
+
+  // ---- Kernel IR ----
+  void print_kind(const Let& s) { line(s.var + " = " + s.value.str()); }
+  void print_kind(const Smem& s) {
+    line("Smem " + s.name + ": " + std::string(dtype_short_name(s.dtype)) + "[" + join(s.shape) +
+         "]");
+  }
+  void print_kind(const Sync&) { line("Sync()"); }
+  void print_kind(const CpAsyncCopy& s) {
+    line("CpAsyncCopy(" + access(s.dst, s.dst_index) + ", " + access(s.src, s.src_index) +
+         ", bytes=" + std::to_string(s.bytes) + ")");
+  }
+  void print_kind(const CpAsyncCommit&) { line("CpAsyncCommit()"); }
+  void print_kind(const CpAsyncWait& s) { line("CpAsyncWait(keep=" + std::to_string(s.keep) + ")"); }
+  void print_kind(const TmaDescriptor& s) {
+    line(s.name + " = TmaDescriptor(" + s.buffer + ", box=(" + join(s.box) + "))");
+  }
+  void print_kind(const TmaLoad& s) {
+    line("TmaLoad(" + s.dst + ", " + s.desc + ", coords=(" + join(s.coords) + "), mbar=" +
+         s.barrier + ")");
+  }
+  void print_kind(const MbarrierInit& s) {
+    line(s.name + " = MbarrierInit(count=" + std::to_string(s.count) + ")");
+  }
+  void print_kind(const MbarrierArrive& s) {
+    std::string text = "MbarrierArrive(" + s.barrier;
+    if (s.tx_bytes != 0) text += ", tx=" + std::to_string(s.tx_bytes);
+    line(text + ")");
+  }
+  void print_kind(const MbarrierWait& s) {
+    line("MbarrierWait(" + s.barrier + ", phase=" + s.phase.str() + ")");
+  }
+  void print_kind(const WarpShuffle& s) {
+    line(s.dst + " = WarpShuffle(" + s.src.str() + ", " + s.mode + ", " +
+         std::to_string(s.offset) + ", width=" + std::to_string(s.width) + ")");
+  }
+  void print_kind(const TreeHalve& s) {
+    line("TreeHalve(" + s.buffer + ", tid=" + s.tid.str() + ", n=" + std::to_string(s.count) +
+         ", op=" + s.op + ")");
+  }
+  void print_kind(const VectorLoad& s) {
+    line("(" + join(s.dsts) + ") = load" + std::to_string(s.dsts.size()) + " " +
+         access(s.buffer, s.index));
+  }
+  void print_kind(const VectorStore& s) {
+    line(access(s.buffer, s.index) + " = store" + std::to_string(s.values.size()) + "(" +
+         join(s.values) + ")");
+  }
+
+  int indent_;
+  std::string out_;
+};
+
+}  // namespace
+
+// `indent` counts nesting levels (two spaces each), so a caller printing a kernel body under a
+// header line passes 1.
+std::string print_body(const Body& b, int indent) {
+  StmtPrinter printer(indent);
+  printer.print(b);
+  return printer.take();
+}
+
+std::string print_stmt(const Stmt& s, int indent) {
+  StmtPrinter printer(indent);
+  printer.print(s);
+  return printer.take();
+}
+
+}  // namespace tessera

@@ -1,0 +1,376 @@
+// Verifiers: graph structure, per-dialect op rules, and kernel bodies (kinds and name binding).
+//
+// Body scoping (the same rule canonicalize_names follows): a statement without a body binds its
+// Def* names for the rest of the enclosing body, nested bodies included; a statement with a body
+// (Loop, StridedLoop, Tile) binds its names inside its body only. A name may be bound once per
+// scope; an inner scope may shadow an outer one.
+//
+// Uses: UseName fields and Expr Vars must name a bound axis/value/accumulator (Vars may also be
+// hardware indices such as threadIdx.x); an `acc` field must name an accumulator (bound by Init).
+// UseBuffer fields must not name a local value; when the graph is known they must name one of the
+// node's inputs, its own output, or a buffer the body declares (Smem, Stage, TMA, barrier), and
+// Write/VectorStore may only target the node's own output or a declared buffer.
+#include "tessera/ir/verifier.h"
+
+#include <map>
+#include <set>
+
+namespace tessera {
+namespace {
+
+template <class T>
+concept Reflected = requires(T& value) {
+  T::reflect(value, [](const char*, auto&, FieldRole) {});
+};
+
+template <class Field>
+constexpr bool kIsBody = std::is_same_v<std::decay_t<Field>, Body>;
+
+bool is_hardware_index(const std::string& name) {
+  static const std::set<std::string> kNames = {
+      "threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z",
+      "blockDim.x",  "blockDim.y",  "blockDim.z",  "gridDim.x",  "gridDim.y",  "gridDim.z"};
+  return kNames.count(name) > 0;
+}
+
+bool kind_allowed(StmtKind k, Dialect d) {
+  switch (d) {
+    case Dialect::Loop:
+      switch (k) {
+        case StmtKind::Load: case StmtKind::Assign: case StmtKind::Select: case StmtKind::Init:
+        case StmtKind::Accum: case StmtKind::Write: case StmtKind::Loop: case StmtKind::Cond:
+          return true;
+        default:
+          return false;
+      }
+    case Dialect::Tile:
+      switch (k) {
+        case StmtKind::Tile: case StmtKind::StridedLoop: case StmtKind::Stage:
+        case StmtKind::Combine: case StmtKind::AsyncWait:
+          return true;
+        default:
+          return kind_allowed(k, Dialect::Loop);
+      }
+    case Dialect::Kernel:
+      return k != StmtKind::Tile && k != StmtKind::Stage && k != StmtKind::Combine &&
+             k != StmtKind::AsyncWait;
+    default:
+      return false;
+  }
+}
+
+bool is_def(FieldRole role) {
+  return role == FieldRole::DefAxis || role == FieldRole::DefInput ||
+         role == FieldRole::DefValue || role == FieldRole::DefAcc || role == FieldRole::DefBuffer;
+}
+
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  size_t start = line.find_first_not_of(' ');
+  return start == std::string::npos ? line : line.substr(start);
+}
+
+// What the graph tells the body verifier about buffers; absent when verify_body runs alone.
+struct GraphBuffers {
+  std::set<std::string> inputs;
+  std::string output;
+};
+
+class BodyVerifier {
+ public:
+  BodyVerifier(Dialect dialect, std::string node_id, const GraphBuffers* buffers)
+      : dialect_(dialect), node_id_(std::move(node_id)), buffers_(buffers) {}
+
+  Status verify(const Body& body) {
+    if (dialect_ != Dialect::Loop && dialect_ != Dialect::Tile && dialect_ != Dialect::Kernel) {
+      return make_error(std::string(dialect_name(dialect_)) + " IR has no statement bodies")
+          .at_node(node_id_);
+    }
+    return verify_in_new_scope(body, {});
+  }
+
+ private:
+  using Frame = std::map<std::string, FieldRole>;  // name -> the role of its definition
+
+  Status verify_in_new_scope(const Body& body, Frame frame) {
+    frames_.push_back(std::move(frame));
+    Status status;
+    for (const Stmt& s : body) {
+      status = verify_stmt(s);
+      if (!status) break;
+    }
+    frames_.pop_back();
+    return status;
+  }
+
+  Status verify_stmt(const Stmt& s) {
+    if (!s.defined()) {
+      return make_error(std::string(dialect_name(dialect_)) + " IR body holds an undefined statement")
+          .at_node(node_id_);
+    }
+    current_ = &s;
+    switch (s.kind()) {
+#define TESSERA_X(K) \
+  case StmtKind::K:  \
+    return verify_kind(*s.as<K>(), s);
+      TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+    }
+    return fail("holds no statement");
+  }
+
+  template <Reflected K>
+  Status verify_kind(const K& s, const Stmt& self) {
+    if (!kind_allowed(self.kind(), dialect_)) {
+      return fail(std::string(stmt_kind_name(self.kind())) + " is not allowed in " +
+                  std::string(dialect_name(dialect_)) + " IR");
+    }
+    Status status;
+    bool owns_body = false;
+    K::reflect(s, [&](const char* name, const auto& field, FieldRole role) {
+      if constexpr (kIsBody<decltype(field)>) owns_body = true;
+      if (status) status = check_uses(name, field, role);
+    });
+    TESSERA_TRY(status);
+    TESSERA_TRY(check_write_target(s));
+
+    Frame inner;
+    Frame& defs_frame = owns_body ? inner : frames_.back();
+    K::reflect(s, [&](const char*, const auto& field, FieldRole role) {
+      if (status) status = bind_defs(field, role, defs_frame);
+    });
+    TESSERA_TRY(status);
+
+    K::reflect(s, [&](const char*, const auto& field, FieldRole) {
+      if constexpr (kIsBody<decltype(field)>) {
+        if (status) status = verify_in_new_scope(field, inner);
+      }
+    });
+    current_ = &self;  // nested statements moved it; diagnostics below name this one again
+    return status;
+  }
+
+  // ---- uses ----
+
+  template <class T>
+  Status check_uses(const char*, const T&, FieldRole) { return Status::ok(); }
+
+  Status check_uses(const char* field_name, const std::string& name, FieldRole role) {
+    if (role == FieldRole::UseName) return check_name_use(field_name, name);
+    if (role == FieldRole::UseBuffer) return check_buffer_use(name);
+    return Status::ok();
+  }
+
+  Status check_uses(const char* field_name, const Expr& e, FieldRole) {
+    if (!e.defined()) return fail("field '" + std::string(field_name) + "' has no expression");
+    for (const std::string& var : free_vars(e)) {
+      const FieldRole* bound = lookup(var);
+      if (bound != nullptr && *bound != FieldRole::DefBuffer) continue;
+      if (bound == nullptr && is_hardware_index(var)) continue;
+      if (bound != nullptr) return fail("buffer '" + var + "' is used as a value");
+      return fail("'" + var + "' is used before it is defined");
+    }
+    return Status::ok();
+  }
+
+  template <class T>
+  Status check_uses(const char* field_name, const std::vector<T>& items, FieldRole role) {
+    for (const T& item : items) TESSERA_TRY(check_uses(field_name, item, role));
+    return Status::ok();
+  }
+
+  template <Reflected T>
+  Status check_uses(const char*, const T& value, FieldRole) {
+    Status status;
+    T::reflect(value, [&](const char* name, const auto& field, FieldRole role) {
+      if (status) status = check_uses(name, field, role);
+    });
+    return status;
+  }
+
+  Status check_uses(const char*, const Body&, FieldRole) { return Status::ok(); }  // later, scoped
+
+  Status check_name_use(const std::string& field_name, const std::string& name) {
+    const FieldRole* bound = lookup(name);
+    bool wants_acc = field_name == "acc";
+    if (bound == nullptr) {
+      if (wants_acc) return fail("accumulator '" + name + "' has no Init in scope");
+      return fail("'" + name + "' is used before it is defined");
+    }
+    if (wants_acc && *bound != FieldRole::DefAcc) {
+      return fail("'" + name + "' is not an accumulator (no Init defines it)");
+    }
+    return Status::ok();
+  }
+
+  Status check_buffer_use(const std::string& name) {
+    if (name.empty()) return fail("empty buffer name");
+    const FieldRole* bound = lookup(name);
+    if (bound != nullptr) {
+      if (*bound == FieldRole::DefBuffer) return Status::ok();
+      return fail("'" + name + "' is a local value, not a buffer");
+    }
+    if (buffers_ == nullptr) return Status::ok();
+    if (name == buffers_->output || buffers_->inputs.count(name)) return Status::ok();
+    return fail("buffer '" + name + "' is neither an input of node '" + node_id_ +
+                "', its output, nor declared in the body");
+  }
+
+  // Loop/Tile/Kernel nodes write only their own output (or buffers their body declares).
+  template <class K>
+  Status check_write_target(const K& s) {
+    if constexpr (std::is_same_v<K, Write> || std::is_same_v<K, VectorStore>) {
+      if (buffers_ == nullptr || s.buffer == buffers_->output) return Status::ok();
+      const FieldRole* bound = lookup(s.buffer);
+      if (bound != nullptr && *bound == FieldRole::DefBuffer) return Status::ok();
+      return fail("writes '" + s.buffer + "', but node '" + node_id_ + "' may only write its own output");
+    }
+    return Status::ok();
+  }
+
+  // ---- definitions ----
+
+  template <class T>
+  Status bind_defs(const T&, FieldRole, Frame&) { return Status::ok(); }
+
+  Status bind_defs(const std::string& name, FieldRole role, Frame& frame) {
+    if (!is_def(role)) return Status::ok();
+    if (name.empty()) return fail("defines an empty name");
+    if (!frame.emplace(name, role).second) return fail("'" + name + "' is defined twice in one scope");
+    return Status::ok();
+  }
+
+  template <class T>
+  Status bind_defs(const std::vector<T>& items, FieldRole role, Frame& frame) {
+    for (const T& item : items) TESSERA_TRY(bind_defs(item, role, frame));
+    return Status::ok();
+  }
+
+  template <Reflected T>
+  Status bind_defs(const T& value, FieldRole, Frame& frame) {
+    Status status;
+    T::reflect(value, [&](const char*, const auto& field, FieldRole role) {
+      if (status) status = bind_defs(field, role, frame);
+    });
+    return status;
+  }
+
+  Status bind_defs(const Body&, FieldRole, Frame&) { return Status::ok(); }
+
+  // ---- helpers ----
+
+  const FieldRole* lookup(const std::string& name) const {
+    for (auto frame = frames_.rbegin(); frame != frames_.rend(); ++frame) {
+      if (auto it = frame->find(name); it != frame->end()) return &it->second;
+    }
+    return nullptr;
+  }
+
+  // "<dialect> IR statement `<first line>`: <problem>", attached to the node.
+  Diagnostic fail(const std::string& problem) const {
+    std::string stmt = current_ != nullptr ? first_line(print_stmt(*current_)) : "?";
+    return make_error(std::string(dialect_name(dialect_)) + " IR statement `" + stmt + "`: " + problem)
+        .at_node(node_id_);
+  }
+
+  Dialect dialect_;
+  std::string node_id_;
+  const GraphBuffers* buffers_;
+  std::vector<Frame> frames_;
+  const Stmt* current_ = nullptr;
+};
+
+Diagnostic node_error(const Node& n, const std::string& message) {
+  return make_error(message).at_node(n.id);
+}
+
+// Op-specific rules that do not need statement bodies.
+Status verify_op(const Node& n) {
+  std::set<std::string> inputs(n.inputs.begin(), n.inputs.end());
+  if (const auto* op = n.op_as<ElementwiseOp>()) {
+    for (const Expr& arg : op->args) {
+      if (!arg.defined()) return node_error(n, "elementwise argument is undefined");
+      for (const std::string& var : free_vars(arg)) {
+        if (!inputs.count(var)) {
+          return node_error(n, "elementwise argument '" + arg.str() + "' names '" + var +
+                                   "', which is not an input of the node");
+        }
+      }
+    }
+  } else if (n.op_as<ReduceOp>() != nullptr) {
+    if (n.inputs.size() != 1) return node_error(n, "reduce takes exactly one input");
+  } else if (n.op_as<GatherOp>() != nullptr) {
+    if (n.inputs.size() != 2) return node_error(n, "gather takes exactly two inputs (table, ids)");
+  } else if (const auto* op = n.op_as<IndexMapOp>()) {
+    std::set<std::string> coords(op->coords.begin(), op->coords.end());
+    if (op->sources.empty()) return node_error(n, "index map has no sources");
+    for (const IndexMapSource& src : op->sources) {
+      if (!src.buffer.empty() && !inputs.count(src.buffer)) {
+        return node_error(n, "index map reads '" + src.buffer + "', which is not an input of the node");
+      }
+      ExprList exprs = src.index;
+      exprs.push_back(src.value);
+      exprs.push_back(src.predicate);
+      for (const Expr& e : exprs) {
+        for (const std::string& var : free_vars(e)) {
+          if (!coords.count(var)) {
+            return node_error(n, "index map expression '" + e.str() + "' uses '" + var +
+                                     "', which is not an output coordinate");
+          }
+        }
+      }
+    }
+  } else if (const auto* op = n.op_as<KernelOp>()) {
+    for (const auto* dims : {&op->grid, &op->block}) {
+      bool ok = dims->size() == 3;
+      for (int64_t v : *dims) ok = ok && v > 0;
+      if (!ok) return node_error(n, "kernel launch geometry must be three positive sizes");
+    }
+  } else if (const auto* op = n.op_as<CudaOp>()) {
+    for (const auto* dims : {&op->grid, &op->block}) {
+      bool ok = dims->size() == 3;
+      for (int64_t v : *dims) ok = ok && v > 0;
+      if (!ok) return node_error(n, "kernel launch geometry must be three positive sizes");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status verify_body(const Body& body, Dialect d, const std::string& node_id) {
+  return BodyVerifier(d, node_id, nullptr).verify(body);
+}
+
+Status verify_graph(const Graph& g, Dialect expected) {
+  std::set<std::string> seen;
+  for (const Node* n : g.nodes()) {
+    if (n->id.empty()) return make_error("a node has an empty id");
+    if (!seen.insert(n->id).second) return node_error(*n, "node id '" + n->id + "' is used twice");
+    if (!n->op) return node_error(*n, "node has no op");
+    for (const std::string& input : n->inputs) {
+      if (!seen.count(input) || input == n->id) {
+        return node_error(*n, "input '" + input + "' is not a node defined before '" + n->id + "'");
+      }
+    }
+    for (const Dim& d : n->type.shape) {
+      if (d.value() < 0) return node_error(*n, "type " + n->type.str() + " has a negative dimension");
+    }
+    Dialect d = n->op->dialect();
+    if (d != Dialect::Core && d != expected) {
+      return node_error(*n, "node is in " + std::string(dialect_name(d)) + " IR, expected " +
+                                std::string(dialect_name(expected)) + " IR");
+    }
+    TESSERA_TRY(verify_op(*n));
+    if (const auto* kernel = n->op_as<KernelLikeOp>()) {
+      GraphBuffers buffers{std::set<std::string>(n->inputs.begin(), n->inputs.end()), n->id};
+      TESSERA_TRY(BodyVerifier(d, n->id, &buffers).verify(kernel->body));
+    }
+  }
+  for (const std::string& out : g.outputs()) {
+    if (!seen.count(out)) return make_error("graph output '" + out + "' is not a node");
+  }
+  return Status::ok();
+}
+
+}  // namespace tessera

@@ -1,0 +1,822 @@
+// The torch catalog of the torch_expr frontend (see torch_library.h): PyTorch signatures bound to
+// implementations that check operands, infer the result type and emit one Torch IR node.
+#include "torch_library.h"
+
+#include <cmath>
+
+#include "shape_inference.h"
+#include "spelling_suggestion.h"
+
+namespace tessera::torch_expr {
+namespace {
+
+const std::map<std::string, DType>& torch_dtypes() {
+  static const std::map<std::string, DType> dtypes = {
+      {"float32", DType::F32}, {"float", DType::F32},  {"float16", DType::F16}, {"half", DType::F16},
+      {"bfloat16", DType::BF16}, {"int32", DType::I32}, {"int", DType::I32},    {"int64", DType::I64},
+      {"long", DType::I64},    {"bool", DType::Bool}};
+  return dtypes;
+}
+
+// torch.finfo(dtype).eps: what F.rms_norm uses when eps is None.
+double finfo_eps(DType t) {
+  switch (t) {
+    case DType::F16: return 0.0009765625;
+    case DType::BF16: return 0.0078125;
+    default: return 1.1920928955078125e-07;
+  }
+}
+
+std::string ints_str(const std::vector<int64_t>& v) {
+  Shape s(v.begin(), v.end());
+  return shape_str(s);
+}
+
+std::vector<int64_t> shape_ints(const Shape& s) {
+  std::vector<int64_t> out;
+  for (const Dim& d : s) out.push_back(d.value());
+  return out;
+}
+
+// Unary ops whose result is floating point even for an integer input (like PyTorch).
+bool produces_float(const std::string& target) {
+  return target == "exp" || target == "tanh" || target == "sigmoid" || target == "rsqrt" || target == "sqrt" ||
+         target == "silu" || target == "gelu";
+}
+
+std::string_view operator_symbol(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "+";
+    case BinaryOp::Sub: return "-";
+    case BinaryOp::Mul: return "*";
+    case BinaryOp::Div: return "/";
+    case BinaryOp::FloorDiv: return "//";
+    case BinaryOp::Mod: return "%";
+    case BinaryOp::Pow: return "**";
+    case BinaryOp::MatMul: return "@";
+    case BinaryOp::BitAnd: return "&";
+    case BinaryOp::BitOr: return "|";
+    case BinaryOp::BitXor: return "^";
+    case BinaryOp::LShift: return "<<";
+    case BinaryOp::RShift: return ">>";
+  }
+  return "?";
+}
+
+}  // namespace
+
+TorchLibrary::TorchLibrary(GraphBuilder& builder) : builder_(builder) {
+  register_constructors();
+  register_elementwise();
+  register_reductions_and_layout();
+  register_functional();
+  register_modules();
+}
+
+// ---- namespaces ------------------------------------------------------------------------------
+
+bool TorchLibrary::is_namespace(const std::string& path) {
+  return path == "torch" || path == "torch.nn" || path == "torch.nn.functional";
+}
+
+std::string TorchLibrary::display_name(const std::string& qualified) {
+  static const std::string functional = "torch.nn.functional.";
+  static const std::string nn = "torch.nn.";
+  if (qualified.rfind(functional, 0) == 0) return "F." + qualified.substr(functional.size());
+  if (qualified.rfind(nn, 0) == 0) return "nn." + qualified.substr(nn.size());
+  return qualified;
+}
+
+std::optional<TracedValue> TorchLibrary::member(const std::string& ns, const std::string& name) const {
+  const std::string qualified = ns + "." + name;
+  if (ns == "torch") {
+    if (name == "nn") return TracedValue(NamespaceValue{"torch.nn"});
+    if (auto it = torch_dtypes().find(name); it != torch_dtypes().end()) return TracedValue(DTypeValue{it->second});
+  } else if (ns == "torch.nn") {
+    if (name == "functional") return TracedValue(NamespaceValue{"torch.nn.functional"});
+    if (name == "Module") return TracedValue(ModuleClassValue{qualified});
+    if (modules_.count(qualified)) return TracedValue(ModuleClassValue{qualified});
+    return std::nullopt;
+  }
+  if (functions_.count(qualified)) return TracedValue(FunctionValue{qualified});
+  return std::nullopt;
+}
+
+std::vector<std::string> TorchLibrary::member_names(const std::string& ns) const {
+  std::vector<std::string> names;
+  const std::string prefix = ns + ".";
+  auto add_members = [&](const auto& table) {
+    for (const auto& [qualified, entry] : table) {
+      if (qualified.rfind(prefix, 0) != 0) continue;
+      std::string rest = qualified.substr(prefix.size());
+      if (rest.find('.') == std::string::npos) names.push_back(rest);
+    }
+  };
+  add_members(functions_);
+  add_members(modules_);
+  if (ns == "torch") {
+    names.push_back("nn");
+    for (const auto& [name, dtype] : torch_dtypes()) names.push_back(name);
+  } else if (ns == "torch.nn") {
+    names.push_back("functional");
+    names.push_back("Module");
+  }
+  return names;
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+void TorchLibrary::register_constructors() {
+  for (std::string init : {"randn", "rand", "zeros", "ones"}) {
+    functions_.emplace("torch." + init,
+                       FunctionEntry{CallSignature("*size, dtype=None, device=None, requires_grad=False"),
+                                     [this, init](const BoundArguments& a) { return make_input(init, a, true); }});
+  }
+  functions_.emplace("torch.full",
+                     FunctionEntry{CallSignature("size, fill_value, dtype=None, device=None, requires_grad=False"),
+                                   [this](const BoundArguments& a) { return make_input("full", a, false); }});
+}
+
+void TorchLibrary::register_elementwise() {
+  for (std::string op : {"relu", "exp", "tanh", "sigmoid", "rsqrt", "sqrt", "abs", "neg"}) {
+    functions_.emplace("torch." + op, FunctionEntry{CallSignature("input"), [this, op](const BoundArguments& a)
+                                                                               -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+      return unary_op(op, x, a.site());
+    }});
+    methods_.emplace(op, MethodEntry{CallSignature(""), [this, op](const std::string& self, const BoundArguments& a) {
+                                       return unary_op(op, self, a.site());
+                                     }});
+  }
+  for (std::string op : {"add", "sub", "mul", "div", "pow"}) {
+    std::string other = op == "pow" ? "exponent" : "other";
+    functions_.emplace("torch." + op,
+                       FunctionEntry{CallSignature("input, " + other), [this, op, other](const BoundArguments& a)
+                                                                            -> Expected<TracedValue> {
+                         TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+                         return elementwise(op, TensorValue{x}, a.value(other), a.site());
+                       }});
+    methods_.emplace(op, MethodEntry{CallSignature(other), [this, op, other](const std::string& self,
+                                                                              const BoundArguments& a) {
+                                       return elementwise(op, TensorValue{self}, a.value(other), a.site());
+                                     }});
+  }
+  struct MatmulVariant {
+    std::string name, other;
+    int rank;
+  };
+  for (const MatmulVariant& v : {MatmulVariant{"matmul", "other", 0}, MatmulVariant{"mm", "mat2", 2},
+                                 MatmulVariant{"bmm", "mat2", 3}}) {
+    functions_.emplace("torch." + v.name, FunctionEntry{CallSignature("input, " + v.other),
+                                                        [this, v](const BoundArguments& a) -> Expected<TracedValue> {
+                                                          TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+                                                          TESSERA_ASSIGN_OR_RETURN(std::string y, a.tensor(v.other));
+                                                          return matmul(x, y, a.site(), v.rank);
+                                                        }});
+    methods_.emplace(v.name, MethodEntry{CallSignature(v.other), [this, v](const std::string& self, const BoundArguments& a)
+                                                                     -> Expected<TracedValue> {
+                                           TESSERA_ASSIGN_OR_RETURN(std::string y, a.tensor(v.other));
+                                           return matmul(self, y, a.site(), v.rank);
+                                         }});
+  }
+}
+
+void TorchLibrary::register_reductions_and_layout() {
+  for (std::string op : {"mean", "sum", "amax"}) {
+    std::string dim_default = op == "amax" ? "()" : "None";
+    auto reduce = [this, op](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> dims, a.optional_int_list("dim"));
+      TESSERA_ASSIGN_OR_RETURN(bool keepdim, a.boolean("keepdim"));
+      return reduction(op, x, dims, keepdim, a.site());
+    };
+    functions_.emplace("torch." + op, FunctionEntry{CallSignature("input, dim=" + dim_default + ", keepdim=False"),
+                                                    [reduce](const BoundArguments& a) -> Expected<TracedValue> {
+                                                      TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+                                                      return reduce(x, a);
+                                                    }});
+    methods_.emplace(op, MethodEntry{CallSignature("dim=" + dim_default + ", keepdim=False"), reduce});
+  }
+
+  functions_.emplace("torch.softmax", FunctionEntry{CallSignature("input, dim"), [this](const BoundArguments& a)
+                                                                                    -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    TESSERA_ASSIGN_OR_RETURN(int64_t dim, a.integer("dim"));
+    return softmax(x, dim, a.site());
+  }});
+  methods_.emplace("softmax", MethodEntry{CallSignature("dim"), [this](const std::string& self, const BoundArguments& a)
+                                                                    -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(int64_t dim, a.integer("dim"));
+    return softmax(self, dim, a.site());
+  }});
+
+  auto do_transpose = [this](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(int64_t d0, a.integer("dim0"));
+    TESSERA_ASSIGN_OR_RETURN(int64_t d1, a.integer("dim1"));
+    return transpose(x, d0, d1, a.site());
+  };
+  functions_.emplace("torch.transpose", FunctionEntry{CallSignature("input, dim0, dim1"),
+                                                      [do_transpose](const BoundArguments& a) -> Expected<TracedValue> {
+                                                        TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+                                                        return do_transpose(x, a);
+                                                      }});
+  methods_.emplace("transpose", MethodEntry{CallSignature("dim0, dim1"), do_transpose});
+
+  functions_.emplace("torch.reshape", FunctionEntry{CallSignature("input, shape"), [this](const BoundArguments& a)
+                                                                                      -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> shape, a.int_list("shape"));
+    return reshape(x, shape, a.site());
+  }});
+  for (std::string name : {"reshape", "view"}) {
+    methods_.emplace(name, MethodEntry{CallSignature("*shape"), [this](const std::string& self, const BoundArguments& a)
+                                                                    -> Expected<TracedValue> {
+                                         TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> shape, a.sizes("shape"));
+                                         return reshape(self, shape, a.site());
+                                       }});
+  }
+
+  functions_.emplace("torch.unsqueeze", FunctionEntry{CallSignature("input, dim"), [this](const BoundArguments& a)
+                                                                                      -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    TESSERA_ASSIGN_OR_RETURN(int64_t dim, a.integer("dim"));
+    return unsqueeze(x, dim, a.site());
+  }});
+  methods_.emplace("unsqueeze", MethodEntry{CallSignature("dim"), [this](const std::string& self, const BoundArguments& a)
+                                                                      -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(int64_t dim, a.integer("dim"));
+    return unsqueeze(self, dim, a.site());
+  }});
+
+  // Shape queries fold to Python ints at trace time.
+  methods_.emplace("size", MethodEntry{CallSignature("dim=None"), [this](const std::string& self, const BoundArguments& a)
+                                                                      -> Expected<TracedValue> {
+    const TensorType& t = type(self);
+    TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> dim, a.optional_integer("dim"));
+    if (!dim) {
+      SequenceValue shape;
+      for (const Dim& d : t.shape) shape.items.push_back(d.value());
+      return TracedValue(std::move(shape));
+    }
+    Expected<int64_t> n = normalize_dim(*dim, t.rank());
+    if (!n || t.rank() == 0) return a.error("dim", a.site().callee + "(): " + (n ? "a 0-d tensor has no dimensions" : n.error().message));
+    return TracedValue(t.dim(*n));
+  }});
+  methods_.emplace("dim", MethodEntry{CallSignature(""), [this](const std::string& self, const BoundArguments&)
+                                                             -> Expected<TracedValue> { return TracedValue(type(self).rank()); }});
+}
+
+void TorchLibrary::register_functional() {
+  const std::string f = "torch.nn.functional.";
+  for (std::string op : {"relu", "silu"}) {
+    functions_.emplace(f + op, FunctionEntry{CallSignature("input, inplace=False"), [this, op](const BoundArguments& a)
+                                                                                      -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+      TESSERA_ASSIGN_OR_RETURN(bool inplace, a.boolean("inplace"));
+      (void)inplace;  // a traced graph has no aliasing: in-place and out-of-place are the same node
+      return unary_op(op, x, a.site());
+    }});
+  }
+  for (std::string op : {"sigmoid", "tanh"}) {
+    functions_.emplace(f + op, FunctionEntry{CallSignature("input"), [this, op](const BoundArguments& a)
+                                                                         -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+      return unary_op(op, x, a.site());
+    }});
+  }
+  functions_.emplace(f + "gelu", FunctionEntry{CallSignature("input, approximate='none'"), [this](const BoundArguments& a)
+                                                                                             -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    TESSERA_ASSIGN_OR_RETURN(std::string approximate, a.string("approximate"));
+    if (approximate != "none" && approximate != "tanh")
+      return a.error("approximate", "approximate must be 'none' or 'tanh', got '" + approximate + "'");
+    return gelu(x, approximate, a.site());
+  }});
+  functions_.emplace(f + "softmax", FunctionEntry{CallSignature("input, dim=None"), [this](const BoundArguments& a)
+                                                                                      -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> dim, a.optional_integer("dim"));
+    if (!dim)
+      return builder_.error(a.site().span, a.site().callee +
+                                               "() needs an explicit dim=...: PyTorch's implicit dim choice is deprecated");
+    return softmax(x, *dim, a.site());
+  }});
+  functions_.emplace(f + "rms_norm", FunctionEntry{CallSignature("input, normalized_shape, weight=None, eps=None"),
+                                                   [this](const BoundArguments& a) -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> shape, a.int_list("normalized_shape"));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> weight, a.optional_tensor("weight"));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<double> eps, a.optional_number("eps"));
+    return norm("rms_norm", x, shape, weight, std::nullopt, eps, a.site());
+  }});
+  functions_.emplace(f + "layer_norm",
+                     FunctionEntry{CallSignature("input, normalized_shape, weight=None, bias=None, eps=1e-05"),
+                                   [this](const BoundArguments& a) -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> shape, a.int_list("normalized_shape"));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> weight, a.optional_tensor("weight"));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> bias, a.optional_tensor("bias"));
+    TESSERA_ASSIGN_OR_RETURN(double eps, a.number("eps"));
+    if (bias && !weight) return a.error("bias", "layer_norm with a bias but no weight is not supported yet");
+    return norm("layer_norm", x, shape, weight, bias, eps, a.site());
+  }});
+  functions_.emplace(f + "linear", FunctionEntry{CallSignature("input, weight, bias=None"), [this](const BoundArguments& a)
+                                                                                              -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    TESSERA_ASSIGN_OR_RETURN(std::string weight, a.tensor("weight"));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> bias, a.optional_tensor("bias"));
+    return linear(x, weight, bias, a.site());
+  }});
+}
+
+void TorchLibrary::register_modules() {
+  const std::string nn = "torch.nn.";
+  modules_.emplace(nn + "Linear",
+                   ModuleEntry{CallSignature("in_features, out_features, bias=True, device=None, dtype=None"), "linear"});
+  modules_.emplace(nn + "RMSNorm", ModuleEntry{CallSignature("normalized_shape, eps=None, elementwise_affine=True, "
+                                                             "device=None, dtype=None"),
+                                               "rms_norm"});
+  modules_.emplace(nn + "LayerNorm", ModuleEntry{CallSignature("normalized_shape, eps=1e-05, elementwise_affine=True, "
+                                                               "bias=True, device=None, dtype=None"),
+                                                 "layer_norm"});
+  modules_.emplace(nn + "Softmax", ModuleEntry{CallSignature("dim=None"), "softmax"});
+  modules_.emplace(nn + "ReLU", ModuleEntry{CallSignature("inplace=False"), "relu"});
+  modules_.emplace(nn + "SiLU", ModuleEntry{CallSignature("inplace=False"), "silu"});
+  modules_.emplace(nn + "GELU", ModuleEntry{CallSignature("approximate='none'"), "gelu"});
+  modules_.emplace(nn + "Tanh", ModuleEntry{CallSignature(""), "tanh"});
+  modules_.emplace(nn + "Sigmoid", ModuleEntry{CallSignature(""), "sigmoid"});
+}
+
+// ---- calls -----------------------------------------------------------------------------------
+
+Expected<TracedValue> TorchLibrary::call_function(const std::string& name, const std::vector<ArgumentValue>& args,
+                                                  const CallSite& site) {
+  const FunctionEntry& entry = functions_.at(name);
+  CallSite s = site;
+  s.callee = display_name(name);
+  TESSERA_ASSIGN_OR_RETURN(BoundArguments bound, entry.signature.bind(args, s, builder_.source()));
+  return entry.handler(bound);
+}
+
+Expected<TracedValue> TorchLibrary::call_tensor_method(const std::string& node, const std::string& method,
+                                                       const std::vector<ArgumentValue>& args, const CallSite& site) {
+  const MethodEntry& entry = methods_.at(method);
+  TESSERA_ASSIGN_OR_RETURN(BoundArguments bound, entry.signature.bind(args, site, builder_.source()));
+  return entry.handler(node, bound);
+}
+
+Expected<std::unique_ptr<BuiltinModule>> TorchLibrary::construct_module(const std::string& class_name,
+                                                                        const std::vector<ArgumentValue>& args,
+                                                                        const CallSite& site) {
+  CallSite s = site;
+  s.callee = display_name(class_name);
+  if (class_name == "torch.nn.Module")
+    return builder_.error(site.span, "nn.Module cannot be used directly; define a class that derives from it");
+  const ModuleEntry& entry = modules_.at(class_name);
+  TESSERA_ASSIGN_OR_RETURN(BoundArguments a, entry.signature.bind(args, s, builder_.source()));
+
+  auto m = std::make_unique<BuiltinModule>();
+  m->kind = class_name.substr(class_name.rfind('.') + 1);
+  m->display = s.callee;
+  auto positive = [&](const std::string& arg, const std::vector<int64_t>& values) -> Status {
+    for (int64_t v : values)
+      if (v <= 0)
+        return a.error(arg, s.callee + "(): " + arg + " must be positive, got " + std::to_string(v));
+    return Status::ok();
+  };
+  auto device_and_dtype = [&]() -> Status {
+    if (!a.is_none("device") && !a.value("device").is<std::string>())
+      return a.error("device", "argument 'device' of " + s.callee + "() must be a string or None, got " +
+                                   describe_value(a.value("device")));
+    TESSERA_ASSIGN_OR_RETURN(m->dtype, a.optional_dtype("dtype"));
+    if (m->dtype && !dtype_is_float(*m->dtype))
+      return a.error("dtype", s.callee + "() parameters must be floating point, got " +
+                                  std::string(dtype_name(*m->dtype)));
+    return Status::ok();
+  };
+
+  if (m->kind == "Linear") {
+    TESSERA_ASSIGN_OR_RETURN(int64_t in, a.integer("in_features"));
+    TESSERA_ASSIGN_OR_RETURN(int64_t out, a.integer("out_features"));
+    TESSERA_ASSIGN_OR_RETURN(bool bias, a.boolean("bias"));
+    TESSERA_TRY(positive("in_features", {in}));
+    TESSERA_TRY(positive("out_features", {out}));
+    TESSERA_TRY(device_and_dtype());
+    m->config.set("in_features", in);
+    m->config.set("out_features", out);
+    m->config.set("bias", bias);
+  } else if (m->kind == "RMSNorm" || m->kind == "LayerNorm") {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> shape, a.int_list("normalized_shape"));
+    TESSERA_TRY(positive("normalized_shape", shape));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<double> eps, a.optional_number("eps"));
+    if (eps && !(*eps >= 0)) return a.error("eps", s.callee + "(): eps must be non-negative");
+    TESSERA_ASSIGN_OR_RETURN(bool affine, a.boolean("elementwise_affine"));
+    TESSERA_TRY(device_and_dtype());
+    m->config.set("normalized_shape", shape);
+    if (eps) m->config.set("eps", *eps);
+    m->config.set("elementwise_affine", affine);
+    if (m->kind == "LayerNorm") {
+      TESSERA_ASSIGN_OR_RETURN(bool bias, a.boolean("bias"));
+      m->config.set("bias", bias && affine);
+    }
+  } else if (m->kind == "Softmax") {
+    TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> dim, a.optional_integer("dim"));
+    if (!dim)
+      return builder_.error(site.span, "nn.Softmax() needs an explicit dim=...: PyTorch's implicit dim choice is deprecated");
+    m->config.set("dim", *dim);
+  } else if (m->kind == "GELU") {
+    TESSERA_ASSIGN_OR_RETURN(std::string approximate, a.string("approximate"));
+    if (approximate != "none" && approximate != "tanh")
+      return a.error("approximate", "approximate must be 'none' or 'tanh', got '" + approximate + "'");
+    m->config.set("approximate", approximate);
+  } else if (m->kind == "ReLU" || m->kind == "SiLU") {
+    TESSERA_ASSIGN_OR_RETURN(bool inplace, a.boolean("inplace"));
+    (void)inplace;  // no aliasing in a traced graph
+  }
+  return m;
+}
+
+std::vector<TorchLibrary::ParameterSpec> TorchLibrary::parameter_specs(const BuiltinModule& m) const {
+  std::vector<ParameterSpec> specs;
+  if (m.kind == "Linear") {
+    int64_t in = m.config.get_int("in_features", 1);
+    int64_t out = m.config.get_int("out_features", 1);
+    // randn scaled like PyTorch's default init (uniform in +-1/sqrt(in_features)) keeps activations O(1).
+    double scale = 1.0 / std::sqrt(static_cast<double>(in));
+    specs.push_back({"weight", Shape{out, in}, scale});
+    if (m.config.get_bool("bias", true)) specs.push_back({"bias", Shape{out}, scale});
+  } else if (m.kind == "RMSNorm" || m.kind == "LayerNorm") {
+    if (!m.config.get_bool("elementwise_affine", true)) return specs;
+    const auto* shape = std::get_if<std::vector<int64_t>>(m.config.find("normalized_shape"));
+    Shape s(shape->begin(), shape->end());
+    specs.push_back({"weight", s, 1.0});
+    if (m.kind == "LayerNorm" && m.config.get_bool("bias", true)) specs.push_back({"bias", s, 1.0});
+  }
+  return specs;
+}
+
+Status TorchLibrary::create_parameters(BuiltinModule& m, DType dtype, const CallSite& site) {
+  if (m.params_created) return Status::ok();
+  std::vector<ParameterSpec> specs = parameter_specs(m);
+  auto path_of = [](const std::string& prefix, const std::string& name) {
+    return prefix.empty() ? name : prefix + "." + name;
+  };
+  auto taken = [&](const std::string& prefix) {
+    for (const ParameterSpec& spec : specs)
+      if (builder_.parameter_path_taken(path_of(prefix, spec.name))) return true;
+    return false;
+  };
+  // Anonymous modules own the root names ("weight") first; later ones are named after their op.
+  std::string prefix = m.path();
+  if (taken(prefix)) {
+    std::string stem = prefix.empty() ? modules_.at("torch.nn." + m.kind).target : prefix;
+    prefix = stem;
+    for (int i = 1; taken(prefix); ++i) prefix = stem + "_" + std::to_string(i);
+  }
+  for (const ParameterSpec& spec : specs) {
+    TESSERA_ASSIGN_OR_RETURN(std::string id, builder_.add_parameter(path_of(prefix, spec.name), "randn", spec.scale,
+                                                                    TensorType{spec.shape, dtype}, site.span));
+    m.param_nodes[spec.name] = id;
+  }
+  m.prefix = prefix;
+  m.params_created = true;
+  return Status::ok();
+}
+
+Expected<TracedValue> TorchLibrary::call_module(BuiltinModule& m, const std::vector<ArgumentValue>& args,
+                                                const CallSite& site) {
+  CallSite s = site;
+  s.callee = m.display;
+  static const CallSignature forward("input");
+  TESSERA_ASSIGN_OR_RETURN(BoundArguments a, forward.bind(args, s, builder_.source()));
+  TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+  DType dtype = m.dtype.value_or(type(x).dtype);
+  TESSERA_TRY(create_parameters(m, dtype, s));
+  auto param = [&](const std::string& name) -> std::optional<std::string> {
+    auto it = m.param_nodes.find(name);
+    return it == m.param_nodes.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+
+  if (m.kind == "Linear") return linear(x, *param("weight"), param("bias"), s);
+  if (m.kind == "RMSNorm" || m.kind == "LayerNorm") {
+    const auto* shape = std::get_if<std::vector<int64_t>>(m.config.find("normalized_shape"));
+    std::optional<double> eps;
+    if (m.config.has("eps")) eps = m.config.get_float("eps", 0.0);
+    return norm(m.kind == "RMSNorm" ? "rms_norm" : "layer_norm", x, *shape, param("weight"), param("bias"), eps, s);
+  }
+  if (m.kind == "Softmax") return softmax(x, m.config.get_int("dim", -1), s);
+  if (m.kind == "GELU") return gelu(x, m.config.get_string("approximate", "none"), s);
+  return unary_op(modules_.at("torch.nn." + m.kind).target, x, s);
+}
+
+// ---- tensor attributes and operators ---------------------------------------------------------
+
+Expected<TracedValue> TorchLibrary::tensor_attribute(const std::string& node, const std::string& attr,
+                                                     const SourceSpan& attr_span, const CallSite& site) {
+  const TensorType& t = type(node);
+  if (attr == "shape") {
+    SequenceValue shape;
+    for (const Dim& d : t.shape) shape.items.push_back(d.value());
+    return TracedValue(std::move(shape));
+  }
+  if (attr == "dtype") return TracedValue(DTypeValue{t.dtype});
+  if (attr == "ndim") return TracedValue(t.rank());
+  if (attr == "T") {
+    if (t.rank() < 2) return TracedValue(TensorValue{node});
+    if (t.rank() > 2)
+      return builder_.error(attr_span, "x.T is only supported on tensors of rank 2 (this one has shape " +
+                                           shape_str(t.shape) + "); use x.transpose(a, b) or x.mT");
+    return transpose(node, 0, 1, site);
+  }
+  if (attr == "mT") return transpose(node, -2, -1, site);
+  if (methods_.count(attr)) return TracedValue(TensorMethodValue{node, attr});
+  std::vector<std::string> names = {"shape", "dtype", "ndim", "T", "mT"};
+  for (const auto& [name, entry] : methods_) names.push_back(name);
+  return builder_.error(attr_span, "tensor attribute '" + attr + "' is not supported" + did_you_mean(attr, names));
+}
+
+Expected<TracedValue> TorchLibrary::binary(BinaryOp op, const TracedValue& lhs, const TracedValue& rhs,
+                                           const CallSite& site) {
+  switch (op) {
+    case BinaryOp::Add: return elementwise("add", lhs, rhs, site);
+    case BinaryOp::Sub: return elementwise("sub", lhs, rhs, site);
+    case BinaryOp::Mul: return elementwise("mul", lhs, rhs, site);
+    case BinaryOp::Div: return elementwise("div", lhs, rhs, site);
+    case BinaryOp::Pow: return elementwise("pow", lhs, rhs, site);
+    case BinaryOp::MatMul: {
+      const auto* a = lhs.as<TensorValue>();
+      const auto* b = rhs.as<TensorValue>();
+      if (!a || !b)
+        return builder_.error(site.span, "operator '@' needs two tensors, got " + describe_value(lhs) + " and " +
+                                             describe_value(rhs));
+      return matmul(a->node, b->node, site);
+    }
+    default:
+      return builder_.error(site.span, "operator '" + std::string(operator_symbol(op)) +
+                                           "' is not supported on tensors yet");
+  }
+}
+
+Expected<TracedValue> TorchLibrary::compare(CompareOp op, const TracedValue& lhs, const TracedValue& rhs,
+                                            const CallSite& site) {
+  switch (op) {
+    case CompareOp::Lt: return elementwise("lt", lhs, rhs, site, true);
+    case CompareOp::Le: return elementwise("le", lhs, rhs, site, true);
+    case CompareOp::Gt: return elementwise("gt", lhs, rhs, site, true);
+    case CompareOp::Ge: return elementwise("ge", lhs, rhs, site, true);
+    case CompareOp::Eq: return elementwise("eq", lhs, rhs, site, true);
+    case CompareOp::Ne: return elementwise("ne", lhs, rhs, site, true);
+    default: return builder_.error(site.span, "'in' and 'is' comparisons are not supported on tensors");
+  }
+}
+
+Expected<TracedValue> TorchLibrary::unary(UnaryOp op, const std::string& node, const CallSite& site) {
+  switch (op) {
+    case UnaryOp::Neg: return unary_op("neg", node, site);
+    case UnaryOp::Pos: return TracedValue(TensorValue{node});
+    case UnaryOp::Invert: return builder_.error(site.span, "operator '~' is not supported on tensors yet");
+    case UnaryOp::Not:
+      return builder_.error(site.span, "the truth value of a traced tensor is unknown; 'not' needs a Python value");
+  }
+  return builder_.error(site.span, "unsupported unary operator");
+}
+
+// ---- op implementations ----------------------------------------------------------------------
+
+Diagnostic TorchLibrary::located(const CallSite& site, const Diagnostic& d) const {
+  return builder_.error(site.span, site.callee + ": " + d.message);
+}
+
+Status TorchLibrary::require_float(const std::string& x, const CallSite& site) const {
+  DType t = type(x).dtype;
+  if (dtype_is_float(t)) return Status::ok();
+  return builder_.error(site.span, site.callee + " expects a floating-point tensor, got " + std::string(dtype_name(t)));
+}
+
+Expected<TracedValue> TorchLibrary::emit(TorchNodeSpec spec, const CallSite& site) {
+  TESSERA_ASSIGN_OR_RETURN(std::string id, builder_.add_torch_op(std::move(spec), site.name_hint, site.span));
+  return TracedValue(TensorValue{id});
+}
+
+Expected<TracedValue> TorchLibrary::make_input(const std::string& init, const BoundArguments& a,
+                                               bool sizes_are_varargs) {
+  const CallSite& site = a.site();
+  std::vector<int64_t> sizes;
+  if (sizes_are_varargs) {
+    TESSERA_ASSIGN_OR_RETURN(sizes, a.sizes("size"));
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(sizes, a.int_list("size"));
+  }
+  for (int64_t s : sizes)
+    if (s <= 0)
+      return a.error("size", site.callee + "(): sizes must be positive, got " + ints_str(sizes));
+  TESSERA_ASSIGN_OR_RETURN(std::optional<DType> dtype, a.optional_dtype("dtype"));
+  DType dt = dtype.value_or(builder_.default_dtype());
+  if ((init == "randn" || init == "rand") && !dtype_is_float(dt))
+    return a.error("dtype", site.callee + "() needs a floating-point dtype, got " + std::string(dtype_name(dt)));
+  // Placement is Tessera's decision, so device= is accepted and ignored, as is requires_grad=.
+  if (!a.is_none("device") && !a.value("device").is<std::string>())
+    return a.error("device", "argument 'device' of " + site.callee + "() must be a string or None, got " +
+                                 describe_value(a.value("device")));
+  TESSERA_ASSIGN_OR_RETURN(bool requires_grad, a.boolean("requires_grad"));
+  (void)requires_grad;
+  double fill = 0.0;
+  if (init == "full") {
+    const TracedValue& v = a.value("fill_value");
+    if (!v.is_number()) return a.error("fill_value", "argument 'fill_value' of torch.full() must be a number, got " +
+                                                         describe_value(v));
+    fill = v.number();
+  }
+  Shape shape(sizes.begin(), sizes.end());
+  TESSERA_ASSIGN_OR_RETURN(std::string id, builder_.add_input(site.name_hint, init, fill, TensorType{shape, dt}, site.span));
+  return TracedValue(TensorValue{id});
+}
+
+Expected<TracedValue> TorchLibrary::unary_op(const std::string& target, const std::string& x, const CallSite& site,
+                                             Attrs attrs) {
+  TensorType out = type(x);
+  if (produces_float(target) && !dtype_is_float(out.dtype)) out.dtype = builder_.default_dtype();
+  return emit(TorchNodeSpec{target, {x}, {}, std::move(attrs), out}, site);
+}
+
+Expected<TracedValue> TorchLibrary::elementwise(const std::string& target, const TracedValue& lhs,
+                                                const TracedValue& rhs, const CallSite& site, bool returns_bool) {
+  const auto* lt = lhs.as<TensorValue>();
+  const auto* rt = rhs.as<TensorValue>();
+  auto bad_operand = [&](const TracedValue& v) {
+    return builder_.error(site.span, site.callee + ": unsupported operand of type " + describe_value(v) +
+                                         " (expected a tensor or a number)");
+  };
+  if (!lt && !lhs.is_number()) return bad_operand(lhs);
+  if (!rt && !rhs.is_number()) return bad_operand(rhs);
+  if (!lt && !rt) return builder_.error(site.span, site.callee + ": expected at least one tensor operand");
+
+  TorchNodeSpec spec;
+  spec.target = target;
+  if (lt && rt) {
+    const TensorType& a = type(lt->node);
+    const TensorType& b = type(rt->node);
+    Expected<Shape> shape = broadcast_shapes(a.shape, b.shape);
+    if (!shape) return located(site, shape.error());
+    spec.inputs = {lt->node, rt->node};
+    spec.type = TensorType{*shape, promote_types(a.dtype, b.dtype)};
+  } else {
+    const std::string& node = lt ? lt->node : rt->node;
+    const TracedValue& scalar = lt ? rhs : lhs;
+    const TensorType& t = type(node);
+    spec.inputs = {node};
+    spec.scalar_args = {{lt ? 1 : 0, scalar.number()}};
+    spec.type = TensorType{t.shape, promote_with_scalar(t.dtype, scalar.is<double>(), scalar.is<int64_t>(),
+                                                        builder_.default_dtype())};
+  }
+  if (target == "div" && !dtype_is_float(spec.type.dtype)) spec.type.dtype = builder_.default_dtype();  // true division
+  if (returns_bool) spec.type.dtype = DType::Bool;
+  return emit(std::move(spec), site);
+}
+
+Expected<TracedValue> TorchLibrary::matmul(const std::string& a, const std::string& b, const CallSite& site,
+                                           int required_rank) {
+  const TensorType& ta = type(a);
+  const TensorType& tb = type(b);
+  if (required_rank && (ta.rank() != required_rank || tb.rank() != required_rank))
+    return builder_.error(site.span, site.callee + ": expected " + std::to_string(required_rank) +
+                                         "-D tensors, got shapes " + shape_str(ta.shape) + " and " + shape_str(tb.shape));
+  if (ta.dtype != tb.dtype)
+    return builder_.error(site.span, site.callee + ": expected both operands to have the same dtype, got " +
+                                         std::string(dtype_name(ta.dtype)) + " and " + std::string(dtype_name(tb.dtype)));
+  Expected<Shape> shape = matmul_shape(ta.shape, tb.shape);
+  if (!shape) return located(site, shape.error());
+  return emit(TorchNodeSpec{"matmul", {a, b}, {}, {}, TensorType{*shape, ta.dtype}}, site);
+}
+
+Expected<TracedValue> TorchLibrary::reduction(const std::string& target, const std::string& x,
+                                              const std::optional<std::vector<int64_t>>& dims, bool keepdim,
+                                              const CallSite& site) {
+  const TensorType& t = type(x);
+  if (target == "mean") TESSERA_TRY(require_float(x, site));
+  std::vector<int64_t> requested = dims.value_or(std::vector<int64_t>{});
+  Expected<std::vector<int64_t>> normalized = normalize_reduction_dims(requested, t.rank());
+  if (!normalized) return located(site, normalized.error());
+  Attrs attrs;
+  attrs.set("dim", requested.empty() ? *normalized : requested);
+  attrs.set("keepdim", keepdim);
+  TensorType out{reduced_shape(t.shape, *normalized, keepdim), t.dtype};
+  if (target == "sum" && (t.dtype == DType::Bool || t.dtype == DType::I32)) out.dtype = DType::I64;
+  return emit(TorchNodeSpec{target, {x}, {}, std::move(attrs), out}, site);
+}
+
+Expected<TracedValue> TorchLibrary::softmax(const std::string& x, int64_t dim, const CallSite& site) {
+  TESSERA_TRY(require_float(x, site));
+  Expected<int64_t> d = normalize_dim(dim, type(x).rank());
+  if (!d) return located(site, d.error());
+  Attrs attrs;
+  attrs.set("dim", dim);
+  return emit(TorchNodeSpec{"softmax", {x}, {}, std::move(attrs), type(x)}, site);
+}
+
+Expected<TracedValue> TorchLibrary::transpose(const std::string& x, int64_t dim0, int64_t dim1, const CallSite& site) {
+  const TensorType& t = type(x);
+  Expected<int64_t> d0 = normalize_dim(dim0, t.rank());
+  if (!d0) return located(site, d0.error());
+  Expected<int64_t> d1 = normalize_dim(dim1, t.rank());
+  if (!d1) return located(site, d1.error());
+  TensorType out = t;
+  if (t.rank() > 0) std::swap(out.shape[static_cast<size_t>(*d0)], out.shape[static_cast<size_t>(*d1)]);
+  Attrs attrs;
+  attrs.set("dim0", dim0);
+  attrs.set("dim1", dim1);
+  return emit(TorchNodeSpec{"transpose", {x}, {}, std::move(attrs), out}, site);
+}
+
+Expected<TracedValue> TorchLibrary::reshape(const std::string& x, const std::vector<int64_t>& shape,
+                                            const CallSite& site) {
+  const TensorType& t = type(x);
+  Expected<Shape> out = reshape_shape(t.shape, shape);
+  if (!out) return located(site, out.error());
+  Attrs attrs;
+  attrs.set("shape", shape_ints(*out));
+  return emit(TorchNodeSpec{"reshape", {x}, {}, std::move(attrs), TensorType{*out, t.dtype}}, site);
+}
+
+Expected<TracedValue> TorchLibrary::unsqueeze(const std::string& x, int64_t dim, const CallSite& site) {
+  const TensorType& t = type(x);
+  Expected<int64_t> d = normalize_dim(dim, t.rank() + 1);
+  if (!d) return located(site, d.error());
+  TensorType out = t;
+  out.shape.insert(out.shape.begin() + *d, Dim(1));
+  Attrs attrs;
+  attrs.set("dim", dim);
+  return emit(TorchNodeSpec{"unsqueeze", {x}, {}, std::move(attrs), out}, site);
+}
+
+Expected<TracedValue> TorchLibrary::gelu(const std::string& x, const std::string& approximate, const CallSite& site) {
+  Attrs attrs;
+  attrs.set("approximate", approximate);
+  return unary_op("gelu", x, site, std::move(attrs));
+}
+
+Expected<TracedValue> TorchLibrary::norm(const std::string& target, const std::string& x,
+                                         const std::vector<int64_t>& shape, const std::optional<std::string>& weight,
+                                         const std::optional<std::string>& bias, std::optional<double> eps,
+                                         const CallSite& site) {
+  TESSERA_TRY(require_float(x, site));
+  const TensorType& t = type(x);
+  if (shape.empty()) return builder_.error(site.span, site.callee + ": normalized_shape must not be empty");
+  for (int64_t d : shape)
+    if (d <= 0) return builder_.error(site.span, site.callee + ": normalized_shape must be positive, got " + ints_str(shape));
+  bool matches = t.rank() >= static_cast<int64_t>(shape.size());
+  for (size_t i = 0; matches && i < shape.size(); ++i)
+    matches = t.shape[t.shape.size() - shape.size() + i].value() == shape[i];
+  if (!matches)
+    return builder_.error(site.span, site.callee + ": input of shape " + shape_str(t.shape) +
+                                         " does not end with normalized_shape " + ints_str(shape));
+  std::vector<std::string> inputs = {x};
+  for (const auto& [name, param] : {std::pair{"weight", weight}, std::pair{"bias", bias}}) {
+    if (!param) continue;
+    const TensorType& p = type(*param);
+    if (shape_ints(p.shape) != shape)
+      return builder_.error(site.span, site.callee + ": " + name + " of shape " + shape_str(p.shape) +
+                                           " does not match normalized_shape " + ints_str(shape));
+    if (p.dtype != t.dtype)
+      return builder_.error(site.span, site.callee + ": " + name + " is " + std::string(dtype_name(p.dtype)) +
+                                           " but the input is " + std::string(dtype_name(t.dtype)));
+    inputs.push_back(*param);
+  }
+  double e = eps.value_or(finfo_eps(t.dtype));  // rms_norm's eps=None means finfo(dtype).eps
+  if (!(e >= 0)) return builder_.error(site.span, site.callee + ": eps must be non-negative");
+  Attrs attrs;
+  attrs.set("normalized_shape", shape);
+  attrs.set("eps", e);
+  return emit(TorchNodeSpec{target, std::move(inputs), {}, std::move(attrs), t}, site);
+}
+
+Expected<TracedValue> TorchLibrary::linear(const std::string& x, const std::string& weight,
+                                           const std::optional<std::string>& bias, const CallSite& site) {
+  const TensorType& tx = type(x);
+  const TensorType& tw = type(weight);
+  if (tw.rank() != 2)
+    return builder_.error(site.span, site.callee + ": weight must be 2-D (out_features, in_features), got shape " +
+                                         shape_str(tw.shape));
+  if (tx.rank() < 1 || tx.dim(tx.rank() - 1) != tw.dim(1))
+    return builder_.error(site.span, site.callee + ": input of shape " + shape_str(tx.shape) +
+                                         " does not match weight of shape " + shape_str(tw.shape) + " (expected " +
+                                         std::to_string(tw.dim(1)) + " input features)");
+  if (tx.dtype != tw.dtype)
+    return builder_.error(site.span, site.callee + ": weight is " + std::string(dtype_name(tw.dtype)) +
+                                         " but the input is " + std::string(dtype_name(tx.dtype)));
+  std::vector<std::string> inputs = {x, weight};
+  if (bias) {
+    const TensorType& tb = type(*bias);
+    if (tb.rank() != 1 || tb.dim(0) != tw.dim(0))
+      return builder_.error(site.span, site.callee + ": bias of shape " + shape_str(tb.shape) +
+                                           " does not match out_features " + std::to_string(tw.dim(0)));
+    if (tb.dtype != tx.dtype)
+      return builder_.error(site.span, site.callee + ": bias is " + std::string(dtype_name(tb.dtype)) +
+                                           " but the input is " + std::string(dtype_name(tx.dtype)));
+    inputs.push_back(*bias);
+  }
+  TensorType out = tx;
+  out.shape.back() = tw.shape[0];
+  return emit(TorchNodeSpec{"linear", std::move(inputs), {}, {}, out}, site);
+}
+
+}  // namespace tessera::torch_expr

@@ -1,0 +1,124 @@
+// TorchLibrary: the catalog of what a torch_expr program can call — torch.* functions, tensor
+// methods and attributes, torch.nn modules, torch.nn.functional — with PyTorch signatures, and
+// the code that turns each call into a Torch IR node with inferred shape and dtype.
+//
+// Canonical Torch IR targets and attrs it produces (attrs appear in this order):
+//   add sub mul div pow (tensor operands as inputs, Python scalars as TorchOp::scalar_args)
+//   eq ne lt le gt ge -> bool;   neg relu exp tanh sigmoid rsqrt sqrt abs silu;  gelu(approximate)
+//   matmul (also torch.mm/bmm and @);  linear(x, weight[, bias])
+//   mean sum amax (dim: int list, every dim when none was given; keepdim)
+//   softmax(dim);  transpose(dim0, dim1);  reshape(shape: resolved, also for view);  unsqueeze(dim)
+//   rms_norm(x[, weight], normalized_shape, eps);  layer_norm(x[, weight[, bias]], normalized_shape, eps)
+// Dims are recorded as written (e.g. -1), after checking they are in range.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ast.h"
+#include "call_signature.h"
+#include "graph_builder.h"
+#include "traced_value.h"
+
+namespace tessera::torch_expr {
+
+class TorchLibrary {
+ public:
+  explicit TorchLibrary(GraphBuilder& builder);
+
+  // Namespaces are "torch", "torch.nn" and "torch.nn.functional".
+  static bool is_namespace(const std::string& path);
+  std::optional<TracedValue> member(const std::string& ns, const std::string& name) const;
+  std::vector<std::string> member_names(const std::string& ns) const;
+  // Short names for messages: "torch.nn.functional.relu" -> "F.relu", "torch.nn.Linear" -> "nn.Linear".
+  static std::string display_name(const std::string& qualified);
+
+  Expected<TracedValue> call_function(const std::string& name, const std::vector<ArgumentValue>& args,
+                                      const CallSite& site);
+  Expected<std::unique_ptr<BuiltinModule>> construct_module(const std::string& class_name,
+                                                            const std::vector<ArgumentValue>& args,
+                                                            const CallSite& site);
+  Expected<TracedValue> call_module(BuiltinModule& module, const std::vector<ArgumentValue>& args,
+                                    const CallSite& site);
+
+  bool has_tensor_method(const std::string& name) const { return methods_.count(name) > 0; }
+  Expected<TracedValue> call_tensor_method(const std::string& node, const std::string& method,
+                                           const std::vector<ArgumentValue>& args, const CallSite& site);
+  // `x.shape`, `x.dtype`, `x.ndim`, `x.T`, `x.mT`, or a method reference; else a located error.
+  Expected<TracedValue> tensor_attribute(const std::string& node, const std::string& attr,
+                                         const SourceSpan& attr_span, const CallSite& site);
+
+  // Operators where at least one operand is a tensor (the tracer folds scalar-only arithmetic).
+  Expected<TracedValue> binary(BinaryOp op, const TracedValue& lhs, const TracedValue& rhs, const CallSite& site);
+  Expected<TracedValue> compare(CompareOp op, const TracedValue& lhs, const TracedValue& rhs, const CallSite& site);
+  Expected<TracedValue> unary(UnaryOp op, const std::string& node, const CallSite& site);
+
+ private:
+  using FunctionHandler = std::function<Expected<TracedValue>(const BoundArguments&)>;
+  using MethodHandler = std::function<Expected<TracedValue>(const std::string& self, const BoundArguments&)>;
+  struct FunctionEntry {
+    CallSignature signature;
+    FunctionHandler handler;
+  };
+  struct MethodEntry {
+    CallSignature signature;
+    MethodHandler handler;
+  };
+  struct ModuleEntry {
+    CallSignature signature;
+    std::string target;  // the Torch IR op its forward produces
+  };
+  struct ParameterSpec {
+    std::string name;
+    Shape shape;
+    double scale;
+  };
+
+  void register_constructors();
+  void register_elementwise();
+  void register_reductions_and_layout();
+  void register_functional();
+  void register_modules();
+
+  // Op implementations shared by functions, methods, operators and modules.
+  Expected<TracedValue> make_input(const std::string& init, const BoundArguments& a, bool sizes_are_varargs);
+  Expected<TracedValue> unary_op(const std::string& target, const std::string& x, const CallSite& site,
+                                 Attrs attrs = {});
+  Expected<TracedValue> elementwise(const std::string& target, const TracedValue& lhs, const TracedValue& rhs,
+                                    const CallSite& site, bool returns_bool = false);
+  Expected<TracedValue> matmul(const std::string& a, const std::string& b, const CallSite& site,
+                               int required_rank = 0);
+  Expected<TracedValue> reduction(const std::string& target, const std::string& x,
+                                  const std::optional<std::vector<int64_t>>& dims, bool keepdim,
+                                  const CallSite& site);
+  Expected<TracedValue> softmax(const std::string& x, int64_t dim, const CallSite& site);
+  Expected<TracedValue> transpose(const std::string& x, int64_t dim0, int64_t dim1, const CallSite& site);
+  Expected<TracedValue> reshape(const std::string& x, const std::vector<int64_t>& shape, const CallSite& site);
+  Expected<TracedValue> unsqueeze(const std::string& x, int64_t dim, const CallSite& site);
+  Expected<TracedValue> gelu(const std::string& x, const std::string& approximate, const CallSite& site);
+  Expected<TracedValue> norm(const std::string& target, const std::string& x, const std::vector<int64_t>& shape,
+                             const std::optional<std::string>& weight, const std::optional<std::string>& bias,
+                             std::optional<double> eps, const CallSite& site);
+  Expected<TracedValue> linear(const std::string& x, const std::string& weight,
+                               const std::optional<std::string>& bias, const CallSite& site);
+  Expected<TracedValue> emit(TorchNodeSpec spec, const CallSite& site);
+
+  // Module parameters: specs by kind, and their creation (with a unique path) on the first call.
+  std::vector<ParameterSpec> parameter_specs(const BuiltinModule& m) const;
+  Status create_parameters(BuiltinModule& m, DType dtype, const CallSite& site);
+
+  Diagnostic located(const CallSite& site, const Diagnostic& d) const;
+  Status require_float(const std::string& x, const CallSite& site) const;
+  const TensorType& type(const std::string& node) const { return builder_.type_of(node); }
+
+  GraphBuilder& builder_;
+  std::map<std::string, FunctionEntry> functions_;  // qualified: "torch.matmul"
+  std::map<std::string, MethodEntry> methods_;      // tensor methods: "mean"
+  std::map<std::string, ModuleEntry> modules_;      // qualified: "torch.nn.Linear"
+};
+
+}  // namespace tessera::torch_expr

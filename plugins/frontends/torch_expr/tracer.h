@@ -1,0 +1,96 @@
+// Tracer: symbolically executes a parsed torch_expr program and records every tensor operation
+// as a Torch IR node. Python scalars, tuples and strings are evaluated at trace time (so shapes
+// can be computed: `x.reshape(b, -1)`, `d ** -0.5`); tensors are graph nodes; nn.Module classes
+// written in the program are instantiated and their forward() is inlined.
+//
+// The program's output is the value of its last statement, which must be an expression: a tensor
+// or a (nested) tuple of tensors. Nodes the output does not depend on are dropped.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ast.h"
+#include "call_signature.h"
+#include "graph_builder.h"
+#include "torch_library.h"
+#include "traced_value.h"
+
+namespace tessera::torch_expr {
+
+class Tracer {
+ public:
+  Tracer(const SourceText& source, const FrontendOptions& options);
+
+  Expected<Graph> trace(const Program& program);
+
+ private:
+  // Where names live while a statement runs.
+  struct Frame {
+    std::map<std::string, TracedValue>* locals = nullptr;  // null at top level: names are globals
+    UserObject* self = nullptr;                              // the object whose method runs
+    UserClass* method_class = nullptr;                       // the class defining that method (for super())
+  };
+
+  // Statements. `returned` is set by a `return` and stops the enclosing block.
+  Status exec_block(const StmtList& body, Frame& frame, std::optional<TracedValue>& returned);
+  Status exec(const StmtNode& stmt, Frame& frame, std::optional<TracedValue>& returned);
+  Status exec_assign(const AssignStmt& assign, Frame& frame);
+  Status exec_import(const ImportStmt& import, Frame& frame);
+  Status exec_from_import(const FromImportStmt& from, Frame& frame);
+  Status exec_function_def(const FunctionDef& def, Frame& frame, const std::string& qualified_name);
+  Status exec_class_def(const ClassDef& cls, const StmtNode& stmt, Frame& frame);
+  Status assign_to(const ExprNode& target, const TracedValue& value, Frame& frame);
+  void bind_name(const std::string& name, const TracedValue& value, Frame& frame);
+
+  // Expressions. `name_hint` names the node the expression's outermost operation creates.
+  Expected<TracedValue> eval(const ExprNode& e, Frame& frame, std::string_view name_hint = {});
+  Expected<TracedValue> eval_name(const ExprNode& e, const NameExpr& name, Frame& frame);
+  Expected<TracedValue> eval_attribute(const ExprNode& e, const AttributeExpr& attr, Frame& frame,
+                                       std::string_view name_hint);
+  Expected<TracedValue> eval_call(const ExprNode& e, const CallExpr& call, Frame& frame, std::string_view name_hint);
+  Expected<TracedValue> eval_binary(const ExprNode& e, const BinaryExpr& bin, Frame& frame, std::string_view name_hint);
+  Expected<TracedValue> eval_unary(const ExprNode& e, const UnaryExpr& un, Frame& frame, std::string_view name_hint);
+  Expected<TracedValue> eval_compare(const ExprNode& e, const CompareExpr& cmp, Frame& frame,
+                                     std::string_view name_hint);
+  Expected<TracedValue> eval_subscript(const ExprNode& e, const SubscriptExpr& sub, Frame& frame);
+  Expected<TracedValue> eval_sequence(const TupleExpr& tuple, Frame& frame);
+  Expected<std::vector<ArgumentValue>> eval_arguments(const CallExpr& call, Frame& frame);
+
+  // Calls.
+  Expected<TracedValue> call_value(const TracedValue& callee, const std::vector<ArgumentValue>& args,
+                                   const CallSite& site, const SourceSpan& callee_span, Frame& frame);
+  Expected<TracedValue> invoke(UserFunction& fn, UserObject* self, UserClass* method_class,
+                               const std::vector<ArgumentValue>& args, const CallSite& site);
+  Expected<TracedValue> instantiate(UserClass& cls, const std::vector<ArgumentValue>& args, const CallSite& site);
+  Expected<TracedValue> object_attribute(UserObject& object, const std::string& attr, const SourceSpan& span);
+
+  // Python semantics for values known at trace time.
+  Expected<TracedValue> fold_binary(BinaryOp op, const TracedValue& lhs, const TracedValue& rhs,
+                                    const SourceSpan& span, const SourceSpan& op_span);
+  Expected<TracedValue> fold_compare(CompareOp op, const TracedValue& lhs, const TracedValue& rhs,
+                                     const SourceSpan& span);
+  Expected<bool> truth(const TracedValue& v, const SourceSpan& span);
+  Status collect_outputs(const TracedValue& v, const SourceSpan& span, std::vector<std::string>& out);
+
+  std::vector<std::string> visible_names(const Frame& frame) const;
+  static std::string callee_display(const ExprNode& callee);
+
+  const SourceText& source_;
+  GraphBuilder builder_;
+  TorchLibrary library_;
+  std::map<std::string, TracedValue> globals_;
+  int call_depth_ = 0;
+
+  // The arena: every object the program creates lives until the trace ends.
+  std::vector<std::unique_ptr<BuiltinModule>> modules_;
+  std::vector<std::unique_ptr<UserClass>> classes_;
+  std::vector<std::unique_ptr<UserObject>> objects_;
+  std::vector<std::unique_ptr<UserFunction>> functions_;
+};
+
+}  // namespace tessera::torch_expr

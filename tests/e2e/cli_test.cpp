@@ -1,0 +1,214 @@
+// End-to-end tests of the `tessera` CLI: the main job, pipeline flags, dumps, reproducers, knob
+// pinning through YAML, and the subcommands whose machinery lands later.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support/cli_runner.h"
+
+namespace fs = std::filesystem;
+using tessera::test::read_file;
+using tessera::test::run_cli;
+using tessera::test::TempDir;
+
+namespace {
+
+const std::string kRmsNorm = "nn.RMSNorm(2048)(torch.randn(1,32,2048))";
+const std::string kProbe = std::string(TESSERA_FIXTURE_DIR) + "/libpipeline_probe.so";
+
+TEST(Cli, MainJobPrintsTorchIrOfRmsNorm) {
+  auto r = run_cli({"compile", "-c", kRmsNorm});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("x: (1, 32, 2048) float32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("= rms_norm(x, p_weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-> (1, 32, 2048) float32"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(Cli, OutputIsDeterministic) {
+  auto a = run_cli({"compile", "-c", kRmsNorm, "--emit", "json"});
+  auto b = run_cli({"compile", "-c", kRmsNorm, "--emit", "json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(Cli, HelpForEverySubcommand) {
+  for (std::string cmd : {"compile", "run", "tune", "ab", "plugins", "passes"}) {
+    auto r = run_cli({cmd, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
+    EXPECT_NE(r.out.find("--pipeline"), std::string::npos) << cmd << " help lacks the global flags:\n" << r.out;
+  }
+}
+
+TEST(Cli, UnknownCommandAndBadFlagsAreUsageErrors) {
+  auto r = run_cli({"frobnicate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command 'frobnicate'"), std::string::npos) << r.err;
+  r = run_cli({"compile", "--no-such-flag"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no-such-flag"), std::string::npos) << r.err;
+  r = run_cli({"compile", "-c", kRmsNorm, "--ir", "assembly"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown --ir stage 'assembly'"), std::string::npos) << r.err;
+  r = run_cli({"compile", "-c", kRmsNorm, "--arch", "sm_11"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("unknown --arch 'sm_11'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, IrStageWithoutPassesIsRefusedWithTheFurthestStage) {
+  TempDir tmp;
+  auto p = tmp.write("p.yaml", "name: torch_only\nstages:\n  torch: [canonicalize]\n");
+  auto r = run_cli({"compile", "--pipeline", p, "-c", kRmsNorm, "--ir", "cuda"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("has no passes for stage 'cuda'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("furthest stage it reaches is 'torch'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, RunAndTuneSayTheirMachineryIsNotInstalled) {
+  auto r = run_cli({"run", "-c", kRmsNorm});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("tessera run: no target plugin"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = run_cli({"tune", "-c", kRmsNorm});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("tessera tune: no tuner plugin 'mcts'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, PrintPipelineRoundTrips) {
+  TempDir tmp;
+  auto first = run_cli({"compile", "--print-pipeline"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("canonicalize"), std::string::npos) << first.out;
+  auto again = run_cli({"compile", "--print-pipeline", "--pipeline", tmp.write("eff.yaml", first.out)});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(first.out, again.out);
+}
+
+TEST(Cli, PipelineErrorsNameFileLineColumnAndOffender) {
+  TempDir tmp;
+  struct Case {
+    std::string yaml, expect_loc, expect_text;
+  };
+  std::vector<Case> cases = {
+      {"name: bad\nstages:\n  torch: [canonicalize\n", "p.yaml:", "invalid YAML"},
+      {"name: bad\nstages:\n  torch:\n    - canonicalise\n", "p.yaml:4:7", "unknown pass 'canonicalise'"},
+      {"name: bad\nstages:\n  loop:\n    - fixture_noop: {width: big}\n", "p.yaml:4:", "'width'"},
+      {"name: bad\nstagse: {}\n", "p.yaml:2:1", "'stagse'"},
+  };
+  for (const auto& c : cases) {
+    auto p = tmp.write("p.yaml", c.yaml);
+    auto r = run_cli({"compile", "--plugin", std::string(TESSERA_FIXTURE_DIR) + "/libfixture_pass.so", "--pipeline", p,
+                      "-c", kRmsNorm});
+    EXPECT_NE(r.exit_code, 0) << c.yaml;
+    EXPECT_NE(r.err.find(c.expect_loc), std::string::npos) << c.yaml << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expect_text), std::string::npos) << c.yaml << "\n" << r.err;
+  }
+}
+
+TEST(Cli, WrongApiPluginIsRefusedWithBothVersions) {
+  auto r = run_cli({"plugins", "--plugin", std::string(TESSERA_FIXTURE_DIR) + "/libwrong_api.so"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("libwrong_api.so"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("999"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("host API version 1"), std::string::npos) << r.err;
+}
+
+TEST(Cli, PluginsListsBuiltPluginsAndKnobs) {
+  auto r = run_cli({"plugins", "--plugin", std::string(TESSERA_FIXTURE_DIR) + "/libfixture_pass.so"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("plugin canonicalize"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("frontend torch_expr"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pass fixture_noop"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("knob width (int"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("knob enabled (bool"), std::string::npos) << r.out;
+}
+
+TEST(Cli, PluginPathEnvironmentAddsDirectories) {
+  auto r = run_cli({"passes"}, {{"TESSERA_PLUGIN_PATH", std::string(TESSERA_FIXTURE_DIR) + "/nonexistent"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("probe_choose"), std::string::npos);
+  TempDir dir;
+  fs::copy_file(kProbe, dir.path() + "/libpipeline_probe.so");
+  r = run_cli({"passes"}, {{"TESSERA_PLUGIN_PATH", dir.path()}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("pass probe_choose"), std::string::npos) << r.out;
+}
+
+TEST(Cli, PinnedKnobFromYamlIsRecordedOnTheNode) {
+  TempDir tmp;
+  auto pinned = tmp.write("pinned.yaml", "name: pinned\nstages:\n  torch:\n    - probe_choose: {BLOCK: 128}\n");
+  auto heur = tmp.write("heur.yaml", "name: heur\nstages:\n  torch: [probe_choose]\n");
+  auto a = run_cli({"compile", "--plugin", kProbe, "--pipeline", pinned, "-c", kRmsNorm});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.out.find("probe_choose.BLOCK=128 (pinned)"), std::string::npos) << a.out;
+  auto b = run_cli({"compile", "--plugin", kProbe, "--pipeline", heur, "-c", kRmsNorm});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("probe_choose.BLOCK=64 (heuristic)"), std::string::npos) << b.out;
+  auto bad = tmp.write("bad.yaml", "name: bad\nstages:\n  torch:\n    - probe_choose: {BLOCK: 100}\n");
+  auto c = run_cli({"compile", "--plugin", kProbe, "--pipeline", bad, "-c", kRmsNorm});
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_NE(c.err.find("bad.yaml:4:"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("100"), std::string::npos) << c.err;
+}
+
+TEST(Cli, VeryVerbosePrintsSkipsAndPassLines) {
+  TempDir tmp;
+  auto p = tmp.write("p.yaml", "name: p\nstages:\n  torch: [probe_choose, canonicalize]\n");
+  auto r = run_cli({"compile", "--plugin", kProbe, "--pipeline", p, "-c", kRmsNorm, "-vv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(">>> g:001_probe_choose"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("<<< g:001_probe_choose"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--- g:001_probe_choose skipped at x: not a compute node"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("[g:002_canonicalize]"), std::string::npos) << r.err;
+}
+
+TEST(Cli, DumpDirHoldsEveryStageAsTextAndJson) {
+  TempDir tmp;
+  auto r = run_cli({"compile", "-c", kRmsNorm, "--dump-dir", tmp.path() + "/dump"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (std::string f : {"0_input.txt", "0_input.json", "1_torch.txt", "1_torch.json"})
+    EXPECT_TRUE(fs::exists(tmp.path() + "/dump/" + f)) << f;
+  EXPECT_EQ(read_file(tmp.path() + "/dump/1_torch.txt"), r.out);
+  // A dumped stage reloads and prints identically.
+  auto again = run_cli({"compile", "--from-ir", tmp.path() + "/dump/1_torch.json", "--ir", "torch"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, r.out);
+}
+
+TEST(Cli, PassFailureNamesPassNodeAndWritesAReproducer) {
+  TempDir tmp;
+  auto p = tmp.write("p.yaml", "name: failing\nstages:\n  torch: [canonicalize, probe_fail]\n");
+  const std::string repro = tmp.path() + "/repro";
+  auto r = run_cli({"compile", "--plugin", kProbe, "--pipeline", p, "-c", kRmsNorm, "--dump-dir", tmp.path() + "/d"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("in pass g:002_probe_fail at node"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("probe_fail refuses this node"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("reproducer written to"), std::string::npos) << r.err;
+  const std::string dir = tmp.path() + "/d/reproducer";
+  ASSERT_TRUE(fs::exists(dir + "/input.json")) << r.err;
+  ASSERT_TRUE(fs::exists(dir + "/pipeline.yaml")) << r.err;
+  // Replaying the reproducer fails the same way.
+  auto replay = run_cli({"compile", "--plugin", kProbe, "--from-ir", dir + "/input.json", "--pipeline", dir + "/pipeline.yaml"});
+  EXPECT_EQ(replay.exit_code, 1);
+  EXPECT_NE(replay.err.find("probe_fail refuses this node"), std::string::npos) << replay.err;
+}
+
+TEST(Cli, AbComparesTwoPipelines) {
+  TempDir tmp;
+  auto a = tmp.write("a.yaml", "name: a\nstages:\n  torch:\n    - probe_choose: {BLOCK: 32}\n");
+  auto b = tmp.write("b.yaml", "name: b\nstages:\n  torch:\n    - probe_choose: {BLOCK: 128}\n");
+  auto r = run_cli({"ab", a, b, "--plugin", kProbe, "-c", kRmsNorm});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("-# knobs: probe_choose.BLOCK=32 (pinned)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("+# knobs: probe_choose.BLOCK=128 (pinned)"), std::string::npos) << r.out;
+}
+
+TEST(Cli, FrontendErrorsShowLocationAndCaret) {
+  auto r = run_cli({"compile", "-c", "nn.RMSNrom(2048)(torch.randn(1,32,2048))"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("<-c>:1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("RMSNrom"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("^"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The ABI test of the plugin system (CTest `out_of_tree_plugin`): install the build tree to a
+# scratch prefix, build examples/out_of_tree_pass against that installation with
+# find_package(Tessera), and check that the installed `tessera plugins --plugin <it>` lists its
+# pass exactly like a built-in one.
+#
+# usage: out_of_tree_test.sh <cmake> <build-dir> <example-source-dir> [generator]
+set -euo pipefail
+
+cmake_bin=$1
+build_dir=$2
+example_dir=$3
+generator=${4:-Ninja}
+expected_pass=strip_knob_choices
+
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/tessera_out_of_tree.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+prefix=$scratch/prefix
+
+step() { echo "--- $*"; }
+
+step "installing $build_dir to $prefix"
+"$cmake_bin" --install "$build_dir" --prefix "$prefix" >"$scratch/install.log" 2>&1 || {
+  cat "$scratch/install.log"; echo "FAIL: cmake --install failed"; exit 1; }
+
+step "configuring the example against the installed package"
+"$cmake_bin" -S "$example_dir" -B "$scratch/build" -G "$generator" \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >"$scratch/configure.log" 2>&1 || {
+  cat "$scratch/configure.log"; echo "FAIL: configuring the out-of-tree example failed"; exit 1; }
+
+step "building the example"
+"$cmake_bin" --build "$scratch/build" >"$scratch/build.log" 2>&1 || {
+  cat "$scratch/build.log"; echo "FAIL: building the out-of-tree example failed"; exit 1; }
+
+plugin=$(find "$scratch/build" -name 'libhello_pass.so' -print -quit)
+if [[ -z "$plugin" ]]; then
+  echo "FAIL: the build produced no libhello_pass.so"; exit 1
+fi
+
+step "listing plugins with the installed CLI"
+set +e
+listing=$("$prefix/bin/tessera" plugins --plugin "$plugin" 2>&1)
+status=$?
+set -e
+echo "$listing"
+if [[ $status -ne 0 ]]; then
+  echo "FAIL: 'tessera plugins --plugin $plugin' exited with $status"; exit 1
+fi
+if ! grep -q -- "$expected_pass" <<<"$listing"; then
+  echo "FAIL: the listing does not mention the out-of-tree pass '$expected_pass'"; exit 1
+fi
+# The installed plugin directory must be found too: the install tree works like the build tree.
+if ! grep -q -- "canonicalize" <<<"$listing"; then
+  echo "FAIL: the listing does not mention the installed built-in pass 'canonicalize'"; exit 1
+fi
+echo "PASS: the out-of-tree pass '$expected_pass' is listed by the installed CLI"

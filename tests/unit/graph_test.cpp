@@ -1,0 +1,234 @@
+// Graph and Node: deep copies, editing (add, insert_before, erase, replace_uses), lookup, users,
+// the stage, and the one-node printers (declarations, line forms, knob lines).
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "tessera/ir/graph.h"
+#include "tessera/ir/printer.h"
+#include "unit/ir_fixtures.h"
+
+namespace tessera {
+namespace {
+
+using namespace ir_fixtures;
+
+std::vector<std::string> ids(const Graph& g) {
+  std::vector<std::string> out;
+  for (const Node* n : g.nodes()) out.push_back(n->id);
+  return out;
+}
+
+TEST(Graph, CopyIsDeep) {
+  Graph original = tensor_graph();
+  Graph copy = original;
+  ASSERT_EQ(ids(copy), ids(original));
+  EXPECT_NE(copy.find("add")->op.get(), original.find("add")->op.get());
+  copy.find("add")->op_as<ElementwiseOp>()->fn = "subtract";
+  copy.find("add")->inputs.push_back("w");
+  copy.outputs().push_back("add");
+  EXPECT_EQ(original.find("add")->op_as<ElementwiseOp>()->fn, "add");
+  EXPECT_EQ(original.find("add")->inputs.size(), 2u);
+  EXPECT_EQ(original.outputs(), (std::vector<std::string>{"scaled", "total"}));
+}
+
+TEST(Graph, CopyAssignmentReplacesContents) {
+  Graph g = torch_graph();
+  g = loop_graph();
+  EXPECT_EQ(ids(g), (std::vector<std::string>{"x", "bias", "w", "relu"}));
+  Graph& self = g;
+  g = self;  // self-assignment keeps the graph intact
+  EXPECT_EQ(ids(g), (std::vector<std::string>{"x", "bias", "w", "relu"}));
+  EXPECT_NE(g.find("relu")->op_as<LoopOp>(), nullptr);
+}
+
+TEST(Graph, NodeCopyClonesTheOpAndKeepsChoicesAndLoc) {
+  Graph g = tile_graph();
+  Node n = *g.find("rms_norm");
+  n.loc = SourceLoc{"<-c>", 1, 5, 3};
+  Node copy = n;
+  EXPECT_NE(copy.op.get(), n.op.get());
+  EXPECT_EQ(copy.choices, n.choices);
+  EXPECT_EQ(copy.loc.col, 5);
+  EXPECT_EQ(copy.dialect(), Dialect::Tile);
+}
+
+TEST(Graph, AddFindAndOrder) {
+  Graph g;
+  add_input(g, "x", {4});
+  g.add("y", elementwise("exp", {var("x")}), {"x"}, f32({4}));
+  EXPECT_EQ(g.size(), 2u);
+  EXPECT_TRUE(g.contains("y"));
+  EXPECT_FALSE(g.contains("z"));
+  EXPECT_EQ(g.find("z"), nullptr);
+  const Graph& cg = g;
+  EXPECT_EQ(cg.find("y")->inputs, std::vector<std::string>{"x"});
+  EXPECT_EQ(ids(g), (std::vector<std::string>{"x", "y"}));
+}
+
+TEST(Graph, InsertBeforeSplicesAtThePosition) {
+  Graph g = tensor_graph();
+  g.insert_before("add", "bias_neg", elementwise("neg", {var("bias_bc")}), {"bias_bc"}, f32({16, 64}));
+  std::vector<std::string> order = ids(g);
+  auto pos = std::find(order.begin(), order.end(), "bias_neg");
+  ASSERT_NE(pos, order.end());
+  EXPECT_EQ(*(pos + 1), "add");
+}
+
+TEST(Graph, EraseRemovesOnlyThatNode) {
+  Graph g = tensor_graph();
+  size_t before = g.size();
+  g.erase("scaled");
+  g.outputs() = {"total"};
+  EXPECT_EQ(g.size(), before - 1);
+  EXPECT_FALSE(g.contains("scaled"));
+  EXPECT_TRUE(g.contains("cat"));
+}
+
+TEST(Graph, UniqueIdAddsTheFirstFreeSuffix) {
+  Graph g;
+  EXPECT_EQ(g.unique_id("add"), "add");
+  add_input(g, "add", {1});
+  EXPECT_EQ(g.unique_id("add"), "add_1");
+  add_input(g, "add_1", {1});
+  EXPECT_EQ(g.unique_id("add"), "add_2");
+}
+
+TEST(Graph, UsersInGraphOrderOncePerUser) {
+  Graph g = tensor_graph();
+  g.add("sq", elementwise("multiply", {var("relu"), var("relu")}), {"relu", "relu"}, f32({16, 16}));
+  EXPECT_EQ(g.users("relu"), (std::vector<std::string>{"total", "cat", "sq"}));
+  EXPECT_TRUE(g.users("scaled").empty());
+}
+
+TEST(Graph, StageIsTheMostLoweredDialect) {
+  Graph inputs_only;
+  add_input(inputs_only, "x", {1});
+  EXPECT_EQ(inputs_only.stage(), Dialect::Core);
+  EXPECT_EQ(Graph().stage(), Dialect::Core);
+  EXPECT_EQ(torch_graph().stage(), Dialect::Torch);
+  EXPECT_EQ(tensor_graph().stage(), Dialect::Tensor);
+  EXPECT_EQ(loop_graph().stage(), Dialect::Loop);
+  EXPECT_EQ(tile_graph().stage(), Dialect::Tile);
+  EXPECT_EQ(kernel_graph().stage(), Dialect::Kernel);
+  EXPECT_EQ(cuda_graph().stage(), Dialect::Cuda);
+  Graph mixed = tensor_graph();  // mid-lowering: one node already a loop nest
+  auto loop = std::make_unique<LoopOp>();
+  mixed.add("late", std::move(loop), {"scaled"}, f32({40, 16}));
+  EXPECT_EQ(mixed.stage(), Dialect::Loop);
+}
+
+TEST(Graph, ReplaceUsesRewritesInputsOutputsAndOpReferences) {
+  Graph g = tensor_graph();
+  g.add("relu2", elementwise("relu", {var("matmul")}), {"matmul"}, f32({16, 16}));
+  g.outputs().push_back("relu");
+  g.replace_uses("relu", "relu2");
+  EXPECT_EQ(g.find("total")->inputs, std::vector<std::string>{"relu2"});
+  EXPECT_EQ(g.find("cat")->inputs, (std::vector<std::string>{"relu2", "emb"}));
+  EXPECT_EQ(g.find("cat")->op_as<IndexMapOp>()->sources[0].buffer, "relu2");
+  EXPECT_EQ(g.outputs().back(), "relu2");
+  EXPECT_EQ(g.find("relu")->id, "relu");  // the producer itself is untouched
+
+  g.replace_uses("matmul", "red");
+  EXPECT_EQ(g.find("relu")->op_as<ElementwiseOp>()->args[0].str(), "red");
+}
+
+TEST(Graph, ReplaceUsesRewritesKernelBodiesAndCudaArguments) {
+  Graph g = loop_graph();
+  add_input(g, "x2", {16, 64});
+  g.replace_uses("x", "x2");
+  const Body& body = g.find("relu")->op_as<LoopOp>()->body;
+  EXPECT_NE(print_body(body).find("in1 = load x2[a0, a2]"), std::string::npos) << print_body(body);
+  EXPECT_EQ(print_body(body).find("load x["), std::string::npos);
+  EXPECT_EQ(g.find("relu")->inputs, (std::vector<std::string>{"bias", "x2", "w"}));
+
+  Graph c = cuda_graph();
+  add_input(c, "p2", {2048});
+  c.replace_uses("p_weight", "p2");
+  EXPECT_EQ(c.find("rms_norm")->op_as<CudaOp>()->args,
+            (std::vector<std::string>{"x", "p2", "rms_norm"}));
+}
+
+// ---- printing single nodes ----
+
+TEST(Printer, InputDeclarations) {
+  Graph g;
+  add_input(g, "x", {16, 64});
+  auto zeros = std::make_unique<InputOp>();
+  zeros->init = "zeros";
+  g.add("z", std::move(zeros), {}, TensorType{{3}, DType::I64});
+  auto full = std::make_unique<InputOp>();
+  full->init = "full";
+  full->fill = 0.5;
+  g.add("h", std::move(full), {}, TensorType{{}, DType::BF16});
+  EXPECT_EQ(print_value_decl(*g.find("x")), "x: (16, 64) float32");
+  EXPECT_EQ(print_value_decl(*g.find("z")), "z: (3,) int64  # zeros");
+  EXPECT_EQ(print_value_decl(*g.find("h")), "h: () bfloat16  # full(0.5)");
+}
+
+TEST(Printer, ConstantDeclarations) {
+  Graph g;
+  add_param(g, "p_weight", "up.weight", {2048}, 7);
+  auto scaled = std::make_unique<ConstantOp>();
+  scaled->path = "lm_head.weight";
+  scaled->seed = 3;
+  scaled->scale = 0.02;
+  g.add("p_head", std::move(scaled), {}, f32({4, 8}));
+  auto values = std::make_unique<ConstantOp>();
+  values->values = {1, 2, 3, 4, 5, 6, 7, 8, 9.5};
+  g.add("c0", std::move(values), {}, f32({9}));
+  auto ones = std::make_unique<ConstantOp>();
+  ones->path = "norm.weight";
+  ones->init = "ones";
+  g.add("p_norm", std::move(ones), {}, f32({8}));
+  EXPECT_EQ(print_value_decl(*g.find("p_weight")),
+            "p_weight: (2048,) float32 = param up.weight  # randn seed=7");
+  EXPECT_EQ(print_value_decl(*g.find("p_head")),
+            "p_head: (4, 8) float32 = param lm_head.weight  # randn seed=3 scale=0.02");
+  EXPECT_EQ(print_value_decl(*g.find("c0")),
+            "c0: (9,) float32 = const  # values=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, ... (9 values)]");
+  EXPECT_EQ(print_value_decl(*g.find("p_norm")), "p_norm: (8,) float32 = param norm.weight  # ones");
+}
+
+TEST(Printer, TorchScalarsAreSplicedAtTheirPositions) {
+  Graph g;
+  add_input(g, "x", {4});
+  auto sub = std::make_unique<TorchOp>();
+  sub->target = "rsub";
+  sub->scalar_args = {{0, 1.0}};
+  g.add("r", std::move(sub), {"x"}, f32({4}));
+  auto clamp = std::make_unique<TorchOp>();
+  clamp->target = "clamp";
+  clamp->scalar_args = {{2, 6.0}, {1, 0.0}};
+  g.add("c", std::move(clamp), {"r"}, f32({4}));
+  EXPECT_EQ(print_node(g, *g.find("r")), "r = rsub(1.0, x) -> (4,) float32\n");
+  EXPECT_EQ(print_node(g, *g.find("c")), "c = clamp(r, 0.0, 6.0) -> (4,) float32\n");
+}
+
+TEST(Printer, TensorLineForms) {
+  Graph g = tensor_graph();
+  EXPECT_EQ(print_node(g, *g.find("bias_bc")), "bias_bc = bias[j] -> (16, 64) float32\n");
+  EXPECT_EQ(print_node(g, *g.find("red")), "red = sum(prod, axis=-2) -> (16, 1, 16) float32\n");
+  EXPECT_EQ(print_node(g, *g.find("total")),
+            "total = max(relu, axis=1, keepdim=False) -> (16,) float32\n");
+  EXPECT_EQ(print_node(g, *g.find("emb")), "emb = gather(table, ids, axis=0) -> (16, 16) float32\n");
+  EXPECT_EQ(print_node(g, *g.find("cat")),
+            "cat = select(i < 16: relu[i, j], i < 32: emb[i - 16, j], -inf) -> (40, 16) float32\n");
+}
+
+TEST(Printer, KnobChoicesPrintBeforeTheNode) {
+  Graph g = tile_graph();
+  std::string text = print_node(g, *g.find("rms_norm"));
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "# knobs: launch_geometry.BN=128 (heuristic), stage_inputs.STAGE='x' (pinned)");
+}
+
+TEST(Printer, NodeWithoutOpDoesNotCrash) {
+  Graph g;
+  g.add("broken", nullptr, {}, f32({1}));
+  EXPECT_EQ(print_node(g, *g.find("broken")), "broken = <no op> -> (1,) float32\n");
+  EXPECT_EQ(print_graph(g), "broken = <no op> -> (1,) float32\n\nreturn\n");
+}
+
+}  // namespace
+}  // namespace tessera

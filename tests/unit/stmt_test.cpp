@@ -1,0 +1,403 @@
+// Stmt machinery: kind names, structural equality and hash (one differing field at a time, for
+// every field of every kind), the visitor, the mutator (sharing of unchanged subtrees, splicing)
+// and canonical renaming.
+#include <type_traits>
+#include <variant>
+
+#include <gtest/gtest.h>
+
+#include "tessera/ir/stmt.h"
+#include "unit/ir_fixtures.h"
+
+namespace tessera {
+namespace {
+
+using namespace ir_fixtures;
+
+// Every statement of `body`, depth-first in textual order.
+void collect_stmts(const Body& body, std::vector<Stmt>& out) {
+  for (const Stmt& s : body) {
+    out.push_back(s);
+    std::visit(
+        [&](const auto& node) {
+          using K = std::decay_t<decltype(node)>;
+          if constexpr (!std::is_same_v<K, std::monostate>) {
+            K::reflect(node, [&](const char*, const auto& field, FieldRole) {
+              if constexpr (std::is_same_v<std::decay_t<decltype(field)>, Body>) {
+                collect_stmts(field, out);
+              }
+            });
+          }
+        },
+        s.variant());
+  }
+}
+
+// ---- perturbing one field (a different value of the same type) ----
+
+void perturb(std::string& s) { s += "_x"; }
+void perturb(int64_t& v) { v += 1; }
+void perturb(DType& t) { t = t == DType::F32 ? DType::F16 : DType::F32; }
+void perturb(Expr& e) { e = e.defined() ? e + lit(1) : lit(1); }
+template <class T> void perturb(std::vector<T>& items) { items.push_back(T{}); }
+
+size_t field_count(const Stmt& s) {
+  size_t n = 0;
+  std::visit(
+      [&](const auto& node) {
+        using K = std::decay_t<decltype(node)>;
+        if constexpr (!std::is_same_v<K, std::monostate>) {
+          K::reflect(node, [&](const char*, const auto&, FieldRole) { ++n; });
+        }
+      },
+      s.variant());
+  return n;
+}
+
+// A copy of `s` whose field number `index` holds a different value; `name` receives its name.
+Stmt with_field_perturbed(const Stmt& s, size_t index, std::string& name) {
+  Stmt result;
+  std::visit(
+      [&](const auto& node) {
+        using K = std::decay_t<decltype(node)>;
+        if constexpr (!std::is_same_v<K, std::monostate>) {
+          K copy = node;
+          size_t i = 0;
+          K::reflect(copy, [&](const char* field_name, auto& field, FieldRole) {
+            if (i++ == index) {
+              perturb(field);
+              name = field_name;
+            }
+          });
+          result = Stmt(std::move(copy));
+        }
+      },
+      s.variant());
+  return result;
+}
+
+TEST(StmtKinds, NamesRoundTripThroughTheXMacro) {
+  size_t count = 0;
+#define TESSERA_X(K)                                             \
+  EXPECT_EQ(stmt_kind_name(StmtKind::K), #K);                    \
+  EXPECT_EQ(parse_stmt_kind(#K), std::optional(StmtKind::K));    \
+  EXPECT_EQ(Stmt(K{}).kind(), StmtKind::K);                      \
+  ++count;
+  TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+  EXPECT_EQ(count, 28u);
+  EXPECT_EQ(parse_stmt_kind("load"), std::nullopt);  // names are case-sensitive
+  EXPECT_EQ(parse_stmt_kind("Bogus"), std::nullopt);
+}
+
+TEST(StmtEquality, SeparatelyBuiltEqualBodiesAreEqualWithEqualHashes) {
+  Body a = every_stmt_kind_body();
+  Body b = every_stmt_kind_body();
+  ASSERT_FALSE(a[0].same_node(b[0]));
+  EXPECT_TRUE(structurally_equal(a, b));
+  EXPECT_EQ(structural_hash(a), structural_hash(b));
+}
+
+TEST(StmtEquality, EveryFieldOfEveryKindTakesPartInEqualityAndHash) {
+  std::vector<Stmt> stmts;
+  collect_stmts(every_stmt_kind_body(), stmts);
+  size_t checked = 0;
+  for (const Stmt& s : stmts) {
+    for (size_t i = 0; i < field_count(s); ++i) {
+      std::string field;
+      Stmt changed = with_field_perturbed(s, i, field);
+      SCOPED_TRACE(std::string(stmt_kind_name(s.kind())) + "." + field);
+      EXPECT_FALSE(structurally_equal(s, changed));
+      EXPECT_FALSE(structurally_equal(changed, s));
+      EXPECT_NE(structural_hash(s), structural_hash(changed));
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 80u);
+}
+
+TEST(StmtEquality, NestedStructFieldsAreCompared) {
+  Tile a{{TileAxis{"a0", 256, "THREAD"}}, {}};
+  Tile b{{TileAxis{"a0", 256, "BLOCK"}}, {}};
+  Stage c{"s", "x", {}, {SlabDim{"a2", 2048, 2}}, "sync", 0};
+  Stage d{"s", "x", {}, {SlabDim{"a2", 2048, 1}}, "sync", 0};
+  EXPECT_FALSE(structurally_equal(Stmt(a), Stmt(b)));
+  EXPECT_NE(structural_hash(Stmt(a)), structural_hash(Stmt(b)));
+  EXPECT_FALSE(structurally_equal(Stmt(c), Stmt(d)));
+  EXPECT_NE(structural_hash(Stmt(c)), structural_hash(Stmt(d)));
+}
+
+TEST(StmtEquality, DifferentKindsWithEqualFieldsDiffer) {
+  EXPECT_FALSE(structurally_equal(Stmt(CpAsyncWait{0}), Stmt(AsyncWait{0})));
+  EXPECT_NE(structural_hash(Stmt(CpAsyncWait{0})), structural_hash(Stmt(AsyncWait{0})));
+  EXPECT_FALSE(structurally_equal(Stmt(Sync{}), Stmt(CpAsyncCommit{})));
+}
+
+TEST(StmtEquality, DeepChangeChangesTheBody) {
+  Body a = loop_graph().nodes().back()->op_as<LoopOp>()->body;
+  Body b = a;
+  EXPECT_TRUE(structurally_equal(a, b));
+  // Statement order matters.
+  Body swapped = {Assign{"v0", "add", {var("x"), var("y")}}, Sync{}};
+  Body unswapped = {Sync{}, Assign{"v0", "add", {var("x"), var("y")}}};
+  EXPECT_FALSE(structurally_equal(swapped, unswapped));
+  EXPECT_NE(structural_hash(swapped), structural_hash(unswapped));
+}
+
+TEST(StmtEquality, UndefinedStatements) {
+  EXPECT_TRUE(structurally_equal(Stmt(), Stmt()));
+  EXPECT_FALSE(structurally_equal(Stmt(), Stmt(Sync{})));
+  EXPECT_EQ(structural_hash(Stmt()), structural_hash(Stmt()));
+  EXPECT_NE(structural_hash(Stmt()), structural_hash(Stmt(Sync{})));
+}
+
+TEST(StmtEquality, HashIsStableAcrossRuns) {
+  // The hash keys the tuning database, so it must not change between processes or builds.
+  Body body = {Load{"in0", "x", {var("a0")}}};
+  EXPECT_EQ(structural_hash(body), structural_hash(Body{Load{"in0", "x", {var("a0")}}}));
+  EXPECT_NE(structural_hash(body), 0u);
+}
+
+// ---- visitor ----
+
+class KindRecorder : public StmtVisitor {
+ public:
+  std::vector<std::string> seen;
+#define TESSERA_X(K)                             \
+  void visit_##K(const K& s) override {          \
+    seen.emplace_back(#K);                       \
+    StmtVisitor::visit_##K(s);                   \
+  }
+  TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+};
+
+TEST(StmtVisitor, VisitsDepthFirstInTextualOrder) {
+  KindRecorder recorder;
+  recorder.visit(loop_graph().nodes().back()->op_as<LoopOp>()->body);
+  std::vector<std::string> expected = {"Loop", "Loop", "Init", "Loop", "Load", "Load", "Load",
+                                       "Assign", "Assign", "Accum", "Assign", "Write"};
+  EXPECT_EQ(recorder.seen, expected);
+}
+
+TEST(StmtVisitor, VisitsBothBranchesOfCond) {
+  KindRecorder recorder;
+  recorder.visit(Stmt(Cond{var("a0") < lit(4), {Sync{}}, {CpAsyncCommit{}}}));
+  EXPECT_EQ(recorder.seen, (std::vector<std::string>{"Cond", "Sync", "CpAsyncCommit"}));
+}
+
+class LoadCounter : public StmtVisitor {
+ public:
+  int loads = 0;
+  void visit_Load(const Load&) override { ++loads; }
+  // Not descending into loops: overriding without calling the default stops the walk.
+  void visit_Loop(const Loop&) override {}
+};
+
+TEST(StmtVisitor, OverrideWithoutDefaultStopsDescent) {
+  LoadCounter counter;
+  Body body = {Load{"in0", "x", {}}, Loop{"a0", lit(0), lit(4), "free", 0, {Load{"in1", "x", {}}}}};
+  counter.visit(body);
+  EXPECT_EQ(counter.loads, 1);
+}
+
+// ---- mutator ----
+
+TEST(StmtMutator, IdentityKeepsEveryNode) {
+  Body body = every_stmt_kind_body();
+  StmtMutator identity;
+  Body out = identity.mutate_body(body);
+  ASSERT_EQ(out.size(), body.size());
+  for (size_t i = 0; i < body.size(); ++i) EXPECT_TRUE(out[i].same_node(body[i])) << i;
+}
+
+class VarRenamer : public StmtMutator {
+ public:
+  VarRenamer(std::string from, std::string to) : from_(std::move(from)), to_(std::move(to)) {}
+  Expr mutate_expr(const Expr& e) override { return substitute(e, {{from_, var(to_)}}); }
+
+ private:
+  std::string from_, to_;
+};
+
+TEST(StmtMutator, RewritesOnlyThePathToTheChangeAndSharesTheRest) {
+  Body body = loop_graph().nodes().back()->op_as<LoopOp>()->body;
+  VarRenamer renamer("v1", "v9");  // used only by `acc0 <- add(acc0, v1)`
+  Body out = renamer.mutate_body(body);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(out[0].same_node(body[0]));  // ancestors are rebuilt
+  const Loop& a1_old = *body[0].as<Loop>()->body[0].as<Loop>();
+  const Loop& a1_new = *out[0].as<Loop>()->body[0].as<Loop>();
+  EXPECT_TRUE(a1_new.body[0].same_node(a1_old.body[0]));  // Init: untouched sibling
+  EXPECT_TRUE(a1_new.body[2].same_node(a1_old.body[2]));  // v2 = relu(acc0)
+  EXPECT_TRUE(a1_new.body[3].same_node(a1_old.body[3]));  // the Write
+  const Body& reduce_old = a1_old.body[1].as<Loop>()->body;
+  const Body& reduce_new = a1_new.body[1].as<Loop>()->body;
+  for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(reduce_new[i].same_node(reduce_old[i])) << i;
+  EXPECT_FALSE(reduce_new[5].same_node(reduce_old[5]));
+  EXPECT_EQ(print_stmt(reduce_new[5]), "acc0 <- add(acc0, v9)\n");
+  EXPECT_EQ(print_stmt(reduce_new[4]), "v1 = multiply(v0, in2)\n");  // a def is not an Expr
+}
+
+TEST(StmtMutator, UnusedVariableLeavesEverythingShared) {
+  Body body = every_stmt_kind_body();
+  VarRenamer renamer("not_there", "x");
+  Body out = renamer.mutate_body(body);
+  for (size_t i = 0; i < body.size(); ++i) EXPECT_TRUE(out[i].same_node(body[i])) << i;
+}
+
+class SyncDropperInitDoubler : public StmtMutator {
+ public:
+  Body mutate_body(const Body& b) override {
+    Body out;
+    for (const Stmt& s : b) {
+      if (s.is<Sync>()) continue;
+      Stmt m = mutate(s);
+      if (const Init* init = m.as<Init>()) out.push_back(Init{init->acc + "_copy", init->value});
+      out.push_back(m);
+    }
+    return out;
+  }
+};
+
+TEST(StmtMutator, MutateBodyCanDropAndSpliceAtEveryDepth) {
+  Body body = {Sync{}, Loop{"a0", lit(0), lit(2), "free", 0, {Init{"acc0", flt(0.0)}, Sync{}}}};
+  SyncDropperInitDoubler m;
+  EXPECT_EQ(print_body(m.mutate_body(body)),
+            "for a0 in 0..2:  # free\n"
+            "  acc0_copy = init(0.0)\n"
+            "  acc0 = init(0.0)\n");
+}
+
+class LoadRedirector : public StmtMutator {
+ public:
+  Stmt mutate_Load(const Load& s, const Stmt& self) override {
+    if (s.buffer != "x") return self;
+    Load copy = s;
+    copy.buffer = "x_smem";
+    return copy;
+  }
+};
+
+TEST(StmtMutator, KindHookReplacesStatements) {
+  Body body = {Load{"in0", "x", {var("a0")}}, Load{"in1", "w", {var("a0")}}};
+  LoadRedirector m;
+  Body out = m.mutate_body(body);
+  EXPECT_EQ(print_body(out), "in0 = load x_smem[a0]\nin1 = load w[a0]\n");
+  EXPECT_TRUE(out[1].same_node(body[1]));
+}
+
+// ---- printing of individual forms the goldens do not pin down ----
+
+TEST(StmtPrinter, IndentCountsLevels) {
+  Body body = {Loop{"a0", lit(0), lit(2), "", 0, {Sync{}}}};
+  EXPECT_EQ(print_body(body, 1), "  for a0 in 0..2:\n    Sync()\n");
+}
+
+TEST(StmtPrinter, DefaultsArePrintedOnlyWhenTheyDiffer) {
+  EXPECT_EQ(print_stmt(Loop{"a0", lit(0), lit(2), "", 2, {}}), "for a0 in 0..2:  # unroll 2\n");
+  EXPECT_EQ(print_stmt(Stage{"s", "x", {lit(0)}, {SlabDim{"a1", 8, 0}}, "sync", 0}),
+            "s = Stage(x, origin=(0), slab=(a1:8@0))\n");
+  EXPECT_EQ(print_stmt(Stage{"s", "x", {lit(0)}, {SlabDim{"a1", 8, 0}}, "tma", 1}),
+            "s = Stage(x, origin=(0), slab=(a1:8@0)) tma pad=1\n");
+  EXPECT_EQ(print_stmt(Combine{"acc0", "max", "block"}), "Combine(acc0, op=max)\n");
+  EXPECT_EQ(print_stmt(MbarrierArrive{"bar0", 0}), "MbarrierArrive(bar0)\n");
+  EXPECT_EQ(print_stmt(Cond{var("a0") < lit(1), {Sync{}}, {}}), "if a0 < 1:\n  Sync()\n");
+  EXPECT_EQ(print_stmt(Stmt()), "<undefined statement>\n");
+}
+
+// ---- canonical names ----
+
+TEST(CanonicalizeNames, RenamesByCategoryInTextualOrder) {
+  Body body = {Loop{"i", lit(0), lit(16), "free", 0,
+                    {Init{"sum", flt(0.0)},
+                     Loop{"k", lit(0), lit(64), "reduce", 0,
+                          {Load{"xv", "x", {var("i"), var("k")}},
+                           Assign{"sq", "multiply", {var("xv"), var("xv")}},
+                           Accum{"sum", "add", var("sq")}}},
+                     Assign{"out", "sqrt", {var("sum")}},
+                     Write{"y", {var("i")}, var("out")}}}};
+  EXPECT_EQ(print_body(canonicalize_names(body)),
+            "for a0 in 0..16:  # free\n"
+            "  acc0 = init(0.0)\n"
+            "  for a1 in 0..64:  # reduce\n"
+            "    in0 = load x[a0, a1]\n"
+            "    v0 = multiply(in0, in0)\n"
+            "    acc0 <- add(acc0, v0)\n"
+            "  v1 = sqrt(acc0)\n"
+            "  y[a0] = v1\n");
+}
+
+TEST(CanonicalizeNames, BodiesDifferingOnlyInBoundNamesBecomeEqual) {
+  Body a = {Let{"row", var("blockIdx.x")}, Load{"p", "x", {var("row")}},
+            Assign{"q", "exp", {var("p")}}, Write{"y", {var("row")}, var("q")}};
+  Body b = {Let{"r", var("blockIdx.x")}, Load{"in7", "x", {var("r")}},
+            Assign{"t", "exp", {var("in7")}}, Write{"y", {var("r")}, var("t")}};
+  ASSERT_FALSE(structurally_equal(a, b));
+  Body ca = canonicalize_names(a);
+  Body cb = canonicalize_names(b);
+  EXPECT_TRUE(structurally_equal(ca, cb));
+  EXPECT_EQ(structural_hash(ca), structural_hash(cb));
+  EXPECT_EQ(print_body(ca), print_body(cb));
+  // Different buffers are not names: they keep bodies apart.
+  Body c = b;
+  c[1] = Load{"in7", "w", {var("r")}};
+  EXPECT_FALSE(structurally_equal(canonicalize_names(c), ca));
+}
+
+TEST(CanonicalizeNames, IsIdempotent) {
+  for (const Body& body : {every_stmt_kind_body(), tile_graph().nodes().back()->op_as<TileOp>()->body,
+                           kernel_graph().nodes().back()->op_as<KernelOp>()->body}) {
+    Body once = canonicalize_names(body);
+    Body twice = canonicalize_names(once);
+    EXPECT_TRUE(structurally_equal(once, twice)) << print_body(once) << "\nvs\n" << print_body(twice);
+  }
+}
+
+TEST(CanonicalizeNames, KeepsBuffersHardwareIndicesAndFreeNames) {
+  Body body = {Smem{"tile_smem", DType::F32, {64}},
+               Let{"t", var("threadIdx.x") + var("offset")},
+               CpAsyncCopy{"tile_smem", {var("t")}, "x", {var("t")}, 4},
+               Load{"val", "tile_smem", {var("t")}}};
+  EXPECT_EQ(print_body(canonicalize_names(body)),
+            "Smem tile_smem: f32[64]\n"
+            "a0 = threadIdx.x + offset\n"
+            "CpAsyncCopy(tile_smem[a0], x[a0], bytes=4)\n"
+            "in0 = load tile_smem[a0]\n");
+}
+
+TEST(CanonicalizeNames, SiblingLoopsGetDistinctAxesAndDoNotLeak) {
+  Body body = {StridedLoop{"k", var("t"), lit(64), lit(32), "reduce", 0, {Load{"a", "x", {var("k")}}}},
+               StridedLoop{"k", var("t"), lit(64), lit(32), "free", 0, {Load{"a", "x", {var("k")}}}},
+               Write{"y", {var("k")}, var("a")}};  // `k` and `a` are out of scope here
+  EXPECT_EQ(print_body(canonicalize_names(body)),
+            "StridedLoop(a0 = t; < 64; += 32):  # reduce\n"
+            "  in0 = load x[a0]\n"
+            "StridedLoop(a1 = t; < 64; += 32):  # free\n"
+            "  in1 = load x[a1]\n"
+            "y[k] = a\n");
+}
+
+TEST(CanonicalizeNames, LabelsFollowTheAxisTheyName) {
+  // The Stage's slab names the loop axis that comes after it in the text.
+  Body body = {Tile{{TileAxis{"tid", 256, "THREAD"}},
+                    {Stage{"x_smem", "x", {lit(0)}, {SlabDim{"k", 2048, 1}}, "sync", 0},
+                     StridedLoop{"k", var("tid"), lit(2048), lit(256), "reduce", 0,
+                                 {Load{"e", "x_smem", {var("k")}}}}}}};
+  EXPECT_EQ(print_body(canonicalize_names(body)),
+            "Tile(axes=(a0:256=THREAD)):\n"
+            "  x_smem = Stage(x, origin=(0), slab=(a1:2048@1))\n"
+            "  StridedLoop(a1 = a0; < 2048; += 256):  # reduce\n"
+            "    in0 = load x_smem[a1]\n");
+}
+
+TEST(CanonicalizeNames, VectorLoadDefinesEveryLane) {
+  Body body = {VectorLoad{{"p", "q"}, "x", {var("threadIdx.x") * 2}},
+               VectorStore{"y", {var("threadIdx.x") * 2}, {var("q"), var("p")}}};
+  EXPECT_EQ(print_body(canonicalize_names(body)),
+            "(in0, in1) = load2 x[threadIdx.x * 2]\n"
+            "y[threadIdx.x * 2] = store2(in1, in0)\n");
+}
+
+}  // namespace
+}  // namespace tessera
