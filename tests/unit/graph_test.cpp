@@ -1,10 +1,11 @@
 // Graph and Node: deep copies, editing (add, insert_before, erase, replace_uses), lookup, users,
 // the stage, and the one-node printers (declarations, line forms, knob lines).
-#include <algorithm>
+#include "tessera/ir/graph.h"
 
 #include <gtest/gtest.h>
 
-#include "tessera/ir/graph.h"
+#include <algorithm>
+
 #include "tessera/ir/printer.h"
 #include "unit/ir_fixtures.h"
 
@@ -68,7 +69,8 @@ TEST(Graph, AddFindAndOrder) {
 
 TEST(Graph, InsertBeforeSplicesAtThePosition) {
   Graph g = tensor_graph();
-  g.insert_before("add", "bias_neg", elementwise("neg", {var("bias_bc")}), {"bias_bc"}, f32({16, 64}));
+  g.insert_before("add", "bias_neg", elementwise("neg", {var("bias_bc")}), {"bias_bc"},
+                  f32({16, 64}));
   std::vector<std::string> order = ids(g);
   auto pos = std::find(order.begin(), order.end(), "bias_neg");
   ASSERT_NE(pos, order.end());
@@ -186,8 +188,10 @@ TEST(Printer, ConstantDeclarations) {
   EXPECT_EQ(print_value_decl(*g.find("p_head")),
             "p_head: (4, 8) float32 = param lm_head.weight  # randn seed=3 scale=0.02");
   EXPECT_EQ(print_value_decl(*g.find("c0")),
-            "c0: (9,) float32 = const  # values=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, ... (9 values)]");
-  EXPECT_EQ(print_value_decl(*g.find("p_norm")), "p_norm: (8,) float32 = param norm.weight  # ones");
+            "c0: (9,) float32 = const  # values=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, ... (9 "
+            "values)]");
+  EXPECT_EQ(print_value_decl(*g.find("p_norm")),
+            "p_norm: (8,) float32 = param norm.weight  # ones");
 }
 
 TEST(Printer, TorchScalarsAreSplicedAtTheirPositions) {
@@ -211,7 +215,8 @@ TEST(Printer, TensorLineForms) {
   EXPECT_EQ(print_node(g, *g.find("red")), "red = sum(prod, axis=-2) -> (16, 1, 16) float32\n");
   EXPECT_EQ(print_node(g, *g.find("total")),
             "total = max(relu, axis=1, keepdim=False) -> (16,) float32\n");
-  EXPECT_EQ(print_node(g, *g.find("emb")), "emb = gather(table, ids, axis=0) -> (16, 16) float32\n");
+  EXPECT_EQ(print_node(g, *g.find("emb")),
+            "emb = gather(table, ids, axis=0) -> (16, 16) float32\n");
   EXPECT_EQ(print_node(g, *g.find("cat")),
             "cat = select(i < 16: relu[i, j], i < 32: emb[i - 16, j], -inf) -> (40, 16) float32\n");
 }

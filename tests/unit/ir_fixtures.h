@@ -23,16 +23,21 @@ inline Body every_stmt_kind_body() {
   Body tile_body;
   tile_body.push_back(Let{"a2", var("blockIdx.x")});
   tile_body.push_back(Init{"acc0", flt(0.0)});
-  tile_body.push_back(Stage{"x_stage", "x", {lit(0), var("a1"), lit(0)},
-                            {SlabDim{"a3", 2048, 2}}, "async", 4});
+  tile_body.push_back(
+      Stage{"x_stage", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a3", 2048, 2}}, "async", 4});
   tile_body.push_back(AsyncWait{1});
-  tile_body.push_back(StridedLoop{"a3", var("a0"), lit(2048), lit(256), "reduce", 4,
-                                  {Load{"in0", "x_stage", {var("a3")}},
-                                   Assign{"v0", "multiply", {var("in0"), var("in0")}},
-                                   Accum{"acc0", "add", var("v0")}}});
+  tile_body.push_back(StridedLoop{
+      "a3",
+      var("a0"),
+      lit(2048),
+      lit(256),
+      "reduce",
+      4,
+      {Load{"in0", "x_stage", {var("a3")}}, Assign{"v0", "multiply", {var("in0"), var("in0")}},
+       Accum{"acc0", "add", var("v0")}}});
   tile_body.push_back(Combine{"acc0", "add", "warp"});
-  tile_body.push_back(CpAsyncCopy{"x_smem", {lit(0), var("a0")}, "x",
-                                  {var("a1") * 2048 + var("a0")}, 4});
+  tile_body.push_back(
+      CpAsyncCopy{"x_smem", {lit(0), var("a0")}, "x", {var("a1") * 2048 + var("a0")}, 4});
   tile_body.push_back(CpAsyncCommit{});
   tile_body.push_back(CpAsyncWait{0});
   tile_body.push_back(MbarrierArrive{"bar0", 8192});
@@ -41,14 +46,19 @@ inline Body every_stmt_kind_body() {
   tile_body.push_back(Sync{});
   tile_body.push_back(WarpShuffle{"v1", var("acc0"), "xor", 16, 32});
   tile_body.push_back(TreeHalve{"acc0_smem", var("a0"), 256, "add"});
-  tile_body.push_back(VectorLoad{{"in1", "in2", "in3", "in4"}, "x", {lit(0), var("a1"), var("a0") * 4}});
-  tile_body.push_back(Loop{"a4", lit(0), lit(4), "free", 0,
+  tile_body.push_back(
+      VectorLoad{{"in1", "in2", "in3", "in4"}, "x", {lit(0), var("a1"), var("a0") * 4}});
+  tile_body.push_back(Loop{"a4",
+                           lit(0),
+                           lit(4),
+                           "free",
+                           0,
                            {Select{"v2", var("a4") < lit(2), var("in1"), var("in2")},
                             Cond{var("a0") < lit(16),
                                  {Write{"y", {lit(0), var("a1"), var("a0")}, var("v2")}},
                                  {Assign{"v3", "relu", {var("v2")}}}}}});
-  tile_body.push_back(VectorStore{"y", {lit(0), var("a1"), var("a0") * 4},
-                                  {var("in1"), var("in2"), var("in3"), var("in4")}});
+  tile_body.push_back(VectorStore{
+      "y", {lit(0), var("a1"), var("a0") * 4}, {var("in1"), var("in2"), var("in3"), var("in4")}});
 
   Body body;
   body.push_back(Smem{"x_smem", DType::F32, {2, 2048}});
@@ -148,9 +158,10 @@ inline Graph tensor_graph() {
   auto cat = std::make_unique<IndexMapOp>();
   cat->coords = {"i", "j"};
   cat->sources.push_back(IndexMapSource{"relu", {var("i"), var("j")}, Expr(), var("i") < lit(16)});
-  cat->sources.push_back(IndexMapSource{"emb", {var("i") - lit(16), var("j")}, Expr(),
-                                        var("i") < lit(32)});
-  cat->sources.push_back(IndexMapSource{"", {}, flt(-std::numeric_limits<double>::infinity()), Expr()});
+  cat->sources.push_back(
+      IndexMapSource{"emb", {var("i") - lit(16), var("j")}, Expr(), var("i") < lit(32)});
+  cat->sources.push_back(
+      IndexMapSource{"", {}, flt(-std::numeric_limits<double>::infinity()), Expr()});
   g.add("cat", std::move(cat), {"relu", "emb"}, f32({40, 16}));
   g.add("scaled", elementwise("multiply", {var("cat"), flt(0.125)}), {"cat"}, f32({40, 16}));
   g.outputs() = {"scaled", "total"};
@@ -170,12 +181,11 @@ inline Graph loop_graph() {
                       Assign{"v0", "add", {var("in1"), var("in0")}},
                       Assign{"v1", "multiply", {var("v0"), var("in2")}},
                       Accum{"acc0", "add", var("v1")}};
-  Body n_body = {Init{"acc0", flt(0.0)},
-                 Loop{"a2", lit(0), lit(64), "reduce", 0, reduce_body},
+  Body n_body = {Init{"acc0", flt(0.0)}, Loop{"a2", lit(0), lit(64), "reduce", 0, reduce_body},
                  Assign{"v2", "relu", {var("acc0")}},
                  Write{"relu", {var("a0"), var("a1")}, var("v2")}};
-  op->body = {Loop{"a0", lit(0), lit(16), "free", 0,
-                   {Loop{"a1", lit(0), lit(16), "free", 0, n_body}}}};
+  op->body = {
+      Loop{"a0", lit(0), lit(16), "free", 0, {Loop{"a1", lit(0), lit(16), "free", 0, n_body}}}};
   g.add("relu", std::move(op), {"bias", "x", "w"}, f32({16, 16}));
   g.outputs() = {"relu"};
   return g;
@@ -199,19 +209,19 @@ inline Graph tile_graph() {
   Body reduce = {Load{"in0", "x_smem", {var("a2")}},
                  Assign{"v1", "multiply", {var("in0"), var("in0")}},
                  Accum{"acc0", "add", var("v1")}};
-  Body normalize = {Load{"in1", "x_smem", {var("a3")}},
-                    Load{"in2", "p_weight", {var("a3")}},
+  Body normalize = {Load{"in1", "x_smem", {var("a3")}}, Load{"in2", "p_weight", {var("a3")}},
                     Assign{"v5", "multiply", {var("in1"), var("v4")}},
                     Assign{"v6", "multiply", {var("v5"), var("in2")}},
                     Write{"rms_norm", {lit(0), var("a1"), var("a3")}, var("v6")}};
-  Body tile = {Stage{"x_smem", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a2", 2048, 2}}, "sync", 0},
-               Init{"acc0", flt(0.0)},
-               StridedLoop{"a2", var("a0"), lit(2048), lit(256), "reduce", 0, reduce},
-               Combine{"acc0", "add", "block"},
-               Assign{"v2", "multiply", {var("acc0"), var("v0")}},
-               Assign{"v3", "add", {var("v2"), flt(1e-06)}},
-               Assign{"v4", "rsqrt", {var("v3")}},
-               StridedLoop{"a3", var("a0"), lit(2048), lit(256), "free", 4, normalize}};
+  Body tile = {
+      Stage{"x_smem", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a2", 2048, 2}}, "sync", 0},
+      Init{"acc0", flt(0.0)},
+      StridedLoop{"a2", var("a0"), lit(2048), lit(256), "reduce", 0, reduce},
+      Combine{"acc0", "add", "block"},
+      Assign{"v2", "multiply", {var("acc0"), var("v0")}},
+      Assign{"v3", "add", {var("v2"), flt(1e-06)}},
+      Assign{"v4", "rsqrt", {var("v3")}},
+      StridedLoop{"a3", var("a0"), lit(2048), lit(256), "free", 4, normalize}};
   op->body = {Assign{"v0", "reciprocal", {lit(2048)}},
               Tile{{TileAxis{"a0", 256, "THREAD"}, TileAxis{"a1", 32, "BLOCK"}}, tile}};
   Node& n = g.add("rms_norm", std::move(op), {"x", "p_weight"}, f32({1, 32, 2048}));
@@ -231,8 +241,7 @@ inline Graph kernel_graph() {
   Body reduce = {Load{"in0", "x_smem", {var("a3")}},
                  Assign{"v0", "multiply", {var("in0"), var("in0")}},
                  Accum{"acc0", "add", var("v0")}};
-  Body normalize = {Load{"in2", "x_smem", {var("a4")}},
-                    Load{"in3", "p_weight", {var("a4")}},
+  Body normalize = {Load{"in2", "x_smem", {var("a4")}}, Load{"in3", "p_weight", {var("a4")}},
                     Assign{"v4", "multiply", {var("in2"), var("v3")}},
                     Assign{"v5", "multiply", {var("v4"), var("in3")}},
                     Write{"rms_norm", {lit(0), var("a1"), var("a4")}, var("v5")}};

@@ -1,14 +1,15 @@
 // JSON round-trips (every statement kind, expressions, graphs at every stage), graph equality, and
 // the error paths of reading: each names the JSON path of the problem, and nothing throws.
+#include "tessera/ir/serialize.h"
+
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <functional>
 #include <limits>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tessera/ir/printer.h"
-#include "tessera/ir/serialize.h"
 #include "unit/ir_fixtures.h"
 
 namespace tessera {
@@ -44,11 +45,19 @@ TEST(SerializeBody, StatementsAreObjectsKeyedByFieldName) {
 
 TEST(SerializeExpr, RoundTripsEveryShape) {
   std::vector<Expr> exprs = {
-      var("threadIdx.x"), lit(-3), lit(std::numeric_limits<int64_t>::max()), flt(2048.0),
-      flt(1e-06), flt(-0.0), flt(std::numeric_limits<double>::infinity()),
-      flt(-std::numeric_limits<double>::infinity()), flt(std::nan("")),
-      Expr::select(var("a0") < lit(4), var("x"), flt(0.5)), Expr::not_(var("m") <= lit(1)),
-      Expr::cast(DType::BF16, var("v0")), Expr::min(var("a"), lit(7)) % lit(3) / lit(2),
+      var("threadIdx.x"),
+      lit(-3),
+      lit(std::numeric_limits<int64_t>::max()),
+      flt(2048.0),
+      flt(1e-06),
+      flt(-0.0),
+      flt(std::numeric_limits<double>::infinity()),
+      flt(-std::numeric_limits<double>::infinity()),
+      flt(std::nan("")),
+      Expr::select(var("a0") < lit(4), var("x"), flt(0.5)),
+      Expr::not_(var("m") <= lit(1)),
+      Expr::cast(DType::BF16, var("v0")),
+      Expr::min(var("a"), lit(7)) % lit(3) / lit(2),
       Expr::binary(ExprKind::And, var("p"), Expr::binary(ExprKind::Ne, var("q"), lit(0)))};
   for (const Expr& e : exprs) {
     json j = json::parse(expr_to_json(e).dump());
@@ -67,7 +76,8 @@ TEST(SerializeExpr, FloatsStayFloats) {
   Expected<Expr> back = expr_from_json(json::parse(expr_to_json(flt(2.0)).dump()));
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->is(ExprKind::Float));
-  EXPECT_EQ(expr_to_json(flt(std::numeric_limits<double>::infinity())).dump(), R"({"float":"inf"})");
+  EXPECT_EQ(expr_to_json(flt(std::numeric_limits<double>::infinity())).dump(),
+            R"({"float":"inf"})");
 }
 
 TEST(SerializeExpr, MalformedExpressionsAreErrors) {
@@ -75,16 +85,16 @@ TEST(SerializeExpr, MalformedExpressionsAreErrors) {
     const char* json_text;
     const char* message;
   };
-  for (const Case& c : std::vector<Case>{
-           {R"(["Add", "a0"])", "Add takes 2 operand(s), got 1"},
-           {R"(["Frobnicate", 1, 2])", "unknown expression kind 'Frobnicate'"},
-           {R"(["Var", "a0"])", "unknown expression kind 'Var'"},
-           {R"(["Cast", "f128", "a0"])", "unknown dtype 'f128'"},
-           {R"(["Add", null, 1])", "operand must not be null"},
-           {R"([])", "expected [kind, operands...]"},
-           {R"(true)", "expected an expression, got boolean"},
-           {R"({"float": "huge"})", "unknown float value 'huge'"},
-           {R"(18446744073709551615)", "integer out of range"}}) {
+  for (const Case& c :
+       std::vector<Case>{{R"(["Add", "a0"])", "Add takes 2 operand(s), got 1"},
+                         {R"(["Frobnicate", 1, 2])", "unknown expression kind 'Frobnicate'"},
+                         {R"(["Var", "a0"])", "unknown expression kind 'Var'"},
+                         {R"(["Cast", "f128", "a0"])", "unknown dtype 'f128'"},
+                         {R"(["Add", null, 1])", "operand must not be null"},
+                         {R"([])", "expected [kind, operands...]"},
+                         {R"(true)", "expected an expression, got boolean"},
+                         {R"({"float": "huge"})", "unknown float value 'huge'"},
+                         {R"(18446744073709551615)", "integer out of range"}}) {
     Expected<Expr> e = expr_from_json(json::parse(c.json_text));
     ASSERT_FALSE(e) << c.json_text;
     EXPECT_TRUE(Contains(e.error().message, c.message)) << c.json_text;
@@ -92,11 +102,42 @@ TEST(SerializeExpr, MalformedExpressionsAreErrors) {
 }
 
 TEST(SerializeExpr, DeepNestingIsAnErrorNotACrash) {
-  json j = "a0";
-  for (int i = 0; i < 5000; ++i) j = json::array({"Add", j, 1});
-  Expected<Expr> e = expr_from_json(j);
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += "[\"Add\", ";
+  text += "\"a0\"";
+  for (int i = 0; i < 5000; ++i) text += ", 1]";
+  Expected<Expr> e = expr_from_json(json::parse(text));
   ASSERT_FALSE(e);
   EXPECT_TRUE(Contains(e.error().message, "nested too deeply"));
+}
+
+TEST(SerializeBody, DeeplyNestedStatementsAreAnErrorNotACrash) {
+  std::string text;
+  const int depth = 2000;
+  for (int i = 0; i < depth; ++i) {
+    text +=
+        R"([{"kind": "Loop", "var": "a", "begin": 0, "end": 1, "role": "", "unroll": 0, "body": )";
+  }
+  text += "[]";
+  for (int i = 0; i < depth; ++i) text += "}]";
+  Expected<Body> body = body_from_json(json::parse(text));
+  ASSERT_FALSE(body);
+  EXPECT_TRUE(Contains(body.error().message, "statements nested too deeply"));
+}
+
+TEST(SerializeBody, WrongShapesAreErrors) {
+  Expected<Body> not_array = body_from_json(json::object());
+  ASSERT_FALSE(not_array);
+  EXPECT_TRUE(Contains(not_array.error().message, "at <root>: expected an array, got object"));
+  Expected<Body> object_expr =
+      body_from_json(json::parse(R"([{"kind": "Init", "acc": "acc0", "value": {"int": 3}}])"));
+  ASSERT_FALSE(object_expr);
+  EXPECT_TRUE(Contains(object_expr.error().message,
+                       "at <root>[0].value: expected an expression, got object"));
+  Expected<Body> null_stmt = body_from_json(json::parse("[null]"));
+  ASSERT_FALSE(null_stmt);
+  EXPECT_TRUE(
+      Contains(null_stmt.error().message, "at <root>[0]: expected a statement object, got null"));
 }
 
 // ---- graphs ----
@@ -175,67 +216,94 @@ void expect_read_error(const Graph& g, const std::function<void(json&)>& edit,
 TEST(SerializeGraphErrors, NameTheJsonPath) {
   // x, p_weight, rms_norm: the kernel is node 2.
   const Graph g = kernel_graph();
-  expect_read_error(g, [](json& j) { j["nodes"][2]["op"]["body"][0]["value"] = true; },
-                    "at nodes[2].op.body[0].value: expected an expression, got boolean");
-  expect_read_error(g, [](json& j) { j["nodes"][2]["op"]["body"][4]["body"][0]["src_index"] = 3; },
-                    "at nodes[2].op.body[4].body[0].src_index: expected an array, got number");
-  expect_read_error(g, [](json& j) { j["nodes"][2]["op"]["body"][1]["kind"] = "Lett"; },
-                    "at nodes[2].op.body[1].kind: unknown statement kind 'Lett'");
-  expect_read_error(g, [](json& j) { j["nodes"][2]["op"]["body"][2].erase("value"); },
-                    "at nodes[2].op.body[2]: missing key 'value'");
-  expect_read_error(g, [](json& j) { j["nodes"][2]["op"]["body"][2]["valeu"] = 1; },
-                    "at nodes[2].op.body[2]: unknown key 'valeu'");
-  expect_read_error(g, [](json& j) { j["nodes"][2]["op"]["body"][3]["dtype"] = "f8"; },
-                    "at nodes[2].op.body[3].dtype: unknown dtype 'f8'");
-  expect_read_error(g, [](json& j) { j["nodes"][2]["op"]["grid"][0] = "32"; },
-                    "at nodes[2].op.grid[0]: expected an integer, got string");
-  expect_read_error(g, [](json& j) { j["nodes"][1]["op"]["kind"] = "parameter"; },
-                    "at nodes[1].op.kind: unknown op kind 'parameter'");
-  expect_read_error(g, [](json& j) { j["nodes"][1]["op"]["seed"] = -1; },
-                    "at nodes[1].op.seed: expected a non-negative integer");
-  expect_read_error(g, [](json& j) { j["nodes"][0]["type"]["shape"][0] = 1.5; },
-                    "at nodes[0].type.shape[0]: expected an integer, got number");
-  expect_read_error(g, [](json& j) { j["nodes"][2]["choices"][0]["value"] = nullptr; },
-                    "at nodes[2].choices[0].value: expected an attribute value, got null");
-  expect_read_error(g, [](json& j) { j["nodes"][2]["extra"] = 1; },
-                    "at nodes[2]: unknown key 'extra'");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][2]["op"]["body"][0]["value"] = true; },
+      "at nodes[2].op.body[0].value: expected an expression, got boolean");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][2]["op"]["body"][4]["body"][0]["src_index"] = 3; },
+      "at nodes[2].op.body[4].body[0].src_index: expected an array, got number");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][2]["op"]["body"][1]["kind"] = "Lett"; },
+      "at nodes[2].op.body[1].kind: unknown statement kind 'Lett'");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][2]["op"]["body"][2].erase("value"); },
+      "at nodes[2].op.body[2]: missing key 'value'");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][2]["op"]["body"][2]["valeu"] = 1; },
+      "at nodes[2].op.body[2]: unknown key 'valeu'");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][2]["op"]["body"][3]["dtype"] = "f8"; },
+      "at nodes[2].op.body[3].dtype: unknown dtype 'f8'");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][2]["op"]["grid"][0] = "32"; },
+      "at nodes[2].op.grid[0]: expected an integer, got string");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][1]["op"]["kind"] = "parameter"; },
+      "at nodes[1].op.kind: unknown op kind 'parameter'");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][1]["op"]["seed"] = -1; },
+      "at nodes[1].op.seed: expected a non-negative integer");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][0]["type"]["shape"][0] = 1.5; },
+      "at nodes[0].type.shape[0]: expected an integer, got number");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][2]["choices"][0]["value"] = nullptr; },
+      "at nodes[2].choices[0].value: expected an attribute value, got null");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][2]["extra"] = 1; }, "at nodes[2]: unknown key 'extra'");
 }
 
 TEST(SerializeGraphErrors, GraphStructure) {
   const Graph g = tensor_graph();
-  expect_read_error(g, [](json& j) { j["version"] = 2; },
-                    "unsupported graph JSON version 2 (this build reads version 1)");
-  expect_read_error(g, [](json& j) { j.erase("version"); }, "missing key 'version'");
-  expect_read_error(g, [](json& j) { j["nodes"] = json::object(); },
-                    "at nodes: expected an array, got object");
-  expect_read_error(g, [](json& j) { j["nodes"][1]["id"] = "x"; },
-                    "at nodes[1].id: duplicate node id 'x'");
-  expect_read_error(g, [](json& j) { j["nodes"][5]["inputs"][0] = "relu"; },
-                    "at nodes[5].inputs[0]: input 'relu' is not a node defined before 'bias_bc'");
-  expect_read_error(g, [](json& j) { j["outputs"][1] = "nope"; },
-                    "at outputs[1]: output 'nope' is not a node");
-  expect_read_error(g, [](json& j) { j["nodes"][0]["id"] = ""; }, "at nodes[0].id: empty node id");
-  expect_read_error(g, [](json& j) { j["comment"] = "hi"; }, "at <root>: unknown key 'comment'");
-  expect_read_error(g, [](json& j) { j = json::array(); }, "expected an object, got array");
-  expect_read_error(g, [](json& j) { j["nodes"][9]["op"]["sources"][0]["index"] = nullptr; },
-                    "at nodes[9].op.sources[0].index: expected an array, got null");
-  expect_read_error(g, [](json& j) { j["nodes"][9]["op"]["attrs"] = 1; },
-                    "at nodes[9].op: unknown key 'attrs'");
+  expect_read_error(
+      g, [](json& j) { j["version"] = 2; },
+      "unsupported graph JSON version 2 (this build reads version 1)");
+  expect_read_error(
+      g, [](json& j) { j.erase("version"); }, "missing key 'version'");
+  expect_read_error(
+      g, [](json& j) { j["nodes"] = json::object(); }, "at nodes: expected an array, got object");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][1]["id"] = "x"; }, "at nodes[1].id: duplicate node id 'x'");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][5]["inputs"][0] = "relu"; },
+      "at nodes[5].inputs[0]: input 'relu' is not a node defined before 'bias_bc'");
+  expect_read_error(
+      g, [](json& j) { j["outputs"][1] = "nope"; }, "at outputs[1]: output 'nope' is not a node");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][0]["id"] = ""; }, "at nodes[0].id: empty node id");
+  expect_read_error(
+      g, [](json& j) { j["comment"] = "hi"; }, "at <root>: unknown key 'comment'");
+  expect_read_error(
+      g, [](json& j) { j = json::array(); }, "expected an object, got array");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][5]["op"]["sources"][0]["index"] = nullptr; },
+      "at nodes[5].op.sources[0].index: expected an array, got null");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][9]["op"]["attrs"] = 1; }, "at nodes[9].op: unknown key 'attrs'");
 }
 
 TEST(SerializeGraphErrors, TorchAttributes) {
   const Graph g = torch_graph();  // x, bias, w, add, matmul, ...
-  expect_read_error(g, [](json& j) { j["nodes"][4]["op"]["attrs"][0] = json::array({"has_bias"}); },
-                    "at nodes[4].op.attrs[0]: expected a [key, value] pair");
-  expect_read_error(g, [](json& j) {
-    j["nodes"][4]["op"]["attrs"].push_back(json::array({"has_bias", true}));
-  }, "at nodes[4].op.attrs[1]: duplicate attribute 'has_bias'");
-  expect_read_error(g, [](json& j) { j["nodes"][4]["op"]["attrs"][0][1] = json::array({1, "a"}); },
-                    "at nodes[4].op.attrs[0][1][1]: expected an integer, got string");
+  expect_read_error(
+      g, [](json& j) { j["nodes"][4]["op"]["attrs"][0] = json::array({"has_bias"}); },
+      "at nodes[4].op.attrs[0]: expected a [key, value] pair");
+  expect_read_error(
+      g,
+      [](json& j) {
+        j["nodes"][4]["op"]["attrs"].push_back(json::array({"has_bias", true}));
+      },
+      "at nodes[4].op.attrs[1]: duplicate attribute 'has_bias'");
+  expect_read_error(
+      g,
+      [](json& j) {
+        j["nodes"][4]["op"]["attrs"][0][1] = json::array({1, "a"});
+      },
+      "at nodes[4].op.attrs[0][1][1]: expected an integer, got string");
 }
 
 TEST(SerializeGraphErrors, TextErrorsPointAtLineAndColumn) {
-  Expected<Graph> g = graph_from_json_text("{\n  \"version\": 1,\n  \"nodes\": [,]\n}\n", "bad.json");
+  Expected<Graph> g =
+      graph_from_json_text("{\n  \"version\": 1,\n  \"nodes\": [,]\n}\n", "bad.json");
   ASSERT_FALSE(g);
   EXPECT_EQ(g.error().loc.file, "bad.json");
   EXPECT_EQ(g.error().loc.line, 3);
@@ -243,10 +311,11 @@ TEST(SerializeGraphErrors, TextErrorsPointAtLineAndColumn) {
   EXPECT_TRUE(Contains(g.error().render(), "bad.json:3:13: error: invalid JSON"));
   EXPECT_TRUE(Contains(g.error().render(), "  \"nodes\": [,]\n"));
 
-  Expected<Graph> semantic = graph_from_json_text(R"({"version": 1, "nodes": [], "outputs": ["y"]})",
-                                                  "out.json");
+  Expected<Graph> semantic =
+      graph_from_json_text(R"({"version": 1, "nodes": [], "outputs": ["y"]})", "out.json");
   ASSERT_FALSE(semantic);
-  EXPECT_TRUE(Contains(semantic.error().render(), "out.json: error: malformed IR JSON at outputs[0]"));
+  EXPECT_TRUE(
+      Contains(semantic.error().render(), "out.json: error: malformed IR JSON at outputs[0]"));
 }
 
 // Replaces every value of the document, one at a time, by values of the wrong type: reading must
@@ -264,8 +333,8 @@ TEST(SerializeGraphErrors, NoMutationOfAValidDocumentThrows) {
         }
       };
   walk(valid, json::json_pointer());
-  const std::vector<json> replacements = {nullptr, true, -1, 2.5, "zz", json::array(), json::object(),
-                                          json::array({"Add", 1})};
+  const std::vector<json> replacements = {
+      nullptr, true, -1, 2.5, "zz", json::array(), json::object(), json::array({"Add", 1})};
   size_t rejected = 0;
   for (const auto& pointer : pointers) {
     for (const json& replacement : replacements) {

@@ -1,12 +1,13 @@
 // Stmt machinery: kind names, structural equality and hash (one differing field at a time, for
 // every field of every kind), the visitor, the mutator (sharing of unchanged subtrees, splicing)
 // and canonical renaming.
-#include <type_traits>
-#include <variant>
+#include "tessera/ir/stmt.h"
 
 #include <gtest/gtest.h>
 
-#include "tessera/ir/stmt.h"
+#include <type_traits>
+#include <variant>
+
 #include "unit/ir_fixtures.h"
 
 namespace tessera {
@@ -39,7 +40,10 @@ void perturb(std::string& s) { s += "_x"; }
 void perturb(int64_t& v) { v += 1; }
 void perturb(DType& t) { t = t == DType::F32 ? DType::F16 : DType::F32; }
 void perturb(Expr& e) { e = e.defined() ? e + lit(1) : lit(1); }
-template <class T> void perturb(std::vector<T>& items) { items.push_back(T{}); }
+template <class T>
+void perturb(std::vector<T>& items) {
+  items.push_back(T{});
+}
 
 size_t field_count(const Stmt& s) {
   size_t n = 0;
@@ -78,10 +82,10 @@ Stmt with_field_perturbed(const Stmt& s, size_t index, std::string& name) {
 
 TEST(StmtKinds, NamesRoundTripThroughTheXMacro) {
   size_t count = 0;
-#define TESSERA_X(K)                                             \
-  EXPECT_EQ(stmt_kind_name(StmtKind::K), #K);                    \
-  EXPECT_EQ(parse_stmt_kind(#K), std::optional(StmtKind::K));    \
-  EXPECT_EQ(Stmt(K{}).kind(), StmtKind::K);                      \
+#define TESSERA_X(K)                                          \
+  EXPECT_EQ(stmt_kind_name(StmtKind::K), #K);                 \
+  EXPECT_EQ(parse_stmt_kind(#K), std::optional(StmtKind::K)); \
+  EXPECT_EQ(Stmt(K{}).kind(), StmtKind::K);                   \
   ++count;
   TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
@@ -163,10 +167,10 @@ TEST(StmtEquality, HashIsStableAcrossRuns) {
 class KindRecorder : public StmtVisitor {
  public:
   std::vector<std::string> seen;
-#define TESSERA_X(K)                             \
-  void visit_##K(const K& s) override {          \
-    seen.emplace_back(#K);                       \
-    StmtVisitor::visit_##K(s);                   \
+#define TESSERA_X(K)                    \
+  void visit_##K(const K& s) override { \
+    seen.emplace_back(#K);              \
+    StmtVisitor::visit_##K(s);          \
   }
   TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
@@ -175,8 +179,8 @@ class KindRecorder : public StmtVisitor {
 TEST(StmtVisitor, VisitsDepthFirstInTextualOrder) {
   KindRecorder recorder;
   recorder.visit(loop_graph().nodes().back()->op_as<LoopOp>()->body);
-  std::vector<std::string> expected = {"Loop", "Loop", "Init", "Loop", "Load", "Load", "Load",
-                                       "Assign", "Assign", "Accum", "Assign", "Write"};
+  std::vector<std::string> expected = {"Loop", "Loop",   "Init",   "Loop",  "Load",   "Load",
+                                       "Load", "Assign", "Assign", "Accum", "Assign", "Write"};
   EXPECT_EQ(recorder.seen, expected);
 }
 
@@ -309,14 +313,21 @@ TEST(StmtPrinter, DefaultsArePrintedOnlyWhenTheyDiffer) {
 // ---- canonical names ----
 
 TEST(CanonicalizeNames, RenamesByCategoryInTextualOrder) {
-  Body body = {Loop{"i", lit(0), lit(16), "free", 0,
-                    {Init{"sum", flt(0.0)},
-                     Loop{"k", lit(0), lit(64), "reduce", 0,
-                          {Load{"xv", "x", {var("i"), var("k")}},
-                           Assign{"sq", "multiply", {var("xv"), var("xv")}},
-                           Accum{"sum", "add", var("sq")}}},
-                     Assign{"out", "sqrt", {var("sum")}},
-                     Write{"y", {var("i")}, var("out")}}}};
+  Body body = {Loop{
+      "i",
+      lit(0),
+      lit(16),
+      "free",
+      0,
+      {Init{"sum", flt(0.0)},
+       Loop{"k",
+            lit(0),
+            lit(64),
+            "reduce",
+            0,
+            {Load{"xv", "x", {var("i"), var("k")}},
+             Assign{"sq", "multiply", {var("xv"), var("xv")}}, Accum{"sum", "add", var("sq")}}},
+       Assign{"out", "sqrt", {var("sum")}}, Write{"y", {var("i")}, var("out")}}}};
   EXPECT_EQ(print_body(canonicalize_names(body)),
             "for a0 in 0..16:  # free\n"
             "  acc0 = init(0.0)\n"
@@ -346,17 +357,18 @@ TEST(CanonicalizeNames, BodiesDifferingOnlyInBoundNamesBecomeEqual) {
 }
 
 TEST(CanonicalizeNames, IsIdempotent) {
-  for (const Body& body : {every_stmt_kind_body(), tile_graph().nodes().back()->op_as<TileOp>()->body,
-                           kernel_graph().nodes().back()->op_as<KernelOp>()->body}) {
+  for (const Body& body :
+       {every_stmt_kind_body(), tile_graph().nodes().back()->op_as<TileOp>()->body,
+        kernel_graph().nodes().back()->op_as<KernelOp>()->body}) {
     Body once = canonicalize_names(body);
     Body twice = canonicalize_names(once);
-    EXPECT_TRUE(structurally_equal(once, twice)) << print_body(once) << "\nvs\n" << print_body(twice);
+    EXPECT_TRUE(structurally_equal(once, twice)) << print_body(once) << "\nvs\n"
+                                                 << print_body(twice);
   }
 }
 
 TEST(CanonicalizeNames, KeepsBuffersHardwareIndicesAndFreeNames) {
-  Body body = {Smem{"tile_smem", DType::F32, {64}},
-               Let{"t", var("threadIdx.x") + var("offset")},
+  Body body = {Smem{"tile_smem", DType::F32, {64}}, Let{"t", var("threadIdx.x") + var("offset")},
                CpAsyncCopy{"tile_smem", {var("t")}, "x", {var("t")}, 4},
                Load{"val", "tile_smem", {var("t")}}};
   EXPECT_EQ(print_body(canonicalize_names(body)),
@@ -367,9 +379,10 @@ TEST(CanonicalizeNames, KeepsBuffersHardwareIndicesAndFreeNames) {
 }
 
 TEST(CanonicalizeNames, SiblingLoopsGetDistinctAxesAndDoNotLeak) {
-  Body body = {StridedLoop{"k", var("t"), lit(64), lit(32), "reduce", 0, {Load{"a", "x", {var("k")}}}},
-               StridedLoop{"k", var("t"), lit(64), lit(32), "free", 0, {Load{"a", "x", {var("k")}}}},
-               Write{"y", {var("k")}, var("a")}};  // `k` and `a` are out of scope here
+  Body body = {
+      StridedLoop{"k", var("t"), lit(64), lit(32), "reduce", 0, {Load{"a", "x", {var("k")}}}},
+      StridedLoop{"k", var("t"), lit(64), lit(32), "free", 0, {Load{"a", "x", {var("k")}}}},
+      Write{"y", {var("k")}, var("a")}};  // `k` and `a` are out of scope here
   EXPECT_EQ(print_body(canonicalize_names(body)),
             "StridedLoop(a0 = t; < 64; += 32):  # reduce\n"
             "  in0 = load x[a0]\n"
@@ -380,10 +393,11 @@ TEST(CanonicalizeNames, SiblingLoopsGetDistinctAxesAndDoNotLeak) {
 
 TEST(CanonicalizeNames, LabelsFollowTheAxisTheyName) {
   // The Stage's slab names the loop axis that comes after it in the text.
-  Body body = {Tile{{TileAxis{"tid", 256, "THREAD"}},
-                    {Stage{"x_smem", "x", {lit(0)}, {SlabDim{"k", 2048, 1}}, "sync", 0},
-                     StridedLoop{"k", var("tid"), lit(2048), lit(256), "reduce", 0,
-                                 {Load{"e", "x_smem", {var("k")}}}}}}};
+  Body body = {Tile{
+      {TileAxis{"tid", 256, "THREAD"}},
+      {Stage{"x_smem", "x", {lit(0)}, {SlabDim{"k", 2048, 1}}, "sync", 0},
+       StridedLoop{
+           "k", var("tid"), lit(2048), lit(256), "reduce", 0, {Load{"e", "x_smem", {var("k")}}}}}}};
   EXPECT_EQ(print_body(canonicalize_names(body)),
             "Tile(axes=(a0:256=THREAD)):\n"
             "  x_smem = Stage(x, origin=(0), slab=(a1:2048@1))\n"

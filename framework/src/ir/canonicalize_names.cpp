@@ -36,8 +36,8 @@ using Scope = std::map<std::string, std::string>;
 enum class Step { Uses, Defs, Bodies };
 
 bool is_local_def(FieldRole role) {
-  return role == FieldRole::DefAxis || role == FieldRole::DefInput ||
-         role == FieldRole::DefValue || role == FieldRole::DefAcc;
+  return role == FieldRole::DefAxis || role == FieldRole::DefInput || role == FieldRole::DefValue ||
+         role == FieldRole::DefAcc;
 }
 
 class NameCanonicalizer {
@@ -60,8 +60,7 @@ class NameCanonicalizer {
     if (!s.defined()) return s;
     switch (s.kind()) {
 #define TESSERA_X(K) \
-  case StmtKind::K:  \
-    return rename_kind(*s.as<K>(), scope);
+  case StmtKind::K: return rename_kind(*s.as<K>(), scope);
       TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
     }
@@ -117,9 +116,8 @@ class NameCanonicalizer {
 
   template <Reflected T>
   void walk(T& value, FieldRole, Step step, Scope& scope) {
-    T::reflect(value, [&](const char*, auto& field, FieldRole role) {
-      walk(field, role, step, scope);
-    });
+    T::reflect(value,
+               [&](const char*, auto& field, FieldRole role) { walk(field, role, step, scope); });
   }
 
   // ---- renaming ----

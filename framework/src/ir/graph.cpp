@@ -19,10 +19,10 @@ class BufferRenamer final : public StmtMutator {
  public:
   BufferRenamer(std::string from, std::string to) : from_(std::move(from)), to_(std::move(to)) {}
 
-#define TESSERA_X(K)                                               \
-  Stmt mutate_##K(const K& s, const Stmt& self) override {         \
-    Stmt rewritten = StmtMutator::mutate_##K(s, self);             \
-    return rename_buffers(*rewritten.as<K>(), rewritten);          \
+#define TESSERA_X(K)                                       \
+  Stmt mutate_##K(const K& s, const Stmt& self) override { \
+    Stmt rewritten = StmtMutator::mutate_##K(s, self);     \
+    return rename_buffers(*rewritten.as<K>(), rewritten);  \
   }
   TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
@@ -131,8 +131,8 @@ Node& Graph::add(std::string id, std::unique_ptr<Op> op, std::vector<std::string
 Node& Graph::insert_before(std::string_view before, std::string id, std::unique_ptr<Op> op,
                            std::vector<std::string> inputs, TensorType type) {
   assert(!contains(id) && "Graph::insert_before: duplicate id (use unique_id)");
-  auto pos = std::find_if(nodes_.begin(), nodes_.end(),
-                          [&](const auto& n) { return n->id == before; });
+  auto pos =
+      std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n->id == before; });
   assert(pos != nodes_.end() && "Graph::insert_before: no such node");
   auto node = std::make_unique<Node>();
   node->id = std::move(id);

@@ -165,9 +165,8 @@ std::string kernel_block(const Node& n, const KernelLikeOp& op) {
 
 std::string cuda_block(const CudaOp& op) {
   std::string text = "// kernel " + op.name + "  grid=" + int_tuple(op.grid) +
-                     " block=" + int_tuple(op.block) +
-                     " smem=" + std::to_string(op.dynamic_smem) + "  args: " + join(op.args) +
-                     "\n" + op.source;
+                     " block=" + int_tuple(op.block) + " smem=" + std::to_string(op.dynamic_smem) +
+                     "  args: " + join(op.args) + "\n" + op.source;
   if (!text.empty() && text.back() != '\n') text += '\n';
   return text;
 }
@@ -210,8 +209,8 @@ std::string print_graph(const Graph& g) {
   const Node* previous = nullptr;
   for (const Node* n : nodes) {
     if (is_declaration(*n)) continue;
-    bool separate = previous == nullptr ? any_declaration
-                                        : is_block_form(*previous) || is_block_form(*n);
+    bool separate =
+        previous == nullptr ? any_declaration : is_block_form(*previous) || is_block_form(*n);
     if (separate) out += "\n";
     out += print_node(g, *n);
     previous = n;

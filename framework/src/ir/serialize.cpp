@@ -21,9 +21,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace tessera {
 
@@ -53,8 +52,10 @@ json field_to_json(int64_t v) { return v; }
 json field_to_json(DType t) { return std::string(dtype_short_name(t)); }
 json field_to_json(const Expr& e) { return expr_to_json(e); }
 json field_to_json(const Stmt& s);
-template <class T> json field_to_json(const std::vector<T>& items);
-template <Reflected T> json field_to_json(const T& value);
+template <class T>
+json field_to_json(const std::vector<T>& items);
+template <Reflected T>
+json field_to_json(const T& value);
 
 template <class T>
 json field_to_json(const std::vector<T>& items) {
@@ -75,11 +76,11 @@ json field_to_json(const T& value) {
 json field_to_json(const Stmt& s) {
   if (!s.defined()) return nullptr;
   switch (s.kind()) {
-#define TESSERA_X(K)                                    \
-  case StmtKind::K: {                                   \
-    json out = field_to_json(*s.as<K>());               \
-    out["kind"] = #K;                                   \
-    return out;                                         \
+#define TESSERA_X(K)                      \
+  case StmtKind::K: {                     \
+    json out = field_to_json(*s.as<K>()); \
+    out["kind"] = #K;                     \
+    return out;                           \
   }
     TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
@@ -97,7 +98,8 @@ json attr_to_json(const AttrValue& v) {
 
 json attrs_to_json(const Attrs& attrs) {
   json out = json::array();
-  for (const auto& [key, value] : attrs.items()) out.push_back(json::array({key, attr_to_json(value)}));
+  for (const auto& [key, value] : attrs.items())
+    out.push_back(json::array({key, attr_to_json(value)}));
   return out;
 }
 
@@ -173,13 +175,15 @@ json node_to_json(const Node& n) {
   for (const Dim& d : n.type.shape) shape.push_back(d.value());
   j["type"] = {{"shape", shape}, {"dtype", std::string(dtype_short_name(n.type.dtype))}};
   if (n.loc.valid() || !n.loc.file.empty()) {
-    j["loc"] = {{"file", n.loc.file}, {"line", n.loc.line}, {"col", n.loc.col},
-                {"length", n.loc.length}};
+    j["loc"] = {
+        {"file", n.loc.file}, {"line", n.loc.line}, {"col", n.loc.col}, {"length", n.loc.length}};
   }
   if (!n.choices.empty()) {
     json choices = json::array();
     for (const KnobChoice& c : n.choices) {
-      choices.push_back({{"pass", c.pass}, {"knob", c.knob}, {"value", attr_to_json(c.value)},
+      choices.push_back({{"pass", c.pass},
+                         {"knob", c.knob},
+                         {"value", attr_to_json(c.value)},
                          {"source", c.source}});
     }
     j["choices"] = choices;
@@ -198,12 +202,17 @@ std::string item_path(const std::string& path, size_t i) {
 }
 
 Diagnostic malformed(const std::string& path, const std::string& what) {
-  return make_error("malformed IR JSON at " + (path.empty() ? std::string("<root>") : path) +
-                    ": " + what);
+  return make_error("malformed IR JSON at " + (path.empty() ? std::string("<root>") : path) + ": " +
+                    what);
 }
 
 Diagnostic wrong_type(const std::string& path, std::string_view expected, const json& got) {
   return malformed(path, "expected " + std::string(expected) + ", got " + got.type_name());
+}
+
+// {"float": "..."}: how non-finite doubles are written (JSON numbers cannot hold them).
+bool is_special_float(const json& j) {
+  return j.is_object() && j.size() == 1 && j.contains("float") && j["float"].is_string();
 }
 
 class JsonReader;
@@ -214,8 +223,10 @@ class ObjectReader {
   ObjectReader(JsonReader& reader, const json& j, std::string path)
       : reader_(reader), j_(j), path_(std::move(path)) {}
 
-  template <class T> Status required(std::string_view key, T& out);
-  template <class T> Status optional(std::string_view key, T& out);
+  template <class T>
+  Status required(std::string_view key, T& out);
+  template <class T>
+  Status optional(std::string_view key, T& out);
 
   // The value under `key` (marked as used), or null when absent; for values read by hand.
   const json* take(std::string_view key) {
@@ -293,12 +304,16 @@ class JsonReader {
       out = j.get<double>();
       return Status::ok();
     }
-    if (j.is_object() && j.size() == 1 && j.contains("float") && j["float"].is_string()) {
+    if (is_special_float(j)) {
       const std::string& text = j["float"].get_ref<const std::string&>();
-      if (text == "inf") out = std::numeric_limits<double>::infinity();
-      else if (text == "-inf") out = -std::numeric_limits<double>::infinity();
-      else if (text == "nan") out = std::numeric_limits<double>::quiet_NaN();
-      else return malformed(path, "unknown float value '" + text + "'");
+      if (text == "inf")
+        out = std::numeric_limits<double>::infinity();
+      else if (text == "-inf")
+        out = -std::numeric_limits<double>::infinity();
+      else if (text == "nan")
+        out = std::numeric_limits<double>::quiet_NaN();
+      else
+        return malformed(path, "unknown float value '" + text + "'");
       return Status::ok();
     }
     return wrong_type(path, "a number", j);
@@ -335,7 +350,7 @@ class JsonReader {
       out = Expr::int_(v);
       return Status::ok();
     }
-    if (j.is_number_float() || j.is_object()) {
+    if (j.is_number_float() || is_special_float(j)) {
       double v = 0;
       TESSERA_TRY(read(j, path, v));
       out = Expr::float_(v);
@@ -352,7 +367,8 @@ class JsonReader {
     std::string kind_name;
     TESSERA_TRY(read(*kind_it, child_path(path, "kind"), kind_name));
     std::optional<StmtKind> kind = parse_stmt_kind(kind_name);
-    if (!kind) return malformed(child_path(path, "kind"), "unknown statement kind '" + kind_name + "'");
+    if (!kind)
+      return malformed(child_path(path, "kind"), "unknown statement kind '" + kind_name + "'");
     Nesting guard(*this);
     if (too_deep()) return malformed(path, "statements nested too deeply");
     switch (*kind) {
@@ -376,7 +392,7 @@ class JsonReader {
       int64_t v = 0;
       TESSERA_TRY(read(j, path, v));
       out = v;
-    } else if (j.is_number_float() || j.is_object()) {
+    } else if (j.is_number_float() || is_special_float(j)) {
       double v = 0;
       TESSERA_TRY(read(j, path, v));
       out = v;
@@ -478,7 +494,8 @@ class JsonReader {
 
   // One object key per reflected field; `extra_key` (the statement "kind") is allowed as well.
   template <Reflected T>
-  Status read_reflected(const json& j, const std::string& path, T& out, std::string_view extra_key) {
+  Status read_reflected(const json& j, const std::string& path, T& out,
+                        std::string_view extra_key) {
     TESSERA_TRY(expect_object(j, path));
     ObjectReader obj(*this, j, path);
     if (!extra_key.empty()) {
@@ -527,9 +544,9 @@ class JsonReader {
       TESSERA_TRY(read(j[1], item_path(path, 1), cast_to));
       first_operand = 2;
     }
-    size_t arity = *kind == ExprKind::Select ? 3
+    size_t arity = *kind == ExprKind::Select                             ? 3
                    : (*kind == ExprKind::Not || *kind == ExprKind::Cast) ? 1
-                                                                           : 2;
+                                                                         : 2;
     if (j.size() - first_operand != arity) {
       return malformed(path, kind_name + " takes " + std::to_string(arity) + " operand(s), got " +
                                  std::to_string(j.size() - first_operand));
@@ -612,8 +629,10 @@ Status JsonReader::read(const json& j, const std::string& path, std::unique_ptr<
     result = std::move(op);
   } else if (kind == "loop" || kind == "tile") {
     std::unique_ptr<KernelLikeOp> op;
-    if (kind == "loop") op = std::make_unique<LoopOp>();
-    else op = std::make_unique<TileOp>();
+    if (kind == "loop")
+      op = std::make_unique<LoopOp>();
+    else
+      op = std::make_unique<TileOp>();
     TESSERA_TRY(obj.required("name", op->name));
     TESSERA_TRY(obj.required("body", op->body));
     result = std::move(op);
@@ -705,7 +724,9 @@ Status read_graph(JsonReader& reader, const json& j, Graph& g) {
 
 // ==== equality =================================================================================
 
-bool same_double(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
+bool same_double(double a, double b) {
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
 
 bool same_doubles(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size()) return false;

@@ -49,8 +49,10 @@ bool field_equal(int64_t a, int64_t b) { return a == b; }
 bool field_equal(DType a, DType b) { return a == b; }
 bool field_equal(const Expr& a, const Expr& b) { return structurally_equal(a, b); }
 bool field_equal(const Stmt& a, const Stmt& b) { return structurally_equal(a, b); }
-template <class T> bool field_equal(const std::vector<T>& a, const std::vector<T>& b);
-template <Reflected T> bool field_equal(const T& a, const T& b);
+template <class T>
+bool field_equal(const std::vector<T>& a, const std::vector<T>& b);
+template <Reflected T>
+bool field_equal(const T& a, const T& b);
 
 template <class T>
 bool field_equal(const std::vector<T>& a, const std::vector<T>& b) {
@@ -100,8 +102,10 @@ void hash_field(StableHasher& h, int64_t v) { h.add_u64(static_cast<uint64_t>(v)
 void hash_field(StableHasher& h, DType t) { h.add_string(dtype_short_name(t)); }
 void hash_field(StableHasher& h, const Expr& e) { h.add_u64(structural_hash(e)); }
 void hash_field(StableHasher& h, const Stmt& s) { h.add_u64(structural_hash(s)); }
-template <class T> void hash_field(StableHasher& h, const std::vector<T>& v);
-template <Reflected T> void hash_field(StableHasher& h, const T& value);
+template <class T>
+void hash_field(StableHasher& h, const std::vector<T>& v);
+template <Reflected T>
+void hash_field(StableHasher& h, const T& value);
 
 template <class T>
 void hash_field(StableHasher& h, const std::vector<T>& v) {
@@ -142,9 +146,14 @@ bool mutate_field(StmtMutator& m, Body& body) {
   return true;
 }
 
-template <class T> bool mutate_field(StmtMutator&, T&) { return false; }
-template <class T> bool mutate_field(StmtMutator& m, std::vector<T>& items);
-template <Reflected T> bool mutate_field(StmtMutator& m, T& value);
+template <class T>
+bool mutate_field(StmtMutator&, T&) {
+  return false;
+}
+template <class T>
+bool mutate_field(StmtMutator& m, std::vector<T>& items);
+template <Reflected T>
+bool mutate_field(StmtMutator& m, T& value);
 
 template <class T>
 bool mutate_field(StmtMutator& m, std::vector<T>& items) {
@@ -176,8 +185,7 @@ Stmt mutate_fields(StmtMutator& m, const K& s, const Stmt& self) {
 std::string_view stmt_kind_name(StmtKind k) {
   switch (k) {
 #define TESSERA_X(K) \
-  case StmtKind::K:  \
-    return #K;
+  case StmtKind::K: return #K;
     TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
   }
@@ -200,8 +208,7 @@ bool structurally_equal(const Stmt& a, const Stmt& b) {
   if (a.variant().index() != b.variant().index()) return false;
   switch (a.kind()) {
 #define TESSERA_X(K) \
-  case StmtKind::K:  \
-    return field_equal(*a.as<K>(), *b.as<K>());
+  case StmtKind::K: return field_equal(*a.as<K>(), *b.as<K>());
     TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
   }
@@ -217,10 +224,10 @@ uint64_t structural_hash(const Stmt& s) {
     return h.finish();
   }
   switch (s.kind()) {
-#define TESSERA_X(K)                  \
-  case StmtKind::K:                   \
-    h.add_string(#K);                 \
-    hash_field(h, *s.as<K>());        \
+#define TESSERA_X(K)           \
+  case StmtKind::K:            \
+    h.add_string(#K);          \
+    hash_field(h, *s.as<K>()); \
     return h.finish();
     TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
@@ -241,10 +248,8 @@ uint64_t structural_hash(const Body& b) {
 void StmtVisitor::visit(const Stmt& s) {
   if (!s.defined()) return;
   switch (s.kind()) {
-#define TESSERA_X(K)         \
-  case StmtKind::K:          \
-    visit_##K(*s.as<K>());   \
-    return;
+#define TESSERA_X(K) \
+  case StmtKind::K: visit_##K(*s.as<K>()); return;
     TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
   }
@@ -265,8 +270,7 @@ Stmt StmtMutator::mutate(const Stmt& s) {
   if (!s.defined()) return s;
   switch (s.kind()) {
 #define TESSERA_X(K) \
-  case StmtKind::K:  \
-    return mutate_##K(*s.as<K>(), s);
+  case StmtKind::K: return mutate_##K(*s.as<K>(), s);
     TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
   }
@@ -280,8 +284,10 @@ Body StmtMutator::mutate_body(const Body& b) {
   return out;
 }
 
-#define TESSERA_X(K) \
-  Stmt StmtMutator::mutate_##K(const K& s, const Stmt& self) { return mutate_fields(*this, s, self); }
+#define TESSERA_X(K)                                           \
+  Stmt StmtMutator::mutate_##K(const K& s, const Stmt& self) { \
+    return mutate_fields(*this, s, self);                      \
+  }
 TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
 

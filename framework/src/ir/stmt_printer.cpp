@@ -60,10 +60,8 @@ class StmtPrinter {
       return;
     }
     switch (s.kind()) {
-#define TESSERA_X(K)          \
-  case StmtKind::K:           \
-    print_kind(*s.as<K>());   \
-    return;
+#define TESSERA_X(K) \
+  case StmtKind::K: print_kind(*s.as<K>()); return;
       TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
     }
@@ -123,8 +121,8 @@ class StmtPrinter {
     nested(s.body);
   }
   void print_kind(const StridedLoop& s) {
-    line("StridedLoop(" + s.var + " = " + s.begin.str() + "; < " + s.end.str() + "; += " +
-         s.step.str() + "):" + loop_comment(s.role, s.unroll));
+    line("StridedLoop(" + s.var + " = " + s.begin.str() + "; < " + s.end.str() +
+         "; += " + s.step.str() + "):" + loop_comment(s.role, s.unroll));
     nested(s.body);
   }
   void print_kind(const Stage& s) {
@@ -157,13 +155,15 @@ class StmtPrinter {
          ", bytes=" + std::to_string(s.bytes) + ")");
   }
   void print_kind(const CpAsyncCommit&) { line("CpAsyncCommit()"); }
-  void print_kind(const CpAsyncWait& s) { line("CpAsyncWait(keep=" + std::to_string(s.keep) + ")"); }
+  void print_kind(const CpAsyncWait& s) {
+    line("CpAsyncWait(keep=" + std::to_string(s.keep) + ")");
+  }
   void print_kind(const TmaDescriptor& s) {
     line(s.name + " = TmaDescriptor(" + s.buffer + ", box=(" + join(s.box) + "))");
   }
   void print_kind(const TmaLoad& s) {
-    line("TmaLoad(" + s.dst + ", " + s.desc + ", coords=(" + join(s.coords) + "), mbar=" +
-         s.barrier + ")");
+    line("TmaLoad(" + s.dst + ", " + s.desc + ", coords=(" + join(s.coords) +
+         "), mbar=" + s.barrier + ")");
   }
   void print_kind(const MbarrierInit& s) {
     line(s.name + " = MbarrierInit(count=" + std::to_string(s.count) + ")");
@@ -177,8 +177,8 @@ class StmtPrinter {
     line("MbarrierWait(" + s.barrier + ", phase=" + s.phase.str() + ")");
   }
   void print_kind(const WarpShuffle& s) {
-    line(s.dst + " = WarpShuffle(" + s.src.str() + ", " + s.mode + ", " +
-         std::to_string(s.offset) + ", width=" + std::to_string(s.width) + ")");
+    line(s.dst + " = WarpShuffle(" + s.src.str() + ", " + s.mode + ", " + std::to_string(s.offset) +
+         ", width=" + std::to_string(s.width) + ")");
   }
   void print_kind(const TreeHalve& s) {
     line("TreeHalve(" + s.buffer + ", tid=" + s.tid.str() + ", n=" + std::to_string(s.count) +

@@ -37,31 +37,35 @@ bool kind_allowed(StmtKind k, Dialect d) {
   switch (d) {
     case Dialect::Loop:
       switch (k) {
-        case StmtKind::Load: case StmtKind::Assign: case StmtKind::Select: case StmtKind::Init:
-        case StmtKind::Accum: case StmtKind::Write: case StmtKind::Loop: case StmtKind::Cond:
-          return true;
-        default:
-          return false;
+        case StmtKind::Load:
+        case StmtKind::Assign:
+        case StmtKind::Select:
+        case StmtKind::Init:
+        case StmtKind::Accum:
+        case StmtKind::Write:
+        case StmtKind::Loop:
+        case StmtKind::Cond: return true;
+        default: return false;
       }
     case Dialect::Tile:
       switch (k) {
-        case StmtKind::Tile: case StmtKind::StridedLoop: case StmtKind::Stage:
-        case StmtKind::Combine: case StmtKind::AsyncWait:
-          return true;
-        default:
-          return kind_allowed(k, Dialect::Loop);
+        case StmtKind::Tile:
+        case StmtKind::StridedLoop:
+        case StmtKind::Stage:
+        case StmtKind::Combine:
+        case StmtKind::AsyncWait: return true;
+        default: return kind_allowed(k, Dialect::Loop);
       }
     case Dialect::Kernel:
       return k != StmtKind::Tile && k != StmtKind::Stage && k != StmtKind::Combine &&
              k != StmtKind::AsyncWait;
-    default:
-      return false;
+    default: return false;
   }
 }
 
 bool is_def(FieldRole role) {
-  return role == FieldRole::DefAxis || role == FieldRole::DefInput ||
-         role == FieldRole::DefValue || role == FieldRole::DefAcc || role == FieldRole::DefBuffer;
+  return role == FieldRole::DefAxis || role == FieldRole::DefInput || role == FieldRole::DefValue ||
+         role == FieldRole::DefAcc || role == FieldRole::DefBuffer;
 }
 
 std::string first_line(const std::string& text) {
@@ -105,14 +109,14 @@ class BodyVerifier {
 
   Status verify_stmt(const Stmt& s) {
     if (!s.defined()) {
-      return make_error(std::string(dialect_name(dialect_)) + " IR body holds an undefined statement")
+      return make_error(std::string(dialect_name(dialect_)) +
+                        " IR body holds an undefined statement")
           .at_node(node_id_);
     }
     current_ = &s;
     switch (s.kind()) {
 #define TESSERA_X(K) \
-  case StmtKind::K:  \
-    return verify_kind(*s.as<K>(), s);
+  case StmtKind::K: return verify_kind(*s.as<K>(), s);
       TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
     }
@@ -153,7 +157,9 @@ class BodyVerifier {
   // ---- uses ----
 
   template <class T>
-  Status check_uses(const char*, const T&, FieldRole) { return Status::ok(); }
+  Status check_uses(const char*, const T&, FieldRole) {
+    return Status::ok();
+  }
 
   Status check_uses(const char* field_name, const std::string& name, FieldRole role) {
     if (role == FieldRole::UseName) return check_name_use(field_name, name);
@@ -223,7 +229,8 @@ class BodyVerifier {
       if (buffers_ == nullptr || s.buffer == buffers_->output) return Status::ok();
       const FieldRole* bound = lookup(s.buffer);
       if (bound != nullptr && *bound == FieldRole::DefBuffer) return Status::ok();
-      return fail("writes '" + s.buffer + "', but node '" + node_id_ + "' may only write its own output");
+      return fail("writes '" + s.buffer + "', but node '" + node_id_ +
+                  "' may only write its own output");
     }
     return Status::ok();
   }
@@ -231,12 +238,15 @@ class BodyVerifier {
   // ---- definitions ----
 
   template <class T>
-  Status bind_defs(const T&, FieldRole, Frame&) { return Status::ok(); }
+  Status bind_defs(const T&, FieldRole, Frame&) {
+    return Status::ok();
+  }
 
   Status bind_defs(const std::string& name, FieldRole role, Frame& frame) {
     if (!is_def(role)) return Status::ok();
     if (name.empty()) return fail("defines an empty name");
-    if (!frame.emplace(name, role).second) return fail("'" + name + "' is defined twice in one scope");
+    if (!frame.emplace(name, role).second)
+      return fail("'" + name + "' is defined twice in one scope");
     return Status::ok();
   }
 
@@ -269,7 +279,8 @@ class BodyVerifier {
   // "<dialect> IR statement `<first line>`: <problem>", attached to the node.
   Diagnostic fail(const std::string& problem) const {
     std::string stmt = current_ != nullptr ? first_line(print_stmt(*current_)) : "?";
-    return make_error(std::string(dialect_name(dialect_)) + " IR statement `" + stmt + "`: " + problem)
+    return make_error(std::string(dialect_name(dialect_)) + " IR statement `" + stmt +
+                      "`: " + problem)
         .at_node(node_id_);
   }
 
@@ -306,7 +317,8 @@ Status verify_op(const Node& n) {
     if (op->sources.empty()) return node_error(n, "index map has no sources");
     for (const IndexMapSource& src : op->sources) {
       if (!src.buffer.empty() && !inputs.count(src.buffer)) {
-        return node_error(n, "index map reads '" + src.buffer + "', which is not an input of the node");
+        return node_error(
+            n, "index map reads '" + src.buffer + "', which is not an input of the node");
       }
       ExprList exprs = src.index;
       exprs.push_back(src.value);
@@ -354,7 +366,8 @@ Status verify_graph(const Graph& g, Dialect expected) {
       }
     }
     for (const Dim& d : n->type.shape) {
-      if (d.value() < 0) return node_error(*n, "type " + n->type.str() + " has a negative dimension");
+      if (d.value() < 0)
+        return node_error(*n, "type " + n->type.str() + " has a negative dimension");
     }
     Dialect d = n->op->dialect();
     if (d != Dialect::Core && d != expected) {

@@ -360,7 +360,8 @@ Expected<std::vector<Token>> Lexer::tokenize() {
       std::string word = s.substr(begin, pos_ - begin);
       if (peek() == '\'' || peek() == '"')
         return source_.error(span_at(start, col()), "string prefix '" + word + "' is not supported");
-      push(is_keyword(word) ? TokenKind::Keyword : TokenKind::Name, std::move(word), start, col());
+      TokenKind kind = is_keyword(word) ? TokenKind::Keyword : TokenKind::Name;
+      push(kind, std::move(word), start, col());
     } else if (c == '\'' || c == '"') {
       TESSERA_TRY(lex_string());
     } else {

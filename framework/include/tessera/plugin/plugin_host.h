@@ -26,7 +26,8 @@ class PluginHost {
   PluginHost(const PluginHost&) = delete;
   PluginHost& operator=(const PluginHost&) = delete;
 
-  // Loads every plugin file in `dir` (a missing directory is not an error: it is skipped).
+  // Loads every plugin file in `dir` (a missing directory is not an error: it is skipped), in
+  // sorted order, stopping at the first file that fails to load.
   Status load_directory(const std::string& dir);
   // Loads one plugin file. Errors: file not found; not a Tessera plugin (no entry symbol);
   // api_version mismatch (names the file and both versions); a name already registered (names
