@@ -33,7 +33,7 @@ for doc in sorted((root / "docs").glob("*.md")) + [root / "README.md"]:
             while i < len(lines) and lines[i] != "```" and not lines[i].startswith("$ "):
                 i += 1
             args = shlex.split(cmd[len("$ tessera "):].replace("$TESSERA_FIXTURE_DIR", str(fixtures)))
-            result = subprocess.run([str(tessera)] + args, capture_output=True, text=True)
+            result = subprocess.run([str(tessera)] + args, capture_output=True, text=True, cwd=root)
             if result.returncode != 0:
                 sys.exit(f"{doc}: `{cmd}` failed:\n{result.stderr}")
             stdout = result.stdout.replace(str(build), "<build>")

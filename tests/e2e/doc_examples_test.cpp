@@ -5,6 +5,7 @@
 //     $ tessera compile -c "nn.RMSNorm(2048)(torch.randn(1,32,2048))"
 //     <exact stdout>
 //     ```
+// Commands run in the source tree's root, so they can name files in examples/.
 // The command line is split like a POSIX shell would for simple quoting ('...' and "...").
 // `$TESSERA_FIXTURE_DIR` in a command expands to the test-fixture directory; paths into the build
 // directory in the output are written `<build>`.
@@ -91,7 +92,7 @@ class DocExamples : public ::testing::TestWithParam<DocExample> {};
 
 TEST_P(DocExamples, OutputMatchesTheDocs) {
   const DocExample& ex = GetParam();
-  auto r = tessera::test::run_cli(ex.args);
+  auto r = tessera::test::run_cli(ex.args, {}, TESSERA_SOURCE_DIR);
   // Paths into the build tree print as <build> in the docs.
   for (size_t p; (p = r.out.find(TESSERA_BUILD_DIR)) != std::string::npos;)
     r.out.replace(p, std::string(TESSERA_BUILD_DIR).size(), "<build>");

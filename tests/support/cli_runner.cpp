@@ -43,7 +43,8 @@ std::string TempDir::write(const std::string& name, const std::string& text) con
   return p.string();
 }
 
-CliResult run_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+CliResult run_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                  const std::string& cwd) {
   TempDir tmp;
   const std::string out_path = tmp.path() + "/stdout", err_path = tmp.path() + "/stderr";
 
@@ -74,6 +75,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::map<std::stri
     int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int in = open("/dev/null", O_RDONLY);
     if (out < 0 || err < 0 || in < 0) _exit(127);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
     dup2(in, 0);
     dup2(out, 1);
     dup2(err, 2);

@@ -14,8 +14,10 @@ struct CliResult {
   std::string err;
 };
 
-// `env` entries are added to (or override) the child's environment.
-CliResult run_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
+// `env` entries are added to (or override) the child's environment; `cwd` ("" = inherit) is the
+// child's working directory.
+CliResult run_cli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
+                  const std::string& cwd = "");
 
 // A fresh empty directory under the system temp dir, removed by the destructor.
 class TempDir {
