@@ -9,10 +9,13 @@ function(tessera_add_plugin name)
   set_target_properties(${name} PROPERTIES
     PREFIX "lib"
     CXX_VISIBILITY_PRESET hidden
-    VISIBILITY_INLINES_HIDDEN ON)
+    VISIBILITY_INLINES_HIDDEN ON
+    # Installed plugins live in <libdir>/tessera/plugins: libtessera is two levels up.
+    INSTALL_RPATH "$ORIGIN/../..")
   if(DEFINED TESSERA_PLUGIN_OUTPUT_DIR)
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${TESSERA_PLUGIN_OUTPUT_DIR})
   endif()
+  set_property(GLOBAL APPEND PROPERTY TESSERA_PLUGIN_TARGETS ${name})
   if(DEFINED TESSERA_PLUGIN_INSTALL_DIR)
     install(TARGETS ${name} LIBRARY DESTINATION ${TESSERA_PLUGIN_INSTALL_DIR})
   endif()

@@ -3,6 +3,7 @@
 // passes, stage dumps, and a reproducer when a pass fails.
 #include "tessera/pass/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -176,12 +177,17 @@ Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
 Status PipelineRunner::fail(Diagnostic d, const std::string& marker, const Graph& input) const {
   if (d.pass.empty()) d.pass = marker;
   if (!d.node.empty()) {
-    if (const Node* n = input.find(d.node); n && n->dialect() != Dialect::Core)
-      d.note("IR of '" + d.node + "' before the pass:\n" + print_node(input, *n));
+    if (const Node* n = input.find(d.node); n && n->dialect() != Dialect::Core) {
+      std::string text = print_node(input, *n);
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      d.note("IR of '" + d.node + "' before the pass:\n" + text);
+    }
   }
+  std::string dir_name = "tessera-reproducer-" + marker;
+  std::replace(dir_name.begin(), dir_name.end(), ':', '_');
   fs::path dir = !opts_.reproducer_dir.empty() ? fs::path(opts_.reproducer_dir)
                  : !opts_.dump_dir.empty()     ? fs::path(opts_.dump_dir) / "reproducer"
-                                               : fs::temp_directory_path() / ("tessera-reproducer-" + marker);
+                                               : fs::temp_directory_path() / dir_name;
   std::error_code ec;
   fs::create_directories(dir, ec);
   Status w1 = ec ? Status(make_error(ec.message())) : write_text(dir / "input.json", graph_to_json_text(input));
