@@ -79,7 +79,9 @@ std::unique_ptr<Session> open_session(const GlobalFlags& flags, std::ostream& er
   s->dtype = *dtype;
 
   // 1-2: the built-in plugin directory.
-  Status st = s->host.load_directory(builtin_plugin_directory());
+  Status st;
+  for (const auto& dir : PluginHost::default_directories())
+    if (st = s->host.load_directory(dir); !st) break;
   // 3: TESSERA_PLUGIN_PATH (the CLI is the one place that reads the environment).
   if (st) {
     if (const char* env = std::getenv("TESSERA_PLUGIN_PATH"))

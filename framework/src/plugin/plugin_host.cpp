@@ -13,10 +13,10 @@
 #include <set>
 #include <system_error>
 
-#include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
 #include "tessera/plugin/plugin.h"
+#include "tessera/support/install_paths.h"
 
 namespace tessera {
 
@@ -139,14 +139,8 @@ Status PluginHost::load_file(const std::string& path, const SourceLoc& origin) {
 }
 
 std::vector<std::string> PluginHost::default_directories() {
-  // libtessera.so itself is the anchor: build and install trees both keep plugins in
-  // <libdir>/tessera/plugins next to it.
-  std::error_code ec;
-  fs::path library = boost::dll::this_line_location(ec);
-  if (ec || library.empty()) return {};
-  fs::path dir = library.parent_path() / TESSERA_PLUGIN_SUBDIR;
-  fs::path normalized = fs::weakly_canonical(dir, ec);
-  return {(ec ? dir : normalized).string()};
+  // Build and install trees both keep plugins in <libdir>/tessera/plugins next to libtessera.so.
+  return {builtin_plugin_directory()};
 }
 
 }  // namespace tessera

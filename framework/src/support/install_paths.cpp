@@ -1,7 +1,7 @@
 // Run-time lookup of Tessera's plugin directory and data files, relative to libtessera.so.
 #include "tessera/support/install_paths.h"
 
-#include <dlfcn.h>
+#include <boost/dll/runtime_symbol_info.hpp>
 
 #include <filesystem>
 
@@ -10,12 +10,12 @@ namespace tessera {
 namespace fs = std::filesystem;
 
 std::string library_directory() {
-  Dl_info info{};
-  // Any symbol of this library will do; dladdr maps it to the file it was loaded from.
-  if (dladdr(reinterpret_cast<void*>(&library_directory), &info) == 0 || !info.dli_fname) return ".";
+  // The file this function was loaded from is libtessera.so itself.
   std::error_code ec;
-  fs::path p = fs::weakly_canonical(fs::path(info.dli_fname), ec);
-  return (ec ? fs::path(info.dli_fname) : p).parent_path().string();
+  fs::path library = boost::dll::this_line_location(ec);
+  if (ec || library.empty()) return ".";
+  fs::path canonical = fs::weakly_canonical(library, ec);
+  return (ec ? library : canonical).parent_path().string();
 }
 
 std::string builtin_plugin_directory() { return (fs::path(library_directory()) / TESSERA_PLUGIN_SUBDIR).string(); }

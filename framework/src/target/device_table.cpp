@@ -13,7 +13,7 @@
 #include <sstream>
 #include <variant>
 
-#include <boost/dll/runtime_symbol_info.hpp>
+#include "tessera/support/install_paths.h"
 
 namespace tessera {
 
@@ -206,17 +206,10 @@ Expected<DeviceTable> DeviceTable::load_file(const std::string& path) {
 }
 
 Expected<DeviceTable> DeviceTable::load_default() {
-  // Next to libtessera.so first: that is the installed (or built) copy matching this library.
-  std::error_code ec;
-  fs::path library = boost::dll::this_line_location(ec);
-  if (!ec && !library.empty()) {
-    fs::path shipped = library.parent_path() / ".." / "share" / "tessera" / "devices.yaml";
-    if (fs::exists(shipped, ec)) return load_file(shipped.lexically_normal().string());
-  }
-  const std::string source_copy = std::string(TESSERA_SOURCE_DIR) + "/data/devices.yaml";
-  if (fs::exists(source_copy, ec)) return load_file(source_copy);
-  return make_error("cannot find the device table: neither <libdir>/../share/tessera/devices.yaml "
-                    "next to libtessera nor " + source_copy + " exists");
+  // The copy next to libtessera (build or install tree) first, the source tree's data/ after.
+  auto path = find_data_file("devices.yaml");
+  if (!path) return path.error();
+  return load_file(*path);
 }
 
 const DeviceDesc* DeviceTable::find(const std::string& name) const {
