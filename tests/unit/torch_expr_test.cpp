@@ -90,7 +90,9 @@ void expect_error(const Diagnostic& d, const std::string& fragment, int line, in
   EXPECT_EQ(d.loc.file, "<-c>");
   EXPECT_EQ(d.loc.line, line) << d.render();
   EXPECT_EQ(d.loc.col, col) << d.render();
-  if (length >= 0) EXPECT_EQ(d.loc.length, length) << d.render();
+  if (length >= 0) {
+    EXPECT_EQ(d.loc.length, length) << d.render();
+  }
   EXPECT_FALSE(d.source_line.empty()) << d.render();
 }
 
@@ -550,6 +552,7 @@ TEST_F(TorchExprTest, ErrorUnmatchedAndMismatchedBrackets) {
 
 TEST_F(TorchExprTest, ErrorBadToken) {
   expect_error(fail("x = torch.randn(2)\ny = x $ 3"), "invalid character '$'", 2, 7, 1);
+  expect_error(fail("x = torch.randn(2) \xc3\x97 3"), "invalid character '\xc3\x97' (U+00D7)", 1, 20, 1);
   expect_error(fail("x = 1.5e"), "invalid decimal literal", 1, 5);
   expect_error(fail("s = 'abc"), "unterminated string literal", 1, 5);
 }
@@ -560,6 +563,8 @@ TEST_F(TorchExprTest, ErrorSyntax) {
   expect_error(fail("x = torch.randn(2 3)"), "expected ',' or ')'", 1, 19, 1);
   expect_error(fail("x = torch.randn(2)\n  y = x"), "unexpected indent", 2, 3);
   expect_error(fail("class M(nn.Module):\ndef forward(self, x): return x"), "expected an indented block", 2, 1);
+  expect_error(fail("    x = torch.randn(2)\n  x"), "unindent does not match any outer indentation level", 2, 1, 2);
+  expect_error(fail("def f(x):\n        y = x\n    return y\nf(torch.randn(2))"), "unindent does not match", 3, 1, 4);
 }
 
 TEST_F(TorchExprTest, ErrorUnknownName) {
@@ -735,7 +740,8 @@ TEST_F(TorchExprTest, PathologicalInputsAreRejectedCleanly) {
   for (const std::string& text : {std::string(100000, '('), std::string(5000, '-') + "1", std::string("x") + std::string(3000, '.'),
                                   std::string("torch.randn(") + std::string(3000, '[') , std::string("\xff\xfe"),
                                   std::string("torch.randn(99999999, 99999999, 99999999)"), std::string("(1,) * 10**12"),
-                                  std::string("2 ** 10 ** 10"), std::string("\0", 1)}) {
+                                  std::string("2 ** 10 ** 10"), std::string("\0", 1), std::string("() * 10**12"),
+                                  std::string("(1, 2, 3)[::9223372036854775807]")}) {
     Expected<Graph> g = import(text);
     ASSERT_FALSE(g) << text.substr(0, 50);
     EXPECT_TRUE(g.error().loc.valid()) << g.error().render();

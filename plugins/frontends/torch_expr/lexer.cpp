@@ -58,7 +58,9 @@ std::string describe_character(const std::string& text, size_t pos) {
       return std::string("byte '") + hex + "'";
     }
     std::snprintf(hex, sizeof hex, "U+%04X", cp);
-    return "'" + text.substr(pos, static_cast<size_t>(extra) + 1) + "' (" + hex + ")";
+    std::string described = "'";
+    described.append(text, pos, static_cast<size_t>(extra) + 1).append("' (").append(hex).append(")");
+    return described;
   }
   char hex[8];
   std::snprintf(hex, sizeof hex, "\\x%02x", byte);
@@ -110,24 +112,22 @@ Status Lexer::lex_line_start() {
     width = s[pos_] == '\t' ? (width / 8 + 1) * 8 : s[pos_] == ' ' ? width + 1 : 0;
     ++pos_;
   }
-  char c = peek();
-  if (c == '\0') return Status::ok();
-  if (c == '#') {
+  if (pos_ < s.size() && s[pos_] == '#')
     while (pos_ < s.size() && s[pos_] != '\n') ++pos_;
-    c = peek();
-  }
-  if (c == '\r' && peek(1) == '\n') c = s[++pos_];
-  if (c == '\n') {  // blank or comment-only line: no tokens, no indentation change
+  if (pos_ + 1 < s.size() && s[pos_] == '\r' && s[pos_ + 1] == '\n') ++pos_;
+  if (pos_ >= s.size()) return Status::ok();  // the text ends on a blank line
+  if (s[pos_] == '\n') {  // blank or comment-only line: no tokens, no indentation change
     advance_line();
     return Status::ok();
   }
-  if (c == '\0') return Status::ok();
   at_line_start_ = false;
 
   // A `-c` program may be indented as a whole (pasted from a script); its first line sets column 0.
   if (base_indent_ < 0) base_indent_ = width;
   int level = width - base_indent_;
   int here = col();
+  if (level < 0)
+    return source_.error(span_at(1, here), "unindent does not match any outer indentation level");
   if (level > indents_.back()) {
     indents_.push_back(level);
     push(TokenKind::Indent, "", here, here + 1);
@@ -138,7 +138,7 @@ Status Lexer::lex_line_start() {
     push(TokenKind::Dedent, "", here, here + 1);
   }
   if (level != indents_.back())
-    return source_.error(span_at(1, here + 1), "unindent does not match any outer indentation level");
+    return source_.error(span_at(1, here), "unindent does not match any outer indentation level");
   return Status::ok();
 }
 

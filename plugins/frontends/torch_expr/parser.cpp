@@ -4,6 +4,7 @@
 #include "parser.h"
 
 #include <array>
+#include <optional>
 #include <set>
 
 namespace tessera::torch_expr {
@@ -79,7 +80,8 @@ bool Parser::accept_op(std::string_view op) {
 
 Status Parser::expect_op(std::string_view op, std::string_view context) {
   if (accept_op(op)) return Status::ok();
-  std::string expected = "'" + std::string(op) + "'";
+  std::string expected = "'";
+  expected.append(op).append("'");
   if (!context.empty()) expected += " " + std::string(context);
   return unexpected(peek(), expected);
 }
@@ -590,13 +592,12 @@ Expected<ExprPtr> Parser::parse_postfix() {
   }
 }
 
-Status Parser::reject_comprehension(const Token& open) const {
+Status Parser::reject_comprehension() const {
   if (!peek().is_keyword("for")) return Status::ok();
   return error_at(peek(), "comprehensions and generator expressions are not supported");
 }
 
 Status Parser::parse_call_arguments(CallExpr& call) {
-  const Token open = tokens_[pos_ - 1];
   std::set<std::string, std::less<>> keywords;
   while (!peek().is_op(")")) {
     DepthGuard guard(depth_);
@@ -619,7 +620,7 @@ Status Parser::parse_call_arguments(CallExpr& call) {
       return source_.error(value->span, "positional argument follows keyword argument");
     }
     TESSERA_ASSIGN_OR_RETURN(arg.value, parse_expression());
-    TESSERA_TRY(reject_comprehension(open));
+    TESSERA_TRY(reject_comprehension());
     call.args.push_back(std::move(arg));
     if (!accept_op(",")) break;
   }
@@ -680,7 +681,7 @@ Expected<ExprPtr> Parser::parse_bracketed(const Token& open) {
     } else {
       TESSERA_ASSIGN_OR_RETURN(item, parse_expression());
     }
-    TESSERA_TRY(reject_comprehension(open));
+    TESSERA_TRY(reject_comprehension());
     tuple.items.push_back(std::move(item));
     if (!accept_op(",")) break;
     saw_comma = true;

@@ -51,7 +51,7 @@ class Parser {
   Expected<ExprPtr> parse_subscript_index();
   Expected<ExprPtr> parse_subscript_item();
   Status parse_call_arguments(CallExpr& call);
-  Status reject_comprehension(const Token& open) const;
+  Status reject_comprehension() const;
 
   // Token access.
   const Token& peek(size_t ahead = 0) const;

@@ -3,6 +3,7 @@
 // TorchLibrary.
 #include "tracer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -176,7 +177,7 @@ Status Tracer::exec(const StmtNode& stmt, Frame& frame, std::optional<TracedValu
   }
   if (stmt.as<PassStmt>()) return Status::ok();
   if (const auto* s = stmt.as<FunctionDef>()) return exec_function_def(*s, frame, s->name);
-  if (const auto* s = stmt.as<ClassDef>()) return exec_class_def(*s, stmt, frame);
+  if (const auto* s = stmt.as<ClassDef>()) return exec_class_def(*s, frame);
   return source_.error(stmt.span, "unsupported statement");
 }
 
@@ -308,7 +309,7 @@ Status Tracer::exec_function_def(const FunctionDef& def, Frame& frame, const std
   return Status::ok();
 }
 
-Status Tracer::exec_class_def(const ClassDef& def, const StmtNode& stmt, Frame& frame) {
+Status Tracer::exec_class_def(const ClassDef& def, Frame& frame) {
   auto cls = std::make_unique<UserClass>();
   cls->def = &def;
   cls->name = def.name;
@@ -352,7 +353,6 @@ Status Tracer::exec_class_def(const ClassDef& def, const StmtNode& stmt, Frame& 
   }
   classes_.push_back(std::move(cls));
   bind_name(def.name, UserClassValue{classes_.back().get()}, frame);
-  (void)stmt;
   return Status::ok();
 }
 
@@ -715,7 +715,10 @@ Expected<TracedValue> Tracer::eval_subscript(const ExprNode& e, const SubscriptE
     int64_t stop = clamp(upper, step > 0 ? n : -1);
     SequenceValue out;
     out.is_list = seq->is_list;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.items.push_back(seq->items[static_cast<size_t>(i)]);
+    for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
+      out.items.push_back(seq->items[static_cast<size_t>(i)]);
+      if (__builtin_add_overflow(i, step, &i)) break;
+    }
     return TracedValue(std::move(out));
   }
   TESSERA_ASSIGN_OR_RETURN(TracedValue index, eval(*sub.index, frame));
@@ -757,7 +760,7 @@ Expected<TracedValue> Tracer::fold_binary(BinaryOp op, const TracedValue& lhs, c
     }
     if (op == BinaryOp::Mul && ((ls && is_int_like(rhs)) || (rs && is_int_like(lhs)))) {
       const SequenceValue& s = ls ? *ls : *rs;
-      int64_t times = std::max<int64_t>(0, int_of(ls ? rhs : lhs));
+      int64_t times = s.items.empty() ? 0 : std::max<int64_t>(0, int_of(ls ? rhs : lhs));
       if (!s.items.empty() && static_cast<uint64_t>(times) > kMaxSequenceLength / s.items.size())
         return source_.error(span, "sequence is too long");
       SequenceValue out;

@@ -43,7 +43,7 @@ class Tracer {
   Status exec_import(const ImportStmt& import, Frame& frame);
   Status exec_from_import(const FromImportStmt& from, Frame& frame);
   Status exec_function_def(const FunctionDef& def, Frame& frame, const std::string& qualified_name);
-  Status exec_class_def(const ClassDef& cls, const StmtNode& stmt, Frame& frame);
+  Status exec_class_def(const ClassDef& cls, Frame& frame);
   Status assign_to(const ExprNode& target, const TracedValue& value, Frame& frame);
   void bind_name(const std::string& name, const TracedValue& value, Frame& frame);
 
