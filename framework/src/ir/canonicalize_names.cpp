@@ -17,17 +17,13 @@
 #include <string>
 
 #include "tessera/ir/stmt.h"
+#include "stmt_reflection.h"
 
 namespace tessera {
 namespace {
 
-template <class T>
-concept Reflected = requires(T& value) {
-  T::reflect(value, [](const char*, auto&, FieldRole) {});
-};
-
-template <class Field>
-constexpr bool kIsBody = std::is_same_v<std::decay_t<Field>, Body>;
+using stmt_reflection::Reflected;
+using stmt_reflection::kIsBody;
 
 // Bound name -> canonical name, for the names visible at one point of the walk.
 using Scope = std::map<std::string, std::string>;

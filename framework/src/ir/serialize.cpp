@@ -16,6 +16,7 @@
 // unknown keys are rejected (a misspelt field would otherwise be silently defaulted), nesting is
 // bounded, and each error names the JSON path of the offending value (nodes[3].op.body[0].index).
 #include "tessera/ir/serialize.h"
+#include "stmt_reflection.h"
 
 #include <bit>
 #include <cmath>
@@ -30,11 +31,7 @@ using json = nlohmann::json;
 
 namespace {
 
-template <class T>
-concept Reflected = requires(T& value) {
-  T::reflect(value, [](const char*, auto&, FieldRole) {});
-};
-
+using stmt_reflection::Reflected;
 // Deeper nesting than this (statements in statements, or expression operands) is rejected
 // rather than risking the stack on hostile input; real kernels stay far below it.
 constexpr int kMaxNesting = 512;

@@ -5,6 +5,7 @@
 // reflected structs, vectors of those), and TESSERA_STMT_KINDS dispatches. Adding a statement kind
 // therefore needs no change in this file.
 #include "tessera/ir/stmt.h"
+#include "stmt_reflection.h"
 
 #include <array>
 #include <cassert>
@@ -13,14 +14,8 @@
 namespace tessera {
 namespace {
 
-// A struct whose fields are listed by a static `reflect` (the statements, TileAxis, SlabDim).
-template <class T>
-concept Reflected = requires(T& value) {
-  T::reflect(value, [](const char*, auto&, FieldRole) {});
-};
-
-template <class Field>
-constexpr bool kIsBody = std::is_same_v<std::decay_t<Field>, Body>;
+using stmt_reflection::Reflected;
+using stmt_reflection::kIsBody;
 
 // The most fields any reflected struct has; checked where fields are collected.
 constexpr size_t kMaxFields = 16;

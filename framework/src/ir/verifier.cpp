@@ -11,6 +11,7 @@
 // node's inputs, its own output, or a buffer the body declares (Smem, Stage, TMA, barrier), and
 // Write/VectorStore may only target the node's own output or a declared buffer.
 #include "tessera/ir/verifier.h"
+#include "stmt_reflection.h"
 
 #include <map>
 #include <set>
@@ -18,13 +19,8 @@
 namespace tessera {
 namespace {
 
-template <class T>
-concept Reflected = requires(T& value) {
-  T::reflect(value, [](const char*, auto&, FieldRole) {});
-};
-
-template <class Field>
-constexpr bool kIsBody = std::is_same_v<std::decay_t<Field>, Body>;
+using stmt_reflection::Reflected;
+using stmt_reflection::kIsBody;
 
 bool is_hardware_index(const std::string& name) {
   static const std::set<std::string> kNames = {

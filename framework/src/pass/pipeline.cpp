@@ -15,6 +15,7 @@
 
 #include "tessera/pass/pass.h"
 #include "tessera/plugin/registry.h"
+#include "tessera/support/spelling.h"
 #include "tessera/target/device.h"
 #include "tessera/tune/tuner.h"
 
@@ -45,45 +46,10 @@ std::vector<std::string> stage_names() {
   return names;
 }
 
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// Optimal-string-alignment distance: Levenshtein plus adjacent transpositions, so that
-// `stage_inptus` is one edit from `stage_inputs`.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  const size_t n = a.size(), m = b.size();
-  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1, 0));
-  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
-  for (size_t i = 1; i <= n; ++i) {
-    for (size_t j = 1; j <= m; ++j) {
-      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[n][m];
-}
-
 // " (did you mean 'x'?)" for the closest known name, only when it is close; "" otherwise.
-// Ties go to the first name in `known`, so the hint is deterministic.
 std::string did_you_mean(std::string_view wrong, const std::vector<std::string>& known) {
-  const std::string w = lowercase(wrong);
-  const size_t limit = std::max<size_t>(1, w.size() / 3);
-  std::optional<size_t> best_distance;
-  std::string best;
-  for (const std::string& name : known) {
-    size_t dist = edit_distance(w, lowercase(name));
-    if (dist <= limit && (!best_distance || dist < *best_distance)) {
-      best_distance = dist;
-      best = name;
-    }
-  }
-  return best_distance ? " (did you mean '" + best + "'?)" : std::string();
+  auto best = closest_spelling(wrong, known);
+  return best ? " (did you mean '" + *best + "'?)" : std::string();
 }
 
 std::string kind_of(const YAML::Node& n) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -60,6 +61,9 @@ struct CallExpr {
 };
 
 enum class BinaryOp { Add, Sub, Mul, Div, FloorDiv, Mod, Pow, MatMul, BitAnd, BitOr, BitXor, LShift, RShift };
+
+// The operator as written in source ("+", "//", "@", ...), for messages. Defined in parser.cpp.
+std::string_view binary_op_symbol(BinaryOp op);
 enum class UnaryOp { Neg, Pos, Invert, Not };
 enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne, In, NotIn, Is, IsNot };
 

@@ -745,4 +745,23 @@ Expected<ExprPtr> Parser::parse_atom() {
   }
 }
 
+std::string_view binary_op_symbol(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "+";
+    case BinaryOp::Sub: return "-";
+    case BinaryOp::Mul: return "*";
+    case BinaryOp::Div: return "/";
+    case BinaryOp::FloorDiv: return "//";
+    case BinaryOp::Mod: return "%";
+    case BinaryOp::Pow: return "**";
+    case BinaryOp::MatMul: return "@";
+    case BinaryOp::BitAnd: return "&";
+    case BinaryOp::BitOr: return "|";
+    case BinaryOp::BitXor: return "^";
+    case BinaryOp::LShift: return "<<";
+    case BinaryOp::RShift: return ">>";
+  }
+  return "?";
+}
+
 }  // namespace tessera::torch_expr

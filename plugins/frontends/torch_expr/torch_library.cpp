@@ -44,24 +44,6 @@ bool produces_float(const std::string& target) {
          target == "silu" || target == "gelu";
 }
 
-std::string_view operator_symbol(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "+";
-    case BinaryOp::Sub: return "-";
-    case BinaryOp::Mul: return "*";
-    case BinaryOp::Div: return "/";
-    case BinaryOp::FloorDiv: return "//";
-    case BinaryOp::Mod: return "%";
-    case BinaryOp::Pow: return "**";
-    case BinaryOp::MatMul: return "@";
-    case BinaryOp::BitAnd: return "&";
-    case BinaryOp::BitOr: return "|";
-    case BinaryOp::BitXor: return "^";
-    case BinaryOp::LShift: return "<<";
-    case BinaryOp::RShift: return ">>";
-  }
-  return "?";
-}
 
 }  // namespace
 
@@ -551,7 +533,7 @@ Expected<TracedValue> TorchLibrary::binary(BinaryOp op, const TracedValue& lhs, 
       return matmul(a->node, b->node, site);
     }
     default:
-      return builder_.error(site.span, "operator '" + std::string(operator_symbol(op)) +
+      return builder_.error(site.span, "operator '" + std::string(binary_op_symbol(op)) +
                                            "' is not supported on tensors yet");
   }
 }

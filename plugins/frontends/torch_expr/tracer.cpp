@@ -15,24 +15,6 @@ namespace {
 constexpr int kMaxCallDepth = 64;
 constexpr size_t kMaxSequenceLength = 1 << 16;
 
-std::string_view binary_symbol(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "+";
-    case BinaryOp::Sub: return "-";
-    case BinaryOp::Mul: return "*";
-    case BinaryOp::Div: return "/";
-    case BinaryOp::FloorDiv: return "//";
-    case BinaryOp::Mod: return "%";
-    case BinaryOp::Pow: return "**";
-    case BinaryOp::MatMul: return "@";
-    case BinaryOp::BitAnd: return "&";
-    case BinaryOp::BitOr: return "|";
-    case BinaryOp::BitXor: return "^";
-    case BinaryOp::LShift: return "<<";
-    case BinaryOp::RShift: return ">>";
-  }
-  return "?";
-}
 
 // The Torch IR op name an operator becomes (also names the node when no variable does).
 std::string binary_target(BinaryOp op) {
@@ -43,7 +25,7 @@ std::string binary_target(BinaryOp op) {
     case BinaryOp::Div: return "div";
     case BinaryOp::Pow: return "pow";
     case BinaryOp::MatMul: return "matmul";
-    default: return std::string("operator '") + std::string(binary_symbol(op)) + "'";
+    default: return std::string("operator '") + std::string(binary_op_symbol(op)) + "'";
   }
 }
 
@@ -745,7 +727,7 @@ Expected<bool> Tracer::truth(const TracedValue& v, const SourceSpan& span) {
 Expected<TracedValue> Tracer::fold_binary(BinaryOp op, const TracedValue& lhs, const TracedValue& rhs,
                                           const SourceSpan& span, const SourceSpan& op_span) {
   auto unsupported = [&] {
-    return source_.error(span, "unsupported operand types for " + std::string(binary_symbol(op)) + ": " +
+    return source_.error(span, "unsupported operand types for " + std::string(binary_op_symbol(op)) + ": " +
                                    describe_value(lhs) + " and " + describe_value(rhs));
   };
   // Sequences: concatenation and repetition, e.g. `x.shape[:-1] + (n,)`.
@@ -776,7 +758,7 @@ Expected<TracedValue> Tracer::fold_binary(BinaryOp op, const TracedValue& lhs, c
 
   if (is_int_like(lhs) && is_int_like(rhs)) {
     int64_t a = int_of(lhs), b = int_of(rhs), r = 0;
-    auto overflow = [&] { return source_.error(span, "integer overflow in " + std::string(binary_symbol(op))); };
+    auto overflow = [&] { return source_.error(span, "integer overflow in " + std::string(binary_op_symbol(op))); };
     switch (op) {
       case BinaryOp::Add: if (__builtin_add_overflow(a, b, &r)) return overflow(); return TracedValue(r);
       case BinaryOp::Sub: if (__builtin_sub_overflow(a, b, &r)) return overflow(); return TracedValue(r);
