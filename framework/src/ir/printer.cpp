@@ -17,6 +17,7 @@
 // `# full(0.5)`, `# zeros`, or `# values=[1.0, 2.0]` for literal data (at most 8 values shown,
 // then `, ... (N values)`).
 #include "tessera/ir/printer.h"
+#include "print_lists.h"
 
 #include <algorithm>
 
@@ -25,27 +26,10 @@ namespace {
 
 constexpr size_t kMaxPrintedValues = 8;
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += items[i];
-  }
-  return out;
-}
-
-std::string join_exprs(const ExprList& exprs) {
-  std::vector<std::string> items;
-  for (const Expr& e : exprs) items.push_back(e.str());
-  return join(items);
-}
+using print_lists::join;
 
 // Launch geometry: `(32, 1, 1)`.
-std::string int_tuple(const std::vector<int64_t>& values) {
-  std::vector<std::string> items;
-  for (int64_t v : values) items.push_back(std::to_string(v));
-  return "(" + join(items) + ")";
-}
+std::string int_tuple(const std::vector<int64_t>& values) { return "(" + join(values) + ")"; }
 
 std::string number(double v) { return attr_str(AttrValue(v)); }
 
@@ -115,7 +99,7 @@ std::string torch_args(const Node& n, const TorchOp& op) {
 
 std::string index_map_source(const IndexMapSource& src) {
   if (src.buffer.empty()) return src.value.str();
-  return src.buffer + "[" + join_exprs(src.index) + "]";
+  return src.buffer + "[" + join(src.index) + "]";
 }
 
 // `bias[j]` for one unconditional source, else `select(i < 4: a[i, j], b[i - 4, j])`.
@@ -135,7 +119,7 @@ std::string index_map_rhs(const IndexMapOp& op) {
 // The right-hand side of a one-line (torch or tensor) node.
 std::string line_rhs(const Node& n) {
   if (const auto* op = n.op_as<TorchOp>()) return op->target + "(" + torch_args(n, *op) + ")";
-  if (const auto* op = n.op_as<ElementwiseOp>()) return op->fn + "(" + join_exprs(op->args) + ")";
+  if (const auto* op = n.op_as<ElementwiseOp>()) return op->fn + "(" + join(op->args) + ")";
   if (const auto* op = n.op_as<ReduceOp>()) {
     std::string text = op->fn + "(" + input_name(n, 0) + ", axis=" + std::to_string(op->axis);
     if (!op->keepdim) text += ", keepdim=False";

@@ -107,9 +107,8 @@ std::optional<Interval> make_interval(std::optional<int64_t> lo, std::optional<i
   return Interval{*lo, *hi};
 }
 
-std::optional<Interval> bound_mul(Interval a, Interval b) {
-  std::optional<int64_t> corners[] = {checked_mul(a.lo, b.lo), checked_mul(a.lo, b.hi),
-                                      checked_mul(a.hi, b.lo), checked_mul(a.hi, b.hi)};
+// The smallest interval holding four corner values (nullopt if any overflowed).
+std::optional<Interval> hull_of_corners(const std::optional<int64_t> (&corners)[4]) {
   Interval r{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
   for (const auto& c : corners) {
     if (!c) return std::nullopt;
@@ -119,19 +118,17 @@ std::optional<Interval> bound_mul(Interval a, Interval b) {
   return r;
 }
 
+std::optional<Interval> bound_mul(Interval a, Interval b) {
+  return hull_of_corners({checked_mul(a.lo, b.lo), checked_mul(a.lo, b.hi), checked_mul(a.hi, b.lo),
+                          checked_mul(a.hi, b.hi)});
+}
+
 // Floor division is monotone in each argument while the divisor keeps its sign, so the extremes
 // lie at the corners.
 std::optional<Interval> bound_div(Interval n, Interval d) {
   if (d.contains(0)) return std::nullopt;
-  std::optional<int64_t> corners[] = {floor_div(n.lo, d.lo), floor_div(n.lo, d.hi),
-                                      floor_div(n.hi, d.lo), floor_div(n.hi, d.hi)};
-  Interval r{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
-  for (const auto& c : corners) {
-    if (!c) return std::nullopt;
-    r.lo = std::min(r.lo, *c);
-    r.hi = std::max(r.hi, *c);
-  }
-  return r;
+  return hull_of_corners({floor_div(n.lo, d.lo), floor_div(n.lo, d.hi), floor_div(n.hi, d.lo),
+                          floor_div(n.hi, d.hi)});
 }
 
 // Floor modulo: the result takes the divisor's sign, so it is bounded by the divisor alone even

@@ -10,32 +10,12 @@
 #include <string>
 
 #include "tessera/ir/stmt.h"
+#include "print_lists.h"
 
 namespace tessera {
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += items[i];
-  }
-  return out;
-}
-
-std::string join(const ExprList& exprs) {
-  std::vector<std::string> items;
-  items.reserve(exprs.size());
-  for (const Expr& e : exprs) items.push_back(e.str());
-  return join(items);
-}
-
-std::string join(const std::vector<int64_t>& values) {
-  std::vector<std::string> items;
-  items.reserve(values.size());
-  for (int64_t v : values) items.push_back(std::to_string(v));
-  return join(items);
-}
+using print_lists::join;
 
 // `x[a0, a2]`
 std::string access(const std::string& buffer, const ExprList& index) {
