@@ -39,19 +39,24 @@ std::string component_summary(const Registry& r, ComponentKind kind, const std::
   return {};
 }
 
-}  // namespace
-
-int plugins_command(int argc, char** argv, int first) {
+// Both listings take only the global flags and print what the loaded plugins register; `list`
+// writes the listing for the registry.
+int list_registry(int argc, char** argv, int first, const std::string& command,
+                  void (*list)(std::ostream&, const Registry&)) {
   GlobalFlags flags;
-  po::options_description desc("tessera plugins options");
+  po::options_description desc("tessera " + command + " options");
   add_global_options(desc, flags);
   auto args = strip_verbosity(argc, argv, first, flags.verbosity);
   po::variables_map vm;
-  if (auto code = parse_command_line(args, desc, {}, vm, "tessera plugins [--plugin FILE]")) return *code;
+  if (auto code = parse_command_line(args, desc, {}, vm, "tessera " + command + " [--plugin FILE]")) return *code;
   auto session = open_session(flags, std::cerr, /*need_pipeline=*/false);
   if (!session) return kExitError;
-  const Registry& r = session->host.registry();
   std::ostringstream os;
+  list(os, session->host.registry());
+  return emit_output(flags, os.str(), std::cerr);
+}
+
+void list_plugins(std::ostream& os, const Registry& r) {
   for (const auto& p : r.plugins()) {
     os << "plugin " << p.name << " " << p.version << "  (" << p.file << ")\n";
     for (const auto& [kind, name] : p.components) {
@@ -63,22 +68,16 @@ int plugins_command(int argc, char** argv, int first) {
     }
   }
   if (r.plugins().empty()) os << "no plugins loaded\n";
-  return emit_output(flags, os.str(), std::cerr);
 }
 
-int passes_command(int argc, char** argv, int first) {
-  GlobalFlags flags;
-  po::options_description desc("tessera passes options");
-  add_global_options(desc, flags);
-  auto args = strip_verbosity(argc, argv, first, flags.verbosity);
-  po::variables_map vm;
-  if (auto code = parse_command_line(args, desc, {}, vm, "tessera passes [--plugin FILE]")) return *code;
-  auto session = open_session(flags, std::cerr, /*need_pipeline=*/false);
-  if (!session) return kExitError;
-  const Registry& r = session->host.registry();
-  std::ostringstream os;
+void list_passes(std::ostream& os, const Registry& r) {
   for (const auto& name : r.names(ComponentKind::Pass)) describe_pass(os, r, name, "");
-  return emit_output(flags, os.str(), std::cerr);
 }
+
+}  // namespace
+
+int plugins_command(int argc, char** argv, int first) { return list_registry(argc, argv, first, "plugins", list_plugins); }
+
+int passes_command(int argc, char** argv, int first) { return list_registry(argc, argv, first, "passes", list_passes); }
 
 }  // namespace tessera::cli
