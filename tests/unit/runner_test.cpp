@@ -57,7 +57,7 @@ PipelineSpec pipeline_pinning(int64_t tile) {
   PipelineSpec spec;
   spec.name = "p" + std::to_string(tile);
   spec.file = "<test>";
-  spec.stages[Dialect::Torch].push_back(PassEntry{"choose_tile", {KnobPin{"TILE", AttrValue{tile}, {}}}, {}});
+  spec.stages[Dialect::Torch].push_back(PassEntry{"choose_tile", {KnobPin{"TILE", AttrValue{tile}, {}}}, {}, {}});
   return spec;
 }
 
@@ -123,7 +123,7 @@ TEST(Runner, UnpinnedKnobTakesTunerThenHeuristic) {
   DeviceDesc dev = test_device();
   PipelineSpec spec;
   spec.name = "free";
-  spec.stages[Dialect::Torch].push_back(PassEntry{"choose_tile", {}, {}});
+  spec.stages[Dialect::Torch].push_back(PassEntry{"choose_tile", {}, {}, {}});
   RunnerOptions opts;
   opts.device = &dev;
   Graph g = make_graph();
