@@ -193,6 +193,60 @@ TEST(Cli, PassFailureNamesPassNodeAndWritesAReproducer) {
   EXPECT_NE(replay.err.find("probe_fail refuses this node"), std::string::npos) << replay.err;
 }
 
+TEST(Cli, TimePassesPrintsATableOnStderr) {
+  auto r = run_cli({"compile", "-c", kRmsNorm, "--time-passes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("pass execution time"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("g:001_canonicalize"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, run_cli({"compile", "-c", kRmsNorm}).out);  // stdout is unchanged
+}
+
+TEST(Cli, PrintIrAfterNamedPassAndAfterAll) {
+  TempDir tmp;
+  auto p = tmp.write("p.yaml", "name: p\nstages:\n  torch: [probe_choose, canonicalize]\n");
+  auto one = run_cli({"compile", "--plugin", kProbe, "--pipeline", p, "-c", kRmsNorm, "--print-ir-after", "probe_choose"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("// ----- IR after g:001_probe_choose -----"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("IR after g:002_canonicalize"), std::string::npos) << one.out;
+  auto all = run_cli({"compile", "--plugin", kProbe, "--pipeline", p, "-c", kRmsNorm, "--print-ir-after-all"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(all.out.find("IR after g:001_probe_choose"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("IR after g:002_canonicalize"), std::string::npos) << all.out;
+  auto unknown = run_cli({"compile", "-c", kRmsNorm, "--print-ir-after", "no_such_pass"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown pass 'no_such_pass'"), std::string::npos) << unknown.err;
+}
+
+TEST(Cli, VerifyEachCatchesAPassThatBreaksTheIr) {
+  TempDir tmp;
+  auto p = tmp.write("p.yaml", "name: p\nstages:\n  torch: [probe_break]\n");
+  auto plain = run_cli({"compile", "--plugin", kProbe, "--pipeline", p, "-c", kRmsNorm});
+  auto checked = run_cli({"compile", "--plugin", kProbe, "--pipeline", p, "-c", kRmsNorm, "--verify-each"});
+  // Without --verify-each the end-of-stage verification still catches it; with it, the error names
+  // the pass that broke the IR.
+  EXPECT_EQ(plain.exit_code, 1);
+  EXPECT_NE(plain.err.find("does not verify"), std::string::npos) << plain.err;
+  EXPECT_EQ(checked.exit_code, 1);
+  EXPECT_NE(checked.err.find("in pass g:001_probe_break"), std::string::npos) << checked.err;
+  EXPECT_NE(checked.err.find("IR does not verify after the pass"), std::string::npos) << checked.err;
+}
+
+TEST(Cli, OutputFileAndJsonEmission) {
+  TempDir tmp;
+  const std::string file = tmp.path() + "/out.json";
+  auto r = run_cli({"compile", "-c", kRmsNorm, "--emit", "json", "-o", file});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  const std::string json = read_file(file);
+  EXPECT_NE(json.find("\"version\": 1"), std::string::npos) << json;
+  auto back = run_cli({"compile", "--from-ir", file, "--ir", "torch"});
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(back.out, run_cli({"compile", "-c", kRmsNorm}).out);
+  auto bad = run_cli({"compile", "--from-ir", tmp.write("bad.json", "{\"version\": 1, \"nodes\": [{}]}")});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("nodes[0]"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, AbComparesTwoPipelines) {
   TempDir tmp;
   auto a = tmp.write("a.yaml", "name: a\nstages:\n  torch:\n    - probe_choose: {BLOCK: 32}\n");
