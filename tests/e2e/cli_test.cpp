@@ -16,11 +16,13 @@ namespace {
 const std::string kRmsNorm = "nn.RMSNorm(2048)(torch.randn(1,32,2048))";
 const std::string kProbe = std::string(TESSERA_FIXTURE_DIR) + "/libpipeline_probe.so";
 
-TEST(Cli, MainJobPrintsTorchIrOfRmsNorm) {
+// The default pipeline ends at Tensor IR today: rms_norm arrives decomposed.
+TEST(Cli, MainJobPrintsTensorIrOfRmsNorm) {
   auto r = run_cli({"compile", "-c", kRmsNorm});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("x: (1, 32, 2048) float32"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("= rms_norm(x, p_weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rms_norm_sq = mul(x, x)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rms_norm = mul(rms_norm_norm, p_weight_bc)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("-> (1, 32, 2048) float32"), std::string::npos) << r.out;
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
@@ -166,11 +168,13 @@ TEST(Cli, DumpDirHoldsEveryStageAsTextAndJson) {
   TempDir tmp;
   auto r = run_cli({"compile", "-c", kRmsNorm, "--dump-dir", tmp.path() + "/dump"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (std::string f : {"0_input.txt", "0_input.json", "1_torch.txt", "1_torch.json"})
+  for (std::string f : {"0_input.txt", "0_input.json", "1_torch.txt", "1_torch.json", "2_tensor.txt",
+                        "2_tensor.json"})
     EXPECT_TRUE(fs::exists(tmp.path() + "/dump/" + f)) << f;
-  EXPECT_EQ(read_file(tmp.path() + "/dump/1_torch.txt"), r.out);
+  EXPECT_NE(read_file(tmp.path() + "/dump/1_torch.txt").find("= rms_norm(x, p_weight"), std::string::npos);
+  EXPECT_EQ(read_file(tmp.path() + "/dump/2_tensor.txt"), r.out);
   // A dumped stage reloads and prints identically.
-  auto again = run_cli({"compile", "--from-ir", tmp.path() + "/dump/1_torch.json", "--ir", "torch"});
+  auto again = run_cli({"compile", "--from-ir", tmp.path() + "/dump/2_tensor.json", "--ir", "tensor"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(again.out, r.out);
 }

@@ -56,6 +56,8 @@ std::unique_ptr<Registry> test_registry(bool with_tuner = true) {
   auto r = std::make_unique<Registry>();
   r->begin_plugin(PluginRecord{"<builtin>", "pipeline_test", "1.0", {}});
   add_test_pass(*r, "canonicalize", {Dialect::Torch, Dialect::Tensor});
+  add_test_pass(*r, "decompose", {Dialect::Tensor});
+  add_test_pass(*r, "compose_index_maps", {Dialect::Tensor});
   add_test_pass(*r, "fuse", {Dialect::Loop});
   add_test_pass(*r, "stage_inputs", {Dialect::Tile});
   add_test_pass(*r, "launch_geometry", {Dialect::Tile}, launch_geometry_knobs());

@@ -4,6 +4,11 @@
 // nn.Module classes, and located error messages; plus a robustness sweep over malformed programs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -600,7 +605,8 @@ TEST_F(TorchExprTest, ErrorUnsupportedConstructs) {
   expect_error(fail("f = lambda x: x * 2"), "lambda expressions are not supported", 1, 5, 6);
   expect_error(fail("import os\ntorch.randn(2)"), "import of 'os' is not supported", 1, 8, 2);
   expect_error(fail("x = torch.randn(2)\nx.foo"), "tensor attribute 'foo' is not supported", 2, 3, 3);
-  expect_error(fail("x = torch.randn(4, 4)\nx[1:, 0]"), "tensor indexing and slicing are not supported yet", 2, 1, 8);
+  // Indexing with a tensor (boolean masks, gathers) stays unsupported; ints, slices, ... and None work.
+  expect_error(fail("x = torch.randn(4, 4)\nx[1:, x]"), "tensors can only be indexed with ints, slices", 2, 7, 1);
   expect_error(fail("x = torch.randn(2)\nif x: x"), "'if' statements are not supported", 2, 1, 2);
   expect_error(fail("[x for x in (1, 2)]"), "comprehensions", 1, 4, 3);
   expect_error(fail("{'a': 1}"), "dict and set literals are not supported", 1, 1, 1);
@@ -709,6 +715,8 @@ TEST_F(TorchExprTest, MalformedProgramsNeverCrash) {
       "    def forward(self, x):\n"
       "        return F.gelu(self.up(x), approximate='tanh')\n"
       "MLP(8)(torch.randn(2, 8))",
+      "x = torch.randn(4, 6)\ny = x[1:, None, ..., ::2]\n"
+      "torch.cat(x.chunk(2, -1), 0), y.permute(2, 0, 1)[0], torch.max(x, -1)[1], x.to(torch.int64)",
   };
   const std::string corruptions = "()[]{},:;.=+-*/@'\"\\#\n $1xe";
   size_t traced = 0, failed = 0;
@@ -746,6 +754,253 @@ TEST_F(TorchExprTest, PathologicalInputsAreRejectedCleanly) {
     ASSERT_FALSE(g) << text.substr(0, 50);
     EXPECT_TRUE(g.error().loc.valid()) << g.error().render();
   }
+}
+
+// ---- issue 3 coverage ------------------------------------------------------------------------
+
+const std::string kRopeModule =
+    "import torch\nimport torch.nn as nn\n"
+    "def rotate_half(x):\n"
+    "    x1 = x[..., : x.shape[-1] // 2]\n"
+    "    x2 = x[..., x.shape[-1] // 2 :]\n"
+    "    return torch.cat((-x2, x1), dim=-1)\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, vocab, d):\n"
+    "        super().__init__()\n"
+    "        self.emb = nn.Embedding(vocab, d)\n"
+    "        self.norm = nn.RMSNorm(d)\n"
+    "        self.proj = nn.Linear(d, d, bias=False)\n"
+    "    def forward(self, ids, cos, sin):\n"
+    "        h = self.norm(self.emb(ids))\n"
+    "        q = self.proj(h)\n"
+    "        return q * cos + rotate_half(q) * sin\n"
+    "Block(100, 64)(torch.randint(100, (2, 8)), torch.randn(8, 64), torch.randn(8, 64))";
+
+TEST_F(TorchExprTest, IssueProgramsTrace) {
+  const std::vector<std::string> programs = {
+      "nn.RMSNorm(2048)(torch.randn(1,32,2048))",
+      "torch.nn.Softmax(dim=-1)(torch.randn(1,28,2048,2048))",
+      "x=torch.randn(16,64); bias=torch.randn(64); w=torch.randn(64,16); torch.relu(torch.matmul(x + bias, w))",
+      "class LN(torch.nn.Module):\n"
+      "    def forward(self, x):\n"
+      "        m = x.mean(-1, keepdim=True)\n"
+      "        v = ((x - m) ** 2).mean(-1, keepdim=True)\n"
+      "        return (x - m) * torch.rsqrt(v + 1e-6)\n"
+      "LN()(torch.randn(64, 2048))",
+      "import torch; import torch.nn.functional as F; x=torch.randn((1,32,1024)); w=torch.randn((1024,)); "
+      "F.rms_norm(x, (1024,), w, eps=1e-6)",
+      "import torch.nn.functional as F; q=torch.randn(1,16,128,128); k=torch.randn(1,8,128,128); "
+      "v=torch.randn(1,8,128,128); F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)",
+      "import torch.nn.functional as F; x=torch.randn(1,128,1024); wg=torch.randn(1024,3072); "
+      "wu=torch.randn(1024,3072); F.silu(torch.matmul(x,wg))*torch.matmul(x,wu)",
+      kRopeModule,
+  };
+  for (const std::string& p : programs) {
+    Graph g = trace(p);
+    EXPECT_FALSE(g.outputs().empty()) << p;
+  }
+}
+
+TEST_F(TorchExprTest, RopeModuleUsesSliceCatNegAndEmbedding) {
+  Graph g = trace(kRopeModule);
+  std::vector<std::string> targets;
+  for (const Node* n : g.nodes())
+    if (const TorchOp* op = n->op_as<TorchOp>()) targets.push_back(op->target);
+  for (const char* t : {"embedding", "rms_norm", "linear", "slice", "neg", "cat", "mul", "add"})
+    EXPECT_NE(std::find(targets.begin(), targets.end(), t), targets.end()) << t << "\n" << print_graph(g);
+  const Node* ids = g.find("x");  // the first argument of Block(...)(...)
+  ASSERT_NE(ids, nullptr) << print_graph(g);
+  EXPECT_EQ(ids->type, tt({2, 8}, DType::I64));
+  EXPECT_EQ(ids->op_as<InputOp>()->init, "randint");
+  EXPECT_EQ(ids->op_as<InputOp>()->fill, 100.0);
+  EXPECT_EQ(g.find(g.outputs()[0])->type, tt({2, 8, 64}));
+  std::set<std::string> paths;
+  for (const Node* n : g.nodes())
+    if (const auto* c = n->op_as<ConstantOp>()) paths.insert(c->path);
+  EXPECT_EQ(paths, (std::set<std::string>{"emb.weight", "norm.weight", "proj.weight"}));
+}
+
+TEST_F(TorchExprTest, ElementwiseCoverage) {
+  Graph g = trace(
+      "x = torch.randn(3, 4); y = torch.randn(4)\n"
+      "a = torch.log(x); b = x.reciprocal(); c = torch.maximum(x, y); d = x.minimum(y)\n"
+      "e = torch.where(x > 0, x, 0.0); f = torch.where(x < y, 1, y); g2 = torch.max(x, y)\n"
+      "h = torch.ge(x, 1); i = x.ne(y)\n"
+      "a, b, c, d, e, f, g2, h, i");
+  EXPECT_EQ(torch_op(g, "a").target, "log");
+  EXPECT_EQ(torch_op(g, "b").target, "reciprocal");
+  EXPECT_EQ(torch_op(g, "c").target, "maximum");
+  EXPECT_EQ(g.find("c")->type, tt({3, 4}));
+  EXPECT_EQ(torch_op(g, "d").target, "minimum");
+  EXPECT_EQ(torch_op(g, "e").target, "where");
+  EXPECT_EQ(g.find("e")->inputs.size(), 2u);
+  EXPECT_EQ(torch_op(g, "e").scalar_args, (std::vector<std::pair<int64_t, double>>{{2, 0.0}}));
+  EXPECT_EQ(torch_op(g, "f").scalar_args, (std::vector<std::pair<int64_t, double>>{{1, 1.0}}));
+  EXPECT_EQ(g.find("f")->type, tt({3, 4}));
+  EXPECT_EQ(torch_op(g, "g2").target, "maximum");
+  EXPECT_EQ(g.find("h")->type, tt({3, 4}, DType::Bool));
+  EXPECT_EQ(torch_op(g, "i").target, "ne");
+}
+
+TEST_F(TorchExprTest, ReductionCoverage) {
+  Graph g = trace(
+      "x = torch.randn(3, 5, 7)\n"
+      "v, i = torch.max(x, -1, keepdim=True); m = x.min(1)[0]; a = x.amin(dim=(0, 2)); s = x.max()\n"
+      "v, i, m, a, s");
+  // Tuple unpacking does not name nodes: look them up through the outputs.
+  ASSERT_EQ(g.outputs().size(), 5u);
+  const std::string v = g.outputs()[0], i = g.outputs()[1], m = g.outputs()[2];
+  EXPECT_EQ(torch_op(g, v).target, "amax");
+  EXPECT_EQ(g.find(v)->type, tt({3, 5, 1}));
+  EXPECT_EQ(torch_op(g, i).target, "argmax");
+  EXPECT_EQ(torch_op(g, i).attrs.get_int("dim", 9), 2);
+  EXPECT_EQ(g.find(i)->type, tt({3, 5, 1}, DType::I64));
+  EXPECT_EQ(torch_op(g, m).target, "amin");
+  EXPECT_EQ(g.find(m)->type, tt({3, 7}));
+  EXPECT_EQ(g.find("a")->type, tt({5}));
+  EXPECT_EQ(g.find("s")->type, tt({}));
+  // The unused indices of x.min(1) are pruned.
+  for (const Node* n : g.nodes())
+    if (const TorchOp* op = n->op_as<TorchOp>()) {
+      EXPECT_NE(op->target, "argmin");
+    }
+}
+
+TEST_F(TorchExprTest, LayoutCoverage) {
+  Graph g = trace(
+      "x = torch.randn(2, 3, 4)\n"
+      "p = x.permute(2, 0, -2); e = torch.randn(3, 1).expand(2, -1, 5); f = x.flatten(1); f0 = torch.flatten(x)\n"
+      "t = torch.randn(3, 5).t(); c = x.contiguous(); q = torch.randn(1, 3, 1).squeeze(); q0 = torch.squeeze(torch.randn(1, 3), 0)\n"
+      "k = torch.cat([x, x], dim=-1); st = torch.stack((x, x), 1)\n"
+      "a, b = x.chunk(2, -1); s1, s2, s3 = torch.split(x, [1, 1, 1], dim=1)\n"
+      "p, e, f, f0, t, c, q, q0, k, st, a, b, s1, s2, s3");
+  EXPECT_EQ(torch_op(g, "p").target, "permute");
+  EXPECT_EQ(*torch_op(g, "p").attrs.find("dims"), AttrValue(Ints{2, 0, 1}));
+  EXPECT_EQ(g.find("p")->type, tt({4, 2, 3}));
+  EXPECT_EQ(torch_op(g, "e").target, "expand");
+  EXPECT_EQ(*torch_op(g, "e").attrs.find("shape"), AttrValue(Ints{2, 3, 5}));
+  EXPECT_EQ(torch_op(g, "f").target, "reshape");
+  EXPECT_EQ(g.find("f")->type, tt({2, 12}));
+  EXPECT_EQ(g.find("f0")->type, tt({24}));
+  EXPECT_EQ(torch_op(g, "t").target, "transpose");
+  EXPECT_EQ(g.find("t")->type, tt({5, 3}));
+  EXPECT_EQ(g.find("c"), nullptr) << "contiguous() is a no-op";
+  EXPECT_EQ(g.find("q")->type, tt({3}));
+  EXPECT_EQ(g.find("q0")->type, tt({3}));
+  EXPECT_EQ(torch_op(g, "k").target, "cat");
+  EXPECT_EQ(torch_op(g, "k").attrs.get_int("dim", 9), 2);
+  EXPECT_EQ(g.find("k")->type, tt({2, 3, 8}));
+  EXPECT_EQ(torch_op(g, "st").target, "cat");
+  EXPECT_EQ(g.find("st")->type, tt({2, 2, 3, 4}));
+  std::vector<const Node*> slices;
+  for (const Node* n : g.nodes())
+    if (const TorchOp* op = n->op_as<TorchOp>(); op && op->target == "slice") slices.push_back(n);
+  ASSERT_EQ(slices.size(), 5u) << print_graph(g);
+  EXPECT_EQ(slices[0]->type, tt({2, 3, 2}));
+  const TorchOp& second = *slices[1]->op_as<TorchOp>();
+  EXPECT_EQ(second.attrs.get_int("dim", 9), 2);
+  EXPECT_EQ(second.attrs.get_int("start", 9), 2);
+  EXPECT_EQ(second.attrs.get_int("end", 9), 4);
+  EXPECT_EQ(second.attrs.get_int("step", 9), 1);
+  EXPECT_EQ(slices[4]->type, tt({2, 1, 4}));
+}
+
+TEST_F(TorchExprTest, TensorIndexing) {
+  Graph g = trace(
+      "x = torch.randn(4, 6, 8)\n"
+      "a = x[1:, ::2, -3:]; b = x[..., 0]; c = x[None, -1]; d = x[:, 1:5:3]; e = x[...]; f = x[:, :, None, 2:-2]\n"
+      "a, b, c, d, e, f");
+  EXPECT_EQ(g.find("a")->type, tt({3, 3, 3}));
+  EXPECT_EQ(torch_op(g, "a").attrs.get_int("start", 0), 5);
+  EXPECT_EQ(g.find("b")->type, tt({4, 6}));
+  EXPECT_EQ(torch_op(g, "b").target, "reshape");
+  EXPECT_EQ(g.find("c")->type, tt({1, 6, 8}));
+  EXPECT_EQ(g.find("d")->type, tt({4, 2, 8}));
+  EXPECT_EQ(torch_op(g, "d").attrs.get_int("step", 0), 3);
+  EXPECT_EQ(g.outputs()[4], "x") << "x[...] is x itself";
+  EXPECT_EQ(g.find("f")->type, tt({4, 6, 1, 4}));
+}
+
+TEST_F(TorchExprTest, CastsAndEmbeddingAndAttention) {
+  Graph g = trace(
+      "import torch.nn.functional as F\n"
+      "x = torch.randn(2, 3, dtype=torch.float16); a = x.float(); b = x.to(torch.bfloat16); c = a.to('cuda'); d = x.half()\n"
+      "ids = torch.randint(0, 10, (5,)); w = torch.randn(10, 4); e = F.embedding(ids, w)\n"
+      "q = torch.randn(2, 8, 5, 16); k = torch.randn(2, 2, 7, 16); v = torch.randn(2, 2, 7, 32)\n"
+      "o = F.scaled_dot_product_attention(q, k, v, scale=0.5, enable_gqa=True)\n"
+      "o2 = F.scaled_dot_product_attention(q, q, q, is_causal=True)\n"
+      "a, b, c, d, e, o, o2");
+  EXPECT_EQ(torch_op(g, "a").target, "cast");
+  EXPECT_EQ(torch_op(g, "a").attrs.get_string("dtype", ""), "float32");
+  EXPECT_EQ(g.find("a")->type, tt({2, 3}));
+  EXPECT_EQ(g.find("b")->type, tt({2, 3}, DType::BF16));
+  EXPECT_EQ(g.outputs()[2], "a") << ".to('cuda') is a no-op";
+  EXPECT_EQ(g.outputs()[3], "x") << ".half() of a float16 tensor is a no-op";
+  EXPECT_EQ(torch_op(g, "e").target, "embedding");
+  EXPECT_EQ(g.find("e")->type, tt({5, 4}));
+  EXPECT_EQ(torch_op(g, "o").target, "scaled_dot_product_attention");
+  EXPECT_EQ(g.find("o")->type, tt({2, 8, 5, 32}));
+  EXPECT_EQ(torch_op(g, "o").attrs.get_float("scale", 0), 0.5);
+  EXPECT_TRUE(torch_op(g, "o").attrs.get_bool("enable_gqa", false));
+  EXPECT_FALSE(torch_op(g, "o").attrs.get_bool("is_causal", true));
+  EXPECT_EQ(torch_op(g, "o2").attrs.get_float("scale", 0), 0.25);
+  EXPECT_TRUE(torch_op(g, "o2").attrs.get_bool("is_causal", false));
+}
+
+TEST_F(TorchExprTest, CoverageErrorsAreLocated) {
+  expect_error(fail("x = torch.randn(4, 4)\nx[5]"), "index 5 is out of bounds for dimension 0 with size 4", 2, 3, 1);
+  expect_error(fail("x = torch.randn(4, 4)\nx[1, 2, 3]"), "too many indices", 2, 1, 10);
+  expect_error(fail("x = torch.randn(4, 4)\nx[::-1]"), "negative slice steps", 2, 3, 4);
+  expect_error(fail("x = torch.randn(4, 4)\nx[3:1]"), "is empty", 2, 3, 3);
+  expect_error(fail("x = torch.randn(4, 4)\nx[..., ...]"), "single ellipsis", 2, 8, 3);
+  expect_error(fail("x = torch.randn(2, 3)\nx.permute(0, 0)"), "repeat a dimension", 2, 1);
+  expect_error(fail("x = torch.randn(2, 3)\nx.expand(4, 3, 2)"), "cannot expand shape (2, 3)", 2, 1);
+  expect_error(fail("torch.cat([torch.randn(2, 3), torch.randn(3, 3)], dim=1)"), "does not match tensor 0", 1, 1);
+  expect_error(fail("torch.cat([torch.randn(2), 3])"), "must contain only tensors", 1, 11);
+  expect_error(fail("torch.split(torch.randn(5), [2, 2])"), "must sum to the size of dimension 0 (5)", 1, 29);
+  expect_error(fail("x = torch.randn(2, 3)\ntorch.where(x, x, x)"), "condition must be a bool tensor", 2, 1);
+  expect_error(fail("F.embedding(torch.randn(3), torch.randn(10, 4))"), "indices must be an int32 or int64 tensor", 1, 1);
+  expect_error(fail("q = torch.randn(1, 6, 4, 8); k = torch.randn(1, 4, 4, 8)\n"
+                    "F.scaled_dot_product_attention(q, k, k, enable_gqa=True)"),
+               "must be a multiple of the key/value heads", 2, 1);
+  expect_error(fail("q = torch.randn(1, 6, 4, 8); k = torch.randn(1, 3, 4, 8)\n"
+                    "F.scaled_dot_product_attention(q, k, k)"),
+               "batch dimensions", 2, 1);
+  expect_error(fail("q = torch.randn(1, 4, 8)\nF.scaled_dot_product_attention(q, q, q, dropout_p=0.1)"),
+               "dropout_p must be 0", 2, 41, 13);
+  expect_error(fail("torch.randint(2, 10, (3,))"), "only low=0 is supported", 1, 15);
+  expect_error(fail("torch.randn(2, 3).t().t().reshape(1, 2, 3).t()"), "<= 2 dimensions", 1, 1);
+  expect_error(fail("nn.Embedding(10, 4)(torch.randn(3))"), "indices must be an int32 or int64 tensor", 1, 1);
+}
+
+// docs/torch-ops.md is the contract the evaluator and the decomposition are written from: every
+// target the frontend emits must have a row there.
+TEST_F(TorchExprTest, EveryEmittedTargetIsInTheCatalog) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/docs/torch-ops.md");
+  ASSERT_TRUE(in) << "docs/torch-ops.md is missing";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string catalog = text.str();
+  std::vector<std::string> programs = {
+      kRopeModule,
+      "x = torch.randn(3, 4); y = torch.randn(4)\n"
+      "(x + y, x - 1, x * y, x / 2, x ** 2, -x, x.abs(), x.exp(), x.log(), x.sqrt(), x.rsqrt(),"
+      " x.tanh(), x.sigmoid(), x.reciprocal(), torch.maximum(x, y), torch.minimum(x, y), torch.where(x > y, x, y),"
+      " x == y, x != y, x < y, x <= y, x >= y, torch.relu(x), F.silu(x), F.gelu(x, approximate='tanh'), x.half(),"
+      " x @ y, F.linear(x, torch.randn(5, 4)), x.sum(-1), x.mean(0), x.amax(1), x.amin(1), torch.max(x, 1)[1],"
+      " torch.min(x, 1)[1], x.softmax(-1), F.rms_norm(x, (4,)), F.layer_norm(x, (4,)), x.reshape(4, 3),"
+      " x.unsqueeze(0), x.transpose(0, 1), x.permute(1, 0), x[:, None].expand(3, 2, 4), x[1:], torch.cat((x, x)),"
+      " F.scaled_dot_product_attention(x, x, x), F.embedding(torch.randint(3, (2,)), x))",
+  };
+  std::set<std::string> targets;
+  for (const std::string& p : programs) {
+    Graph g = trace("import torch.nn.functional as F\n" + p);
+    for (const Node* n : g.nodes())
+      if (const TorchOp* op = n->op_as<TorchOp>()) targets.insert(op->target);
+  }
+  EXPECT_GE(targets.size(), 45u);
+  for (const std::string& t : targets)
+    EXPECT_NE(catalog.find("`" + t + "`"), std::string::npos) << "target " << t << " is not in docs/torch-ops.md";
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ std::vector<int64_t> shape_ints(const Shape& s) {
 
 // Unary ops whose result is floating point even for an integer input (like PyTorch).
 bool produces_float(const std::string& target) {
-  return target == "exp" || target == "tanh" || target == "sigmoid" || target == "rsqrt" || target == "sqrt" ||
+  return target == "exp" || target == "log" || target == "reciprocal" || target == "tanh" || target == "sigmoid" || target == "rsqrt" || target == "sqrt" ||
          target == "silu" || target == "gelu";
 }
 
@@ -53,6 +53,8 @@ TorchLibrary::TorchLibrary(GraphBuilder& builder) : builder_(builder) {
   register_reductions_and_layout();
   register_functional();
   register_modules();
+  register_layout();
+  register_attention_and_embedding();
 }
 
 // ---- namespaces ------------------------------------------------------------------------------
@@ -114,13 +116,16 @@ void TorchLibrary::register_constructors() {
                        FunctionEntry{CallSignature("*size, dtype=None, device=None, requires_grad=False"),
                                      [this, init](const BoundArguments& a) { return make_input(init, a, true); }});
   }
+  functions_.emplace("torch.randint",
+                     FunctionEntry{CallSignature("*args, dtype=None, device=None, requires_grad=False"),
+                                   [this](const BoundArguments& a) { return make_randint(a); }});
   functions_.emplace("torch.full",
                      FunctionEntry{CallSignature("size, fill_value, dtype=None, device=None, requires_grad=False"),
                                    [this](const BoundArguments& a) { return make_input("full", a, false); }});
 }
 
 void TorchLibrary::register_elementwise() {
-  for (std::string op : {"relu", "exp", "tanh", "sigmoid", "rsqrt", "sqrt", "abs", "neg"}) {
+  for (std::string op : {"relu", "exp", "log", "tanh", "sigmoid", "rsqrt", "sqrt", "abs", "neg", "reciprocal"}) {
     functions_.emplace("torch." + op, FunctionEntry{CallSignature("input"), [this, op](const BoundArguments& a)
                                                                                -> Expected<TracedValue> {
       TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
@@ -143,6 +148,66 @@ void TorchLibrary::register_elementwise() {
                                        return elementwise(op, TensorValue{self}, a.value(other), a.site());
                                      }});
   }
+  for (std::string op : {"maximum", "minimum"}) {
+    functions_.emplace("torch." + op, FunctionEntry{CallSignature("input, other"), [this, op](const BoundArguments& a)
+                                                                                      -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+      TESSERA_ASSIGN_OR_RETURN(std::string y, a.tensor("other"));
+      return binary_tensors(op, x, y, a.site());
+    }});
+    methods_.emplace(op, MethodEntry{CallSignature("other"), [this, op](const std::string& self, const BoundArguments& a)
+                                                                 -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(std::string y, a.tensor("other"));
+      return binary_tensors(op, self, y, a.site());
+    }});
+  }
+  for (std::string op : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+    functions_.emplace("torch." + op, FunctionEntry{CallSignature("input, other"), [this, op](const BoundArguments& a)
+                                                                                      -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+      return elementwise(op, TensorValue{x}, a.value("other"), a.site(), true);
+    }});
+    methods_.emplace(op, MethodEntry{CallSignature("other"), [this, op](const std::string& self, const BoundArguments& a) {
+                                       return elementwise(op, TensorValue{self}, a.value("other"), a.site(), true);
+                                     }});
+  }
+  functions_.emplace("torch.where", FunctionEntry{CallSignature("condition, input, other"),
+                                                  [this](const BoundArguments& a) -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string c, a.tensor("condition"));
+    return where(c, a.value("input"), a.value("other"), a.site());
+  }});
+  methods_.emplace("where", MethodEntry{CallSignature("condition, other"), [this](const std::string& self,
+                                                                                  const BoundArguments& a)
+                                                                               -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string c, a.tensor("condition"));
+    return where(c, TensorValue{self}, a.value("other"), a.site());
+  }});
+  struct CastVariant {
+    std::string name;
+    DType dtype;
+  };
+  for (const CastVariant& v : {CastVariant{"float", DType::F32}, CastVariant{"half", DType::F16},
+                               CastVariant{"bfloat16", DType::BF16}, CastVariant{"long", DType::I64},
+                               CastVariant{"int", DType::I32}, CastVariant{"bool", DType::Bool}}) {
+    methods_.emplace(v.name, MethodEntry{CallSignature(""), [this, v](const std::string& self, const BoundArguments& a) {
+                                           return cast(self, v.dtype, a.site());
+                                         }});
+  }
+  methods_.emplace("to", MethodEntry{CallSignature("*args, dtype=None, device=None, non_blocking=False, copy=False"),
+                                     [this](const std::string& self, const BoundArguments& a) -> Expected<TracedValue> {
+    std::optional<DType> target;
+    for (const TracedValue& v : a.value("args").as<SequenceValue>()->items) {
+      if (const auto* d = v.as<DTypeValue>()) target = d->dtype;
+      else if (const auto* t = v.as<TensorValue>()) target = type(t->node).dtype;
+      else if (!v.is<std::string>())  // a device: placement is Tessera's decision
+        return a.error("args", a.site().callee + "(): expected a dtype, a device string or a tensor, got " +
+                                   describe_value(v));
+    }
+    TESSERA_ASSIGN_OR_RETURN(std::optional<DType> dtype, a.optional_dtype("dtype"));
+    if (dtype) target = dtype;
+    if (!target) return TracedValue(TensorValue{self});
+    return cast(self, *target, a.site());
+  }});
   struct MatmulVariant {
     std::string name, other;
     int rank;
@@ -164,8 +229,8 @@ void TorchLibrary::register_elementwise() {
 }
 
 void TorchLibrary::register_reductions_and_layout() {
-  for (std::string op : {"mean", "sum", "amax"}) {
-    std::string dim_default = op == "amax" ? "()" : "None";
+  for (std::string op : {"mean", "sum", "amax", "amin"}) {
+    std::string dim_default = op == "amax" || op == "amin" ? "()" : "None";
     auto reduce = [this, op](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
       TESSERA_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> dims, a.optional_int_list("dim"));
       TESSERA_ASSIGN_OR_RETURN(bool keepdim, a.boolean("keepdim"));
@@ -177,6 +242,20 @@ void TorchLibrary::register_reductions_and_layout() {
                                                       return reduce(x, a);
                                                     }});
     methods_.emplace(op, MethodEntry{CallSignature("dim=" + dim_default + ", keepdim=False"), reduce});
+  }
+
+  for (std::string kind : {"max", "min"}) {
+    functions_.emplace("torch." + kind, FunctionEntry{CallSignature("input, dim=None, keepdim=False"),
+                                                      [this, kind](const BoundArguments& a) -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+      TESSERA_ASSIGN_OR_RETURN(bool keepdim, a.boolean("keepdim"));
+      return extreme(kind, x, a.value("dim"), keepdim, a.site());
+    }});
+    methods_.emplace(kind, MethodEntry{CallSignature("dim=None, keepdim=False"),
+                                       [this, kind](const std::string& self, const BoundArguments& a) -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(bool keepdim, a.boolean("keepdim"));
+      return extreme(kind, self, a.value("dim"), keepdim, a.site());
+    }});
   }
 
   functions_.emplace("torch.softmax", FunctionEntry{CallSignature("input, dim"), [this](const BoundArguments& a)
@@ -324,6 +403,9 @@ void TorchLibrary::register_modules() {
   modules_.emplace(nn + "ReLU", ModuleEntry{CallSignature("inplace=False"), "relu"});
   modules_.emplace(nn + "SiLU", ModuleEntry{CallSignature("inplace=False"), "silu"});
   modules_.emplace(nn + "GELU", ModuleEntry{CallSignature("approximate='none'"), "gelu"});
+  modules_.emplace(nn + "Embedding", ModuleEntry{CallSignature("num_embeddings, embedding_dim, padding_idx=None, "
+                                                               "max_norm=None, device=None, dtype=None"),
+                                                 "embedding"});
   modules_.emplace(nn + "Tanh", ModuleEntry{CallSignature(""), "tanh"});
   modules_.emplace(nn + "Sigmoid", ModuleEntry{CallSignature(""), "sigmoid"});
 }
@@ -400,6 +482,18 @@ Expected<std::unique_ptr<BuiltinModule>> TorchLibrary::construct_module(const st
       TESSERA_ASSIGN_OR_RETURN(bool bias, a.boolean("bias"));
       m->config.set("bias", bias && affine);
     }
+  } else if (m->kind == "Embedding") {
+    TESSERA_ASSIGN_OR_RETURN(int64_t num, a.integer("num_embeddings"));
+    TESSERA_ASSIGN_OR_RETURN(int64_t dim, a.integer("embedding_dim"));
+    TESSERA_TRY(positive("num_embeddings", {num}));
+    TESSERA_TRY(positive("embedding_dim", {dim}));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> padding_idx, a.optional_integer("padding_idx"));
+    (void)padding_idx;  // only changes gradients, not the forward pass
+    if (!a.is_none("max_norm"))
+      return a.error("max_norm", "nn.Embedding(max_norm=...) renormalizes its weight in place and is not supported");
+    TESSERA_TRY(device_and_dtype());
+    m->config.set("num_embeddings", num);
+    m->config.set("embedding_dim", dim);
   } else if (m->kind == "Softmax") {
     TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> dim, a.optional_integer("dim"));
     if (!dim)
@@ -432,6 +526,8 @@ std::vector<TorchLibrary::ParameterSpec> TorchLibrary::parameter_specs(const Bui
     Shape s(shape->begin(), shape->end());
     specs.push_back({"weight", s, 1.0});
     if (m.kind == "LayerNorm" && m.config.get_bool("bias", true)) specs.push_back({"bias", s, 1.0});
+  } else if (m.kind == "Embedding") {
+    specs.push_back({"weight", Shape{m.config.get_int("num_embeddings", 1), m.config.get_int("embedding_dim", 1)}, 1.0});
   }
   return specs;
 }
@@ -471,7 +567,8 @@ Expected<TracedValue> TorchLibrary::call_module(BuiltinModule& m, const std::vec
   static const CallSignature forward("input");
   TESSERA_ASSIGN_OR_RETURN(BoundArguments a, forward.bind(args, s, builder_.source()));
   TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
-  DType dtype = m.dtype.value_or(type(x).dtype);
+  // An embedding's input is integer ids: its table takes the default float dtype instead.
+  DType dtype = m.dtype.value_or(m.kind == "Embedding" ? builder_.default_dtype() : type(x).dtype);
   TESSERA_TRY(create_parameters(m, dtype, s));
   auto param = [&](const std::string& name) -> std::optional<std::string> {
     auto it = m.param_nodes.find(name);
@@ -486,6 +583,7 @@ Expected<TracedValue> TorchLibrary::call_module(BuiltinModule& m, const std::vec
     return norm(m.kind == "RMSNorm" ? "rms_norm" : "layer_norm", x, *shape, param("weight"), param("bias"), eps, s);
   }
   if (m.kind == "Softmax") return softmax(x, m.config.get_int("dim", -1), s);
+  if (m.kind == "Embedding") return embedding(x, *param("weight"), s);
   if (m.kind == "GELU") return gelu(x, m.config.get_string("approximate", "none"), s);
   return unary_op(modules_.at("torch.nn." + m.kind).target, x, s);
 }
@@ -799,6 +897,219 @@ Expected<TracedValue> TorchLibrary::linear(const std::string& x, const std::stri
   TensorType out = tx;
   out.shape.back() = tw.shape[0];
   return emit(TorchNodeSpec{"linear", std::move(inputs), {}, {}, out}, site);
+}
+
+// ---- issue 3 coverage -------------------------------------------------------------------------
+
+void TorchLibrary::register_attention_and_embedding() {
+  const std::string f = "torch.nn.functional.";
+  functions_.emplace(f + "embedding", FunctionEntry{CallSignature("input, weight, padding_idx=None, max_norm=None"),
+                                                    [this](const BoundArguments& a) -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string ids, a.tensor("input"));
+    TESSERA_ASSIGN_OR_RETURN(std::string weight, a.tensor("weight"));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> padding_idx, a.optional_integer("padding_idx"));
+    (void)padding_idx;  // only changes gradients, not the forward pass
+    if (!a.is_none("max_norm"))
+      return a.error("max_norm", "F.embedding(max_norm=...) renormalizes the weight in place and is not supported");
+    return embedding(ids, weight, a.site());
+  }});
+  functions_.emplace(f + "scaled_dot_product_attention",
+                     FunctionEntry{CallSignature("query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, "
+                                                 "scale=None, enable_gqa=False"),
+                                   [this](const BoundArguments& a) -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string q, a.tensor("query"));
+    TESSERA_ASSIGN_OR_RETURN(std::string k, a.tensor("key"));
+    TESSERA_ASSIGN_OR_RETURN(std::string v, a.tensor("value"));
+    if (!a.is_none("attn_mask")) return a.error("attn_mask", "attn_mask is not supported yet; use is_causal=True");
+    TESSERA_ASSIGN_OR_RETURN(double dropout, a.number("dropout_p"));
+    if (dropout != 0.0) return a.error("dropout_p", "dropout_p must be 0 (inference only), got " + std::to_string(dropout));
+    TESSERA_ASSIGN_OR_RETURN(bool is_causal, a.boolean("is_causal"));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<double> scale, a.optional_number("scale"));
+    TESSERA_ASSIGN_OR_RETURN(bool enable_gqa, a.boolean("enable_gqa"));
+    return attention(q, k, v, is_causal, scale, enable_gqa, a.site());
+  }});
+}
+
+Expected<TracedValue> TorchLibrary::make_randint(const BoundArguments& a) {
+  const CallSite& site = a.site();
+  const auto& args = a.value("args").as<SequenceValue>()->items;
+  if (args.size() != 2 && args.size() != 3)
+    return builder_.error(site.span, "torch.randint() expects (high, size) or (low, high, size)");
+  auto integer = [&](const TracedValue& v, const char* what) -> Expected<int64_t> {
+    if (const auto* i = v.as<int64_t>()) return *i;
+    return a.error("args", std::string("torch.randint(): ") + what + " must be an int, got " + describe_value(v));
+  };
+  int64_t low = 0;
+  if (args.size() == 3) {
+    TESSERA_ASSIGN_OR_RETURN(low, integer(args[0], "low"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(int64_t high, integer(args[args.size() - 2], "high"));
+  if (low != 0) return a.error("args", "torch.randint(): only low=0 is supported, got " + std::to_string(low));
+  if (high <= 0) return a.error("args", "torch.randint(): high must be positive, got " + std::to_string(high));
+  const auto* size = args.back().as<SequenceValue>();
+  if (!size) return a.error("args", "torch.randint(): size must be a tuple of ints, got " + describe_value(args.back()));
+  std::vector<int64_t> sizes;
+  for (const TracedValue& v : size->items) {
+    const auto* i = v.as<int64_t>();
+    if (!i || *i <= 0)
+      return a.error("args", "torch.randint(): sizes must be positive ints, got " + describe_value(v));
+    sizes.push_back(*i);
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::optional<DType> dtype, a.optional_dtype("dtype"));
+  DType dt = dtype.value_or(DType::I64);
+  if (dt != DType::I32 && dt != DType::I64)
+    return a.error("dtype", "torch.randint(): only int32 and int64 are supported, got " + std::string(dtype_name(dt)));
+  // The input's `fill` holds the exclusive upper bound (see docs/torch-ops.md).
+  TESSERA_ASSIGN_OR_RETURN(std::string id, builder_.add_input(site.name_hint, "randint", static_cast<double>(high),
+                                                              TensorType{Shape(sizes.begin(), sizes.end()), dt}, site.span));
+  return TracedValue(TensorValue{id});
+}
+
+Expected<TracedValue> TorchLibrary::binary_tensors(const std::string& target, const std::string& a,
+                                                   const std::string& b, const CallSite& site) {
+  Expected<Shape> shape = broadcast_shapes(type(a).shape, type(b).shape);
+  if (!shape) return located(site, shape.error());
+  return emit(TorchNodeSpec{target, {a, b}, {}, {}, TensorType{*shape, promote_types(type(a).dtype, type(b).dtype)}},
+              site);
+}
+
+Expected<TracedValue> TorchLibrary::where(const std::string& condition, const TracedValue& input,
+                                          const TracedValue& other, const CallSite& site) {
+  if (type(condition).dtype != DType::Bool)
+    return builder_.error(site.span, site.callee + ": condition must be a bool tensor, got " +
+                                         std::string(dtype_name(type(condition).dtype)));
+  TorchNodeSpec spec;
+  spec.target = "where";
+  spec.inputs = {condition};
+  Shape shape = type(condition).shape;
+  std::optional<DType> tensor_dtype;
+  const TracedValue* scalar = nullptr;
+  int64_t position = 1;
+  for (const TracedValue* v : {&input, &other}) {
+    if (const auto* t = v->as<TensorValue>()) {
+      Expected<Shape> s = broadcast_shapes(shape, type(t->node).shape);
+      if (!s) return located(site, s.error());
+      shape = *s;
+      tensor_dtype = tensor_dtype ? promote_types(*tensor_dtype, type(t->node).dtype) : type(t->node).dtype;
+      spec.inputs.push_back(t->node);
+    } else if (v->is_number()) {
+      spec.scalar_args.push_back({position, v->number()});
+      scalar = v;
+    } else {
+      return builder_.error(site.span, site.callee + ": unsupported operand of type " + describe_value(*v) +
+                                           " (expected a tensor or a number)");
+    }
+    ++position;
+  }
+  DType dtype;
+  if (!tensor_dtype) {
+    dtype = input.is<double>() || other.is<double>() ? builder_.default_dtype()
+            : input.is<bool>() && other.is<bool>()   ? DType::Bool
+                                                     : DType::I64;
+  } else if (scalar) {
+    dtype = promote_with_scalar(*tensor_dtype, scalar->is<double>(), scalar->is<int64_t>(), builder_.default_dtype());
+  } else {
+    dtype = *tensor_dtype;
+  }
+  spec.type = TensorType{shape, dtype};
+  return emit(std::move(spec), site);
+}
+
+Expected<TracedValue> TorchLibrary::extreme(const std::string& kind, const std::string& x,
+                                            const TracedValue& dim_or_other, bool keepdim, const CallSite& site) {
+  if (const auto* other = dim_or_other.as<TensorValue>())
+    return binary_tensors(kind == "max" ? "maximum" : "minimum", x, other->node, site);
+  const std::string values = kind == "max" ? "amax" : "amin";
+  if (dim_or_other.is<NoneValue>()) return reduction(values, x, std::nullopt, keepdim, site);
+  const auto* dim = dim_or_other.as<int64_t>();
+  if (!dim)
+    return builder_.error(site.span, site.callee + ": dim must be an int or None (or a tensor to compare with), got " +
+                                         describe_value(dim_or_other));
+  const TensorType& t = type(x);
+  Expected<int64_t> d = normalize_dim(*dim, t.rank());
+  if (!d) return located(site, d.error());
+  // (values, indices); the graph drops whichever the program does not use.
+  TESSERA_ASSIGN_OR_RETURN(TracedValue v, reduction(values, x, std::vector<int64_t>{*dim}, keepdim, site));
+  Attrs attrs;
+  attrs.set("dim", *d);
+  attrs.set("keepdim", keepdim);
+  std::vector<int64_t> reduced = t.rank() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{*d};
+  CallSite indices_site = site;
+  indices_site.name_hint.clear();
+  TESSERA_ASSIGN_OR_RETURN(TracedValue i, emit(TorchNodeSpec{kind == "max" ? "argmax" : "argmin", {x}, {}, std::move(attrs),
+                                                             TensorType{reduced_shape(t.shape, reduced, keepdim), DType::I64}},
+                                               indices_site));
+  return TracedValue(SequenceValue{{v, i}, false});
+}
+
+Expected<TracedValue> TorchLibrary::cast(const std::string& x, DType dtype, const CallSite& site) {
+  TensorType out = type(x);
+  if (out.dtype == dtype) return TracedValue(TensorValue{x});
+  out.dtype = dtype;
+  Attrs attrs;
+  attrs.set("dtype", std::string(dtype_name(dtype)));
+  return emit(TorchNodeSpec{"cast", {x}, {}, std::move(attrs), out}, site);
+}
+
+Expected<TracedValue> TorchLibrary::embedding(const std::string& indices, const std::string& weight,
+                                              const CallSite& site) {
+  const TensorType& ti = type(indices);
+  const TensorType& tw = type(weight);
+  if (ti.dtype != DType::I32 && ti.dtype != DType::I64)
+    return builder_.error(site.span, site.callee + ": indices must be an int32 or int64 tensor, got " +
+                                         std::string(dtype_name(ti.dtype)) +
+                                         " (make them with torch.randint(high, size))");
+  if (tw.rank() != 2)
+    return builder_.error(site.span, site.callee + ": weight must be 2-D (num_embeddings, embedding_dim), got shape " +
+                                         shape_str(tw.shape));
+  Shape shape = ti.shape;
+  shape.push_back(tw.shape[1]);
+  return emit(TorchNodeSpec{"embedding", {indices, weight}, {}, {}, TensorType{shape, tw.dtype}}, site);
+}
+
+Expected<TracedValue> TorchLibrary::attention(const std::string& q, const std::string& k, const std::string& v,
+                                              bool is_causal, std::optional<double> scale, bool enable_gqa,
+                                              const CallSite& site) {
+  const TensorType& tq = type(q);
+  const TensorType& tk = type(k);
+  const TensorType& tv = type(v);
+  TESSERA_TRY(require_float(q, site));
+  if (tk.dtype != tq.dtype || tv.dtype != tq.dtype)
+    return builder_.error(site.span, site.callee + ": query, key and value must have the same dtype, got " +
+                                         std::string(dtype_name(tq.dtype)) + ", " + std::string(dtype_name(tk.dtype)) +
+                                         " and " + std::string(dtype_name(tv.dtype)));
+  const int64_t r = tq.rank();
+  if (r < 2 || tk.rank() != r || tv.rank() != r)
+    return builder_.error(site.span, site.callee + ": query, key and value must have the same rank (at least 2), got " +
+                                         shape_str(tq.shape) + ", " + shape_str(tk.shape) + " and " + shape_str(tv.shape));
+  const bool gqa = enable_gqa && r >= 3;
+  const int64_t batch_rank = gqa ? r - 3 : r - 2;
+  for (int64_t i = 0; i < batch_rank; ++i)
+    if (tk.dim(i) != tq.dim(i) || tv.dim(i) != tq.dim(i))
+      return builder_.error(site.span, site.callee + ": batch dimensions of query " + shape_str(tq.shape) + ", key " +
+                                           shape_str(tk.shape) + " and value " + shape_str(tv.shape) + " must be equal");
+  if (gqa) {
+    int64_t hq = tq.dim(r - 3), hk = tk.dim(r - 3);
+    if (tv.dim(r - 3) != hk || hq % hk != 0)
+      return builder_.error(site.span, site.callee + ": with enable_gqa the query heads (" + std::to_string(hq) +
+                                           ") must be a multiple of the key/value heads (" + std::to_string(hk) + ", " +
+                                           std::to_string(tv.dim(r - 3)) + ")");
+  }
+  if (tk.dim(r - 1) != tq.dim(r - 1))
+    return builder_.error(site.span, site.callee + ": query and key must have the same embedding size, got " +
+                                         shape_str(tq.shape) + " and " + shape_str(tk.shape));
+  if (tv.dim(r - 2) != tk.dim(r - 2))
+    return builder_.error(site.span, site.callee + ": key and value must have the same sequence length, got " +
+                                         shape_str(tk.shape) + " and " + shape_str(tv.shape));
+  double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(tq.dim(r - 1))));
+  Attrs attrs;
+  attrs.set("is_causal", is_causal);
+  attrs.set("scale", s);
+  attrs.set("enable_gqa", enable_gqa);
+  Shape out = tq.shape;
+  out.back() = tv.shape.back();
+  return emit(TorchNodeSpec{"scaled_dot_product_attention", {q, k, v}, {}, std::move(attrs), TensorType{out, tq.dtype}},
+              site);
 }
 
 }  // namespace tessera::torch_expr

@@ -10,6 +10,9 @@
 //   softmax(dim);  transpose(dim0, dim1);  reshape(shape: resolved, also for view);  unsqueeze(dim)
 //   rms_norm(x[, weight], normalized_shape, eps);  layer_norm(x[, weight[, bias]], normalized_shape, eps)
 // Dims are recorded as written (e.g. -1), after checking they are in range.
+// Issue 3 adds (dims normalized): log reciprocal maximum minimum where cast amin argmax argmin
+//   permute expand slice cat embedding scaled_dot_product_attention.
+// docs/torch-ops.md is the full catalog (operands, attrs, shapes, math) and must stay in sync.
 #pragma once
 
 #include <functional>
@@ -25,6 +28,15 @@
 #include "traced_value.h"
 
 namespace tessera::torch_expr {
+
+// One evaluated component of a tensor subscript `x[1:, None, ..., -1]`.
+struct TensorIndexItem {
+  enum class Kind { Integer, Slice, Ellipsis, NewAxis };
+  Kind kind = Kind::Slice;
+  int64_t integer = 0;                           // Kind::Integer
+  std::optional<int64_t> start, stop, step;      // Kind::Slice; absent parts take Python's defaults
+  SourceSpan span;
+};
 
 class TorchLibrary {
  public:
@@ -56,6 +68,10 @@ class TorchLibrary {
   Expected<TracedValue> binary(BinaryOp op, const TracedValue& lhs, const TracedValue& rhs, const CallSite& site);
   Expected<TracedValue> compare(CompareOp op, const TracedValue& lhs, const TracedValue& rhs, const CallSite& site);
   Expected<TracedValue> unary(UnaryOp op, const std::string& node, const CallSite& site);
+  // `x[...]`: integer indices and slices become `slice` nodes, then one `reshape` drops integer-
+  // indexed dims and inserts `None` dims.
+  Expected<TracedValue> index_tensor(const std::string& node, const std::vector<TensorIndexItem>& items,
+                                     const CallSite& site);
 
  private:
   using FunctionHandler = std::function<Expected<TracedValue>(const BoundArguments&)>;
@@ -83,6 +99,8 @@ class TorchLibrary {
   void register_reductions_and_layout();
   void register_functional();
   void register_modules();
+  void register_layout();
+  void register_attention_and_embedding();
 
   // Op implementations shared by functions, methods, operators and modules.
   Expected<TracedValue> make_input(const std::string& init, const BoundArguments& a, bool sizes_are_varargs);
@@ -106,6 +124,31 @@ class TorchLibrary {
   Expected<TracedValue> linear(const std::string& x, const std::string& weight,
                                const std::optional<std::string>& bias, const CallSite& site);
   Expected<TracedValue> emit(TorchNodeSpec spec, const CallSite& site);
+
+  // Issue 3 coverage (torch_library_layout.cpp for the layout ops).
+  Expected<TracedValue> make_randint(const BoundArguments& a);
+  Expected<TracedValue> binary_tensors(const std::string& target, const std::string& a, const std::string& b,
+                                       const CallSite& site);
+  Expected<TracedValue> where(const std::string& condition, const TracedValue& input, const TracedValue& other,
+                              const CallSite& site);
+  Expected<TracedValue> extreme(const std::string& kind, const std::string& x, const TracedValue& dim_or_other,
+                                bool keepdim, const CallSite& site);
+  Expected<TracedValue> cast(const std::string& x, DType dtype, const CallSite& site);
+  Expected<TracedValue> permute(const std::string& x, const std::vector<int64_t>& dims, const CallSite& site);
+  Expected<TracedValue> expand(const std::string& x, const std::vector<int64_t>& sizes, const CallSite& site);
+  Expected<TracedValue> slice(const std::string& x, int64_t dim, int64_t start, int64_t end, int64_t step,
+                              const CallSite& site);
+  Expected<TracedValue> cat(const std::vector<std::string>& xs, int64_t dim, const CallSite& site);
+  Expected<TracedValue> stack(const std::vector<std::string>& xs, int64_t dim, const CallSite& site);
+  Expected<TracedValue> split(const std::string& x, const std::vector<int64_t>& sizes, int64_t dim,
+                              const CallSite& site);
+  Expected<TracedValue> squeeze(const std::string& x, const std::optional<std::vector<int64_t>>& dims,
+                                const CallSite& site);
+  Expected<TracedValue> flatten(const std::string& x, int64_t start_dim, int64_t end_dim, const CallSite& site);
+  Expected<std::vector<std::string>> tensor_list(const BoundArguments& a, const std::string& name) const;
+  Expected<TracedValue> embedding(const std::string& indices, const std::string& weight, const CallSite& site);
+  Expected<TracedValue> attention(const std::string& q, const std::string& k, const std::string& v, bool is_causal,
+                                  std::optional<double> scale, bool enable_gqa, const CallSite& site);
 
   // Module parameters: specs by kind, and their creation (with a unique path) on the first call.
   std::vector<ParameterSpec> parameter_specs(const BuiltinModule& m) const;

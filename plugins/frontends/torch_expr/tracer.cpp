@@ -354,7 +354,7 @@ Expected<TracedValue> Tracer::eval(const ExprNode& e, Frame& frame, std::string_
   if (const auto* b = e.as<BinaryExpr>()) return eval_binary(e, *b, frame, name_hint);
   if (const auto* u = e.as<UnaryExpr>()) return eval_unary(e, *u, frame, name_hint);
   if (const auto* c = e.as<CompareExpr>()) return eval_compare(e, *c, frame, name_hint);
-  if (const auto* s = e.as<SubscriptExpr>()) return eval_subscript(e, *s, frame);
+  if (const auto* s = e.as<SubscriptExpr>()) return eval_subscript(e, *s, frame, name_hint);
   if (const auto* b = e.as<BoolExpr>()) {
     TESSERA_ASSIGN_OR_RETURN(TracedValue lhs, eval(*b->lhs, frame));
     TESSERA_ASSIGN_OR_RETURN(bool lhs_true, truth(lhs, b->lhs->span));
@@ -664,10 +664,52 @@ Expected<TracedValue> Tracer::eval_compare(const ExprNode& e, const CompareExpr&
   return result;
 }
 
-Expected<TracedValue> Tracer::eval_subscript(const ExprNode& e, const SubscriptExpr& sub, Frame& frame) {
+Expected<TracedValue> Tracer::eval_subscript(const ExprNode& e, const SubscriptExpr& sub, Frame& frame,
+                                             std::string_view name_hint) {
   TESSERA_ASSIGN_OR_RETURN(TracedValue owner, eval(*sub.value, frame));
-  if (owner.is<TensorValue>())
-    return source_.error(e.span, "tensor indexing and slicing are not supported yet");
+  if (const auto* t = owner.as<TensorValue>()) {
+    // `x[a, b:c, ..., None]`: each component evaluated here, applied by the catalog.
+    std::vector<const ExprNode*> parts;
+    if (const auto* tuple = sub.index->as<TupleExpr>(); tuple && !tuple->is_list)
+      for (const ExprPtr& item : tuple->items) parts.push_back(item.get());
+    else
+      parts.push_back(sub.index.get());
+    std::vector<TensorIndexItem> items;
+    for (const ExprNode* part : parts) {
+      TensorIndexItem item;
+      item.span = part->span;
+      if (const auto* slice = part->as<SliceExpr>()) {
+        item.kind = TensorIndexItem::Kind::Slice;
+        for (auto [expr, out, what] : {std::tuple{&slice->lower, &item.start, "start"},
+                                       std::tuple{&slice->upper, &item.stop, "stop"},
+                                       std::tuple{&slice->step, &item.step, "step"}}) {
+          if (!*expr) continue;
+          TESSERA_ASSIGN_OR_RETURN(TracedValue v, eval(**expr, frame));
+          if (v.is<NoneValue>()) continue;
+          if (!is_int_like(v))
+            return source_.error((*expr)->span, std::string("slice ") + what + " must be an int or None, got " +
+                                                    describe_value(v));
+          *out = int_of(v);
+        }
+      } else {
+        TESSERA_ASSIGN_OR_RETURN(TracedValue v, eval(*part, frame));
+        if (v.is<EllipsisValue>()) {
+          item.kind = TensorIndexItem::Kind::Ellipsis;
+        } else if (v.is<NoneValue>()) {
+          item.kind = TensorIndexItem::Kind::NewAxis;
+        } else if (is_int_like(v)) {
+          item.kind = TensorIndexItem::Kind::Integer;
+          item.integer = int_of(v);
+        } else {
+          return source_.error(part->span, "tensors can only be indexed with ints, slices, '...' and None, got " +
+                                               describe_value(v));
+        }
+      }
+      items.push_back(std::move(item));
+    }
+    CallSite site{"indexing", e.span, std::string(name_hint)};
+    return library_.index_tensor(t->node, items, site);
+  }
   const auto* seq = owner.as<SequenceValue>();
   if (!seq) return source_.error(sub.value->span, describe_value(owner) + " is not subscriptable");
   const int64_t n = static_cast<int64_t>(seq->items.size());

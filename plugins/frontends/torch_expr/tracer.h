@@ -57,7 +57,8 @@ class Tracer {
   Expected<TracedValue> eval_unary(const ExprNode& e, const UnaryExpr& un, Frame& frame, std::string_view name_hint);
   Expected<TracedValue> eval_compare(const ExprNode& e, const CompareExpr& cmp, Frame& frame,
                                      std::string_view name_hint);
-  Expected<TracedValue> eval_subscript(const ExprNode& e, const SubscriptExpr& sub, Frame& frame);
+  Expected<TracedValue> eval_subscript(const ExprNode& e, const SubscriptExpr& sub, Frame& frame,
+                                       std::string_view name_hint);
   Expected<TracedValue> eval_sequence(const TupleExpr& tuple, Frame& frame);
   Expected<std::vector<ArgumentValue>> eval_arguments(const CallExpr& call, Frame& frame);
 

@@ -1,0 +1,52 @@
+// Deterministic data for program inputs and constants.
+//
+// Every backend (reference evaluator, interpreters, simulator, CUDA target) fills InputOp and
+// ConstantOp nodes through these functions, so all of them see bit-identical data. The random
+// generator is Tessera's own (splitmix64 + Box-Muller), never <random>'s distributions, whose
+// output differs between standard libraries.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/eval/tensor_value.h"
+#include "tessera/ir/graph.h"
+#include "tessera/ir/op.h"
+#include "tessera/support/status.h"
+
+namespace tessera {
+
+// splitmix64: a tiny, well-mixed 64-bit generator with a fully specified sequence.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t next();
+  double uniform();         // in [0, 1), 53 random bits
+  double normal();          // N(0, 1) by Box-Muller (one value per call, the cosine branch)
+
+ private:
+  uint64_t state_;
+};
+
+// `count` values: randn -> N(0,1), rand -> U[0,1), randint -> integers uniform in [0, fill),
+// zeros, ones, full -> `fill`.
+// An unknown init is an error naming it.
+Expected<std::vector<double>> generate_data(const std::string& init, uint64_t seed, double fill, int64_t count);
+
+// The data of a ConstantOp of type `type` (the one function every backend uses):
+//   non-empty `values` -> those values (exactly one per element, or a single value broadcast);
+//   init randn -> N(0,1) * scale from `seed`; rand -> U[0,1) * scale; full -> scale;
+//   zeros / ones.
+Expected<TensorValue> constant_data(const ConstantOp& op, const TensorType& type);
+
+// The data of an InputOp: init randn / rand draw from a stream derived from (`seed`, `node_id`), so
+// adding an input does not change the others; zeros / ones / full as named. Integer and bool
+// inputs drawn at random are rounded by conform_to_dtype.
+Expected<TensorValue> input_data(const InputOp& op, const TensorType& type, const std::string& node_id, uint64_t seed);
+
+// Data for every InputOp of `graph`, by node id. Inputs whose init is unknown are left out (the
+// evaluators then report them as missing, naming the node).
+ValueMap make_inputs(const Graph& graph, uint64_t seed);
+
+}  // namespace tessera

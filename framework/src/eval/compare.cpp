@@ -1,0 +1,60 @@
+// compare_values: max absolute / relative error between two sets of node values.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "tessera/eval/reference_evaluator.h"
+
+namespace tessera {
+
+std::string ValueComparison::str() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "max abs %.3g, max rel %.3g", max_abs_error, max_rel_error);
+  std::string s = buf;
+  if (!worst_node.empty()) s += " at " + worst_node + "[" + std::to_string(worst_flat_index) + "]";
+  return s + " over " + std::to_string(elements) + " elements";
+}
+
+Expected<ValueComparison> compare_values(const ValueMap& expected, const ValueMap& actual,
+                                         const std::vector<std::string>& names, double rel_floor) {
+  std::vector<std::string> ids = names;
+  if (ids.empty()) {
+    for (const auto& [id, value] : expected)
+      if (actual.count(id)) ids.push_back(id);
+    if (ids.empty()) return make_error("compare_values: the two value sets have no node in common");
+  }
+  ValueComparison c;
+  for (const std::string& id : ids) {
+    auto e = expected.find(id);
+    auto a = actual.find(id);
+    if (e == expected.end()) return make_error("compare_values: no expected value for '" + id + "'").at_node(id);
+    if (a == actual.end()) return make_error("compare_values: no actual value for '" + id + "'").at_node(id);
+    if (e->second.type.shape != a->second.type.shape || e->second.data.size() != a->second.data.size())
+      return make_error("compare_values: '" + id + "' is " + a->second.type.str() + " but " +
+                        e->second.type.str() + " was expected")
+          .at_node(id);
+    for (size_t i = 0; i < e->second.data.size(); ++i) {
+      double ev = e->second.data[i];
+      double av = a->second.data[i];
+      double abs_err;
+      if (std::isnan(ev) || std::isnan(av)) {
+        abs_err = std::isnan(ev) && std::isnan(av) ? 0.0 : INFINITY;
+      } else if (std::isinf(ev) || std::isinf(av)) {
+        abs_err = ev == av ? 0.0 : INFINITY;
+      } else {
+        abs_err = std::fabs(av - ev);
+      }
+      double rel_err = abs_err == 0.0 ? 0.0 : abs_err / std::max(std::fabs(ev), rel_floor);
+      c.max_abs_error = std::max(c.max_abs_error, abs_err);
+      if (rel_err > c.max_rel_error || c.worst_node.empty()) {
+        if (rel_err > c.max_rel_error) c.max_rel_error = rel_err;
+        c.worst_node = id;
+        c.worst_flat_index = static_cast<int64_t>(i);
+      }
+      ++c.elements;
+    }
+  }
+  return c;
+}
+
+}  // namespace tessera

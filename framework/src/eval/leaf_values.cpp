@@ -1,0 +1,43 @@
+// Input and constant node values for the CPU evaluators.
+#include "leaf_values.h"
+
+#include "tessera/eval/constant_data.h"
+
+namespace tessera {
+
+Expected<std::optional<TensorValue>> leaf_value(const Node& node, const ValueMap& inputs) {
+  if (node.op_as<InputOp>()) {
+    auto it = inputs.find(node.id);
+    if (it == inputs.end()) return make_error("no value given for input '" + node.id + "'").at_node(node.id);
+    if (it->second.type.shape != node.type.shape ||
+        static_cast<int64_t>(it->second.data.size()) != num_elements(node.type.shape))
+      return make_error("input '" + node.id + "' was given a value of shape " + shape_str(it->second.type.shape) +
+                        " (" + std::to_string(it->second.data.size()) + " elements) but has type " + node.type.str())
+          .at_node(node.id);
+    TensorValue v = it->second;
+    v.type = node.type;
+    return std::optional<TensorValue>(std::move(v));
+  }
+  if (const auto* op = node.op_as<ConstantOp>()) {
+    Expected<TensorValue> v = constant_data(*op, node.type);
+    if (!v) {
+      Diagnostic d = v.error();
+      return std::move(d.at_node(node.id));
+    }
+    return std::optional<TensorValue>(std::move(*v));
+  }
+  return std::optional<TensorValue>();
+}
+
+Expected<const TensorValue*> operand_value(const Node& node, size_t i, const ValueMap& values) {
+  if (i >= node.inputs.size())
+    return make_error("node '" + node.id + "' needs at least " + std::to_string(i + 1) + " input(s), has " +
+                      std::to_string(node.inputs.size()))
+        .at_node(node.id);
+  auto it = values.find(node.inputs[i]);
+  if (it == values.end())
+    return make_error("input '" + node.inputs[i] + "' of node '" + node.id + "' has no value").at_node(node.id);
+  return &it->second;
+}
+
+}  // namespace tessera

@@ -1,0 +1,60 @@
+// TensorValue and the row-major index helpers shared by the CPU evaluators.
+#include "tessera/eval/tensor_value.h"
+
+#include <cassert>
+#include <cmath>
+
+namespace tessera {
+
+TensorValue TensorValue::filled(TensorType t, double fill) {
+  std::vector<double> d(static_cast<size_t>(num_elements(t.shape)), fill);
+  return TensorValue(std::move(t), std::move(d));
+}
+
+double TensorValue::at(const std::vector<int64_t>& index) const {
+  assert(static_cast<int64_t>(index.size()) == rank());
+  return data[static_cast<size_t>(flat_offset(index, row_major_strides(type.shape)))];
+}
+
+std::vector<int64_t> row_major_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i].value();
+  return strides;
+}
+
+int64_t flat_offset(const std::vector<int64_t>& index, const std::vector<int64_t>& strides) {
+  int64_t off = 0;
+  for (size_t i = 0; i < index.size(); ++i) off += index[i] * strides[i];
+  return off;
+}
+
+std::vector<int64_t> unflatten_index(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> index(shape.size(), 0);
+  for (size_t i = shape.size(); i-- > 0;) {
+    int64_t n = shape[i].value();
+    if (n > 0) {
+      index[i] = flat % n;
+      flat /= n;
+    }
+  }
+  return index;
+}
+
+bool next_index(std::vector<int64_t>& index, const Shape& shape) {
+  for (size_t i = index.size(); i-- > 0;) {
+    if (++index[i] < shape[i].value()) return true;
+    index[i] = 0;
+  }
+  return false;
+}
+
+double conform_to_dtype(double v, DType dtype) {
+  switch (dtype) {
+    case DType::Bool: return v != 0.0 ? 1.0 : 0.0;
+    case DType::I32:
+    case DType::I64: return std::isfinite(v) ? std::trunc(v) : v;
+    default: return v;
+  }
+}
+
+}  // namespace tessera
