@@ -16,14 +16,21 @@ namespace {
 const std::string kRmsNorm = "nn.RMSNorm(2048)(torch.randn(1,32,2048))";
 const std::string kProbe = std::string(TESSERA_FIXTURE_DIR) + "/libpipeline_probe.so";
 
-// The default pipeline ends at Tensor IR today: rms_norm arrives decomposed.
-TEST(Cli, MainJobPrintsTensorIrOfRmsNorm) {
+// The default pipeline ends at Loop IR today: rms_norm arrives decomposed, lifted and fused into
+// one kernel (the mean-square reduction once per row, then the scaling loop).
+TEST(Cli, MainJobPrintsLoopIrOfRmsNorm) {
   auto r = run_cli({"compile", "-c", kRmsNorm});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("x: (1, 32, 2048) float32"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("rms_norm_sq = mul(x, x)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("rms_norm = mul(rms_norm_norm, p_weight_bc)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("-> (1, 32, 2048) float32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("=== merged_rms_norm -> rms_norm ==="), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("=== rms_norm_sum"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("      for a2 in 0..2048:  # reduce\n"
+                       "        in0 = load x[0, a1, a2]\n"
+                       "        v0 = mul(in0, in0)\n"
+                       "        acc0 <- add(acc0, v0)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("rms_norm[a0, a1, a3] = v5"), std::string::npos) << r.out;
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
@@ -169,12 +176,13 @@ TEST(Cli, DumpDirHoldsEveryStageAsTextAndJson) {
   auto r = run_cli({"compile", "-c", kRmsNorm, "--dump-dir", tmp.path() + "/dump"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (std::string f : {"0_input.txt", "0_input.json", "1_torch.txt", "1_torch.json", "2_tensor.txt",
-                        "2_tensor.json"})
+                        "2_tensor.json", "3_loop.txt", "3_loop.json"})
     EXPECT_TRUE(fs::exists(tmp.path() + "/dump/" + f)) << f;
   EXPECT_NE(read_file(tmp.path() + "/dump/1_torch.txt").find("= rms_norm(x, p_weight"), std::string::npos);
-  EXPECT_EQ(read_file(tmp.path() + "/dump/2_tensor.txt"), r.out);
+  EXPECT_NE(read_file(tmp.path() + "/dump/2_tensor.txt").find("rms_norm_sq = mul(x, x)"), std::string::npos);
+  EXPECT_EQ(read_file(tmp.path() + "/dump/3_loop.txt"), r.out);
   // A dumped stage reloads and prints identically.
-  auto again = run_cli({"compile", "--from-ir", tmp.path() + "/dump/2_tensor.json", "--ir", "tensor"});
+  auto again = run_cli({"compile", "--from-ir", tmp.path() + "/dump/3_loop.json", "--ir", "loop"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(again.out, r.out);
 }

@@ -55,10 +55,12 @@ void add_test_pass(Registry& r, std::string name, std::vector<Dialect> stages, s
 std::unique_ptr<Registry> test_registry(bool with_tuner = true) {
   auto r = std::make_unique<Registry>();
   r->begin_plugin(PluginRecord{"<builtin>", "pipeline_test", "1.0", {}});
-  add_test_pass(*r, "canonicalize", {Dialect::Torch, Dialect::Tensor});
+  add_test_pass(*r, "canonicalize", {Dialect::Torch, Dialect::Tensor, Dialect::Loop});
   add_test_pass(*r, "decompose", {Dialect::Tensor});
   add_test_pass(*r, "compose_index_maps", {Dialect::Tensor});
+  add_test_pass(*r, "lift", {Dialect::Loop});
   add_test_pass(*r, "fuse", {Dialect::Loop});
+  add_test_pass(*r, "dedup_loads", {Dialect::Loop});
   add_test_pass(*r, "stage_inputs", {Dialect::Tile});
   add_test_pass(*r, "launch_geometry", {Dialect::Tile}, launch_geometry_knobs());
   if (with_tuner) r->add_tuner("mcts", [] { return std::make_unique<TestTuner>(); });

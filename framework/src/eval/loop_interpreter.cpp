@@ -1,0 +1,428 @@
+// evaluate_loop_ir: runs a Loop IR graph on the CPU. Each LoopOp body is compiled once (names
+// resolved to environment slots, elementwise functions and buffers looked up) and then executed
+// statement by statement, checking every memory access.
+#include "tessera/eval/loop_interpreter.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "elementwise_functions.h"
+#include "leaf_values.h"
+
+namespace tessera {
+namespace {
+
+// A scalar during execution: integer-ness decides floor division and modulo semantics.
+struct Scalar {
+  double v = 0.0;
+  bool is_int = false;
+};
+
+// An Expr with its Vars resolved to environment slots.
+struct CompiledExpr {
+  ExprKind kind = ExprKind::Int;
+  int slot = -1;
+  Scalar literal;
+  DType cast_to = DType::F32;
+  std::vector<CompiledExpr> operands;
+};
+
+Scalar eval_expr(const CompiledExpr& c, const std::vector<Scalar>& env, bool& fault) {
+  auto arg = [&](size_t i) { return eval_expr(c.operands[i], env, fault); };
+  auto boolean = [](bool b) { return Scalar{b ? 1.0 : 0.0, true}; };
+  switch (c.kind) {
+    case ExprKind::Var: return env[static_cast<size_t>(c.slot)];
+    case ExprKind::Int:
+    case ExprKind::Float: return c.literal;
+    case ExprKind::Not: return boolean(arg(0).v == 0.0);
+    case ExprKind::Cast: {
+      Scalar a = arg(0);
+      if (c.cast_to == DType::Bool) return boolean(a.v != 0.0);
+      if (c.cast_to == DType::I32 || c.cast_to == DType::I64) return {conform_to_dtype(a.v, c.cast_to), true};
+      return {a.v, false};
+    }
+    case ExprKind::Select: return arg(0).v != 0.0 ? arg(1) : arg(2);  // only the chosen branch
+    default: break;
+  }
+  Scalar a = arg(0);
+  Scalar b = arg(1);
+  bool ints = a.is_int && b.is_int;
+  switch (c.kind) {
+    case ExprKind::Add: return {a.v + b.v, ints};
+    case ExprKind::Sub: return {a.v - b.v, ints};
+    case ExprKind::Mul: return {a.v * b.v, ints};
+    case ExprKind::Div:
+      if (!ints) return {a.v / b.v, false};
+      if (b.v == 0.0) {
+        fault = true;
+        return {0.0, true};
+      }
+      return {std::floor(a.v / b.v), true};
+    case ExprKind::Mod:
+      if (ints && b.v == 0.0) {
+        fault = true;
+        return {0.0, true};
+      }
+      return {a.v - b.v * std::floor(a.v / b.v), ints};
+    case ExprKind::Min: return {std::min(a.v, b.v), ints};
+    case ExprKind::Max: return {std::max(a.v, b.v), ints};
+    case ExprKind::Lt: return boolean(a.v < b.v);
+    case ExprKind::Le: return boolean(a.v <= b.v);
+    case ExprKind::Eq: return boolean(a.v == b.v);
+    case ExprKind::Ne: return boolean(a.v != b.v);
+    case ExprKind::And: return boolean(a.v != 0.0 && b.v != 0.0);
+    case ExprKind::Or: return boolean(a.v != 0.0 || b.v != 0.0);
+    default: return {NAN, false};
+  }
+}
+
+// A buffer a kernel may touch: one of the node's inputs (read-only) or its own output.
+struct BufferSlot {
+  std::string name;
+  const TensorValue* input = nullptr;  // null for the output buffer
+  std::vector<int64_t> strides;
+  Shape shape;
+  bool is_int = false;
+};
+
+// How an Accum combines; the reduce ops are spelled out so NaN propagates as in the reference.
+enum class AccumKind { Add, Mul, Max, Min, Fn };
+
+struct CompiledStmt {
+  StmtKind kind = StmtKind::Sync;
+  const Stmt* source = nullptr;  // for error messages
+  int slot = -1;                 // the name it defines (or the accumulator it updates)
+  int buffer = -1;
+  std::vector<CompiledExpr> exprs;
+  const ElementwiseFn* fn = nullptr;
+  AccumKind accum = AccumKind::Fn;
+  std::vector<CompiledStmt> body, else_body;
+};
+
+std::string first_line(const std::string& s) {
+  size_t nl = s.find('\n');
+  std::string line = nl == std::string::npos ? s : s.substr(0, nl);
+  size_t start = line.find_first_not_of(' ');
+  return start == std::string::npos ? line : line.substr(start);
+}
+
+Diagnostic stmt_error(const Node& n, const Stmt& s, const std::string& message) {
+  return make_error(n.id + ": at `" + first_line(print_stmt(s)) + "`: " + message).at_node(n.id);
+}
+
+std::string index_str(const std::vector<int64_t>& index) {
+  std::string s = "[";
+  for (size_t i = 0; i < index.size(); ++i) s += (i ? ", " : "") + std::to_string(index[i]);
+  return s + "]";
+}
+
+// Resolves names and buffers of one LoopOp body.
+class KernelCompiler {
+ public:
+  KernelCompiler(const Node& node, std::vector<BufferSlot>& buffers) : node_(node), buffers_(buffers) {}
+
+  Expected<std::vector<CompiledStmt>> compile_body(const Body& body) {
+    size_t mark = scope_.size();
+    std::vector<CompiledStmt> out;
+    for (const Stmt& s : body) {
+      if (!s.defined()) return make_error(node_.id + ": kernel body holds an undefined statement").at_node(node_.id);
+      TESSERA_ASSIGN_OR_RETURN(CompiledStmt c, compile_stmt(s));
+      out.push_back(std::move(c));
+    }
+    scope_.resize(mark);
+    return out;
+  }
+
+  int slot_count() const { return next_slot_; }
+
+ private:
+  int define(const std::string& name) {
+    scope_.emplace_back(name, next_slot_);
+    return next_slot_++;
+  }
+  int lookup(const std::string& name) const {
+    for (auto it = scope_.rbegin(); it != scope_.rend(); ++it)
+      if (it->first == name) return it->second;
+    return -1;
+  }
+
+  Expected<CompiledExpr> compile_expr(const Expr& e, const Stmt& s) {
+    if (!e.defined()) return stmt_error(node_, s, "an expression is undefined");
+    CompiledExpr c;
+    c.kind = e.kind();
+    switch (e.kind()) {
+      case ExprKind::Var:
+        c.slot = lookup(e.name());
+        if (c.slot < 0) return stmt_error(node_, s, "uses '" + e.name() + "', which is not bound here");
+        return c;
+      case ExprKind::Int: c.literal = {static_cast<double>(e.int_value()), true}; return c;
+      case ExprKind::Float: c.literal = {e.float_value(), false}; return c;
+      case ExprKind::Cast: c.cast_to = e.cast_type(); break;
+      default: break;
+    }
+    for (const Expr& op : e.operands()) {
+      TESSERA_ASSIGN_OR_RETURN(CompiledExpr sub, compile_expr(op, s));
+      c.operands.push_back(std::move(sub));
+    }
+    return c;
+  }
+
+  Status compile_exprs(const ExprList& list, const Stmt& s, CompiledStmt& c) {
+    for (const Expr& e : list) {
+      TESSERA_ASSIGN_OR_RETURN(CompiledExpr ce, compile_expr(e, s));
+      c.exprs.push_back(std::move(ce));
+    }
+    return Status::ok();
+  }
+
+  // The buffer `name` with an index of `rank` entries; `write` asks for the node's own output.
+  Expected<int> resolve_buffer(const std::string& name, size_t rank, bool write, const Stmt& s) {
+    int found = -1;
+    for (size_t i = 0; i < buffers_.size(); ++i)
+      if (buffers_[i].name == name) found = static_cast<int>(i);
+    if (found < 0)
+      return stmt_error(node_, s, "'" + name + "' is neither an input of the node nor its output buffer");
+    const BufferSlot& b = buffers_[static_cast<size_t>(found)];
+    if (write && b.input != nullptr)
+      return stmt_error(node_, s, "writes '" + name + "', but a kernel writes only its own output '" + node_.id + "'");
+    if (rank != b.shape.size())
+      return stmt_error(node_, s, "indexes '" + name + "' with " + std::to_string(rank) + " index expression(s) but it has rank " +
+                                      std::to_string(b.shape.size()));
+    return found;
+  }
+
+  Expected<CompiledStmt> compile_stmt(const Stmt& s) {
+    CompiledStmt c;
+    c.kind = s.kind();
+    c.source = &s;
+    if (const auto* st = s.as<Load>()) {
+      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
+      TESSERA_TRY(compile_exprs(st->index, s, c));
+      c.slot = define(st->dst);
+    } else if (const auto* st = s.as<Assign>()) {
+      TESSERA_TRY(compile_exprs(st->args, s, c));
+      Expected<const ElementwiseFn*> fn = find_elementwise_fn(st->op, st->args.size());
+      if (!fn) return stmt_error(node_, s, fn.error().message);
+      c.fn = *fn;
+      c.slot = define(st->dst);
+    } else if (const auto* st = s.as<Select>()) {
+      TESSERA_TRY(compile_exprs({st->cond, st->then_value, st->else_value}, s, c));
+      c.slot = define(st->dst);
+    } else if (const auto* st = s.as<Init>()) {
+      TESSERA_TRY(compile_exprs({st->value}, s, c));
+      c.slot = define(st->acc);
+    } else if (const auto* st = s.as<Accum>()) {
+      TESSERA_TRY(compile_exprs({st->value}, s, c));
+      c.slot = lookup(st->acc);
+      if (c.slot < 0) return stmt_error(node_, s, "accumulates into '" + st->acc + "', which has no init in scope");
+      if (st->op == "add") c.accum = AccumKind::Add;
+      else if (st->op == "mul") c.accum = AccumKind::Mul;
+      else if (st->op == "max" || st->op == "maximum") c.accum = AccumKind::Max;
+      else if (st->op == "min" || st->op == "minimum") c.accum = AccumKind::Min;
+      else {
+        Expected<const ElementwiseFn*> fn = find_elementwise_fn(st->op, 2);
+        if (!fn) return stmt_error(node_, s, fn.error().message);
+        c.fn = *fn;
+      }
+    } else if (const auto* st = s.as<Write>()) {
+      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), true, s));
+      TESSERA_TRY(compile_exprs(st->index, s, c));
+      TESSERA_TRY(compile_exprs({st->value}, s, c));
+    } else if (const auto* st = s.as<Loop>()) {
+      TESSERA_TRY(compile_exprs({st->begin, st->end}, s, c));
+      size_t mark = scope_.size();
+      c.slot = define(st->var);
+      TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->body));
+      scope_.resize(mark);
+    } else if (const auto* st = s.as<Cond>()) {
+      TESSERA_TRY(compile_exprs({st->cond}, s, c));
+      TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->then_body));
+      TESSERA_ASSIGN_OR_RETURN(c.else_body, compile_body(st->else_body));
+    } else if (const auto* st = s.as<Let>()) {
+      TESSERA_TRY(compile_exprs({st->value}, s, c));
+      c.slot = define(st->var);
+    } else {
+      return stmt_error(node_, s, std::string(stmt_kind_name(s.kind())) + " is not a Loop IR statement");
+    }
+    return c;
+  }
+
+  const Node& node_;
+  std::vector<BufferSlot>& buffers_;
+  std::vector<std::pair<std::string, int>> scope_;
+  int next_slot_ = 0;
+};
+
+// Executes one compiled kernel into `out`.
+class KernelRunner {
+ public:
+  KernelRunner(const Node& node, const std::vector<BufferSlot>& buffers, int slots, TensorValue& out)
+      : node_(node), buffers_(buffers), env_(static_cast<size_t>(slots)), out_(out),
+        written_(static_cast<size_t>(out.size()), false) {}
+
+  Status run(const std::vector<CompiledStmt>& body) {
+    TESSERA_TRY(run_body(body));
+    for (size_t i = 0; i < written_.size(); ++i)
+      if (!written_[i])
+        return make_error(node_.id + ": the kernel never writes output element " +
+                          index_str(unflatten_index(static_cast<int64_t>(i), out_.type.shape)))
+            .at_node(node_.id);
+    return Status::ok();
+  }
+
+ private:
+  Expected<Scalar> eval(const CompiledExpr& e, const CompiledStmt& s) {
+    bool fault = false;
+    Scalar v = eval_expr(e, env_, fault);
+    if (fault) return stmt_error(node_, *s.source, "integer division or modulo by zero");
+    return v;
+  }
+
+  // Flat offset of the index held by s.exprs[0..rank) in buffer s.buffer, bounds-checked.
+  Expected<int64_t> offset_of(const CompiledStmt& s) {
+    const BufferSlot& b = buffers_[static_cast<size_t>(s.buffer)];
+    index_.assign(b.shape.size(), 0);
+    for (size_t d = 0; d < b.shape.size(); ++d) {
+      TESSERA_ASSIGN_OR_RETURN(Scalar x, eval(s.exprs[d], s));
+      int64_t extent = b.shape[d].value();
+      if (!(x.v >= 0 && x.v < static_cast<double>(extent)) || x.v != std::floor(x.v)) {
+        return stmt_error(node_, *s.source, "index " + std::to_string(x.v) + " of dimension " + std::to_string(d) +
+                                                " of '" + b.name + "' is out of bounds (size " + std::to_string(extent) + ")");
+      }
+      index_[d] = static_cast<int64_t>(x.v);
+    }
+    return flat_offset(index_, b.strides);
+  }
+
+  Status run_body(const std::vector<CompiledStmt>& body) {
+    for (const CompiledStmt& s : body) TESSERA_TRY(run_stmt(s));
+    return Status::ok();
+  }
+
+  Status run_stmt(const CompiledStmt& s) {
+    switch (s.kind) {
+      case StmtKind::Load: {
+        TESSERA_ASSIGN_OR_RETURN(int64_t off, offset_of(s));
+        const BufferSlot& b = buffers_[static_cast<size_t>(s.buffer)];
+        double v;
+        if (b.input != nullptr) {
+          v = b.input->data[static_cast<size_t>(off)];
+        } else {
+          if (!written_[static_cast<size_t>(off)])
+            return stmt_error(node_, *s.source, "reads output element " + index_str(index_) + " before it is written");
+          v = out_.data[static_cast<size_t>(off)];
+        }
+        env_[static_cast<size_t>(s.slot)] = Scalar{v, b.is_int};
+        return Status::ok();
+      }
+      case StmtKind::Assign: {
+        args_.resize(s.exprs.size());
+        for (size_t i = 0; i < s.exprs.size(); ++i) {
+          TESSERA_ASSIGN_OR_RETURN(Scalar a, eval(s.exprs[i], s));
+          args_[i] = a.v;
+        }
+        env_[static_cast<size_t>(s.slot)] = Scalar{s.fn->apply(args_), false};
+        return Status::ok();
+      }
+      case StmtKind::Select: {
+        TESSERA_ASSIGN_OR_RETURN(Scalar cond, eval(s.exprs[0], s));
+        TESSERA_ASSIGN_OR_RETURN(Scalar v, eval(s.exprs[cond.v != 0.0 ? 1 : 2], s));
+        env_[static_cast<size_t>(s.slot)] = v;
+        return Status::ok();
+      }
+      case StmtKind::Init:
+      case StmtKind::Let: {
+        TESSERA_ASSIGN_OR_RETURN(Scalar v, eval(s.exprs[0], s));
+        env_[static_cast<size_t>(s.slot)] = v;
+        return Status::ok();
+      }
+      case StmtKind::Accum: {
+        TESSERA_ASSIGN_OR_RETURN(Scalar x, eval(s.exprs[0], s));
+        Scalar& slot = env_[static_cast<size_t>(s.slot)];
+        double& acc = slot.v;
+        switch (s.accum) {
+          case AccumKind::Add: acc += x.v; break;
+          case AccumKind::Mul: acc *= x.v; break;
+          case AccumKind::Max: acc = std::isnan(x.v) || std::isnan(acc) ? NAN : std::max(acc, x.v); break;
+          case AccumKind::Min: acc = std::isnan(x.v) || std::isnan(acc) ? NAN : std::min(acc, x.v); break;
+          case AccumKind::Fn: acc = s.fn->apply({acc, x.v}); break;
+        }
+        slot.is_int = slot.is_int && x.is_int && s.accum != AccumKind::Fn;
+        return Status::ok();
+      }
+      case StmtKind::Write: {
+        TESSERA_ASSIGN_OR_RETURN(int64_t off, offset_of(s));
+        TESSERA_ASSIGN_OR_RETURN(Scalar v, eval(s.exprs.back(), s));
+        out_.data[static_cast<size_t>(off)] = conform_to_dtype(v.v, out_.type.dtype);
+        written_[static_cast<size_t>(off)] = true;
+        return Status::ok();
+      }
+      case StmtKind::Loop: {
+        TESSERA_ASSIGN_OR_RETURN(Scalar begin, eval(s.exprs[0], s));
+        TESSERA_ASSIGN_OR_RETURN(Scalar end, eval(s.exprs[1], s));
+        if (!begin.is_int || !end.is_int) return stmt_error(node_, *s.source, "loop bounds must be integers");
+        for (double i = begin.v; i < end.v; i += 1.0) {
+          env_[static_cast<size_t>(s.slot)] = Scalar{i, true};
+          TESSERA_TRY(run_body(s.body));
+        }
+        return Status::ok();
+      }
+      case StmtKind::Cond: {
+        TESSERA_ASSIGN_OR_RETURN(Scalar cond, eval(s.exprs[0], s));
+        return run_body(cond.v != 0.0 ? s.body : s.else_body);
+      }
+      default: return stmt_error(node_, *s.source, "cannot be executed by the Loop IR interpreter");
+    }
+  }
+
+  const Node& node_;
+  const std::vector<BufferSlot>& buffers_;
+  std::vector<Scalar> env_;
+  TensorValue& out_;
+  std::vector<bool> written_;
+  std::vector<int64_t> index_;
+  std::vector<double> args_;
+};
+
+Expected<TensorValue> run_loop_node(const Node& n, const LoopOp& op, const ValueMap& values) {
+  std::vector<BufferSlot> buffers;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(const TensorValue* v, operand_value(n, i, values));
+    buffers.push_back(BufferSlot{n.inputs[i], v, row_major_strides(v->type.shape), v->type.shape,
+                                 !dtype_is_float(v->type.dtype)});
+  }
+  buffers.push_back(
+      BufferSlot{n.id, nullptr, row_major_strides(n.type.shape), n.type.shape, !dtype_is_float(n.type.dtype)});
+  KernelCompiler compiler(n, buffers);
+  TESSERA_ASSIGN_OR_RETURN(std::vector<CompiledStmt> body, compiler.compile_body(op.body));
+  TensorValue out = TensorValue::filled(n.type);
+  KernelRunner runner(n, buffers, compiler.slot_count(), out);
+  TESSERA_TRY(runner.run(body));
+  return out;
+}
+
+}  // namespace
+
+Expected<ValueMap> evaluate_loop_ir(const Graph& graph, const ValueMap& inputs) {
+  ValueMap values;
+  for (const Node* n : graph.nodes()) {
+    TESSERA_ASSIGN_OR_RETURN(std::optional<TensorValue> leaf, leaf_value(*n, inputs));
+    if (leaf) {
+      values.emplace(n->id, std::move(*leaf));
+      continue;
+    }
+    const auto* op = n->op_as<LoopOp>();
+    if (op == nullptr)
+      return make_error(n->id + ": the Loop IR interpreter cannot run a " +
+                        std::string(n->op ? n->op->kind() : "null") + " node (only input, constant and loop)")
+          .at_node(n->id);
+    TESSERA_ASSIGN_OR_RETURN(TensorValue v, run_loop_node(*n, *op, values));
+    values.emplace(n->id, std::move(v));
+  }
+  return values;
+}
+
+}  // namespace tessera

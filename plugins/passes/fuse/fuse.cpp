@@ -1,0 +1,584 @@
+// fuse: merges Loop IR kernels so intermediate values stay in registers instead of memory.
+//
+// Rewrites: a LoopOp producer P is inlined into every LoopOp that loads it. Each `inK = load P[idx]`
+//   is replaced by P's computation for that element: P's free axes are substituted by the index
+//   expressions of the load, its local names are made fresh, and its written value replaces inK.
+//   The computation is placed where its indices are available: at the start of the innermost loop
+//   that binds a variable of `idx` (never above a Cond: the guard may protect an out-of-bounds
+//   read), so a row reduction read by every element of the row (softmax's max, RMSNorm's mean) runs
+//   once per row, and an elementwise producer read inside a reduce loop becomes its prologue. Two
+//   loads of P at the same index in the same scope share one computation. IndexMaps (broadcasts,
+//   transposes) are pure index remaps and inline like any elementwise producer. The consumer keeps
+//   its node id (its output buffer), takes the union of the external inputs and is named
+//   `merged_<id>`; P is removed once all its users took it. Producers closest to the outputs go
+//   first, so a fan-out producer (softmax's exp, read by the sum and by the division) is fused once
+//   its consumers have merged into one kernel. Finally two sibling reduce loops over the same range
+//   whose second does not read the first's results share one loop (gated MLP: the gate and up
+//   matmuls read x in one K loop).
+// COST RULE: let W = P's work per element (the iterations of its own inner loops; 1 without) and R =
+//   (evaluations of P's computation at all insertion points) / (elements of P), the recompute
+//   factor. Fusion is refused when P contains a loop (a reduction) and R > 1: that multiplies the
+//   work by R * W, e.g. QK^T recomputed for every column of softmax(QK^T)·V. An elementwise producer
+//   (no loops) may be recomputed (R > 1, e.g. the seed's bias add inside the K loop) when its body
+//   has at most kMaxRecomputedStatements statements, which bounds the extra work and memory reads
+//   per intermediate read it removes. Declined fusions are reported with ctx.skip(node, reason).
+//   Resulting kernel counts: the seed, RMSNorm, softmax and the gated MLP are one kernel each. The
+//   LayerNorm module is one kernel too: mean and variance are row reductions read once per row, so
+//   both hoist to the row loop; it keeps three loops over the row (mean, variance, normalize)
+//   because the variance loop reads the mean and so cannot share the mean's loop (a one-pass
+//   Welford reduction would be a different op, not a fusion). It would be two kernels only where a
+//   statistic is also a program output (outputs stay materialized). Causal attention is two: the
+//   masked scores are a multi-source map (see below), and inlining them into softmax(.)V would
+//   recompute QK^T per column of V anyway.
+// Not fused: program outputs (they must be materialized), producers with several writes (multi-
+//   source IndexMaps: each branch writes; their guarded loads cannot become one value), producers
+//   whose nest is not perfect or whose write index is not its axes, integer or bool producers (the
+//   write's conversion is part of their value).
+// Accepts: a graph whose compute nodes are LoopOps (others are left alone).
+// Guarantees: same values at every output; node ids of consumers unchanged; merged bodies
+//   canonically named. Deterministic (graph order, no pointer-keyed maps). No knobs.
+// Tests: tests/unit/fuse_test.cpp, tests/golden/fuse/.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+// The bound on recomputed elementwise work (see COST RULE).
+constexpr int64_t kMaxRecomputedStatements = 16;
+
+std::optional<int64_t> loop_extent(const Loop& l) {
+  if (!l.begin.is(ExprKind::Int) || !l.end.is(ExprKind::Int)) return std::nullopt;
+  return l.end.int_value() - l.begin.int_value();
+}
+
+// `10`, `2.5`: a recompute factor for a skip reason (%g: short and locale-independent for these).
+std::string format_factor(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", f);
+  return buf;
+}
+
+// ---- renaming and substitution over Loop IR statements ----------------------------------------
+
+// Rewrites every Expr through `subst` and renames every bound name through `rename`.
+class Rewriter {
+ public:
+  std::map<std::string, Expr> subst;
+  std::map<std::string, std::string> rename;
+  RangeMap ranges;  // for simplifying the substituted index expressions
+
+  Body body(const Body& b) const {
+    Body out;
+    for (const Stmt& s : b) out.push_back(stmt(s));
+    return out;
+  }
+
+ private:
+  std::string name(const std::string& n) const {
+    auto it = rename.find(n);
+    return it == rename.end() ? n : it->second;
+  }
+  Expr expr(const Expr& e) const { return e.defined() ? simplify(substitute(e, subst), ranges) : e; }
+  ExprList exprs(const ExprList& l) const {
+    ExprList out;
+    for (const Expr& e : l) out.push_back(expr(e));
+    return out;
+  }
+  Stmt stmt(const Stmt& s) const {
+    if (const auto* p = s.as<Load>()) return Load{name(p->dst), p->buffer, exprs(p->index)};
+    if (const auto* p = s.as<Assign>()) return Assign{name(p->dst), p->op, exprs(p->args)};
+    if (const auto* p = s.as<Select>())
+      return Select{name(p->dst), expr(p->cond), expr(p->then_value), expr(p->else_value)};
+    if (const auto* p = s.as<Init>()) return Init{name(p->acc), expr(p->value)};
+    if (const auto* p = s.as<Accum>()) return Accum{name(p->acc), p->op, expr(p->value)};
+    if (const auto* p = s.as<Write>()) return Write{p->buffer, exprs(p->index), expr(p->value)};
+    if (const auto* p = s.as<Loop>()) {
+      Loop l = *p;
+      l.var = name(p->var);
+      l.begin = expr(p->begin);
+      l.end = expr(p->end);
+      l.body = body(p->body);
+      return l;
+    }
+    if (const auto* p = s.as<Cond>()) return Cond{expr(p->cond), body(p->then_body), body(p->else_body)};
+    return s;  // analyze() admits Loop IR kinds only
+  }
+};
+
+// Names bound anywhere in `b` (loads, values, accumulators, loop axes).
+void collect_defs(const Body& b, std::vector<std::string>& out) {
+  for (const Stmt& s : b) {
+    if (const auto* p = s.as<Load>()) out.push_back(p->dst);
+    if (const auto* p = s.as<Assign>()) out.push_back(p->dst);
+    if (const auto* p = s.as<Select>()) out.push_back(p->dst);
+    if (const auto* p = s.as<Init>()) out.push_back(p->acc);
+    if (const auto* p = s.as<Loop>()) {
+      out.push_back(p->var);
+      collect_defs(p->body, out);
+    }
+    if (const auto* p = s.as<Cond>()) {
+      collect_defs(p->then_body, out);
+      collect_defs(p->else_body, out);
+    }
+  }
+}
+
+// Accumulators updated anywhere in `b`.
+void collect_accums(const Body& b, std::vector<std::string>& out) {
+  for (const Stmt& s : b) {
+    if (const auto* p = s.as<Accum>()) out.push_back(p->acc);
+    if (const auto* p = s.as<Loop>()) collect_accums(p->body, out);
+    if (const auto* p = s.as<Cond>()) {
+      collect_accums(p->then_body, out);
+      collect_accums(p->else_body, out);
+    }
+  }
+}
+
+void add_vars(const Expr& e, std::set<std::string>& out) {
+  if (!e.defined()) return;
+  for (const std::string& v : free_vars(e)) out.insert(v);
+}
+
+// Names read anywhere in `b`.
+void collect_uses(const Body& b, std::set<std::string>& out) {
+  for (const Stmt& s : b) {
+    if (const auto* p = s.as<Load>()) for (const Expr& e : p->index) add_vars(e, out);
+    if (const auto* p = s.as<Assign>()) for (const Expr& e : p->args) add_vars(e, out);
+    if (const auto* p = s.as<Select>()) {
+      add_vars(p->cond, out);
+      add_vars(p->then_value, out);
+      add_vars(p->else_value, out);
+    }
+    if (const auto* p = s.as<Init>()) add_vars(p->value, out);
+    if (const auto* p = s.as<Accum>()) {
+      out.insert(p->acc);
+      add_vars(p->value, out);
+    }
+    if (const auto* p = s.as<Write>()) {
+      for (const Expr& e : p->index) add_vars(e, out);
+      add_vars(p->value, out);
+    }
+    if (const auto* p = s.as<Loop>()) {
+      add_vars(p->begin, out);
+      add_vars(p->end, out);
+      collect_uses(p->body, out);
+    }
+    if (const auto* p = s.as<Cond>()) {
+      add_vars(p->cond, out);
+      collect_uses(p->then_body, out);
+      collect_uses(p->else_body, out);
+    }
+  }
+}
+
+// ---- what a producer computes per element ------------------------------------------------------
+
+struct ProducerShape {
+  Body compute;                        // the statements of the innermost free body, minus the write
+  Expr value;                          // the value written
+  std::map<std::string, size_t> axis_dim;  // free axis -> the output dim it indexes
+  int64_t elements = 1;
+  bool has_loop = false;               // a reduction (or any inner loop): recomputation is costly
+  int64_t statements = 0;
+};
+
+// Counts statements and writes; false when a kind outside Loop IR appears.
+bool scan(const Body& b, int64_t& statements, int64_t& writes, bool& has_loop) {
+  for (const Stmt& s : b) {
+    ++statements;
+    if (s.is<Write>()) ++writes;
+    if (const auto* p = s.as<Loop>()) {
+      has_loop = true;
+      if (!scan(p->body, statements, writes, has_loop)) return false;
+    } else if (const auto* p = s.as<Cond>()) {
+      if (!scan(p->then_body, statements, writes, has_loop) || !scan(p->else_body, statements, writes, has_loop))
+        return false;
+    } else if (!(s.is<Load>() || s.is<Assign>() || s.is<Select>() || s.is<Init>() || s.is<Accum>() ||
+                 s.is<Write>())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// P's per-element computation, or the reason it cannot be inlined.
+std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
+  const auto* op = p.op_as<LoopOp>();
+  if (!dtype_is_float(p.type.dtype)) {
+    reason = "integer or bool intermediate: its write's conversion is part of its value";
+    return std::nullopt;
+  }
+  ProducerShape shape;
+  std::vector<std::string> axes;
+  const Body* cur = &op->body;
+  while (cur->size() == 1 && (*cur)[0].is<Loop>() && (*cur)[0].as<Loop>()->role == "free") {
+    const Loop& l = *(*cur)[0].as<Loop>();
+    std::optional<int64_t> ext = loop_extent(l);
+    if (!ext || l.begin.int_value() != 0) {
+      reason = "free loop " + l.var + " has no constant range from 0";
+      return std::nullopt;
+    }
+    axes.push_back(l.var);
+    shape.elements *= *ext;
+    cur = &l.body;
+  }
+  int64_t writes = 0;
+  if (!scan(*cur, shape.statements, writes, shape.has_loop)) {
+    reason = "body holds statements outside Loop IR";
+    return std::nullopt;
+  }
+  const Write* w = cur->empty() ? nullptr : cur->back().as<Write>();
+  if (writes != 1 || w == nullptr || w->buffer != p.id) {
+    reason = "not a single write of one value per element (a multi-source map or an imperfect nest)";
+    return std::nullopt;
+  }
+  for (size_t d = 0; d < w->index.size(); ++d) {
+    const Expr& e = w->index[d];
+    if (e.is(ExprKind::Var) && std::find(axes.begin(), axes.end(), e.name()) != axes.end() &&
+        !shape.axis_dim.count(e.name())) {
+      shape.axis_dim[e.name()] = d;
+    } else if (!e.is(ExprKind::Int)) {
+      reason = "write index " + e.str() + " is not one of its axes";
+      return std::nullopt;
+    }
+  }
+  if (shape.axis_dim.size() != axes.size()) {
+    reason = "some free axis does not index the output";
+    return std::nullopt;
+  }
+  shape.compute.assign(cur->begin(), cur->end() - 1);
+  shape.value = w->value;
+  shape.statements -= 1;
+  return shape;
+}
+
+// ---- inlining one producer into one consumer body -----------------------------------------------
+
+class Inliner {
+ public:
+  Inliner(const std::string& producer, const ProducerShape& shape, int& fresh)
+      : producer_(producer), shape_(shape), fresh_(fresh) {}
+
+  Body run(const Body& consumer) {
+    stack_.push_back(Scope{});
+    Body out = rewrite(consumer);
+    stack_.pop_back();
+    Rewriter r;
+    r.subst = replaced_;
+    return r.body(out);
+  }
+  // Evaluations of P's computation per element of P (the recompute factor R).
+  double recompute_factor() const { return evaluations_ / static_cast<double>(shape_.elements); }
+  bool ok() const { return ok_; }
+
+ private:
+  struct Scope {
+    std::string axis;       // the loop variable this body binds ("" for the top or a Cond branch)
+    bool barrier = false;   // a Cond branch: nothing hoists above it
+    double executions = 1;  // how often this body runs
+    Body pending;           // hoisted computations, emitted before the statement being rewritten
+    std::map<std::string, Expr> materialized;  // "P[idx]" -> its value
+  };
+
+  Body rewrite(const Body& in) {
+    Body out;
+    for (const Stmt& s : in) {
+      if (const auto* l = s.as<Load>(); l && l->buffer == producer_) {
+        replaced_[l->dst] = materialize(l->index);
+        flush(out);
+        continue;
+      }
+      if (const auto* l = s.as<Loop>()) {
+        Loop copy = *l;
+        Scope sc;
+        sc.axis = l->var;
+        std::optional<int64_t> ext = loop_extent(*l);
+        sc.executions = stack_.back().executions * static_cast<double>(ext ? *ext : 1);
+        if (!ext) ok_ = false;  // cannot bound the cost: refuse
+        bind_range(*l);
+        stack_.push_back(std::move(sc));
+        copy.body = rewrite(l->body);
+        stack_.pop_back();
+        ranges_.erase(l->var);
+        flush(out);
+        out.push_back(copy);
+        continue;
+      }
+      if (const auto* c = s.as<Cond>()) {
+        Cond copy = *c;
+        copy.then_body = rewrite_branch(c->then_body);
+        copy.else_body = rewrite_branch(c->else_body);
+        flush(out);
+        out.push_back(copy);
+        continue;
+      }
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  Body rewrite_branch(const Body& b) {
+    Scope sc;
+    sc.barrier = true;
+    sc.executions = stack_.back().executions;
+    stack_.push_back(std::move(sc));
+    Body out = rewrite(b);
+    stack_.pop_back();
+    return out;
+  }
+
+  void bind_range(const Loop& l) {
+    if (l.begin.is(ExprKind::Int) && l.end.is(ExprKind::Int))
+      ranges_[l.var] = Interval{l.begin.int_value(), l.end.int_value() - 1};
+  }
+
+  void flush(Body& out) {
+    Body& pending = stack_.back().pending;
+    out.insert(out.end(), pending.begin(), pending.end());
+    pending.clear();
+  }
+
+  // Target scope: the innermost one binding a variable of `index` (or a barrier, or the current one
+  // when the index reads a loaded value, as a gather does).
+  size_t target_scope(const ExprList& index) const {
+    std::set<std::string> vars;
+    for (const Expr& e : index) add_vars(e, vars);
+    std::set<std::string> axes;
+    for (const Scope& s : stack_) axes.insert(s.axis);
+    for (const std::string& v : vars)
+      if (!axes.count(v)) return stack_.size() - 1;
+    for (size_t i = stack_.size(); i-- > 0;) {
+      if (stack_[i].barrier || (!stack_[i].axis.empty() && vars.count(stack_[i].axis))) return i;
+    }
+    return 0;
+  }
+
+  Expr materialize(const ExprList& raw_index) {
+    ExprList index;
+    for (const Expr& e : raw_index) index.push_back(simplify(substitute(e, replaced_), ranges_));
+    std::string key = "[";
+    for (const Expr& e : index) key += e.str() + ",";
+    for (const Scope& s : stack_)
+      if (auto it = s.materialized.find(key); it != s.materialized.end()) return it->second;
+
+    size_t target = target_scope(index);
+    Rewriter r;
+    r.ranges = ranges_;
+    std::vector<std::string> defs;
+    collect_defs(shape_.compute, defs);
+    std::string prefix = "f" + std::to_string(fresh_++) + "_";
+    for (const std::string& d : defs) {
+      r.rename[d] = prefix + d;
+      r.subst[d] = Expr::var(prefix + d);
+    }
+    for (const auto& [axis, dim] : shape_.axis_dim) r.subst[axis] = dim < index.size() ? index[dim] : Expr::int_(0);
+    if (shape_.axis_dim.size() > index.size()) ok_ = false;
+    Body compute = r.body(shape_.compute);
+    Expr value = simplify(substitute(shape_.value, r.subst), ranges_);
+    Scope& t = stack_[target];
+    t.pending.insert(t.pending.end(), compute.begin(), compute.end());
+    t.materialized[key] = value;
+    evaluations_ += t.executions;
+    return value;
+  }
+
+  std::string producer_;
+  const ProducerShape& shape_;
+  int& fresh_;
+  std::vector<Scope> stack_;
+  RangeMap ranges_;
+  std::map<std::string, Expr> replaced_;  // dropped load -> the value that replaces it
+  double evaluations_ = 0;
+  bool ok_ = true;
+};
+
+// ---- sibling reduce loops sharing one loop -------------------------------------------------------
+
+Body share_reduce_loops(const Body& in) {
+  Body b;
+  for (const Stmt& s : in) {
+    if (const auto* l = s.as<Loop>()) {
+      Loop copy = *l;
+      copy.body = share_reduce_loops(l->body);
+      b.push_back(copy);
+    } else if (const auto* c = s.as<Cond>()) {
+      b.push_back(Cond{c->cond, share_reduce_loops(c->then_body), share_reduce_loops(c->else_body)});
+    } else {
+      b.push_back(s);
+    }
+  }
+  Body out;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const Loop* first = b[i].as<Loop>();
+    if (first == nullptr || first->role != "reduce") {
+      out.push_back(b[i]);
+      continue;
+    }
+    Loop merged = *first;
+    Body inits, after;  // moved before / after the shared loop
+    size_t j = i + 1;
+    while (true) {
+      // Straight-line statements between the loops move after the shared loop (they may read the
+      // first loop's results); Inits move before it.
+      size_t k = j;
+      Body between_inits, between_rest;
+      while (k < b.size() && (b[k].is<Init>() || b[k].is<Assign>() || b[k].is<Select>() || b[k].is<Load>())) {
+        (b[k].is<Init>() ? between_inits : between_rest).push_back(b[k]);
+        ++k;
+      }
+      const Loop* next = k < b.size() ? b[k].as<Loop>() : nullptr;
+      if (next == nullptr || next->role != "reduce" || !structurally_equal(next->begin, merged.begin) ||
+          !structurally_equal(next->end, merged.end))
+        break;
+      // The second loop must not read what the first one defines or accumulates, nor what the
+      // statements between them compute.
+      std::vector<std::string> defs;
+      collect_defs({Stmt(merged)}, defs);
+      collect_accums(merged.body, defs);
+      collect_defs(after, defs);
+      collect_defs(between_rest, defs);
+      std::set<std::string> uses;
+      collect_uses(next->body, uses);
+      bool independent = std::none_of(defs.begin(), defs.end(), [&](const std::string& d) { return uses.count(d); });
+      if (!independent) break;
+      Rewriter r;
+      r.rename[next->var] = merged.var;
+      r.subst[next->var] = Expr::var(merged.var);
+      Body renamed = r.body(next->body);
+      merged.body.insert(merged.body.end(), renamed.begin(), renamed.end());
+      inits.insert(inits.end(), between_inits.begin(), between_inits.end());
+      after.insert(after.end(), between_rest.begin(), between_rest.end());
+      j = k + 1;
+    }
+    out.insert(out.end(), inits.begin(), inits.end());
+    out.push_back(merged);
+    out.insert(out.end(), after.begin(), after.end());
+    i = j - 1;
+  }
+  return out;
+}
+
+// ---- the pass -----------------------------------------------------------------------------------
+
+class FusePass final : public Pass {
+ public:
+  std::string_view name() const override { return "fuse"; }
+  std::string_view summary() const override {
+    return "inline LoopOp producers into their consumers (prologues, epilogues, row reductions) within a "
+           "recompute bound";
+  }
+  std::vector<Dialect> stages() const override { return {Dialect::Loop}; }
+
+  Status run(Graph& g, PassContext& ctx) override {
+    int fresh = 0;
+    std::set<std::string> reported;
+    // Each fusion removes a node, so this terminates.
+    while (fuse_one(g, ctx, fresh, reported)) {
+    }
+    for (Node* n : g.nodes()) {
+      auto* op = n->op_as<LoopOp>();
+      if (op == nullptr || op->name.rfind("merged_", 0) != 0) continue;
+      op->body = canonicalize_names(share_reduce_loops(op->body));
+    }
+    return Status::ok();
+  }
+
+ private:
+  static bool is_output(const Graph& g, const std::string& id) {
+    return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
+  }
+
+  static void report(PassContext& ctx, std::set<std::string>& reported, const Node& n, const std::string& reason) {
+    if (reported.insert(n.id + ": " + reason).second) ctx.skip(n, reason);
+  }
+
+  // Fuses the last fusible producer (closest to the outputs) into all its users.
+  static bool fuse_one(Graph& g, PassContext& ctx, int& fresh, std::set<std::string>& reported) {
+    std::vector<Node*> nodes = g.nodes();
+    for (size_t i = nodes.size(); i-- > 0;) {
+      Node& p = *nodes[i];
+      if (p.op_as<LoopOp>() == nullptr || is_output(g, p.id)) continue;
+      std::vector<std::string> users = g.users(p.id);
+      if (users.empty()) continue;
+      bool all_loops = std::all_of(users.begin(), users.end(),
+                                   [&](const std::string& u) { return g.find(u)->op_as<LoopOp>() != nullptr; });
+      if (!all_loops) {
+        report(ctx, reported, p, "a user is not a Loop IR kernel");
+        continue;
+      }
+      std::string reason;
+      std::optional<ProducerShape> shape = analyze(p, reason);
+      if (!shape) {
+        report(ctx, reported, p, "not fusible: " + reason);
+        continue;
+      }
+      // Inline tentatively into every user, then apply the cost rule to the total.
+      std::vector<Body> bodies;
+      double factor = 0;
+      bool ok = true;
+      int trial_fresh = fresh;
+      for (const std::string& u : users) {
+        Inliner inl(p.id, *shape, trial_fresh);
+        bodies.push_back(inl.run(g.find(u)->op_as<LoopOp>()->body));
+        factor += inl.recompute_factor();
+        ok = ok && inl.ok();
+      }
+      if (!ok) {
+        report(ctx, reported, p, "not fusible: a consumer loop has no constant range");
+        continue;
+      }
+      const double kEps = 1e-9;
+      if (shape->has_loop && factor > 1 + kEps) {
+        report(ctx, reported, p,
+               "cost: fusing recomputes its reduction " + format_factor(factor) + "x per element (bound 1x)");
+        continue;
+      }
+      if (!shape->has_loop && factor > 1 + kEps && shape->statements > kMaxRecomputedStatements) {
+        report(ctx, reported, p,
+               "cost: recomputing " + std::to_string(shape->statements) + " statements " + format_factor(factor) +
+                   "x per element (bound " + std::to_string(kMaxRecomputedStatements) + " statements)");
+        continue;
+      }
+      fresh = trial_fresh;
+      for (size_t k = 0; k < users.size(); ++k) {
+        Node& user = *g.find(users[k]);
+        auto& op = *user.op_as<LoopOp>();
+        op.body = canonicalize_names(bodies[k]);
+        op.name = "merged_" + user.id;
+        std::vector<std::string> inputs;
+        for (const std::string& in : user.inputs) {
+          const std::vector<std::string>& add = in == p.id ? p.inputs : std::vector<std::string>{in};
+          for (const std::string& a : add)
+            if (std::find(inputs.begin(), inputs.end(), a) == inputs.end()) inputs.push_back(a);
+        }
+        user.inputs = std::move(inputs);
+      }
+      g.erase(p.id);
+      return true;
+    }
+    return false;
+  }
+};
+
+void register_fuse(Registry& r) {
+  r.add_pass("fuse", [] { return std::make_unique<FusePass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("fuse", "1.0.0", ::tessera::register_fuse)

@@ -1,0 +1,370 @@
+// Tests of the fuse pass: each program is traced by the torch_expr frontend, evaluated by the
+// reference evaluator (Torch IR, double), lowered by decompose, compose_index_maps, lift and fuse
+// (loaded as plugins, as users load them) and run by the Loop IR interpreter; the outputs must agree
+// to a relative error below 1e-5. Also checks the kernel counts the issue asks for, the shape of the
+// merged kernels (prologue inside the reduce loop, epilogue after it, one shared K loop), and both
+// sides of the cost rule (declined fusions are reported as skips naming the node).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/eval/constant_data.h"
+#include "tessera/eval/loop_interpreter.h"
+#include "tessera/eval/reference_evaluator.h"
+#include "tessera/frontend/frontend.h"
+#include "tessera/ir/graph.h"
+#include "tessera/ir/printer.h"
+#include "tessera/ir/verifier.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin_host.h"
+#include "tessera/plugin/registry.h"
+#include "tessera/target/device.h"
+
+namespace tessera {
+namespace {
+
+class FuseTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    host_ = std::make_unique<PluginHost>();
+    Status s = host_->load_directory(TESSERA_BUILD_DIR "/lib/tessera/plugins");
+    load_error_ = s ? "" : s.message();
+  }
+  static void TearDownTestSuite() { host_.reset(); }
+
+  void SetUp() override { ASSERT_TRUE(load_error_.empty()) << load_error_; }
+
+  Graph trace(const std::string& text) {
+    std::unique_ptr<Frontend> frontend = host_->registry().make_frontend("torch_expr");
+    EXPECT_NE(frontend, nullptr);
+    if (!frontend) return Graph();
+    Expected<Graph> g = frontend->import(FrontendInput{text, "<-c>"}, {});
+    if (!g) {
+      ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
+      return Graph();
+    }
+    return std::move(*g);
+  }
+
+  // Runs pass `name`; its skips are appended to `skips` when given.
+  Status run_pass(const std::string& name, Graph& g, std::vector<PassContext::Skip>* skips = nullptr) {
+    std::unique_ptr<Pass> pass = host_->registry().make_pass(name);
+    if (!pass) return make_error("pass '" + name + "' is not registered");
+    PassContext ctx(name, "l:00x_" + name, pass->knobs(), {}, {}, &device_, &diags_);
+    Status s = pass->run(g, ctx);
+    if (skips) skips->insert(skips->end(), ctx.skips().begin(), ctx.skips().end());
+    return s;
+  }
+
+  // Torch IR -> Loop IR, fused when `fuse`.
+  Graph lower(const Graph& torch, bool fuse, std::vector<PassContext::Skip>* skips = nullptr) {
+    Graph g = torch;
+    for (const char* pass : {"decompose", "compose_index_maps", "canonicalize", "lift"}) {
+      Status s = run_pass(pass, g);
+      EXPECT_TRUE(s) << pass << ": " << s.message();
+      if (!s) return g;
+    }
+    if (fuse) {
+      Status s = run_pass("fuse", g, skips);
+      EXPECT_TRUE(s) << s.message();
+    }
+    Status v = verify_graph(g, Dialect::Loop);
+    EXPECT_TRUE(v) << v.message() << "\n" << print_graph(g);
+    return g;
+  }
+
+  static int count_kernels(const Graph& g) {
+    int n = 0;
+    for (const Node* node : g.nodes()) n += node->op_as<LoopOp>() != nullptr;
+    return n;
+  }
+
+  // The differential check after fuse; returns the fused graph.
+  Graph expect_matches_reference(const std::string& program) {
+    Graph torch = trace(program);
+    if (::testing::Test::HasFailure()) return Graph();
+    ValueMap inputs = make_inputs(torch, 7);
+    Expected<ValueMap> expected = evaluate_reference(torch, inputs);
+    EXPECT_TRUE(expected) << expected.error().render();
+    if (!expected) return Graph();
+    Graph fused = lower(torch, true);
+    if (::testing::Test::HasFailure()) return fused;
+    Expected<ValueMap> actual = evaluate_loop_ir(fused, inputs);
+    EXPECT_TRUE(actual) << actual.error().render() << "\n" << print_graph(fused);
+    if (!actual) return fused;
+    Expected<ValueComparison> cmp = compare_values(*expected, *actual, torch.outputs());
+    EXPECT_TRUE(cmp) << cmp.error().render();
+    if (!cmp) return fused;
+    EXPECT_GT(cmp->elements, 0) << "nothing was compared";
+    EXPECT_TRUE(cmp->within(1e-5)) << program << ": " << cmp->str() << "\n" << print_graph(fused);
+    return fused;
+  }
+
+  void expect_kernels(const std::string& program, int kernels) {
+    Graph fused = expect_matches_reference(program);
+    EXPECT_EQ(count_kernels(fused), kernels) << program << "\n" << print_graph(fused);
+  }
+
+  static bool has_skip(const std::vector<PassContext::Skip>& skips, const std::string& node,
+                       const std::string& reason_part) {
+    for (const auto& s : skips)
+      if (s.node == node && s.reason.find(reason_part) != std::string::npos) return true;
+    return false;
+  }
+
+  static std::unique_ptr<PluginHost> host_;
+  static std::string load_error_;
+  DeviceDesc device_{};
+  DiagnosticEngine diags_;
+};
+
+std::unique_ptr<PluginHost> FuseTest::host_;
+std::string FuseTest::load_error_;
+
+// ---- kernel counts of the issue's programs ----
+
+TEST_F(FuseTest, SeedIsOneKernelWithPrologueAndEpilogue) {
+  Graph g = expect_matches_reference(
+      "x=torch.randn(16,64); bias=torch.randn(64); w=torch.randn(64,16); torch.relu(torch.matmul(x + bias, w))");
+  ASSERT_EQ(count_kernels(g), 1) << print_graph(g);
+  const Node* relu = g.find("relu");
+  ASSERT_NE(relu, nullptr) << print_graph(g);
+  const auto* op = relu->op_as<LoopOp>();
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->name, "merged_relu");
+  EXPECT_EQ(relu->inputs, (std::vector<std::string>{"x", "bias", "w"}));
+  // The bias add sits inside the reduce loop, the relu after it, and nothing else touches memory.
+  const std::string text = print_body(op->body);
+  size_t reduce = text.find("# reduce");
+  size_t add = text.find("add(in");
+  size_t relu_at = text.find("relu(acc0)");
+  ASSERT_NE(reduce, std::string::npos) << text;
+  EXPECT_GT(add, reduce) << text;
+  EXPECT_NE(relu_at, std::string::npos) << text;
+  EXPECT_EQ(text.find("load add"), std::string::npos) << text;
+  EXPECT_EQ(text.find("load red"), std::string::npos) << text;
+}
+
+TEST_F(FuseTest, RMSNormIsOneKernel) { expect_kernels("nn.RMSNorm(2048)(torch.randn(1,3,2048))", 1); }
+
+TEST_F(FuseTest, SoftmaxIsOneKernel) { expect_kernels("torch.nn.Softmax(dim=-1)(torch.randn(1,3,33,77))", 1); }
+
+TEST_F(FuseTest, LayerNormIsOneKernel) {
+  expect_kernels("nn.LayerNorm(33)(torch.randn(7, 33))", 1);
+  expect_kernels(
+      "class LN(torch.nn.Module):\n"
+      "    def forward(self, x):\n"
+      "        m = x.mean(-1, keepdim=True)\n"
+      "        v = ((x - m) ** 2).mean(-1, keepdim=True)\n"
+      "        return (x - m) * torch.rsqrt(v + 1e-6)\n"
+      "LN()(torch.randn(7, 1000))",
+      1);
+}
+
+TEST_F(FuseTest, GatedMlpIsOneKernelWithOneSharedKLoop) {
+  Graph g = expect_matches_reference(
+      "import torch.nn.functional as F; x=torch.randn(1,7,64); wg=torch.randn(64,33); wu=torch.randn(64,33); "
+      "F.silu(torch.matmul(x,wg))*torch.matmul(x,wu)");
+  ASSERT_EQ(count_kernels(g), 1) << print_graph(g);
+  const std::string text = print_body(g.nodes().back()->op_as<LoopOp>()->body);
+  size_t first = text.find("# reduce");
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find("# reduce", first + 1), std::string::npos) << "two K loops:\n" << text;
+}
+
+// The max loop must stay before the sum loop that reads its result: no sharing across a dependence.
+TEST_F(FuseTest, DependentReduceLoopsAreNotShared) {
+  Graph g = expect_matches_reference("torch.nn.Softmax(dim=-1)(torch.randn(2,5,9))");
+  const std::string text = print_body(g.nodes().back()->op_as<LoopOp>()->body);
+  size_t first = text.find("# reduce");
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_NE(text.find("# reduce", first + 1), std::string::npos) << text;
+}
+
+// ---- the cost rule, both sides ----
+
+// (a @ b) @ c: the first product is read inside the second's K loop at every column of the result,
+// so fusing would recompute its reduction N times: declined, and reported.
+TEST_F(FuseTest, RecomputingAReductionIsDeclined) {
+  Graph torch = trace("a=torch.randn(5,8); b=torch.randn(8,6); c=torch.randn(6,7); torch.matmul(torch.matmul(a, b), c)");
+  std::vector<PassContext::Skip> skips;
+  Graph g = lower(torch, true, &skips);
+  EXPECT_EQ(count_kernels(g), 2) << print_graph(g);
+  bool reported = false;
+  for (const auto& s : skips) reported = reported || s.reason.find("cost") != std::string::npos;
+  EXPECT_TRUE(reported) << print_graph(g);
+  expect_matches_reference("a=torch.randn(5,8); b=torch.randn(8,6); c=torch.randn(6,7); torch.matmul(torch.matmul(a, b), c)");
+}
+
+// QK^T into softmax(.)V: the scores are a reduction read once per column of V: declined.
+TEST_F(FuseTest, AttentionScoresAreNotRecomputedPerValueColumn) {
+  const std::string program =
+      "import torch.nn.functional as F; q=torch.randn(2,3,5,8); k=torch.randn(2,3,5,8); v=torch.randn(2,3,5,8); "
+      "F.scaled_dot_product_attention(q, k, v, scale=0.3)";
+  std::vector<PassContext::Skip> skips;
+  Graph g = lower(trace(program), true, &skips);
+  EXPECT_EQ(count_kernels(g), 2) << print_graph(g);
+  bool cost = false;
+  for (const auto& s : skips) cost = cost || s.reason.find("recomputes its reduction") != std::string::npos;
+  EXPECT_TRUE(cost) << print_graph(g);
+  expect_matches_reference(program);
+}
+
+// The other side: a reduction read once per element (matmul + 1) and an elementwise producer read
+// many times (the bias add in the K loop) both fuse.
+TEST_F(FuseTest, ReductionReadOncePerElementFuses) {
+  expect_kernels("a=torch.randn(5,8); b=torch.randn(8,6); torch.matmul(a, b) + 1", 1);
+  expect_kernels("a=torch.randn(5,8); b=torch.randn(8); c=torch.randn(8,6); torch.matmul(torch.exp(a + b), c)", 1);
+}
+
+// Hand-built kernels for the elementwise side of the cost rule: p = a chain of `statements` ops over
+// x (4, 8); c[i, j] = sum_k p[i, k] * w[k, j] reads p inside its K loop at every j (R = 3).
+Graph elementwise_into_matmul(int statements) {
+  auto f32 = [](Shape s) { return TensorType{std::move(s), DType::F32}; };
+  auto v = [](const std::string& n) { return Expr::var(n); };
+  Graph g;
+  g.add("x", std::make_unique<InputOp>(), {}, f32({4, 8}));
+  g.add("w", std::make_unique<InputOp>(), {}, f32({8, 3}));
+  auto p = std::make_unique<LoopOp>();
+  p->name = "p";
+  Body inner{Load{"in0", "x", {v("a0"), v("a1")}}};
+  std::string last = "in0";
+  for (int i = 0; i < statements; ++i) {
+    std::string dst = "v" + std::to_string(i);
+    inner.push_back(Assign{dst, "add", {v(last), Expr::float_(0.5)}});
+    last = dst;
+  }
+  inner.push_back(Write{"p", {v("a0"), v("a1")}, v(last)});
+  p->body = {Loop{"a0", Expr::int_(0), Expr::int_(4), "free", 0,
+                  {Loop{"a1", Expr::int_(0), Expr::int_(8), "free", 0, inner}}}};
+  g.add("p", std::move(p), {"x"}, f32({4, 8}));
+  auto c = std::make_unique<LoopOp>();
+  c->name = "c";
+  Body k_body{Load{"in0", "p", {v("a0"), v("a2")}}, Load{"in1", "w", {v("a2"), v("a1")}},
+              Assign{"v0", "mul", {v("in0"), v("in1")}}, Accum{"acc0", "add", v("v0")}};
+  c->body = {Loop{"a0", Expr::int_(0), Expr::int_(4), "free", 0,
+                  {Loop{"a1", Expr::int_(0), Expr::int_(3), "free", 0,
+                        {Init{"acc0", Expr::float_(0.0)}, Loop{"a2", Expr::int_(0), Expr::int_(8), "reduce", 0, k_body},
+                         Write{"c", {v("a0"), v("a1")}, v("acc0")}}}}}};
+  g.add("c", std::move(c), {"p", "w"}, f32({4, 3}));
+  g.outputs() = {"c"};
+  return g;
+}
+
+TEST_F(FuseTest, RecomputedElementwiseWorkIsBounded) {
+  for (int statements : {3, 40}) {
+    Graph g = elementwise_into_matmul(statements);
+    ValueMap inputs = make_inputs(g, 3);
+    Expected<ValueMap> before = evaluate_loop_ir(g, inputs);
+    ASSERT_TRUE(before) << before.error().render();
+    std::vector<PassContext::Skip> skips;
+    ASSERT_TRUE(run_pass("fuse", g, &skips));
+    bool small = statements <= 16;
+    EXPECT_EQ(count_kernels(g), small ? 1 : 2) << print_graph(g);
+    EXPECT_EQ(has_skip(skips, "p", "cost: recomputing"), !small) << print_graph(g);
+    if (small) {
+      EXPECT_EQ(g.find("c")->inputs, (std::vector<std::string>{"x", "w"}));
+    }
+    Expected<ValueMap> after = evaluate_loop_ir(g, inputs);
+    ASSERT_TRUE(after) << after.error().render() << "\n" << print_graph(g);
+    Expected<ValueComparison> cmp = compare_values(*before, *after, {"c"});
+    ASSERT_TRUE(cmp) << cmp.error().render();
+    EXPECT_TRUE(cmp->within(1e-12)) << cmp->str();
+  }
+}
+
+TEST_F(FuseTest, ProgramOutputsStayMaterialized) {
+  Graph torch = trace("x=torch.randn(4,6); y = torch.exp(x); z = y + 1; (y, z)");
+  if (HasFailure()) return;
+  std::vector<PassContext::Skip> skips;
+  Graph g = lower(torch, true, &skips);
+  EXPECT_EQ(count_kernels(g), 2) << print_graph(g);
+  expect_matches_reference("x=torch.randn(4,6); y = torch.exp(x); z = y + 1; (y, z)");
+}
+
+// ---- the differential corpus (decompose_test's programs) ----
+
+TEST_F(FuseTest, IssuePrograms) {
+  expect_matches_reference(
+      "import torch; import torch.nn.functional as F; x=torch.randn((1,7,1024)); w=torch.randn((1024,)); "
+      "F.rms_norm(x, (1024,), w, eps=1e-6)");
+  expect_matches_reference(
+      "import torch.nn.functional as F; q=torch.randn(1,4,7,16); k=torch.randn(1,2,9,16); v=torch.randn(1,2,9,8); "
+      "F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)");
+}
+
+TEST_F(FuseTest, BroadcastingAndUnaryMath) {
+  expect_matches_reference("a=torch.randn(7,1,33); b=torch.randn(1,5,1); a + b");
+  expect_matches_reference("a=torch.randn(1); b=torch.randn(7,33); a * b - 2.5");
+  expect_matches_reference("a=torch.randn(7,33); 1 - a / 3");
+  expect_matches_reference("x=torch.rand(7,33); torch.sqrt(x) + torch.rsqrt(x + 1) + torch.exp(-x) + torch.tanh(x)");
+  expect_matches_reference("x=torch.randn(33); torch.sigmoid(x) * torch.abs(x) + torch.relu(x) + x ** 2");
+  expect_matches_reference("import torch.nn.functional as F; x=torch.randn(7,33); F.gelu(x) + F.gelu(x, approximate='tanh')");
+}
+
+TEST_F(FuseTest, Reductions) {
+  expect_matches_reference("x=torch.randn(7,33,5); x.sum(-2)");
+  expect_matches_reference("x=torch.randn(7,33,5); x.mean(1, keepdim=True)");
+  expect_matches_reference("x=torch.randn(7,33,5); torch.amax(x, dim=-1, keepdim=False)");
+  expect_matches_reference("x=torch.randn(7,33,5); x.sum()");
+  expect_matches_reference("x=torch.randn(7,33,5); x.mean((0, 2))");
+}
+
+TEST_F(FuseTest, MatmulShapesAndNorms) {
+  expect_matches_reference("a=torch.randn(33); b=torch.randn(33,7); a @ b");
+  expect_matches_reference("a=torch.randn(5,33); b=torch.randn(33); a @ b");
+  expect_matches_reference("a=torch.randn(2,1,5,33); b=torch.randn(3,33,7); torch.matmul(a, b)");
+  expect_matches_reference("a=torch.randn(3,5,33); b=torch.randn(3,33,7); torch.bmm(a, b)");
+  expect_matches_reference("nn.Linear(33, 7)(torch.randn(2, 5, 33))");
+  expect_matches_reference("nn.Linear(33, 1, bias=False)(torch.randn(33))");
+  expect_matches_reference("nn.LayerNorm((5, 33))(torch.randn(7, 5, 33))");
+}
+
+TEST_F(FuseTest, LayoutSliceCat) {
+  expect_matches_reference("x=torch.randn(6,35); x.reshape(5, 7, 6) * 2");
+  expect_matches_reference("x=torch.randn(6,35); x.transpose(0, -1).unsqueeze(1) + 1");
+  expect_matches_reference("x=torch.randn(2,3,5); x.view(6, 5).t() * 1");
+  expect_matches_reference("x=torch.randn(4,6); y=torch.randn(4,3); torch.cat([x, y, x], dim=-1)");
+  expect_matches_reference("x=torch.randn(4,6); torch.stack([x, x * 2], dim=1)");
+  expect_matches_reference("x=torch.randn(5,9); x[1:4, ::2] + 1");
+  expect_matches_reference("x=torch.randn(5,9); x[..., -3:] * 3");
+  expect_matches_reference("x=torch.randn(4,6); a, b = x.chunk(2, dim=-1); a * b");
+  expect_matches_reference("x=torch.randn(2,3,4); x.permute(2, 0, 1) * 1");
+  expect_matches_reference("x=torch.randn(3,1); x.expand(3, 5) + 0");
+  expect_matches_reference("x=torch.randn(4,1,6); x.squeeze(1).flatten() * 2");
+}
+
+TEST_F(FuseTest, WhereComparisonsCastsArgmax) {
+  expect_matches_reference("x=torch.randn(4,6); torch.where(x > 0, x, 0.5)");
+  expect_matches_reference("x=torch.randn(4,6); y=torch.randn(6); torch.maximum(x, y) + torch.minimum(x, y)");
+  expect_matches_reference("x=torch.randn(4,6); (x < 0.1).float() + (x >= 0).float()");
+  expect_matches_reference("x=torch.randn(4,6); torch.amin(x, dim=0) + torch.max(x, 0)[0]");
+  expect_matches_reference("x=torch.randn(7,8); torch.log(x.abs() + 1) * torch.reciprocal(x)");
+  expect_matches_reference("x=torch.randn(4,7); torch.max(x, -1)[1]");
+  expect_matches_reference("x=torch.randn(4,7); torch.min(x, 0, keepdim=True)[1]");
+  expect_matches_reference("x=torch.zeros(3,5); torch.max(x, 1)[1]");
+}
+
+TEST_F(FuseTest, GatherAndModule) {
+  expect_matches_reference("ids=torch.randint(0, 10, (3, 5)); nn.Embedding(10, 8)(ids)");
+  expect_matches_reference(
+      "class Block(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.emb = nn.Embedding(50, 16)\n"
+      "        self.norm = nn.RMSNorm(16)\n"
+      "        self.proj = nn.Linear(16, 16)\n"
+      "    def forward(self, ids):\n"
+      "        q = self.proj(self.norm(self.emb(ids)))\n"
+      "        x1 = q[..., :8]\n"
+      "        x2 = q[..., 8:]\n"
+      "        rot = torch.cat((-x2, x1), dim=-1)\n"
+      "        return q * 0.5 + rot * 0.25\n"
+      "Block()(torch.randint(0, 50, (2, 7)))");
+}
+
+}  // namespace
+}  // namespace tessera
