@@ -18,6 +18,7 @@
 #include "tessera/ir/verifier.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
+#include "support/built_plugins.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -25,15 +26,8 @@
 namespace tessera {
 namespace {
 
-class DecomposeTest : public ::testing::Test {
+class DecomposeTest : public test::BuiltPluginsTest {
  protected:
-  static void SetUpTestSuite() {
-    host_ = std::make_unique<PluginHost>();
-    Status s = host_->load_directory(TESSERA_BUILD_DIR "/lib/tessera/plugins");
-    load_error_ = s ? "" : s.message();
-  }
-  static void TearDownTestSuite() { host_.reset(); }
-
   void SetUp() override { ASSERT_TRUE(load_error_.empty()) << load_error_; }
 
   Graph trace(const std::string& text) {
@@ -91,14 +85,10 @@ class DecomposeTest : public ::testing::Test {
     }
   }
 
-  static std::unique_ptr<PluginHost> host_;
-  static std::string load_error_;
   DeviceDesc device_{};
   DiagnosticEngine diags_;
 };
 
-std::unique_ptr<PluginHost> DecomposeTest::host_;
-std::string DecomposeTest::load_error_;
 
 // ---- the programs (shapes reduced where the full size would make the double-precision
 // evaluators slow; the structure is the same) ----

@@ -19,6 +19,7 @@
 #include "tessera/ir/verifier.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
+#include "support/built_plugins.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -26,15 +27,8 @@
 namespace tessera {
 namespace {
 
-class FuseTest : public ::testing::Test {
+class FuseTest : public test::BuiltPluginsTest {
  protected:
-  static void SetUpTestSuite() {
-    host_ = std::make_unique<PluginHost>();
-    Status s = host_->load_directory(TESSERA_BUILD_DIR "/lib/tessera/plugins");
-    load_error_ = s ? "" : s.message();
-  }
-  static void TearDownTestSuite() { host_.reset(); }
-
   void SetUp() override { ASSERT_TRUE(load_error_.empty()) << load_error_; }
 
   Graph trace(const std::string& text) {
@@ -115,14 +109,10 @@ class FuseTest : public ::testing::Test {
     return false;
   }
 
-  static std::unique_ptr<PluginHost> host_;
-  static std::string load_error_;
   DeviceDesc device_{};
   DiagnosticEngine diags_;
 };
 
-std::unique_ptr<PluginHost> FuseTest::host_;
-std::string FuseTest::load_error_;
 
 // ---- kernel counts of the programs ----
 

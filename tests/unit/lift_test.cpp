@@ -21,6 +21,7 @@
 #include "tessera/pass/pass_context.h"
 #include "tessera/pass/pipeline.h"
 #include "tessera/pass/runner.h"
+#include "support/built_plugins.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -28,15 +29,8 @@
 namespace tessera {
 namespace {
 
-class LiftTest : public ::testing::Test {
+class LiftTest : public test::BuiltPluginsTest {
  protected:
-  static void SetUpTestSuite() {
-    host_ = std::make_unique<PluginHost>();
-    Status s = host_->load_directory(TESSERA_BUILD_DIR "/lib/tessera/plugins");
-    load_error_ = s ? "" : s.message();
-  }
-  static void TearDownTestSuite() { host_.reset(); }
-
   void SetUp() override {
     ASSERT_TRUE(load_error_.empty()) << load_error_;
     device_.name = "test";
@@ -108,13 +102,9 @@ class LiftTest : public ::testing::Test {
     }
   }
 
-  static std::unique_ptr<PluginHost> host_;
-  static std::string load_error_;
   DeviceDesc device_{};
 };
 
-std::unique_ptr<PluginHost> LiftTest::host_;
-std::string LiftTest::load_error_;
 
 // ---- the decompose corpus, differentially ----
 

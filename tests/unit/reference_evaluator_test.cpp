@@ -10,6 +10,7 @@
 #include "tessera/eval/reference_evaluator.h"
 #include "tessera/frontend/frontend.h"
 #include "tessera/ir/printer.h"
+#include "support/built_plugins.h"
 #include "tessera/plugin/plugin_host.h"
 
 namespace tessera {
@@ -493,15 +494,8 @@ TEST(ReferenceEvaluatorTest, MissingAttrShapeMismatchAndMissingInputAreErrors) {
 
 // Programs traced by the real frontend: the evaluator must agree with the frontend's conventions
 // (operand order, attrs, recorded types) for every target they produce.
-class ReferenceEvaluatorFrontendTest : public ::testing::Test {
+class ReferenceEvaluatorFrontendTest : public test::BuiltPluginsTest {
  protected:
-  static void SetUpTestSuite() {
-    host_ = std::make_unique<PluginHost>();
-    Status s = host_->load_directory(TESSERA_BUILD_DIR "/lib/tessera/plugins");
-    load_error_ = s ? "" : s.message();
-  }
-  static void TearDownTestSuite() { host_.reset(); }
-
   // Traces `text` and evaluates it with seeded inputs; nullopt (with a test failure) on any error.
   std::optional<std::pair<Graph, ValueMap>> evaluate(const std::string& text) {
     EXPECT_TRUE(load_error_.empty()) << load_error_;
@@ -524,12 +518,8 @@ class ReferenceEvaluatorFrontendTest : public ::testing::Test {
   }
   const TensorValue& output(const std::pair<Graph, ValueMap>& r) { return r.second.at(r.first.outputs().back()); }
 
-  static std::unique_ptr<PluginHost> host_;
-  static std::string load_error_;
 };
 
-std::unique_ptr<PluginHost> ReferenceEvaluatorFrontendTest::host_;
-std::string ReferenceEvaluatorFrontendTest::load_error_;
 
 TEST_F(ReferenceEvaluatorFrontendTest, SoftmaxOfOnesIsUniform) {
   auto r = evaluate("torch.softmax(torch.ones(2, 3), dim=-1)");

@@ -17,20 +17,14 @@
 #include "tessera/ir/graph.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/printer.h"
+#include "support/built_plugins.h"
 #include "tessera/plugin/plugin_host.h"
 
 namespace tessera {
 namespace {
 
-class TorchExprTest : public ::testing::Test {
+class TorchExprTest : public test::BuiltPluginsTest {
  protected:
-  static void SetUpTestSuite() {
-    host_ = std::make_unique<PluginHost>();
-    Status s = host_->load_directory(TESSERA_BUILD_DIR "/lib/tessera/plugins");
-    load_error_ = s ? "" : s.message();
-  }
-  static void TearDownTestSuite() { host_.reset(); }
-
   void SetUp() override {
     ASSERT_TRUE(load_error_.empty()) << load_error_;
     frontend_ = host_->registry().make_frontend("torch_expr");
@@ -61,13 +55,9 @@ class TorchExprTest : public ::testing::Test {
     return g.error();
   }
 
-  static std::unique_ptr<PluginHost> host_;
-  static std::string load_error_;
   std::unique_ptr<Frontend> frontend_;
 };
 
-std::unique_ptr<PluginHost> TorchExprTest::host_;
-std::string TorchExprTest::load_error_;
 
 const TorchOp& torch_op(const Graph& g, const std::string& id) {
   const Node* n = g.find(id);
