@@ -154,6 +154,11 @@ TEST_F(FuseTest, LayerNormIsOneKernel) {
       1);
 }
 
+TEST_F(FuseTest, ResidualAddFusesIntoTheMatmulEpilogue) {
+  expect_kernels("x=torch.randn(8,16); w=torch.randn(16,24); r=torch.randn(8,24); torch.matmul(x, w) + r", 1);
+  expect_kernels("x=torch.randn(2,8,16); lin=nn.Linear(16,16); x + lin(x)", 1);
+}
+
 TEST_F(FuseTest, GatedMlpIsOneKernelWithOneSharedKLoop) {
   Graph g = expect_matches_reference(
       "import torch.nn.functional as F; x=torch.randn(1,7,64); wg=torch.randn(64,33); wu=torch.randn(64,33); "
