@@ -9,75 +9,16 @@
 #include <utility>
 #include <vector>
 
+#include "compiled_expr.h"
 #include "elementwise_functions.h"
 #include "leaf_values.h"
 
 namespace tessera {
 namespace {
 
-// A scalar during execution: integer-ness decides floor division and modulo semantics.
-struct Scalar {
-  double v = 0.0;
-  bool is_int = false;
-};
-
-// An Expr with its Vars resolved to environment slots.
-struct CompiledExpr {
-  ExprKind kind = ExprKind::Int;
-  int slot = -1;
-  Scalar literal;
-  DType cast_to = DType::F32;
-  std::vector<CompiledExpr> operands;
-};
-
-Scalar eval_expr(const CompiledExpr& c, const std::vector<Scalar>& env, bool& fault) {
-  auto arg = [&](size_t i) { return eval_expr(c.operands[i], env, fault); };
-  auto boolean = [](bool b) { return Scalar{b ? 1.0 : 0.0, true}; };
-  switch (c.kind) {
-    case ExprKind::Var: return env[static_cast<size_t>(c.slot)];
-    case ExprKind::Int:
-    case ExprKind::Float: return c.literal;
-    case ExprKind::Not: return boolean(arg(0).v == 0.0);
-    case ExprKind::Cast: {
-      Scalar a = arg(0);
-      if (c.cast_to == DType::Bool) return boolean(a.v != 0.0);
-      if (c.cast_to == DType::I32 || c.cast_to == DType::I64) return {conform_to_dtype(a.v, c.cast_to), true};
-      return {a.v, false};
-    }
-    case ExprKind::Select: return arg(0).v != 0.0 ? arg(1) : arg(2);  // only the chosen branch
-    default: break;
-  }
-  Scalar a = arg(0);
-  Scalar b = arg(1);
-  bool ints = a.is_int && b.is_int;
-  switch (c.kind) {
-    case ExprKind::Add: return {a.v + b.v, ints};
-    case ExprKind::Sub: return {a.v - b.v, ints};
-    case ExprKind::Mul: return {a.v * b.v, ints};
-    case ExprKind::Div:
-      if (!ints) return {a.v / b.v, false};
-      if (b.v == 0.0) {
-        fault = true;
-        return {0.0, true};
-      }
-      return {std::floor(a.v / b.v), true};
-    case ExprKind::Mod:
-      if (ints && b.v == 0.0) {
-        fault = true;
-        return {0.0, true};
-      }
-      return {a.v - b.v * std::floor(a.v / b.v), ints};
-    case ExprKind::Min: return {std::min(a.v, b.v), ints};
-    case ExprKind::Max: return {std::max(a.v, b.v), ints};
-    case ExprKind::Lt: return boolean(a.v < b.v);
-    case ExprKind::Le: return boolean(a.v <= b.v);
-    case ExprKind::Eq: return boolean(a.v == b.v);
-    case ExprKind::Ne: return boolean(a.v != b.v);
-    case ExprKind::And: return boolean(a.v != 0.0 && b.v != 0.0);
-    case ExprKind::Or: return boolean(a.v != 0.0 || b.v != 0.0);
-    default: return {NAN, false};
-  }
-}
+using eval::CompiledExpr;
+using eval::Scalar;
+using eval::eval_expr;
 
 // A buffer a kernel may touch: one of the node's inputs (read-only) or its own output.
 struct BufferSlot {
@@ -150,24 +91,11 @@ class KernelCompiler {
   }
 
   Expected<CompiledExpr> compile_expr(const Expr& e, const Stmt& s) {
-    if (!e.defined()) return stmt_error(node_, s, "an expression is undefined");
-    CompiledExpr c;
-    c.kind = e.kind();
-    switch (e.kind()) {
-      case ExprKind::Var:
-        c.slot = lookup(e.name());
-        if (c.slot < 0) return stmt_error(node_, s, "uses '" + e.name() + "', which is not bound here");
-        return c;
-      case ExprKind::Int: c.literal = {static_cast<double>(e.int_value()), true}; return c;
-      case ExprKind::Float: c.literal = {e.float_value(), false}; return c;
-      case ExprKind::Cast: c.cast_to = e.cast_type(); break;
-      default: break;
-    }
-    for (const Expr& op : e.operands()) {
-      TESSERA_ASSIGN_OR_RETURN(CompiledExpr sub, compile_expr(op, s));
-      c.operands.push_back(std::move(sub));
-    }
-    return c;
+    std::string unbound;
+    auto c = eval::compile_expr(e, [&](const std::string& name) { return lookup(name); }, unbound);
+    if (c) return std::move(*c);
+    if (unbound.empty()) return stmt_error(node_, s, "an expression is undefined");
+    return stmt_error(node_, s, "uses '" + unbound + "', which is not bound here");
   }
 
   Status compile_exprs(const ExprList& list, const Stmt& s, CompiledStmt& c) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 
+#include "compiled_expr.h"
 #include "elementwise_functions.h"
 #include "leaf_values.h"
 #include "tessera/eval/reference_evaluator.h"
@@ -10,20 +11,9 @@
 namespace tessera {
 namespace {
 
-// A scalar during Expr evaluation: integer-ness decides floor division and modulo semantics.
-struct Scalar {
-  double v = 0.0;
-  bool is_int = false;
-};
-
-// An Expr with its Vars resolved to slots of an environment vector.
-struct CompiledExpr {
-  ExprKind kind = ExprKind::Int;
-  int slot = -1;
-  Scalar literal;
-  DType cast_to = DType::F32;
-  std::vector<CompiledExpr> operands;
-};
+using eval::CompiledExpr;
+using eval::Scalar;
+using eval::eval_expr;
 
 // Slot environment: slot names with whether their values are integers.
 struct SlotTable {
@@ -37,76 +27,11 @@ struct SlotTable {
 };
 
 Expected<CompiledExpr> compile_expr(const Expr& e, const SlotTable& slots) {
-  CompiledExpr c;
-  c.kind = e.kind();
-  switch (e.kind()) {
-    case ExprKind::Var:
-      c.slot = slots.find(e.name());
-      if (c.slot < 0) return make_error("expression '" + e.str() + "' uses unknown name '" + e.name() + "'");
-      return c;
-    case ExprKind::Int: c.literal = {static_cast<double>(e.int_value()), true}; return c;
-    case ExprKind::Float: c.literal = {e.float_value(), false}; return c;
-    case ExprKind::Cast: c.cast_to = e.cast_type(); break;
-    default: break;
-  }
-  for (const Expr& op : e.operands()) {
-    TESSERA_ASSIGN_OR_RETURN(CompiledExpr sub, compile_expr(op, slots));
-    c.operands.push_back(std::move(sub));
-  }
-  return c;
-}
-
-// Evaluates `c`; an integer division or modulo by zero sets `fault`.
-Scalar eval_expr(const CompiledExpr& c, const std::vector<Scalar>& env, bool& fault) {
-  auto arg = [&](size_t i) { return eval_expr(c.operands[i], env, fault); };
-  auto boolean = [](bool b) { return Scalar{b ? 1.0 : 0.0, true}; };
-  switch (c.kind) {
-    case ExprKind::Var: return env[static_cast<size_t>(c.slot)];
-    case ExprKind::Int:
-    case ExprKind::Float: return c.literal;
-    case ExprKind::Not: return boolean(arg(0).v == 0.0);
-    case ExprKind::Cast: {
-      Scalar a = arg(0);
-      if (c.cast_to == DType::Bool) return boolean(a.v != 0.0);
-      if (c.cast_to == DType::I32 || c.cast_to == DType::I64) return {conform_to_dtype(a.v, c.cast_to), true};
-      return {a.v, false};
-    }
-    case ExprKind::Select: {
-      Scalar cond = arg(0);
-      return cond.v != 0.0 ? arg(1) : arg(2);  // only the chosen branch, like a guarded load
-    }
-    default: break;
-  }
-  Scalar a = arg(0);
-  Scalar b = arg(1);
-  bool ints = a.is_int && b.is_int;
-  switch (c.kind) {
-    case ExprKind::Add: return {a.v + b.v, ints};
-    case ExprKind::Sub: return {a.v - b.v, ints};
-    case ExprKind::Mul: return {a.v * b.v, ints};
-    case ExprKind::Div:
-      if (!ints) return {a.v / b.v, false};
-      if (b.v == 0.0) {
-        fault = true;
-        return {0.0, true};
-      }
-      return {std::floor(a.v / b.v), true};
-    case ExprKind::Mod:
-      if (ints && b.v == 0.0) {
-        fault = true;
-        return {0.0, true};
-      }
-      return {a.v - b.v * std::floor(a.v / b.v), ints};
-    case ExprKind::Min: return {std::min(a.v, b.v), ints};
-    case ExprKind::Max: return {std::max(a.v, b.v), ints};
-    case ExprKind::Lt: return boolean(a.v < b.v);
-    case ExprKind::Le: return boolean(a.v <= b.v);
-    case ExprKind::Eq: return boolean(a.v == b.v);
-    case ExprKind::Ne: return boolean(a.v != b.v);
-    case ExprKind::And: return boolean(a.v != 0.0 && b.v != 0.0);
-    case ExprKind::Or: return boolean(a.v != 0.0 || b.v != 0.0);
-    default: return {NAN, false};
-  }
+  std::string unbound;
+  auto c = eval::compile_expr(e, [&](const std::string& name) { return slots.find(name); }, unbound);
+  if (c) return std::move(*c);
+  if (unbound.empty()) return make_error("an expression is undefined");
+  return make_error("expression '" + e.str() + "' uses unknown name '" + unbound + "'");
 }
 
 Diagnostic node_error(const Node& n, const std::string& message) {

@@ -1,0 +1,92 @@
+// Compiling and evaluating Exprs for the CPU evaluators (see compiled_expr.h).
+#include "compiled_expr.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tessera/eval/tensor_value.h"
+
+namespace tessera::eval {
+
+std::optional<CompiledExpr> compile_expr(const Expr& e, const std::function<int(const std::string&)>& lookup,
+                                         std::string& unbound) {
+  if (!e.defined()) {
+    unbound.clear();
+    return std::nullopt;
+  }
+  CompiledExpr c;
+  c.kind = e.kind();
+  switch (e.kind()) {
+    case ExprKind::Var:
+      c.slot = lookup(e.name());
+      if (c.slot < 0) {
+        unbound = e.name();
+        return std::nullopt;
+      }
+      return c;
+    case ExprKind::Int: c.literal = {static_cast<double>(e.int_value()), true}; return c;
+    case ExprKind::Float: c.literal = {e.float_value(), false}; return c;
+    case ExprKind::Cast: c.cast_to = e.cast_type(); break;
+    default: break;
+  }
+  for (const Expr& op : e.operands()) {
+    std::optional<CompiledExpr> sub = compile_expr(op, lookup, unbound);
+    if (!sub) return std::nullopt;
+    c.operands.push_back(std::move(*sub));
+  }
+  return c;
+}
+
+Scalar eval_expr(const CompiledExpr& c, const std::vector<Scalar>& env, bool& fault) {
+  auto arg = [&](size_t i) { return eval_expr(c.operands[i], env, fault); };
+  auto boolean = [](bool b) { return Scalar{b ? 1.0 : 0.0, true}; };
+  switch (c.kind) {
+    case ExprKind::Var: return env[static_cast<size_t>(c.slot)];
+    case ExprKind::Int:
+    case ExprKind::Float: return c.literal;
+    case ExprKind::Not: return boolean(arg(0).v == 0.0);
+    case ExprKind::Cast: {
+      Scalar a = arg(0);
+      if (c.cast_to == DType::Bool) return boolean(a.v != 0.0);
+      if (c.cast_to == DType::I32 || c.cast_to == DType::I64) return {conform_to_dtype(a.v, c.cast_to), true};
+      return {a.v, false};
+    }
+    case ExprKind::Select: {
+      Scalar cond = arg(0);
+      return cond.v != 0.0 ? arg(1) : arg(2);  // only the chosen branch, like a guarded load
+    }
+    default: break;
+  }
+  Scalar a = arg(0);
+  Scalar b = arg(1);
+  bool ints = a.is_int && b.is_int;
+  switch (c.kind) {
+    case ExprKind::Add: return {a.v + b.v, ints};
+    case ExprKind::Sub: return {a.v - b.v, ints};
+    case ExprKind::Mul: return {a.v * b.v, ints};
+    case ExprKind::Div:
+      if (!ints) return {a.v / b.v, false};
+      if (b.v == 0.0) {
+        fault = true;
+        return {0.0, true};
+      }
+      return {std::floor(a.v / b.v), true};
+    case ExprKind::Mod:
+      if (ints && b.v == 0.0) {
+        fault = true;
+        return {0.0, true};
+      }
+      return {a.v - b.v * std::floor(a.v / b.v), ints};
+    case ExprKind::Min: return {std::min(a.v, b.v), ints};
+    case ExprKind::Max: return {std::max(a.v, b.v), ints};
+    case ExprKind::Lt: return boolean(a.v < b.v);
+    case ExprKind::Le: return boolean(a.v <= b.v);
+    case ExprKind::Eq: return boolean(a.v == b.v);
+    case ExprKind::Ne: return boolean(a.v != b.v);
+    case ExprKind::And: return boolean(a.v != 0.0 && b.v != 0.0);
+    case ExprKind::Or: return boolean(a.v != 0.0 || b.v != 0.0);
+    default: return {NAN, false};
+  }
+}
+
+}  // namespace tessera::eval
