@@ -19,6 +19,7 @@
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "support/built_plugins.h"
+#include "support/program_corpus.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -93,142 +94,27 @@ class DecomposeTest : public test::BuiltPluginsTest {
 // ---- the programs (shapes reduced where the full size would make the double-precision
 // evaluators slow; the structure is the same) ----
 
-TEST_F(DecomposeTest, SeedReluMatmulBias) {
-  expect_matches_reference(
-      "x=torch.randn(16,64); bias=torch.randn(64); w=torch.randn(64,16); torch.relu(torch.matmul(x + bias, w))");
-}
 
-TEST_F(DecomposeTest, RMSNormModule) { expect_matches_reference("nn.RMSNorm(2048)(torch.randn(1,3,2048))"); }
 
-TEST_F(DecomposeTest, SoftmaxModule) {
-  expect_matches_reference("torch.nn.Softmax(dim=-1)(torch.randn(1,3,33,77))");
-}
 
-TEST_F(DecomposeTest, LayerNormClass) {
-  expect_matches_reference(
-      "class LN(torch.nn.Module):\n"
-      "    def forward(self, x):\n"
-      "        m = x.mean(-1, keepdim=True)\n"
-      "        v = ((x - m) ** 2).mean(-1, keepdim=True)\n"
-      "        return (x - m) * torch.rsqrt(v + 1e-6)\n"
-      "LN()(torch.randn(7, 1000))");
-}
 
-TEST_F(DecomposeTest, FunctionalRMSNorm) {
-  expect_matches_reference(
-      "import torch; import torch.nn.functional as F; x=torch.randn((1,7,1024)); w=torch.randn((1024,)); "
-      "F.rms_norm(x, (1024,), w, eps=1e-6)");
-}
 
-TEST_F(DecomposeTest, GatedMLP) {
-  expect_matches_reference(
-      "import torch.nn.functional as F; x=torch.randn(1,7,64); wg=torch.randn(64,33); wu=torch.randn(64,33); "
-      "F.silu(torch.matmul(x,wg))*torch.matmul(x,wu)");
-}
 
-TEST_F(DecomposeTest, SdpaCausalGqa) {
-  expect_matches_reference(
-      "import torch.nn.functional as F; q=torch.randn(1,4,7,16); k=torch.randn(1,2,9,16); v=torch.randn(1,2,9,8); "
-      "F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)");
-}
 
-TEST_F(DecomposeTest, SdpaPlainWithScale) {
-  expect_matches_reference(
-      "import torch.nn.functional as F; q=torch.randn(2,3,5,8); k=torch.randn(2,3,5,8); v=torch.randn(2,3,5,8); "
-      "F.scaled_dot_product_attention(q, k, v, scale=0.3)");
-}
 
 // ---- op families: odd sizes, negative dims, keepdim on and off, broadcasting corners ----
 
-TEST_F(DecomposeTest, BroadcastingCorners) {
-  expect_matches_reference("a=torch.randn(7,1,33); b=torch.randn(1,5,1); a + b");
-  expect_matches_reference("a=torch.randn(1); b=torch.randn(7,33); a * b - 2.5");
-  expect_matches_reference("a=torch.randn(7,33); 1 - a / 3");
-}
 
-TEST_F(DecomposeTest, UnaryMath) {
-  expect_matches_reference("x=torch.rand(7,33); torch.sqrt(x) + torch.rsqrt(x + 1) + torch.exp(-x) + torch.tanh(x)");
-  expect_matches_reference("x=torch.randn(33); torch.sigmoid(x) * torch.abs(x) + torch.relu(x) + x ** 2");
-  expect_matches_reference("import torch.nn.functional as F; x=torch.randn(7,33); F.gelu(x) + F.gelu(x, approximate='tanh')");
-}
 
-TEST_F(DecomposeTest, Reductions) {
-  expect_matches_reference("x=torch.randn(7,33,5); x.sum(-2)");
-  expect_matches_reference("x=torch.randn(7,33,5); x.mean(1, keepdim=True)");
-  expect_matches_reference("x=torch.randn(7,33,5); torch.amax(x, dim=-1, keepdim=False)");
-  expect_matches_reference("x=torch.randn(7,33,5); x.sum()");
-  expect_matches_reference("x=torch.randn(7,33,5); x.mean((0, 2))");
-}
 
-TEST_F(DecomposeTest, MatmulShapes) {
-  expect_matches_reference("a=torch.randn(33); b=torch.randn(33,7); a @ b");
-  expect_matches_reference("a=torch.randn(5,33); b=torch.randn(33); a @ b");
-  expect_matches_reference("a=torch.randn(2,1,5,33); b=torch.randn(3,33,7); torch.matmul(a, b)");
-  expect_matches_reference("a=torch.randn(3,5,33); b=torch.randn(3,33,7); torch.bmm(a, b)");
-}
 
-TEST_F(DecomposeTest, LinearAndNorms) {
-  expect_matches_reference("nn.Linear(33, 7)(torch.randn(2, 5, 33))");
-  expect_matches_reference("nn.Linear(33, 1, bias=False)(torch.randn(33))");
-  expect_matches_reference("nn.LayerNorm(33)(torch.randn(7, 33))");
-  expect_matches_reference("nn.LayerNorm((5, 33))(torch.randn(7, 5, 33))");
-}
 
-TEST_F(DecomposeTest, LayoutOps) {
-  expect_matches_reference("x=torch.randn(6,35); x.reshape(5, 7, 6) * 2");
-  expect_matches_reference("x=torch.randn(6,35); x.transpose(0, -1).unsqueeze(1) + 1");
-  expect_matches_reference("x=torch.randn(2,3,5); x.view(6, 5).t() * 1");
-}
 
-TEST_F(DecomposeTest, SliceCatStackChunk) {
-  expect_matches_reference("x=torch.randn(4,6); y=torch.randn(4,3); torch.cat([x, y, x], dim=-1)");
-  expect_matches_reference("x=torch.randn(4,6); torch.stack([x, x * 2], dim=1)");
-  expect_matches_reference("x=torch.randn(5,9); x[1:4, ::2] + 1");
-  expect_matches_reference("x=torch.randn(5,9); x[..., -3:] * 3");
-  expect_matches_reference("x=torch.randn(4,6); a, b = x.chunk(2, dim=-1); a * b");
-}
 
-TEST_F(DecomposeTest, PermuteExpandSqueezeFlatten) {
-  expect_matches_reference("x=torch.randn(2,3,4); x.permute(2, 0, 1) * 1");
-  expect_matches_reference("x=torch.randn(3,1); x.expand(3, 5) + 0");
-  expect_matches_reference("x=torch.randn(4,1,6); x.squeeze(1).flatten() * 2");
-}
 
-TEST_F(DecomposeTest, WhereMinMaxComparisonsCasts) {
-  expect_matches_reference("x=torch.randn(4,6); torch.where(x > 0, x, 0.5)");
-  expect_matches_reference("x=torch.randn(4,6); y=torch.randn(6); torch.maximum(x, y) + torch.minimum(x, y)");
-  expect_matches_reference("x=torch.randn(4,6); (x < 0.1).float() + (x >= 0).float()");
-  expect_matches_reference("x=torch.randn(4,6); torch.amin(x, dim=0) + torch.max(x, 0)[0]");
-  expect_matches_reference("x=torch.randn(7,8); torch.log(x.abs() + 1) * torch.reciprocal(x)");
-}
 
-TEST_F(DecomposeTest, ArgmaxArgminTakeTheFirstHit) {
-  expect_matches_reference("x=torch.randn(4,7); torch.max(x, -1)[1]");
-  expect_matches_reference("x=torch.randn(4,7); torch.min(x, 0, keepdim=True)[1]");
-  expect_matches_reference("x=torch.zeros(3,5); torch.max(x, 1)[1]");  // all ties: index 0
-}
 
-TEST_F(DecomposeTest, EmbeddingIsAGather) {
-  expect_matches_reference("ids=torch.randint(0, 10, (3, 5)); nn.Embedding(10, 8)(ids)");
-}
 
-// The module program: submodules, RoPE-style rotate_half with slicing, cat and negation.
-TEST_F(DecomposeTest, ModuleWithRotateHalf) {
-  expect_matches_reference(
-      "class Block(nn.Module):\n"
-      "    def __init__(self):\n"
-      "        super().__init__()\n"
-      "        self.emb = nn.Embedding(50, 16)\n"
-      "        self.norm = nn.RMSNorm(16)\n"
-      "        self.proj = nn.Linear(16, 16)\n"
-      "    def forward(self, ids):\n"
-      "        q = self.proj(self.norm(self.emb(ids)))\n"
-      "        x1 = q[..., :8]\n"
-      "        x2 = q[..., 8:]\n"
-      "        rot = torch.cat((-x2, x1), dim=-1)\n"
-      "        return q * 0.5 + rot * 0.25\n"
-      "Block()(torch.randint(0, 50, (2, 7)))");
-}
 
 // ---- structure ----
 
@@ -286,6 +172,14 @@ TEST_F(DecomposeTest, UnknownTorchOpIsAnErrorNamingTheNode) {
   EXPECT_NE(s.message().find("frobnicate"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("y"), std::string::npos) << s.message();
 }
+
+// Every program of the differential corpus (tests/support/program_corpus.h).
+class DecomposeTestCorpus : public DecomposeTest, public ::testing::WithParamInterface<test::CorpusProgram> {};
+
+TEST_P(DecomposeTestCorpus, MatchesReference) { expect_matches_reference(GetParam().text); }
+
+INSTANTIATE_TEST_SUITE_P(Corpus, DecomposeTestCorpus, ::testing::ValuesIn(test::differential_corpus()),
+                         [](const auto& info) { return test::corpus_test_name(info.param); });
 
 }  // namespace
 }  // namespace tessera

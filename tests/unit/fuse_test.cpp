@@ -20,6 +20,7 @@
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "support/built_plugins.h"
+#include "support/program_corpus.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -282,84 +283,20 @@ TEST_F(FuseTest, ProgramOutputsStayMaterialized) {
 
 // ---- the differential corpus (decompose_test's programs) ----
 
-TEST_F(FuseTest, IssuePrograms) {
-  expect_matches_reference(
-      "import torch; import torch.nn.functional as F; x=torch.randn((1,7,1024)); w=torch.randn((1024,)); "
-      "F.rms_norm(x, (1024,), w, eps=1e-6)");
-  expect_matches_reference(
-      "import torch.nn.functional as F; q=torch.randn(1,4,7,16); k=torch.randn(1,2,9,16); v=torch.randn(1,2,9,8); "
-      "F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)");
-}
 
-TEST_F(FuseTest, BroadcastingAndUnaryMath) {
-  expect_matches_reference("a=torch.randn(7,1,33); b=torch.randn(1,5,1); a + b");
-  expect_matches_reference("a=torch.randn(1); b=torch.randn(7,33); a * b - 2.5");
-  expect_matches_reference("a=torch.randn(7,33); 1 - a / 3");
-  expect_matches_reference("x=torch.rand(7,33); torch.sqrt(x) + torch.rsqrt(x + 1) + torch.exp(-x) + torch.tanh(x)");
-  expect_matches_reference("x=torch.randn(33); torch.sigmoid(x) * torch.abs(x) + torch.relu(x) + x ** 2");
-  expect_matches_reference("import torch.nn.functional as F; x=torch.randn(7,33); F.gelu(x) + F.gelu(x, approximate='tanh')");
-}
 
-TEST_F(FuseTest, Reductions) {
-  expect_matches_reference("x=torch.randn(7,33,5); x.sum(-2)");
-  expect_matches_reference("x=torch.randn(7,33,5); x.mean(1, keepdim=True)");
-  expect_matches_reference("x=torch.randn(7,33,5); torch.amax(x, dim=-1, keepdim=False)");
-  expect_matches_reference("x=torch.randn(7,33,5); x.sum()");
-  expect_matches_reference("x=torch.randn(7,33,5); x.mean((0, 2))");
-}
 
-TEST_F(FuseTest, MatmulShapesAndNorms) {
-  expect_matches_reference("a=torch.randn(33); b=torch.randn(33,7); a @ b");
-  expect_matches_reference("a=torch.randn(5,33); b=torch.randn(33); a @ b");
-  expect_matches_reference("a=torch.randn(2,1,5,33); b=torch.randn(3,33,7); torch.matmul(a, b)");
-  expect_matches_reference("a=torch.randn(3,5,33); b=torch.randn(3,33,7); torch.bmm(a, b)");
-  expect_matches_reference("nn.Linear(33, 7)(torch.randn(2, 5, 33))");
-  expect_matches_reference("nn.Linear(33, 1, bias=False)(torch.randn(33))");
-  expect_matches_reference("nn.LayerNorm((5, 33))(torch.randn(7, 5, 33))");
-}
 
-TEST_F(FuseTest, LayoutSliceCat) {
-  expect_matches_reference("x=torch.randn(6,35); x.reshape(5, 7, 6) * 2");
-  expect_matches_reference("x=torch.randn(6,35); x.transpose(0, -1).unsqueeze(1) + 1");
-  expect_matches_reference("x=torch.randn(2,3,5); x.view(6, 5).t() * 1");
-  expect_matches_reference("x=torch.randn(4,6); y=torch.randn(4,3); torch.cat([x, y, x], dim=-1)");
-  expect_matches_reference("x=torch.randn(4,6); torch.stack([x, x * 2], dim=1)");
-  expect_matches_reference("x=torch.randn(5,9); x[1:4, ::2] + 1");
-  expect_matches_reference("x=torch.randn(5,9); x[..., -3:] * 3");
-  expect_matches_reference("x=torch.randn(4,6); a, b = x.chunk(2, dim=-1); a * b");
-  expect_matches_reference("x=torch.randn(2,3,4); x.permute(2, 0, 1) * 1");
-  expect_matches_reference("x=torch.randn(3,1); x.expand(3, 5) + 0");
-  expect_matches_reference("x=torch.randn(4,1,6); x.squeeze(1).flatten() * 2");
-}
 
-TEST_F(FuseTest, WhereComparisonsCastsArgmax) {
-  expect_matches_reference("x=torch.randn(4,6); torch.where(x > 0, x, 0.5)");
-  expect_matches_reference("x=torch.randn(4,6); y=torch.randn(6); torch.maximum(x, y) + torch.minimum(x, y)");
-  expect_matches_reference("x=torch.randn(4,6); (x < 0.1).float() + (x >= 0).float()");
-  expect_matches_reference("x=torch.randn(4,6); torch.amin(x, dim=0) + torch.max(x, 0)[0]");
-  expect_matches_reference("x=torch.randn(7,8); torch.log(x.abs() + 1) * torch.reciprocal(x)");
-  expect_matches_reference("x=torch.randn(4,7); torch.max(x, -1)[1]");
-  expect_matches_reference("x=torch.randn(4,7); torch.min(x, 0, keepdim=True)[1]");
-  expect_matches_reference("x=torch.zeros(3,5); torch.max(x, 1)[1]");
-}
 
-TEST_F(FuseTest, GatherAndModule) {
-  expect_matches_reference("ids=torch.randint(0, 10, (3, 5)); nn.Embedding(10, 8)(ids)");
-  expect_matches_reference(
-      "class Block(nn.Module):\n"
-      "    def __init__(self):\n"
-      "        super().__init__()\n"
-      "        self.emb = nn.Embedding(50, 16)\n"
-      "        self.norm = nn.RMSNorm(16)\n"
-      "        self.proj = nn.Linear(16, 16)\n"
-      "    def forward(self, ids):\n"
-      "        q = self.proj(self.norm(self.emb(ids)))\n"
-      "        x1 = q[..., :8]\n"
-      "        x2 = q[..., 8:]\n"
-      "        rot = torch.cat((-x2, x1), dim=-1)\n"
-      "        return q * 0.5 + rot * 0.25\n"
-      "Block()(torch.randint(0, 50, (2, 7)))");
-}
+
+// Every program of the differential corpus (tests/support/program_corpus.h).
+class FuseTestCorpus : public FuseTest, public ::testing::WithParamInterface<test::CorpusProgram> {};
+
+TEST_P(FuseTestCorpus, MatchesReference) { expect_matches_reference(GetParam().text); }
+
+INSTANTIATE_TEST_SUITE_P(Corpus, FuseTestCorpus, ::testing::ValuesIn(test::differential_corpus()),
+                         [](const auto& info) { return test::corpus_test_name(info.param); });
 
 }  // namespace
 }  // namespace tessera
