@@ -40,4 +40,20 @@ Expected<const TensorValue*> operand_value(const Node& node, size_t i, const Val
   return &it->second;
 }
 
+Expected<ValueMap> evaluate_in_order(const Graph& graph, const ValueMap& inputs,
+                                     const std::function<Expected<TensorValue>(const Node&, const ValueMap&)>& compute) {
+  ValueMap values;
+  for (const Node* n : graph.nodes()) {
+    TESSERA_ASSIGN_OR_RETURN(std::optional<TensorValue> leaf, leaf_value(*n, inputs));
+    if (leaf) {
+      values.emplace(n->id, std::move(*leaf));
+      continue;
+    }
+    Expected<TensorValue> v = compute(*n, values);
+    if (!v) return std::move(v).error();
+    values.emplace(n->id, std::move(*v));
+  }
+  return values;
+}
+
 }  // namespace tessera

@@ -335,22 +335,14 @@ Expected<TensorValue> run_loop_node(const Node& n, const LoopOp& op, const Value
 }  // namespace
 
 Expected<ValueMap> evaluate_loop_ir(const Graph& graph, const ValueMap& inputs) {
-  ValueMap values;
-  for (const Node* n : graph.nodes()) {
-    TESSERA_ASSIGN_OR_RETURN(std::optional<TensorValue> leaf, leaf_value(*n, inputs));
-    if (leaf) {
-      values.emplace(n->id, std::move(*leaf));
-      continue;
-    }
-    const auto* op = n->op_as<LoopOp>();
+  return evaluate_in_order(graph, inputs, [](const Node& n, const ValueMap& values) -> Expected<TensorValue> {
+    const auto* op = n.op_as<LoopOp>();
     if (op == nullptr)
-      return make_error(n->id + ": the Loop IR interpreter cannot run a " +
-                        std::string(n->op ? n->op->kind() : "null") + " node (only input, constant and loop)")
-          .at_node(n->id);
-    TESSERA_ASSIGN_OR_RETURN(TensorValue v, run_loop_node(*n, *op, values));
-    values.emplace(n->id, std::move(v));
-  }
-  return values;
+      return make_error(n.id + ": the Loop IR interpreter cannot run a " +
+                        std::string(n.op ? n.op->kind() : "null") + " node (only input, constant and loop)")
+          .at_node(n.id);
+    return run_loop_node(n, *op, values);
+  });
 }
 
 }  // namespace tessera

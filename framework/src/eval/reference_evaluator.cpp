@@ -668,26 +668,20 @@ const std::map<std::string, TargetFn>& targets() {
 }  // namespace
 
 Expected<ValueMap> evaluate_reference(const Graph& graph, const ValueMap& inputs) {
-  ValueMap values;
-  for (const Node* n : graph.nodes()) {
-    TESSERA_ASSIGN_OR_RETURN(std::optional<TensorValue> leaf, leaf_value(*n, inputs));
-    if (leaf) {
-      values.emplace(n->id, std::move(*leaf));
-      continue;
-    }
-    const auto* op = n->op_as<TorchOp>();
+  return evaluate_in_order(graph, inputs, [](const Node& n, const ValueMap& values) -> Expected<TensorValue> {
+    const auto* op = n.op_as<TorchOp>();
     if (!op)
-      return node_error(*n, "the reference evaluator runs Torch IR only, not a " +
-                                std::string(n->op ? n->op->kind() : "null") + " node");
+      return node_error(n, "the reference evaluator runs Torch IR only, not a " +
+                                std::string(n.op ? n.op->kind() : "null") + " node");
     auto fn = targets().find(op->target);
-    if (fn == targets().end()) return node_error(*n, "unknown torch target '" + op->target + "'");
+    if (fn == targets().end()) return node_error(n, "unknown torch target '" + op->target + "'");
 
     // Operands: the inputs with each scalar inserted at its position (docs/torch-ops.md).
     std::deque<TensorValue> scalars;
-    OpCall call{*n, *op, {}};
+    OpCall call{n, *op, {}};
     std::vector<std::pair<int64_t, double>> scalar_args = op->scalar_args;
     std::sort(scalar_args.begin(), scalar_args.end());
-    const size_t total = n->inputs.size() + scalar_args.size();
+    const size_t total = n.inputs.size() + scalar_args.size();
     size_t next_input = 0, next_scalar = 0;
     for (size_t pos = 0; pos < total; ++pos) {
       if (next_scalar < scalar_args.size() && scalar_args[next_scalar].first == static_cast<int64_t>(pos)) {
@@ -695,16 +689,13 @@ Expected<ValueMap> evaluate_reference(const Graph& graph, const ValueMap& inputs
         call.operands.push_back(&scalars.back());
         continue;
       }
-      if (next_input >= n->inputs.size())
-        return node_error(*n, "scalar argument positions do not fit the node's " + std::to_string(total) + " operands");
-      TESSERA_ASSIGN_OR_RETURN(const TensorValue* v, operand_value(*n, next_input++, values));
+      if (next_input >= n.inputs.size())
+        return node_error(n, "scalar argument positions do not fit the node's " + std::to_string(total) + " operands");
+      TESSERA_ASSIGN_OR_RETURN(const TensorValue* v, operand_value(n, next_input++, values));
       call.operands.push_back(v);
     }
-    Expected<TensorValue> v = fn->second(call);
-    if (!v) return std::move(v).error();
-    values.emplace(n->id, std::move(*v));
-  }
-  return values;
+    return fn->second(call);
+  });
 }
 
 }  // namespace tessera

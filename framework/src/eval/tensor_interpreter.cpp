@@ -253,28 +253,14 @@ Expected<TensorValue> run_gather(const Node& n, const GatherOp& op, const ValueM
 }  // namespace
 
 Expected<ValueMap> evaluate_tensor_ir(const Graph& graph, const ValueMap& inputs) {
-  ValueMap values;
-  for (const Node* n : graph.nodes()) {
-    TESSERA_ASSIGN_OR_RETURN(std::optional<TensorValue> leaf, leaf_value(*n, inputs));
-    Expected<TensorValue> v = make_error("");
-    if (leaf) {
-      v = std::move(*leaf);
-    } else if (const auto* op = n->op_as<ElementwiseOp>()) {
-      v = run_elementwise(*n, *op, values);
-    } else if (const auto* op = n->op_as<ReduceOp>()) {
-      v = run_reduce(*n, *op, values);
-    } else if (const auto* op = n->op_as<IndexMapOp>()) {
-      v = run_index_map(*n, *op, values);
-    } else if (const auto* op = n->op_as<GatherOp>()) {
-      v = run_gather(*n, *op, values);
-    } else {
-      return node_error(*n, "the Tensor IR interpreter cannot run a " + std::string(n->op ? n->op->kind() : "null") +
-                                " node (only input, constant, elementwise, reduce, index_map and gather)");
-    }
-    if (!v) return std::move(v).error();
-    values.emplace(n->id, std::move(*v));
-  }
-  return values;
+  return evaluate_in_order(graph, inputs, [](const Node& n, const ValueMap& values) -> Expected<TensorValue> {
+    if (const auto* op = n.op_as<ElementwiseOp>()) return run_elementwise(n, *op, values);
+    if (const auto* op = n.op_as<ReduceOp>()) return run_reduce(n, *op, values);
+    if (const auto* op = n.op_as<IndexMapOp>()) return run_index_map(n, *op, values);
+    if (const auto* op = n.op_as<GatherOp>()) return run_gather(n, *op, values);
+    return node_error(n, "the Tensor IR interpreter cannot run a " + std::string(n.op ? n.op->kind() : "null") +
+                             " node (only input, constant, elementwise, reduce, index_map and gather)");
+  });
 }
 
 }  // namespace tessera
