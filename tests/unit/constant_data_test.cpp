@@ -6,11 +6,12 @@
 #include <cmath>
 
 #include "tessera/eval/constant_data.h"
+#include "support/hand_built_program.h"
 
 namespace tessera {
 namespace {
 
-TensorType f32(Shape s) { return TensorType{std::move(s), DType::F32}; }
+using test::f32;
 
 TEST(ConstantDataTest, SplitMixMatchesPublishedSequence) {
   // Reference values of splitmix64 seeded with 0 (Vigna's reference implementation).

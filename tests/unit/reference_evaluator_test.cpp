@@ -12,22 +12,15 @@
 #include "tessera/ir/printer.h"
 #include "support/built_plugins.h"
 #include "tessera/plugin/plugin_host.h"
+#include "support/hand_built_program.h"
 
 namespace tessera {
 namespace {
 
-TensorType f32(Shape s) { return TensorType{std::move(s), DType::F32}; }
+using test::f32;
 
 // A Torch IR graph under construction plus the input values the test gives it.
-struct TorchProgram {
-  Graph g;
-  ValueMap inputs;
-
-  void input(const std::string& id, Shape shape, std::vector<double> data, DType dt = DType::F32) {
-    TensorType t{std::move(shape), dt};
-    g.add(id, std::make_unique<InputOp>(), {}, t);
-    inputs[id] = TensorValue(t, std::move(data));
-  }
+struct TorchProgram : test::HandBuiltProgram {
   void op(const std::string& id, const std::string& target, std::vector<std::string> ins, TensorType t,
           Attrs attrs = {}, std::vector<std::pair<int64_t, double>> scalars = {}) {
     auto o = std::make_unique<TorchOp>();

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tessera/eval/reference_evaluator.h"
+#include "support/hand_built_program.h"
 
 namespace tessera {
 namespace {
@@ -13,18 +14,10 @@ namespace {
 Expr var(const std::string& n) { return Expr::var(n); }
 Expr lit(int64_t v) { return Expr::int_(v); }
 
-TensorType f32(Shape s) { return TensorType{std::move(s), DType::F32}; }
+using test::f32;
 
 // A Tensor IR graph under construction plus the input values the test gives it.
-struct TensorProgram {
-  Graph g;
-  ValueMap inputs;
-
-  void input(const std::string& id, Shape shape, std::vector<double> data, DType dt = DType::F32) {
-    TensorType t{std::move(shape), dt};
-    g.add(id, std::make_unique<InputOp>(), {}, t);
-    inputs[id] = TensorValue(t, std::move(data));
-  }
+struct TensorProgram : test::HandBuiltProgram {
   void elementwise(const std::string& id, const std::string& fn, ExprList args, std::vector<std::string> ins,
                    TensorType t) {
     auto op = std::make_unique<ElementwiseOp>();
