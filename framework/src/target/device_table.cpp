@@ -37,6 +37,7 @@ const std::vector<FieldSpec>& field_specs() {
       {"arch", &DeviceDesc::arch, true},
       {"sm_count", &DeviceDesc::sm_count, true},
       {"smem_per_block", &DeviceDesc::smem_per_block, true},
+      {"smem_per_block_static", &DeviceDesc::smem_per_block_static, false},
       {"smem_per_sm", &DeviceDesc::smem_per_sm, true},
       {"regs_per_sm", &DeviceDesc::regs_per_sm, true},
       {"max_threads_per_block", &DeviceDesc::max_threads_per_block, false},

@@ -1,11 +1,19 @@
-// Target: lowers a Kernel IR graph to something that runs, and runs it.
+// Target: runs a lowered program. Targets are plugins (`sim`: the CPU SIMT simulator of Kernel IR;
+// `cuda`: NVRTC + the CUDA Driver API); `tessera run --target NAME` picks one.
+//
+// The host compiles the program through the pipeline up to the target's input dialect (Kernel IR
+// for sim, CUDA for cuda), fills the inputs with seeded data (make_inputs), calls execute(), and
+// compares the returned outputs with the reference evaluator.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tessera/eval/tensor_value.h"
 #include "tessera/ir/graph.h"
+#include "tessera/ir/op.h"
 #include "tessera/support/status.h"
 #include "tessera/target/device.h"
 
@@ -17,9 +25,17 @@ struct TargetOptions {
   std::string cache_dir;
 };
 
-// Inputs and outputs of one program run, by buffer name, as f32 host arrays.
-struct HostBuffers {
-  std::vector<std::pair<std::string, std::vector<float>>> buffers;
+// One kernel launch a target performed, in launch order (what `tessera run` lists).
+struct KernelLaunch {
+  std::string node;    // the graph node the kernel computes
+  std::string kernel;  // the kernel's name
+  std::vector<int64_t> grid{1, 1, 1};
+  std::vector<int64_t> block{1, 1, 1};
+};
+
+struct TargetRun {
+  ValueMap outputs;                   // the value of every graph output, by node id
+  std::vector<KernelLaunch> launches;
 };
 
 class Target {
@@ -27,12 +43,16 @@ class Target {
   virtual ~Target() = default;
   virtual std::string_view name() const = 0;
   virtual std::string_view summary() const = 0;
+  // The dialect execute() consumes: the host stops the pipeline after this stage.
+  virtual Dialect input_dialect() const = 0;
   // Whether this target can run on this machine now (e.g. a CUDA driver and GPU are present);
   // on false, `why` says what is missing.
   virtual bool available(std::string* why) const = 0;
-  // Runs a graph (lowered as far as this target needs) on `inputs`, producing its outputs.
-  virtual Expected<HostBuffers> execute(const Graph& g, const HostBuffers& inputs,
-                                        const TargetOptions& options) = 0;
+  // Runs `g` (lowered to input_dialect()) on `inputs`: the value of every InputOp node, by id.
+  // ConstantOp nodes are filled by the target with constant_data(). Errors name the node, kernel
+  // and statement at fault.
+  virtual Expected<TargetRun> execute(const Graph& g, const ValueMap& inputs,
+                                      const TargetOptions& options) = 0;
 };
 
 }  // namespace tessera
