@@ -1,0 +1,352 @@
+// launch_geometry: binds every PARALLEL axis of a Tile to THREAD or BLOCK.
+//
+// Rewrites: with knob BN > 1 the innermost parallel axis `i` of extent E is split into a THREAD
+// axis `t:BN` and a BLOCK axis `b:ceil(E/BN)` (dropped when 1); `i` becomes `b * BN + t`
+// everywhere, and when BN does not divide E the whole Tile body is wrapped in the tail guard
+// `if b * BN + t < E:`. Knob BM does the same for the second innermost axis (both guards join
+// into one `&&` condition). Every other axis becomes BLOCK. Axis order: THREAD axes first
+// (innermost output axis first, so it is the coalesced one), then BLOCK axes, innermost first.
+//     Tile(axes=(a0:33=PARALLEL, a1:77=PARALLEL))       BN=128, BM=2
+//  -> Tile(axes=(a0:128=THREAD, a1:2=THREAD, a2:17=BLOCK)):
+//       if a0 < 77 && a2 * 2 + a1 < 33: ...
+// With BN = 1 ("one output row per block") every axis becomes BLOCK and the block's threads are
+// left to cooperative_reduce.
+// Knobs:
+//   BN (1, 32, 64, .., 1024; those <= device.max_threads_per_block): threads along the innermost
+//     axis. Heuristic: 1 (cooperative) when the Tile body has a top-level `# reduce` loop of at
+//     least device.warp_size iterations whose every load depends on every parallel axis (a
+//     row-wise reduction; not a matmul-like one whose operands are reused across outputs);
+//     otherwise the next power of two >= E, clamped to [warp_size, max_threads_per_block / 4].
+//   BM (1, 2, 4, .., 32 with BN * BM <= max_threads_per_block): threads along the second innermost
+//     axis. Asked only where it applies (BN > 1 and two or more parallel axes); elsewhere it is 1.
+//     Heuristic: min(next power of two >= its extent, (max_threads_per_block / 4) / BN).
+// Accepts: Tile IR; a TileOp body must be exactly one Tile statement. Tiles without PARALLEL axes
+//   are skipped; a Tile mixing PARALLEL and bound axes is skipped too (it was bound already).
+// Guarantees: no PARALLEL axis remains on a rewritten Tile; every point of the old iteration space
+//   is run by exactly one thread; the body is canonically named. A guard is never put around a
+//   collective statement (an error instead).
+// Tests: tests/golden/launch_geometry/ and tests/unit/tile_passes_test.cpp.
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// Substitutes the split axes and simplifies every expression with the ranges known at its
+// position: the new Tile axes plus every enclosing loop with bounded begin and end.
+class RangeAwareSimplifier final : public StmtMutator {
+ public:
+  RangeAwareSimplifier(std::map<std::string, Expr> substitution, RangeMap ranges)
+      : substitution_(std::move(substitution)), ranges_(std::move(ranges)) {}
+
+  Expr mutate_expr(const Expr& e) override {
+    if (!e.defined()) return e;
+    Expr out = simplify(substitute(e, substitution_), ranges_);
+    return structurally_equal(out, e) ? e : out;
+  }
+
+  Stmt mutate_Loop(const Loop& s, const Stmt&) override {
+    Loop out = s;
+    out.begin = mutate_expr(s.begin);
+    out.end = mutate_expr(s.end);
+    std::optional<Interval> saved;
+    if (auto it = ranges_.find(s.var); it != ranges_.end()) saved = it->second;
+    std::optional<Interval> lo = bound_of(out.begin, ranges_), hi = bound_of(out.end, ranges_);
+    if (lo && hi && hi->hi - 1 >= lo->lo) {
+      ranges_[s.var] = Interval{lo->lo, hi->hi - 1};
+    } else {
+      ranges_.erase(s.var);
+    }
+    out.body = mutate_body(s.body);
+    if (saved) {
+      ranges_[s.var] = *saved;
+    } else {
+      ranges_.erase(s.var);
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::string, Expr> substitution_;
+  RangeMap ranges_;
+};
+
+// Every name bound in a body, so new axis names cannot capture an existing one.
+std::set<std::string> bound_names(const Stmt& tile) {
+  struct Collector final : StmtVisitor {
+    std::set<std::string> names;
+    void visit_Tile(const Tile& s) override {
+      for (const TileAxis& a : s.axes) names.insert(a.name);
+      StmtVisitor::visit_Tile(s);
+    }
+    void visit_Loop(const Loop& s) override {
+      names.insert(s.var);
+      StmtVisitor::visit_Loop(s);
+    }
+    void visit_StridedLoop(const StridedLoop& s) override {
+      names.insert(s.var);
+      StmtVisitor::visit_StridedLoop(s);
+    }
+    void visit_Load(const Load& s) override { names.insert(s.dst); }
+    void visit_Assign(const Assign& s) override { names.insert(s.dst); }
+    void visit_Select(const Select& s) override { names.insert(s.dst); }
+    void visit_Init(const Init& s) override { names.insert(s.acc); }
+  } collector;
+  collector.visit(tile);
+  return collector.names;
+}
+
+bool has_collective(const Body& body) {
+  struct Finder final : StmtVisitor {
+    bool found = false;
+    void visit_Stage(const Stage&) override { found = true; }
+    void visit_Combine(const Combine&) override { found = true; }
+    void visit_AsyncWait(const AsyncWait&) override { found = true; }
+  } finder;
+  finder.visit(body);
+  return finder.found;
+}
+
+// Which parallel axes each bound name depends on (through indices and computed values).
+class AxisDependences final : public StmtVisitor {
+ public:
+  explicit AxisDependences(const std::set<std::string>& axes) : axes_(axes) {}
+
+  std::set<std::string> of(const Expr& e) const {
+    std::set<std::string> out;
+    if (!e.defined()) return out;
+    for (const std::string& v : free_vars(e)) {
+      if (axes_.count(v)) out.insert(v);
+      if (auto it = deps_.find(v); it != deps_.end()) out.insert(it->second.begin(), it->second.end());
+    }
+    return out;
+  }
+  std::set<std::string> of(const ExprList& list) const {
+    std::set<std::string> out;
+    for (const Expr& e : list) {
+      std::set<std::string> d = of(e);
+      out.insert(d.begin(), d.end());
+    }
+    return out;
+  }
+
+  void visit_Load(const Load& s) override { deps_[s.dst] = of(s.index); }
+  void visit_Assign(const Assign& s) override { deps_[s.dst] = of(s.args); }
+  void visit_Select(const Select& s) override {
+    deps_[s.dst] = of(ExprList{s.cond, s.then_value, s.else_value});
+  }
+  void visit_Loop(const Loop& s) override {
+    deps_[s.var] = of(ExprList{s.begin, s.end});
+    StmtVisitor::visit_Loop(s);
+  }
+
+ private:
+  const std::set<std::string>& axes_;
+  std::map<std::string, std::set<std::string>> deps_;
+};
+
+// True when every load inside `loop` reads an element that depends on every parallel axis.
+bool loads_depend_on_every_axis(const Loop& loop, const AxisDependences& deps, const std::set<std::string>& axes) {
+  struct Checker final : StmtVisitor {
+    const AxisDependences* deps;
+    const std::set<std::string>* axes;
+    bool ok = true;
+    void visit_Load(const Load& s) override {
+      std::set<std::string> d = deps->of(s.index);
+      for (const std::string& a : *axes) ok = ok && d.count(a) > 0;
+    }
+  } checker;
+  checker.deps = &deps;
+  checker.axes = &axes;
+  checker.visit(loop.body);
+  return checker.ok;
+}
+
+// The cooperative rule of the BN heuristic (see the header comment).
+bool is_row_reduction(const Tile& tile, const DeviceDesc& device) {
+  std::set<std::string> axes;
+  RangeMap ranges;
+  for (const TileAxis& a : tile.axes) {
+    axes.insert(a.name);
+    ranges[a.name] = Interval{0, a.extent - 1};
+  }
+  AxisDependences deps(axes);
+  deps.visit(tile.body);
+  for (const Stmt& s : tile.body) {
+    const auto* loop = s.as<Loop>();
+    if (loop == nullptr || loop->role != "reduce") continue;
+    std::optional<Interval> trip = bound_of(simplify(loop->end - loop->begin, ranges), ranges);
+    if (!trip || trip->hi < device.warp_size) continue;
+    if (loads_depend_on_every_axis(*loop, deps, axes)) return true;
+  }
+  return false;
+}
+
+// One parallel axis split into threads (and blocks when the threads do not cover it).
+struct SplitAxis {
+  TileAxis thread;
+  std::optional<TileAxis> block;
+  Expr index;  // what the old axis variable becomes
+  Expr guard;  // undefined when the threads cover the extent exactly
+};
+
+SplitAxis split(const TileAxis& axis, int64_t threads, std::set<std::string>& taken) {
+  auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int i = 1; taken.count(name); ++i) name = base + "_" + std::to_string(i);
+    taken.insert(name);
+    return name;
+  };
+  SplitAxis s;
+  s.thread = TileAxis{fresh(axis.name + "_t"), threads, "THREAD"};
+  const int64_t blocks = (axis.extent + threads - 1) / threads;
+  s.index = Expr::var(s.thread.name);
+  if (blocks > 1) {
+    s.block = TileAxis{fresh(axis.name + "_b"), blocks, "BLOCK"};
+    s.index = Expr::var(s.block->name) * threads + s.index;
+  }
+  if (axis.extent % threads != 0) s.guard = s.index < Expr::int_(axis.extent);
+  return s;
+}
+
+class LaunchGeometryPass final : public Pass {
+ public:
+  std::string_view name() const override { return "launch_geometry"; }
+  std::string_view summary() const override {
+    return "bind every parallel axis to threads or blocks; guard the tails";
+  }
+  std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  std::vector<KnobSpec> knobs() const override {
+    return {
+        KnobSpec{"BN", KnobType::Int, {int64_t{1}, int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256},
+                                       int64_t{512}, int64_t{1024}},
+                 std::nullopt,
+                 "threads along the innermost parallel axis; 1 = one output row per block"},
+        KnobSpec{"BM", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}, int64_t{32}},
+                 std::nullopt, "threads along the second innermost parallel axis (2-D outputs)"},
+    };
+  }
+
+  Status run(Graph& g, PassContext& ctx) override {
+    for (Node* n : g.nodes()) {
+      const auto* kernel = n->op_as<TileOp>();
+      if (kernel == nullptr) continue;
+      if (kernel->body.size() != 1 || !kernel->body[0].is<Tile>())
+        return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
+      const Tile& tile = *kernel->body[0].as<Tile>();
+      size_t parallel = 0;
+      for (const TileAxis& a : tile.axes) parallel += a.binding == "PARALLEL";
+      if (parallel == 0) {
+        ctx.skip(*n, "no parallel axis to bind");
+        continue;
+      }
+      if (parallel != tile.axes.size()) {
+        ctx.skip(*n, "some axes are bound already");
+        continue;
+      }
+      Expected<Tile> bound = bind(tile, *n, ctx);
+      if (!bound) return std::move(bound).error();
+      auto op = std::make_unique<TileOp>(*kernel);
+      op->body = canonicalize_names(Body{Stmt(std::move(*bound))});
+      n->op = std::move(op);
+    }
+    return Status::ok();
+  }
+
+ private:
+  static Expected<Tile> bind(const Tile& tile, Node& node, PassContext& ctx) {
+    const DeviceDesc& device = ctx.device();
+    const int64_t max_threads = device.max_threads_per_block;
+    const int64_t warp = device.warp_size;
+    const int64_t comfortable = std::max(warp, max_threads / 4);  // threads per block we aim for
+    const TileAxis& inner = tile.axes.back();
+
+    std::vector<int64_t> bn_candidates;
+    for (int64_t c : {1, 32, 64, 128, 256, 512, 1024})
+      if (c <= max_threads) bn_candidates.push_back(c);
+    int64_t bn_heuristic = 1;
+    if (!is_row_reduction(tile, device))
+      bn_heuristic = std::min(std::max(next_pow2(inner.extent), warp), comfortable);
+    Expected<int64_t> bn = ctx.choose_int("BN", node, bn_candidates, bn_heuristic);
+    if (!bn) return std::move(bn).error();
+
+    std::vector<TileAxis> thread_axes, block_axes;
+    std::map<std::string, Expr> substitution;
+    ExprList guards;
+    std::set<std::string> taken = bound_names(Stmt(tile));
+    size_t unsplit = tile.axes.size();  // axes [0, unsplit) just become BLOCK
+    if (*bn > 1) {
+      SplitAxis n_split = split(inner, *bn, taken);
+      std::optional<SplitAxis> m_split;
+      if (tile.axes.size() >= 2) {
+        const TileAxis& second = tile.axes[tile.axes.size() - 2];
+        std::vector<int64_t> bm_candidates;
+        for (int64_t c : {1, 2, 4, 8, 16, 32})
+          if (*bn * c <= max_threads) bm_candidates.push_back(c);
+        int64_t bm_heuristic = 1;
+        for (int64_t c : bm_candidates)
+          if (c <= std::min(next_pow2(second.extent), comfortable / *bn)) bm_heuristic = c;
+        Expected<int64_t> bm = ctx.choose_int("BM", node, bm_candidates, bm_heuristic);
+        if (!bm) return std::move(bm).error();
+        if (*bm > 1) m_split = split(second, *bm, taken);
+      }
+      unsplit = tile.axes.size() - (m_split ? 2 : 1);
+      thread_axes.push_back(n_split.thread);
+      if (m_split) thread_axes.push_back(m_split->thread);
+      if (n_split.block) block_axes.push_back(*n_split.block);
+      if (m_split && m_split->block) block_axes.push_back(*m_split->block);
+      substitution[inner.name] = n_split.index;
+      if (n_split.guard.defined()) guards.push_back(n_split.guard);
+      if (m_split) {
+        substitution[tile.axes[unsplit].name] = m_split->index;
+        if (m_split->guard.defined()) guards.push_back(m_split->guard);
+      }
+    }
+    for (size_t i = unsplit; i-- > 0;) {
+      TileAxis a = tile.axes[i];
+      a.binding = "BLOCK";
+      block_axes.push_back(a);
+    }
+
+    Tile out;
+    out.axes = thread_axes;
+    out.axes.insert(out.axes.end(), block_axes.begin(), block_axes.end());
+    RangeMap ranges;
+    for (const TileAxis& a : out.axes) ranges[a.name] = Interval{0, a.extent - 1};
+    RangeAwareSimplifier simplifier(substitution, ranges);
+    out.body = simplifier.mutate_body(tile.body);
+    if (!guards.empty()) {
+      if (has_collective(out.body))
+        return ctx.error_at(node, "the tail guard would enclose a collective statement; bind the axes first");
+      Expr guard = guards[0];
+      for (size_t i = 1; i < guards.size(); ++i) guard = Expr::binary(ExprKind::And, guard, guards[i]);
+      out.body = Body{Cond{simplify(guard, ranges), std::move(out.body), {}}};
+    }
+    return out;
+  }
+};
+
+void register_launch_geometry(Registry& r) {
+  r.add_pass("launch_geometry", [] { return std::make_unique<LaunchGeometryPass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("launch_geometry", "1.0.0", ::tessera::register_launch_geometry)

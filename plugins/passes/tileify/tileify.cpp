@@ -1,0 +1,140 @@
+// tileify: turns every Loop IR kernel into a Tile IR kernel whose outer loops are parallel axes.
+//
+// Rewrites: each LoopOp node becomes a TileOp node with the same id, inputs and type, named
+// `k_<node id>` (`k_<node id>_reduce` when the body holds a `# reduce` loop). The outer perfect
+// nest of `# free` loops — while the body is exactly one free loop starting at 0 with a constant
+// end — becomes the axes of one `Tile` statement, outermost first, each bound `PARALLEL`; the
+// Tile's body is the innermost peeled loop's body:
+//     for a0 in 0..1:  # free              Tile(axes=(a1:32=PARALLEL)):
+//       for a1 in 0..32:  # free       ->    acc0 = init(0.0)
+//         acc0 = init(0.0) ...                ... load x[0, a1, a2] ...
+// Axes of extent 1 are dropped: their variable becomes 0 and every expression is re-simplified
+// with the ranges of the axes and enclosing loops. A kernel with no free outer loop gets
+// `Tile(axes=())` around its whole body.
+// Accepts: any graph; only LoopOp nodes are rewritten (inputs and constants are left alone).
+// Guarantees: every LoopOp becomes a TileOp whose body is exactly one Tile statement; the body is
+//   canonically named; the kernel computes the same values. No knobs.
+// Tests: tests/golden/tileify/ and tests/unit/tile_passes_test.cpp.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+// Substitutes the dropped axes and simplifies every expression with the ranges known at its
+// position: the Tile axes plus every enclosing loop with bounded begin and end.
+class RangeAwareSimplifier final : public StmtMutator {
+ public:
+  RangeAwareSimplifier(std::map<std::string, Expr> substitution, RangeMap ranges)
+      : substitution_(std::move(substitution)), ranges_(std::move(ranges)) {}
+
+  Expr mutate_expr(const Expr& e) override {
+    if (!e.defined()) return e;
+    Expr out = simplify(substitute(e, substitution_), ranges_);
+    // Keep the old node when nothing changed, so unchanged subtrees stay shared.
+    return structurally_equal(out, e) ? e : out;
+  }
+
+  Stmt mutate_Loop(const Loop& s, const Stmt&) override {
+    Loop out = s;
+    out.begin = mutate_expr(s.begin);
+    out.end = mutate_expr(s.end);
+    std::optional<Interval> saved;
+    if (auto it = ranges_.find(s.var); it != ranges_.end()) saved = it->second;
+    std::optional<Interval> lo = bound_of(out.begin, ranges_), hi = bound_of(out.end, ranges_);
+    if (lo && hi && hi->hi - 1 >= lo->lo) {
+      ranges_[s.var] = Interval{lo->lo, hi->hi - 1};
+    } else {
+      ranges_.erase(s.var);
+    }
+    out.body = mutate_body(s.body);
+    if (saved) {
+      ranges_[s.var] = *saved;
+    } else {
+      ranges_.erase(s.var);
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::string, Expr> substitution_;
+  RangeMap ranges_;
+};
+
+bool has_reduce_loop(const Body& body) {
+  struct Finder final : StmtVisitor {
+    bool found = false;
+    void visit_Loop(const Loop& s) override {
+      found = found || s.role == "reduce";
+      StmtVisitor::visit_Loop(s);
+    }
+  } finder;
+  finder.visit(body);
+  return finder.found;
+}
+
+// The Tile statement for one Loop IR kernel body.
+Stmt tile_of(const Body& loop_body) {
+  std::vector<TileAxis> axes;
+  std::map<std::string, Expr> dropped;  // extent-1 axes -> 0
+  RangeMap ranges;
+  const Body* body = &loop_body;
+  while (body->size() == 1 && (*body)[0].is<Loop>()) {
+    const Loop& loop = *(*body)[0].as<Loop>();
+    if (loop.role != "free") break;
+    // Bounds may mention outer axes (only dropped ones can be folded away here).
+    Expr begin = simplify(substitute(loop.begin, dropped), ranges);
+    Expr end = simplify(substitute(loop.end, dropped), ranges);
+    if (!begin.is(ExprKind::Int) || begin.int_value() != 0 || !end.is(ExprKind::Int)) break;
+    const int64_t extent = end.int_value();
+    if (extent <= 0) break;  // an empty loop is not a parallel axis; keep it as written
+    if (extent == 1) {
+      dropped[loop.var] = Expr::int_(0);
+    } else {
+      axes.push_back(TileAxis{loop.var, extent, "PARALLEL"});
+      ranges[loop.var] = Interval{0, extent - 1};
+    }
+    body = &loop.body;
+  }
+  RangeAwareSimplifier simplifier(std::move(dropped), std::move(ranges));
+  return Tile{std::move(axes), simplifier.mutate_body(*body)};
+}
+
+class TileifyPass final : public Pass {
+ public:
+  std::string_view name() const override { return "tileify"; }
+  std::string_view summary() const override {
+    return "make a Tile IR kernel of every Loop IR kernel; its outer free loops become parallel axes";
+  }
+  std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+
+  Status run(Graph& g, PassContext&) override {
+    for (Node* n : g.nodes()) {
+      const auto* loop = n->op_as<LoopOp>();
+      if (loop == nullptr) continue;
+      auto op = std::make_unique<TileOp>();
+      op->name = "k_" + n->id + (has_reduce_loop(loop->body) ? "_reduce" : "");
+      op->body = canonicalize_names(Body{tile_of(loop->body)});
+      n->op = std::move(op);
+    }
+    return Status::ok();
+  }
+};
+
+void register_tileify(Registry& r) {
+  r.add_pass("tileify", [] { return std::make_unique<TileifyPass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("tileify", "1.0.0", ::tessera::register_tileify)
