@@ -1,0 +1,121 @@
+// async_copy: turns synchronous Stages into cp.async copies on devices that have them.
+//
+// Rewrites: in every body of a Tile kernel, each run of consecutive Stage statements that holds a
+// `sync` Stage has its sync Stages switched to the `async` transport, and one `AsyncWait(keep=0)`
+// is inserted after the run's last Stage (unless an AsyncWait already follows it), so the staged
+// data is visible exactly where it was before:
+//     x_smem = Stage(x, ...)             x_smem = Stage(x, ...) async
+//     acc0 = init(0.0)             ->    AsyncWait(keep=0)
+//                                        acc0 = init(0.0)
+// Accepts: Tile IR; nodes without sync Stages are left alone.
+// Knob ASYNC (bool). Heuristic: true when the device's arch (ctx.device().arch, sm_XY) is sm_80 or
+//   newer, where cp.async exists. Below sm_80 the pass skips every node with a reason and asks
+//   nothing.
+// Guarantees: same values; the wait comes before any statement that could read the buffers.
+//   Names canonical.
+// Tests: tests/golden/async_copy/, tests/unit/smem_passes_test.cpp.
+#include <charconv>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+// cp.async (LDGSTS) arrived with compute capability 8.0.
+constexpr int kFirstAsyncCopyArch = 80;
+
+// "sm_90a" -> 90; nullopt when the text is not sm_<digits>.
+std::optional<int> arch_number(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return std::nullopt;
+  int value = 0;
+  const char* first = arch.data() + 3;
+  const char* last = arch.data() + arch.size();
+  auto [end, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || end == first) return std::nullopt;
+  return value;
+}
+
+bool is_sync(const Stage& s) { return s.transport.empty() || s.transport == "sync"; }
+
+class SyncStageFinder final : public StmtVisitor {
+ public:
+  void visit_Stage(const Stage& s) override { found |= is_sync(s); }
+  bool found = false;
+};
+
+class AsyncStager final : public StmtMutator {
+ public:
+  Body mutate_body(const Body& b) override {
+    Body out;
+    for (size_t i = 0; i < b.size(); ++i) {
+      const auto* stage = b[i].as<Stage>();
+      if (stage == nullptr) {
+        out.push_back(mutate(b[i]));
+        continue;
+      }
+      bool switched = false;
+      for (; i < b.size() && b[i].is<Stage>(); ++i) {
+        Stage s = *b[i].as<Stage>();
+        if (is_sync(s)) {
+          s.transport = "async";
+          switched = true;
+        }
+        out.push_back(s);
+      }
+      if (switched && (i == b.size() || !b[i].is<AsyncWait>())) out.push_back(AsyncWait{0});
+      --i;  // the loop's ++i moves to the first statement after the run
+    }
+    return out;
+  }
+};
+
+class AsyncCopyPass final : public Pass {
+ public:
+  std::string_view name() const override { return "async_copy"; }
+  std::string_view summary() const override { return "copy staged slabs with cp.async on sm_80 and newer"; }
+  std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  std::vector<KnobSpec> knobs() const override {
+    return {KnobSpec{"ASYNC", KnobType::Bool, {}, std::nullopt, "copy sync Stages asynchronously (cp.async)"}};
+  }
+
+  Status run(Graph& g, PassContext& ctx) override {
+    const std::string& arch = ctx.device().arch;
+    std::optional<int> number = arch_number(arch);
+    const bool supported = number && *number >= kFirstAsyncCopyArch;
+    for (Node* n : g.nodes()) {
+      const auto* kernel = n->op_as<TileOp>();
+      if (kernel == nullptr) continue;
+      SyncStageFinder finder;
+      finder.visit(kernel->body);
+      if (!finder.found) continue;
+      if (!supported) {
+        ctx.skip(*n, "device arch '" + arch + "' has no cp.async (needs sm_80 or newer)");
+        continue;
+      }
+      TESSERA_ASSIGN_OR_RETURN(bool async, ctx.choose_bool("ASYNC", *n, true));
+      if (!async) continue;
+      AsyncStager stager;
+      auto op = std::make_unique<TileOp>(*kernel);
+      op->body = canonicalize_names(stager.mutate_body(kernel->body));
+      n->op = std::move(op);
+    }
+    return Status::ok();
+  }
+};
+
+void register_async_copy(Registry& r) {
+  r.add_pass("async_copy", [] { return std::make_unique<AsyncCopyPass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("async_copy", "1.0.0", ::tessera::register_async_copy)

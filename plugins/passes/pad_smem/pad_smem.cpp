@@ -1,0 +1,230 @@
+// pad_smem: pads the rows of 2-D (and higher) staged slabs to avoid shared-memory bank conflicts.
+//
+// Rewrites: sets `pad=P` on every Stage of a Tile kernel whose slab has two or more dims, so each
+// row (last slab dim) of the shared buffer gets P unused elements and a column walk spreads over
+// the banks:
+//     x_smem = Stage(x, origin=(..), slab=(a0:32@0, a1:32@1))   ->   ... slab=(a0:32@0, a1:32@1)) pad=1
+// The choice comes from a model of one warp: for each load of a staged buffer (after its Stage,
+// in its scope), the lanes 0..warp_size-1 are decoded into the THREAD axes (the first-listed axis
+// fastest), loop variables take their first value, every other variable is 0, and the addresses
+// land in 32 banks of 4 bytes; a bank's conflict degree is the number of distinct words it serves.
+// Accepts: Tile IR; kernels whose Stages are all 1-D are skipped with a reason.
+// Knob PAD (int; candidates 0, 1, 2, 4, 8 whose padded Stages still fit together in
+//   device.smem_per_block_static). Heuristic: the smallest pad with the fewest conflicts (summed
+//   over the padded Stages' worst loads). One pad per kernel.
+// Guarantees: same values (padding is never read); names canonical.
+// Tests: tests/golden/pad_smem/, tests/unit/smem_passes_test.cpp.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+const std::vector<int64_t> kPadCandidates = {0, 1, 2, 4, 8};
+// Shared memory is 32 banks of 4-byte words on every CUDA architecture Tessera targets.
+constexpr int64_t kBanks = 32;
+constexpr int64_t kBankBytes = 4;
+
+// A 2-D+ Stage and the indices of the loads of its buffer, loop variables already replaced by
+// their first values.
+struct StagedAccess {
+  const Stage* stage = nullptr;
+  int64_t elem_bytes = 4;
+  std::vector<ExprList> loads;
+};
+
+void collect_loads(const Body& body, size_t from, const std::string& buffer, std::map<std::string, Expr> env,
+                   std::vector<ExprList>& out) {
+  for (size_t i = from; i < body.size(); ++i) {
+    const Stmt& s = body[i];
+    if (const auto* load = s.as<Load>()) {
+      if (load->buffer != buffer) continue;
+      ExprList index;
+      for (const Expr& e : load->index) index.push_back(substitute(e, env));
+      out.push_back(std::move(index));
+    } else if (const auto* sl = s.as<StridedLoop>()) {
+      auto inner = env;
+      inner[sl->var] = substitute(sl->begin, env);
+      collect_loads(sl->body, 0, buffer, std::move(inner), out);
+    } else if (const auto* loop = s.as<Loop>()) {
+      auto inner = env;
+      inner[loop->var] = substitute(loop->begin, env);
+      collect_loads(loop->body, 0, buffer, std::move(inner), out);
+    } else if (const auto* cond = s.as<Cond>()) {
+      collect_loads(cond->then_body, 0, buffer, env, out);
+      collect_loads(cond->else_body, 0, buffer, env, out);
+    } else if (const auto* stage = s.as<Stage>(); stage && stage->dst == buffer && i > from) {
+      return;  // a refill: later loads belong to that Stage
+    }
+  }
+}
+
+void find_stages(const Graph& g, const Body& body, std::vector<StagedAccess>& out) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (const auto* stage = body[i].as<Stage>()) {
+      StagedAccess a;
+      a.stage = stage;
+      if (const Node* src = g.find(stage->buffer)) a.elem_bytes = dtype_bytes(src->type.dtype);
+      collect_loads(body, i, stage->dst, {}, a.loads);
+      out.push_back(std::move(a));
+    } else if (const auto* loop = body[i].as<Loop>()) {
+      find_stages(g, loop->body, out);
+    } else if (const auto* cond = body[i].as<Cond>()) {
+      find_stages(g, cond->then_body, out);
+      find_stages(g, cond->else_body, out);
+    } else if (const auto* tile = body[i].as<Tile>()) {
+      find_stages(g, tile->body, out);
+    }
+  }
+}
+
+// The worst bank conflict degree of one warp over the loads of `a` with rows padded by `pad`.
+int64_t worst_conflict(const StagedAccess& a, int64_t pad, const std::vector<TileAxis>& threads, int64_t warp) {
+  const auto& slab = a.stage->slab;
+  std::vector<int64_t> strides(slab.size(), 1);
+  for (size_t d = slab.size() - 1; d > 0; --d)
+    strides[d - 1] = strides[d] * (slab[d].extent + (d == slab.size() - 1 ? pad : 0));
+  int64_t block_threads = 1;
+  for (const TileAxis& t : threads) block_threads *= t.extent;
+  int64_t worst = 1;
+  for (const ExprList& index : a.loads) {
+    std::map<int64_t, std::set<int64_t>> words_per_bank;
+    for (int64_t lane = 0; lane < std::min(warp, block_threads); ++lane) {
+      std::map<std::string, Expr> values;
+      int64_t rest = lane;
+      for (const TileAxis& t : threads) {
+        values[t.name] = Expr::int_(rest % t.extent);
+        rest /= t.extent;
+      }
+      int64_t element = 0;
+      bool known = true;
+      for (size_t d = 0; d < index.size() && d < strides.size(); ++d) {
+        Expr e = substitute(index[d], values);
+        std::map<std::string, Expr> zeros;
+        for (const std::string& v : free_vars(e)) zeros[v] = Expr::int_(0);
+        e = simplify(substitute(e, zeros));
+        if (!e.is(ExprKind::Int)) {
+          known = false;
+          break;
+        }
+        element += e.int_value() * strides[d];
+      }
+      if (!known) break;
+      const int64_t word = element * a.elem_bytes / kBankBytes;
+      words_per_bank[word % kBanks].insert(word);
+    }
+    for (const auto& [bank, words] : words_per_bank) worst = std::max<int64_t>(worst, words.size());
+  }
+  return worst;
+}
+
+int64_t stage_bytes(const StagedAccess& a, int64_t pad) {
+  int64_t elems = 1;
+  for (size_t d = 0; d < a.stage->slab.size(); ++d)
+    elems *= a.stage->slab[d].extent + (d + 1 == a.stage->slab.size() ? pad : 0);
+  return elems * a.elem_bytes;
+}
+
+class PadRows final : public StmtMutator {
+ public:
+  explicit PadRows(int64_t pad) : pad_(pad) {}
+  Stmt mutate_Stage(const Stage& s, const Stmt& self) override {
+    if (s.slab.size() < 2) return self;
+    Stage padded = s;
+    padded.pad = pad_;
+    return padded;
+  }
+
+ private:
+  int64_t pad_;
+};
+
+class PadSmemPass final : public Pass {
+ public:
+  std::string_view name() const override { return "pad_smem"; }
+  std::string_view summary() const override { return "pad rows of 2-D staged slabs to avoid bank conflicts"; }
+  std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  std::vector<KnobSpec> knobs() const override {
+    std::vector<AttrValue> candidates(kPadCandidates.begin(), kPadCandidates.end());
+    return {KnobSpec{"PAD", KnobType::Int, candidates, std::nullopt,
+                     "elements added to each row of a 2-D staged slab"}};
+  }
+
+  Status run(Graph& g, PassContext& ctx) override {
+    for (Node* n : g.nodes()) {
+      const auto* kernel = n->op_as<TileOp>();
+      if (kernel == nullptr || kernel->body.size() != 1 || !kernel->body[0].is<Tile>()) continue;
+      TESSERA_TRY(pad_node(g, *n, *kernel, ctx));
+    }
+    return Status::ok();
+  }
+
+ private:
+  Status pad_node(const Graph& g, Node& n, const TileOp& kernel, PassContext& ctx) {
+    const Tile& tile = *kernel.body[0].as<Tile>();
+    std::vector<StagedAccess> accesses;
+    find_stages(g, kernel.body, accesses);
+    if (accesses.empty()) return Status::ok();
+    std::vector<const StagedAccess*> padded;
+    for (const StagedAccess& a : accesses)
+      if (a.stage->slab.size() >= 2) padded.push_back(&a);
+    if (padded.empty()) {
+      ctx.skip(n, "every staged slab is 1-D (a row has no column walk to spread)");
+      return Status::ok();
+    }
+    std::vector<TileAxis> threads;
+    for (const TileAxis& axis : tile.axes)
+      if (axis.binding == "THREAD") threads.push_back(axis);
+
+    std::vector<int64_t> candidates;
+    int64_t heuristic = -1, best_cost = 0;
+    for (int64_t pad : kPadCandidates) {
+      // Stages that share a name share one buffer: count each name once, at its largest.
+      std::map<std::string, int64_t> bytes_by_name;
+      for (const StagedAccess& a : accesses) {
+        int64_t& b = bytes_by_name[a.stage->dst];
+        b = std::max(b, stage_bytes(a, a.stage->slab.size() >= 2 ? pad : a.stage->pad));
+      }
+      int64_t total = 0;
+      for (const auto& [name, b] : bytes_by_name) total += b;
+      if (total > ctx.device().smem_per_block_static) continue;
+      candidates.push_back(pad);
+      int64_t cost = 0;
+      for (const StagedAccess* a : padded) cost += worst_conflict(*a, pad, threads, ctx.device().warp_size);
+      if (heuristic < 0 || cost < best_cost) {
+        heuristic = pad;
+        best_cost = cost;
+      }
+    }
+    if (candidates.empty()) {
+      ctx.skip(n, "the staged slabs do not fit in shared memory even unpadded");
+      return Status::ok();
+    }
+    TESSERA_ASSIGN_OR_RETURN(int64_t pad, ctx.choose_int("PAD", n, candidates, heuristic));
+    if (pad == 0) return Status::ok();
+    PadRows rows(pad);
+    auto op = std::make_unique<TileOp>(kernel);
+    op->body = canonicalize_names(rows.mutate_body(kernel.body));
+    n.op = std::move(op);
+    return Status::ok();
+  }
+};
+
+void register_pad_smem(Registry& r) {
+  r.add_pass("pad_smem", [] { return std::make_unique<PadSmemPass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("pad_smem", "1.0.0", ::tessera::register_pad_smem)

@@ -1,0 +1,270 @@
+// Tests of the shared-memory tile passes (chunk_reduce, stage_inputs, async_copy, pad_smem) on
+// hand-built TileOp graphs, loaded as plugins the way users load them: slab extraction, origin
+// disagreement, the shared-memory budget, chunking of long rows, the async transport by arch, and
+// the pad that removes the bank conflicts of a transposed 32x32 access.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/built_plugins.h"
+#include "tessera/ir/graph.h"
+#include "tessera/ir/printer.h"
+#include "tessera/ir/verifier.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+Expr var(const std::string& n) { return Expr::var(n); }
+Expr lit(int64_t v) { return Expr::int_(v); }
+
+class SmemPassesTest : public test::BuiltPluginsTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(load_error_.empty()) << load_error_;
+    device_.arch = "sm_90";
+    device_.smem_per_block_static = 49152;
+    device_.warp_size = 32;
+  }
+
+  // A graph of inputs (name, shape) and one TileOp node `out` of `out_shape` with `tile`.
+  static Graph kernel_graph(const std::vector<std::pair<std::string, Shape>>& inputs, Shape out_shape, Tile tile) {
+    Graph g;
+    std::vector<std::string> ids;
+    for (const auto& [id, shape] : inputs) {
+      g.add(id, std::make_unique<InputOp>(), {}, TensorType{shape, DType::F32});
+      ids.push_back(id);
+    }
+    auto op = std::make_unique<TileOp>();
+    op->name = "k_out";
+    op->body = {Stmt(std::move(tile))};
+    g.add("out", std::move(op), ids, TensorType{std::move(out_shape), DType::F32});
+    g.outputs() = {"out"};
+    return g;
+  }
+
+  Status run_pass(const std::string& name, Graph& g, std::vector<KnobPin> pins = {}) {
+    std::unique_ptr<Pass> pass = host_->registry().make_pass(name);
+    if (!pass) return make_error("pass '" + name + "' is not registered");
+    PassContext ctx(name, "t:00x_" + name, pass->knobs(), std::move(pins), {}, &device_, &diags_);
+    Status s = pass->run(g, ctx);
+    skips_ = ctx.skips();
+    if (s) {
+      Status v = verify_graph(g, Dialect::Tile);
+      if (!v) return v;
+    }
+    return s;
+  }
+
+  static const Tile& tile_of(const Graph& g) {
+    return *g.find("out")->op_as<TileOp>()->body[0].as<Tile>();
+  }
+  static std::string body_text(const Graph& g) { return print_body(g.find("out")->op_as<TileOp>()->body); }
+  static const KnobChoice* choice(const Graph& g, const std::string& knob) {
+    for (const KnobChoice& c : g.find("out")->choices)
+      if (c.knob == knob) return &c;
+    return nullptr;
+  }
+  std::string skip_text() const {
+    std::string s;
+    for (const auto& skip : skips_) s += skip.reason + "\n";
+    return s;
+  }
+
+  // RMSNorm-like row kernel over x: (rows, n): a reduce StridedLoop and a free one, both loading x
+  // (the free one from row a1 + free_row_offset).
+  static Tile row_kernel(int64_t rows, int64_t n, int64_t threads = 256, int64_t free_row_offset = 0) {
+    Body reduce = {Load{"in0", "x", {var("a1"), var("a2")}}, Assign{"v0", "mul", {var("in0"), var("in0")}},
+                   Accum{"acc0", "add", var("v0")}};
+    Body free = {Load{"in1", "x", {simplify(var("a1") + free_row_offset), var("a3")}},
+                 Assign{"v1", "mul", {var("in1"), var("acc0")}},
+                 Write{"out", {var("a1"), var("a3")}, var("v1")}};
+    return Tile{{TileAxis{"a0", threads, "THREAD"}, TileAxis{"a1", rows, "BLOCK"}},
+                {Init{"acc0", Expr::float_(0.0)},
+                 StridedLoop{"a2", var("a0"), lit(n), lit(threads), "reduce", 0, reduce},
+                 Combine{"acc0", "add", ""},
+                 StridedLoop{"a3", var("a0"), lit(n), lit(threads), "free", 0, free}}};
+  }
+
+  DeviceDesc device_{};
+  DiagnosticEngine diags_;
+  std::vector<PassContext::Skip> skips_;
+};
+
+TEST_F(SmemPassesTest, StageInputsExtractsTheRowSlabAndRewritesLoads) {
+  Graph g = kernel_graph({{"x", {8, 2048}}}, {8, 2048}, row_kernel(8, 2048));
+  ASSERT_TRUE(run_pass("stage_inputs", g));
+  const Tile& tile = tile_of(g);
+  const auto* stage = tile.body[0].as<Stage>();
+  ASSERT_NE(stage, nullptr) << body_text(g);
+  EXPECT_EQ(stage->dst, "x_smem");
+  EXPECT_EQ(stage->buffer, "x");
+  ASSERT_EQ(stage->origin.size(), 2u);
+  EXPECT_EQ(stage->origin[0].str(), "a1");
+  EXPECT_EQ(stage->origin[1].str(), "0");
+  ASSERT_EQ(stage->slab.size(), 1u);
+  EXPECT_EQ(stage->slab[0].extent, 2048);
+  EXPECT_EQ(stage->slab[0].source_dim, 1);
+  EXPECT_NE(body_text(g).find("in0 = load x_smem[a2]"), std::string::npos) << body_text(g);
+  EXPECT_NE(body_text(g).find("in1 = load x_smem[a3]"), std::string::npos) << body_text(g);
+  EXPECT_EQ(body_text(g).find("load x["), std::string::npos) << body_text(g);
+  ASSERT_NE(choice(g, "STAGE"), nullptr);
+  EXPECT_EQ(choice(g, "STAGE")->value, AttrValue(std::string("x")));
+}
+
+TEST_F(SmemPassesTest, LoadsDisagreeingOnTheOriginAreNotACandidate) {
+  // The free loop reads the next row: its origin (a1 + 1, 0) differs from (a1, 0).
+  Graph g = kernel_graph({{"x", {9, 2048}}}, {8, 2048}, row_kernel(8, 2048, 256, 1));
+  ASSERT_TRUE(run_pass("stage_inputs", g));
+  EXPECT_EQ(body_text(g).find("Stage("), std::string::npos) << body_text(g);
+  EXPECT_NE(skip_text().find("disagree on the slab origin"), std::string::npos) << skip_text();
+  EXPECT_EQ(choice(g, "STAGE"), nullptr);  // no candidate: nothing to decide
+}
+
+TEST_F(SmemPassesTest, SingleUseCoalescedInputIsACandidateButNotStagedByTheHeuristic) {
+  // One load per element, every thread its own element: staging cannot save a global read.
+  Tile tile{{TileAxis{"a0", 256, "THREAD"}, TileAxis{"a1", 8, "BLOCK"}},
+            {StridedLoop{"a2", var("a0"), lit(2048), lit(256), "free", 0,
+                         {Load{"in0", "x", {var("a1"), var("a2")}}, Write{"out", {var("a1"), var("a2")}, var("in0")}}}}};
+  Graph g = kernel_graph({{"x", {8, 2048}}}, {8, 2048}, tile);
+  ASSERT_TRUE(run_pass("stage_inputs", g));
+  EXPECT_EQ(body_text(g).find("Stage("), std::string::npos) << body_text(g);
+  ASSERT_NE(choice(g, "STAGE"), nullptr);
+  EXPECT_EQ(choice(g, "STAGE")->value, AttrValue(std::string("none")));
+  // Pinning it stages it anyway.
+  Graph pinned = kernel_graph({{"x", {8, 2048}}}, {8, 2048}, tile);
+  ASSERT_TRUE(run_pass("stage_inputs", pinned, {KnobPin{"STAGE", std::string("x"), {}}}));
+  EXPECT_NE(body_text(pinned).find("x_smem = Stage(x, origin=(a1, 0), slab=(a2:2048@1))"), std::string::npos)
+      << body_text(pinned);
+}
+
+TEST_F(SmemPassesTest, StagingRespectsTheSharedMemoryBudget) {
+  // Two reused 1024-float rows (4 KB each) under a 6 KB budget: only one fits.
+  device_.smem_per_block_static = 6 * 1024;
+  Body reduce = {Load{"in0", "x", {var("a1"), var("a2")}}, Load{"in1", "y", {var("a1"), var("a2")}},
+                 Assign{"v0", "mul", {var("in0"), var("in1")}}, Accum{"acc0", "add", var("v0")}};
+  Body free = {Load{"in2", "x", {var("a1"), var("a3")}}, Load{"in3", "y", {var("a1"), var("a3")}},
+               Assign{"v1", "mul", {var("in2"), var("in3")}}, Assign{"v2", "mul", {var("v1"), var("acc0")}},
+               Write{"out", {var("a1"), var("a3")}, var("v2")}};
+  Tile tile{{TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 4, "BLOCK"}},
+            {Init{"acc0", Expr::float_(0.0)}, StridedLoop{"a2", var("a0"), lit(1024), lit(128), "reduce", 0, reduce},
+             Combine{"acc0", "add", ""}, StridedLoop{"a3", var("a0"), lit(1024), lit(128), "free", 0, free}}};
+  Graph g = kernel_graph({{"x", {4, 1024}}, {"y", {4, 1024}}}, {4, 1024}, tile);
+  ASSERT_TRUE(run_pass("stage_inputs", g));
+  EXPECT_NE(body_text(g).find("x_smem = Stage("), std::string::npos) << body_text(g);
+  EXPECT_EQ(body_text(g).find("y_smem = Stage("), std::string::npos) << body_text(g);
+  // Both together are not a candidate, so pinning them is an error naming the candidates.
+  Graph pinned = kernel_graph({{"x", {4, 1024}}, {"y", {4, 1024}}}, {4, 1024}, tile);
+  Status s = run_pass("stage_inputs", pinned, {KnobPin{"STAGE", std::string("x,y"), {}}});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("not among the candidates"), std::string::npos) << s.message();
+
+  // A slab larger than the whole budget is never a candidate.
+  device_.smem_per_block_static = 2 * 1024;
+  Graph small = kernel_graph({{"x", {4, 1024}}, {"y", {4, 1024}}}, {4, 1024}, tile);
+  ASSERT_TRUE(run_pass("stage_inputs", small));
+  EXPECT_EQ(body_text(small).find("Stage("), std::string::npos) << body_text(small);
+  EXPECT_NE(skip_text().find("exceeds the 2048 bytes"), std::string::npos) << skip_text();
+}
+
+TEST_F(SmemPassesTest, ChunkReduceSplitsARowThatDoesNotFit) {
+  // 32768 floats = 128 KB per row > 48 KB: chunks of 8192 (32 KB) fit.
+  Graph g = kernel_graph({{"x", {4, 32768}}}, {4, 32768}, row_kernel(4, 32768));
+  ASSERT_TRUE(run_pass("chunk_reduce", g));
+  ASSERT_NE(choice(g, "CHUNK"), nullptr);
+  EXPECT_EQ(choice(g, "CHUNK")->value, AttrValue(int64_t{8192}));
+  const std::string text = body_text(g);
+  EXPECT_NE(text.find("for a2 in 0..4:  # reduce\n    StridedLoop(a3 = a2 * 8192 + a0; < a2 * 8192 + 8192; += 256):  # reduce"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("for a4 in 0..4:  # free"), std::string::npos) << text;
+
+  // Then stage_inputs stages x per chunk when pinned (one load per chunk loop: not reused).
+  ASSERT_TRUE(run_pass("stage_inputs", g, {KnobPin{"STAGE", std::string("x"), {}}}));
+  const std::string staged = body_text(g);
+  EXPECT_NE(staged.find("x_smem = Stage(x, origin=(a1, a2 * 8192), slab=(a3:8192@1))"), std::string::npos) << staged;
+  EXPECT_NE(staged.find("load x_smem[a3 - a2 * 8192]"), std::string::npos) << staged;
+}
+
+TEST_F(SmemPassesTest, ChunkReduceLeavesARowThatFitsAndHandlesARaggedTail) {
+  Graph fits = kernel_graph({{"x", {4, 2048}}}, {4, 2048}, row_kernel(4, 2048));
+  ASSERT_TRUE(run_pass("chunk_reduce", fits));
+  EXPECT_EQ(body_text(fits).find("for "), std::string::npos) << body_text(fits);
+  ASSERT_NE(choice(fits, "CHUNK"), nullptr);
+  EXPECT_EQ(choice(fits, "CHUNK")->value, AttrValue(int64_t{0}));
+
+  // 20000 is not a multiple of the chunk: the last chunk stops at N.
+  Graph ragged = kernel_graph({{"x", {4, 20000}}}, {4, 20000}, row_kernel(4, 20000));
+  ASSERT_TRUE(run_pass("chunk_reduce", ragged, {KnobPin{"CHUNK", int64_t{8192}, {}}}));
+  EXPECT_NE(body_text(ragged).find("for a2 in 0..3:  # reduce\n    StridedLoop(a3 = a2 * 8192 + a0; < min(a2 * 8192 + 8192, 20000)"),
+            std::string::npos)
+      << body_text(ragged);
+}
+
+TEST_F(SmemPassesTest, AsyncCopyNeedsSm80) {
+  Tile tile = row_kernel(8, 2048);
+  Graph g = kernel_graph({{"x", {8, 2048}}}, {8, 2048}, tile);
+  ASSERT_TRUE(run_pass("stage_inputs", g));
+  Graph old_arch = g;
+
+  ASSERT_TRUE(run_pass("async_copy", g));
+  const std::string text = body_text(g);
+  EXPECT_NE(text.find("x_smem = Stage(x, origin=(a1, 0), slab=(a2:2048@1)) async\n  AsyncWait(keep=0)\n"),
+            std::string::npos)
+      << text;
+
+  device_.arch = "sm_75";
+  ASSERT_TRUE(run_pass("async_copy", old_arch));
+  EXPECT_EQ(body_text(old_arch).find("async"), std::string::npos) << body_text(old_arch);
+  EXPECT_NE(skip_text().find("sm_75"), std::string::npos) << skip_text();
+}
+
+// A 32x32 transpose through shared memory: lanes walk a column (a0 is the fast THREAD axis and
+// indexes the slab's rows), so without padding all 32 lanes hit one bank.
+Tile transpose_tile() {
+  return Tile{{TileAxis{"a0", 32, "THREAD"}, TileAxis{"a1", 32, "THREAD"}},
+              {Stage{"x_smem", "x", {lit(0), lit(0)}, {SlabDim{"a0", 32, 0}, SlabDim{"a1", 32, 1}}, "sync", 0},
+               Load{"in0", "x_smem", {var("a0"), var("a1")}}, Write{"out", {var("a1"), var("a0")}, var("in0")}}};
+}
+
+TEST_F(SmemPassesTest, PadRemovesTheBankConflictOfATransposedAccess) {
+  Graph g = kernel_graph({{"x", {32, 32}}}, {32, 32}, transpose_tile());
+  ASSERT_TRUE(run_pass("pad_smem", g));
+  const auto* stage = tile_of(g).body[0].as<Stage>();
+  ASSERT_NE(stage, nullptr);
+  EXPECT_EQ(stage->pad, 1) << body_text(g);  // 33-float rows: lane i hits bank i
+  ASSERT_NE(choice(g, "PAD"), nullptr);
+  EXPECT_EQ(choice(g, "PAD")->source, "heuristic");
+
+  // A row-wise (coalesced) read has no conflict: the smallest pad, 0, wins.
+  Tile rowwise = transpose_tile();
+  rowwise.body[1] = Load{"in0", "x_smem", {var("a1"), var("a0")}};
+  Graph h = kernel_graph({{"x", {32, 32}}}, {32, 32}, rowwise);
+  ASSERT_TRUE(run_pass("pad_smem", h));
+  EXPECT_EQ(tile_of(h).body[0].as<Stage>()->pad, 0);
+}
+
+TEST_F(SmemPassesTest, PadStaysWithinTheBudgetAndSkipsOneDimensionalSlabs) {
+  // The unpadded 4 KB slab exactly fills the budget: no pad fits, so 0 is the only candidate.
+  device_.smem_per_block_static = 32 * 32 * 4;
+  Graph g = kernel_graph({{"x", {32, 32}}}, {32, 32}, transpose_tile());
+  ASSERT_TRUE(run_pass("pad_smem", g));
+  EXPECT_EQ(tile_of(g).body[0].as<Stage>()->pad, 0);
+  Graph pinned = kernel_graph({{"x", {32, 32}}}, {32, 32}, transpose_tile());
+  EXPECT_FALSE(run_pass("pad_smem", pinned, {KnobPin{"PAD", int64_t{1}, {}}}));
+
+  device_.smem_per_block_static = 49152;
+
+  Graph row = kernel_graph({{"x", {8, 2048}}}, {8, 2048}, row_kernel(8, 2048));
+  ASSERT_TRUE(run_pass("stage_inputs", row));
+  ASSERT_TRUE(run_pass("pad_smem", row));
+  EXPECT_NE(skip_text().find("1-D"), std::string::npos) << skip_text();
+  EXPECT_EQ(choice(row, "PAD"), nullptr);
+}
+
+}  // namespace
+}  // namespace tessera
