@@ -1,0 +1,492 @@
+// materialize: lowers Tile IR kernels to Kernel IR (hardware primitives + launch geometry).
+//
+// Rewrites: every TileOp node becomes a KernelOp with the same id, inputs, type and name;
+//   grid = (product of the BLOCK extents, 1, 1), block = (product of the THREAD extents = T, 1, 1).
+//   The body becomes, in order:
+//     - one `Smem` per Stage (source dtype, slab extents, pad added to the last) and per block
+//       Combine that needs one, in order of appearance (Kernel IR wants every Smem at the top);
+//     - `Let` decodes of the Tile axes, in axis order: THREAD axes from threadIdx.x, BLOCK axes
+//       from blockIdx.x, the first-listed axis of each binding fastest (`a0 = threadIdx.x % 32`,
+//       `a1 = threadIdx.x / 32`);
+//     - the statements around the Tile, and the Tile body with:
+//       Stage (sync/buffered)  [Sync() when inside a loop: last iteration's reads finish first]
+//                              StridedLoop(f = tid; < slab elems; += T): decode f row-major into
+//                              slab coords, `in = load x[origin + coords]`, `x_smem[coords] = in`
+//                              (guarded by `if` only where origin + coord may leave the source, at either end);
+//                              Sync()
+//       Stage (async)          the same loop issuing CpAsyncCopy(x_smem[coords], x[..], bytes=elem
+//                              size), then CpAsyncCommit()
+//       AsyncWait(keep=N)      CpAsyncWait(keep=N); Sync()
+//       Combine(acc, op)       xor butterfly `v = WarpShuffle(acc, xor, k, width=W)`,
+//                              `acc <- op(acc, v)` for k = 16, 8, .., 1 (k < W, W = min(T, 32));
+//                              for a block Combine with T > 32 the warp totals then go through
+//                              `acc_smem[T/32]`: lane 0 writes, Sync(), TreeHalve, every thread
+//                              reads slot 0 into a new value that replaces `acc` in every later
+//                              statement of the enclosing scope (plus a Sync() after the read when
+//                              inside a loop: the slots are refilled next iteration).
+//                              A block of T < 32 threads is one partial warp: all its lanes are in
+//                              the block, so shuffles of width T are exact (T must be a power of two).
+//       everything else        copied (Loop, StridedLoop, Cond, Load, Assign, Select, Init, Accum,
+//                              Write). Loads of staged buffers keep their slab-coordinate indices.
+//   The body ends canonically renamed (canonicalize_names).
+// Accepts: graphs whose compute nodes are TileOps with one Tile statement each (other nodes are left
+//   alone). Errors (naming the node): a PARALLEL axis ("run launch_geometry before materialize"),
+//   an unknown binding, more threads than device().max_threads_per_block, shared memory above
+//   device().smem_per_block_static, a collective statement (Stage, Combine, AsyncWait) under a
+//   thread-dependent loop or condition, a tma Stage, a Combine over T threads that is neither a power
+//   of two below 32 nor a multiple of 32, an accumulation into an accumulator after its block Combine.
+// Guarantees: the result verifies as Kernel IR and computes what the Tile IR means (docs/ir.md).
+//   No knobs; same input, same output bytes.
+// Tests: tests/golden/materialize/ (printouts) and tests/unit/materialize_test.cpp (errors, decodes,
+//   verification on the corpus).
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+constexpr int64_t kWarp = 32;  // lanes per warp: a CUDA constant, not a device number
+
+bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+std::string first_line(const Stmt& s) {
+  std::string text = print_stmt(s);
+  text = text.substr(0, text.find('\n'));
+  size_t start = text.find_first_not_of(' ');
+  return start == std::string::npos ? text : text.substr(start);
+}
+
+// Replaces variables in the expressions of a leaf statement (the rename after a block Combine).
+class ExprRenamer final : public StmtMutator {
+ public:
+  explicit ExprRenamer(const std::map<std::string, Expr>& renames) : renames_(renames) {}
+  Expr mutate_expr(const Expr& e) override { return renames_.empty() ? e : substitute(e, renames_); }
+
+ private:
+  const std::map<std::string, Expr>& renames_;
+};
+
+// What holds while lowering one statement list.
+struct Scope {
+  RangeMap ranges;                        // integer ranges of the axes in scope
+  std::set<std::string> uniform;          // names whose value is the same in every thread of a block
+  std::map<std::string, Expr> renames;    // acc -> its combined value, after a block Combine
+  bool in_loop = false;                   // inside a Loop/StridedLoop (collectives repeat)
+  bool thread_dependent = false;          // under a loop or condition that differs per thread
+};
+
+class KernelBuilder {
+ public:
+  KernelBuilder(const Graph& g, const Node& node, const TileOp& tile, PassContext& ctx)
+      : g_(g), node_(node), tile_op_(tile), ctx_(ctx) {
+    used_buffers_.insert(node.id);
+    used_buffers_.insert(node.inputs.begin(), node.inputs.end());
+  }
+
+  Expected<std::unique_ptr<KernelOp>> build() {
+    const Tile* tile = nullptr;
+    for (const Stmt& s : tile_op_.body) {
+      if (const auto* t = s.as<Tile>()) {
+        if (tile != nullptr) return ctx_.error_at(node_, "the kernel has more than one Tile statement");
+        tile = t;
+      }
+    }
+    if (tile == nullptr) return ctx_.error_at(node_, "the kernel has no Tile statement");
+
+    // Launch geometry and the axis decodes.
+    int64_t threads = 1, blocks = 1;
+    for (const TileAxis& a : tile->axes) {
+      if (a.binding == "PARALLEL") {
+        return ctx_.error_at(node_, "axis " + a.name +
+                                        " is PARALLEL (not bound to threads or blocks): run "
+                                        "launch_geometry before materialize");
+      }
+      if (a.binding != "THREAD" && a.binding != "BLOCK") {
+        return ctx_.error_at(node_, "axis " + a.name + " has binding " + a.binding +
+                                        ", which materialize does not lower (THREAD or BLOCK)");
+      }
+      if (a.extent <= 0) return ctx_.error_at(node_, "axis " + a.name + " has no extent");
+      (a.binding == "THREAD" ? threads : blocks) *= a.extent;
+    }
+    if (threads > ctx_.device().max_threads_per_block) {
+      return ctx_.error_at(node_, "the Tile has " + std::to_string(threads) +
+                                      " threads per block; device " + ctx_.device().name +
+                                      " allows at most " +
+                                      std::to_string(ctx_.device().max_threads_per_block));
+    }
+    threads_ = threads;
+
+    Scope top;
+    top.ranges["threadIdx.x"] = Interval{0, threads - 1};
+    top.ranges["blockIdx.x"] = Interval{0, blocks - 1};
+    top.uniform.insert("blockIdx.x");
+    Body lets;
+    std::vector<const TileAxis*> thread_axes;
+    for (const char* binding : {"THREAD", "BLOCK"}) {
+      int64_t stride = 1, total = binding == std::string("THREAD") ? threads : blocks;
+      Expr hw = Expr::var(binding == std::string("THREAD") ? "threadIdx.x" : "blockIdx.x");
+      for (const TileAxis& a : tile->axes) {
+        if (a.binding != binding) continue;
+        Expr value = hw / stride;
+        if (stride * a.extent < total) value = value % a.extent;  // the slowest axis needs no modulo
+        decodes_[a.name] = simplify(value, top.ranges);
+        stride *= a.extent;
+        if (a.binding == "THREAD") thread_axes.push_back(&a);
+      }
+    }
+    for (const TileAxis& a : tile->axes) {
+      lets.push_back(Let{a.name, decodes_[a.name]});
+      top.ranges[a.name] = Interval{0, a.extent - 1};
+      if (a.binding == "BLOCK") top.uniform.insert(a.name);
+    }
+    // The flat thread id, spelled as the axis when one THREAD axis covers the block.
+    tid_ = thread_axes.size() == 1 ? Expr::var(thread_axes[0]->name) : Expr::var("threadIdx.x");
+
+    // Statements around the Tile run in every thread alike (uniform); the Tile body is lowered
+    // with the axes in scope.
+    Body before, inside, after;
+    bool seen_tile = false;
+    Scope outer = top;
+    for (const Stmt& s : tile_op_.body) {
+      if (s.is<Tile>()) {
+        seen_tile = true;
+        TESSERA_TRY(lower_body(tile->body, outer, inside));
+        continue;
+      }
+      Body& out = seen_tile ? after : before;
+      TESSERA_TRY(lower_stmt(s, outer, out));
+    }
+
+    int64_t smem_bytes = 0;
+    for (const Stmt& s : smem_) {
+      const auto* sm = s.as<Smem>();
+      int64_t elems = 1;
+      for (int64_t d : sm->shape) elems *= d;
+      smem_bytes += elems * dtype_bytes(sm->dtype);
+    }
+    if (smem_bytes > ctx_.device().smem_per_block_static) {
+      return ctx_.error_at(node_, "the kernel needs " + std::to_string(smem_bytes) +
+                                      " bytes of shared memory; device " + ctx_.device().name +
+                                      " allows " +
+                                      std::to_string(ctx_.device().smem_per_block_static) +
+                                      " bytes of static shared memory per block");
+    }
+
+    Body body = smem_;
+    body.insert(body.end(), lets.begin(), lets.end());
+    body.insert(body.end(), before.begin(), before.end());
+    body.insert(body.end(), inside.begin(), inside.end());
+    body.insert(body.end(), after.begin(), after.end());
+
+    auto op = std::make_unique<KernelOp>();
+    op->name = tile_op_.name;
+    op->grid = {blocks, 1, 1};
+    op->block = {threads, 1, 1};
+    op->body = canonicalize_names(body);
+    return op;
+  }
+
+ private:
+  // ---- statement lists ----
+
+  Status lower_body(const Body& in, Scope& scope, Body& out) {
+    for (const Stmt& s : in) TESSERA_TRY(lower_stmt(s, scope, out));
+    return Status::ok();
+  }
+
+  // Lowers `s` into `out`; may extend `scope` (uniform names, renames) for the statements after it.
+  Status lower_stmt(const Stmt& s, Scope& scope, Body& out) {
+    if (const auto* st = s.as<Stage>()) return lower_stage(*st, s, scope, out);
+    if (const auto* st = s.as<Combine>()) return lower_combine(*st, s, scope, out);
+    if (const auto* st = s.as<AsyncWait>()) {
+      TESSERA_TRY(check_collective(s, scope));
+      out.push_back(CpAsyncWait{st->keep});
+      out.push_back(Sync{});
+      return Status::ok();
+    }
+    if (const auto* st = s.as<Loop>()) {
+      Expr begin = rename(st->begin, scope), end = rename(st->end, scope);
+      Scope inner = nested(scope, {begin, end});
+      inner.in_loop = true;
+      bind_range(inner, st->var, begin, end);
+      if (is_uniform({begin, end}, scope)) inner.uniform.insert(st->var);
+      Body body;
+      TESSERA_TRY(lower_body(st->body, inner, body));
+      out.push_back(Loop{st->var, begin, end, st->role, st->unroll, std::move(body)});
+      return Status::ok();
+    }
+    if (const auto* st = s.as<StridedLoop>()) {
+      Expr begin = rename(st->begin, scope), end = rename(st->end, scope),
+           step = rename(st->step, scope);
+      Scope inner = nested(scope, {begin, end, step});
+      inner.in_loop = true;
+      bind_range(inner, st->var, begin, end);
+      if (is_uniform({begin, end, step}, scope)) inner.uniform.insert(st->var);
+      Body body;
+      TESSERA_TRY(lower_body(st->body, inner, body));
+      out.push_back(
+          StridedLoop{st->var, begin, end, step, st->role, st->unroll, std::move(body)});
+      return Status::ok();
+    }
+    if (const auto* st = s.as<Cond>()) {
+      Expr cond = rename(st->cond, scope);
+      Scope then_scope = nested(scope, {cond}), else_scope = nested(scope, {cond});
+      Body then_body, else_body;
+      TESSERA_TRY(lower_body(st->then_body, then_scope, then_body));
+      TESSERA_TRY(lower_body(st->else_body, else_scope, else_body));
+      out.push_back(Cond{cond, std::move(then_body), std::move(else_body)});
+      return Status::ok();
+    }
+    if (s.is<Tile>()) return ctx_.error_at(node_, "a Tile statement is nested in another statement");
+    if (const auto* st = s.as<Accum>(); st != nullptr && scope.renames.count(st->acc)) {
+      return ctx_.error_at(node_, "`" + first_line(s) + "` accumulates into " + st->acc +
+                                      " after its block Combine; materialize cannot lower that");
+    }
+    // A leaf: copy it with the renames applied. Values computed from uniform names stay uniform
+    // (e.g. the scale computed from a Combine's total), unless computed under thread-dependent
+    // control flow.
+    ExprRenamer renamer(scope.renames);
+    Stmt copy = renamer.mutate(s);
+    if (!scope.thread_dependent) {
+      if (const auto* st = copy.as<Assign>(); st != nullptr && is_uniform(st->args, scope)) {
+        scope.uniform.insert(st->dst);
+      } else if (const auto* ld = copy.as<Load>(); ld != nullptr && is_uniform(ld->index, scope)) {
+        scope.uniform.insert(ld->dst);
+      } else if (const auto* sel = copy.as<Select>();
+                 sel != nullptr &&
+                 is_uniform({sel->cond, sel->then_value, sel->else_value}, scope)) {
+        scope.uniform.insert(sel->dst);
+      }
+    }
+    out.push_back(copy);
+    return Status::ok();
+  }
+
+  // ---- collectives ----
+
+  Status check_collective(const Stmt& s, const Scope& scope) const {
+    if (!scope.thread_dependent) return Status::ok();
+    return ctx_.error_at(node_, "collective statement `" + first_line(s) +
+                                    "` is under a thread-dependent loop or condition; every "
+                                    "thread of the block must reach it");
+  }
+
+  Status lower_stage(const Stage& st, const Stmt& self, Scope& scope, Body& out) {
+    TESSERA_TRY(check_collective(self, scope));
+    if (st.transport == "tma") {
+      return ctx_.error_at(node_, "`" + first_line(self) +
+                                      "`: materialize does not lower tma stages yet");
+    }
+    const Node* src = g_.find(st.buffer);
+    if (src == nullptr) return ctx_.error_at(node_, "Stage reads unknown buffer " + st.buffer);
+    const TensorType& type = src->type;
+    if (st.origin.size() != static_cast<size_t>(type.rank())) {
+      return ctx_.error_at(node_, "`" + first_line(self) + "`: the origin has " +
+                                      std::to_string(st.origin.size()) + " coordinates, " +
+                                      st.buffer + " has rank " + std::to_string(type.rank()));
+    }
+    if (st.slab.empty()) return ctx_.error_at(node_, "`" + first_line(self) + "` has no slab dims");
+    std::vector<int64_t> shape;
+    int64_t elems = 1;
+    for (const SlabDim& d : st.slab) {
+      if (d.extent <= 0 || d.source_dim < 0 || d.source_dim >= type.rank()) {
+        return ctx_.error_at(node_, "`" + first_line(self) + "`: bad slab dim " + d.axis);
+      }
+      shape.push_back(d.extent);
+      elems *= d.extent;
+    }
+    shape.back() += st.pad;
+    TESSERA_TRY(declare_smem(Smem{st.dst, type.dtype, shape}));
+
+    // The copy loop: f walks the slab row-major, one element per thread per trip.
+    std::string f = fresh(st.dst + "_flat");
+    RangeMap ranges = scope.ranges;
+    ranges[f] = Interval{0, elems - 1};
+    ExprList coords(st.slab.size());
+    int64_t stride = 1;
+    for (size_t k = st.slab.size(); k-- > 0;) {
+      Expr c = Expr::var(f) / stride;
+      if (k > 0) c = c % st.slab[k].extent;
+      coords[k] = simplify(c, ranges);
+      stride *= st.slab[k].extent;
+    }
+    ExprList src_index;
+    Expr guard;
+    for (int64_t j = 0; j < type.rank(); ++j) {
+      Expr idx = rename(st.origin[static_cast<size_t>(j)], scope);
+      for (size_t k = 0; k < st.slab.size(); ++k)
+        if (st.slab[k].source_dim == j) idx = idx + coords[k];
+      idx = simplify(idx, ranges);
+      src_index.push_back(idx);
+      // Guard only where the bound says the index may leave the source: tails past the end, and
+      // slabs that start before it (a load the kernel guards by a predicate, e.g. cat's `x[a - 6]`).
+      std::optional<Interval> b = bound_of(idx, ranges);
+      auto require = [&guard](Expr in_bounds) {
+        guard = guard.defined() ? Expr::binary(ExprKind::And, guard, in_bounds) : in_bounds;
+      };
+      if (!b || b->lo < 0) require(Expr::int_(0) <= idx);
+      if (!b || b->hi >= type.dim(j)) require(idx < Expr::int_(type.dim(j)));
+    }
+    Body copy;
+    if (st.transport == "async") {
+      copy.push_back(CpAsyncCopy{st.dst, coords, st.buffer, src_index, dtype_bytes(type.dtype)});
+    } else {  // sync, buffered: the data is visible after the Stage
+      std::string value = fresh("in_" + st.dst);
+      copy.push_back(Load{value, st.buffer, src_index});
+      copy.push_back(Write{st.dst, coords, Expr::var(value)});
+    }
+    if (guard.defined()) copy = {Cond{guard, std::move(copy), {}}};
+
+    if (scope.in_loop) out.push_back(Sync{});
+    out.push_back(StridedLoop{f, tid_, Expr::int_(elems), Expr::int_(threads_), "", 0, std::move(copy)});
+    if (st.transport == "async") {
+      out.push_back(CpAsyncCommit{});
+    } else {
+      out.push_back(Sync{});
+    }
+    return Status::ok();
+  }
+
+  Status lower_combine(const Combine& st, const Stmt& self, Scope& scope, Body& out) {
+    TESSERA_TRY(check_collective(self, scope));
+    if (scope.renames.count(st.acc)) {
+      return ctx_.error_at(node_, "`" + first_line(self) + "` combines " + st.acc +
+                                      " a second time after its block Combine");
+    }
+    bool block_scope = st.scope.empty() || st.scope == "block";
+    if (!block_scope && st.scope != "warp") {
+      return ctx_.error_at(node_, "`" + first_line(self) + "`: unknown scope " + st.scope);
+    }
+    int64_t t = threads_;
+    if (t < kWarp ? !is_pow2(t) : t % kWarp != 0) {
+      return ctx_.error_at(node_, "`" + first_line(self) + "` over " + std::to_string(t) +
+                                      " threads: materialize needs a power of two below " +
+                                      std::to_string(kWarp) + " or a multiple of it");
+    }
+    int64_t width = std::min(t, kWarp);
+    for (int64_t offset = kWarp / 2; offset >= 1; offset /= 2) {
+      if (offset >= width) continue;
+      std::string v = fresh(st.acc + "_shfl");
+      out.push_back(WarpShuffle{v, Expr::var(st.acc), "xor", offset, width});
+      out.push_back(Accum{st.acc, st.op, Expr::var(v)});
+    }
+    if (!block_scope || t <= kWarp) return Status::ok();
+
+    // Warp totals meet in shared memory; a tree over the T/32 slots leaves the total in slot 0.
+    int64_t warps = t / kWarp;
+    std::string buf = fresh_buffer(st.acc + "_smem");
+    TESSERA_TRY(declare_smem(Smem{buf, DType::F32, {warps}}));
+    out.push_back(Cond{Expr::binary(ExprKind::Eq, tid_ % kWarp, Expr::int_(0)),
+                       {Write{buf, {tid_ / kWarp}, Expr::var(st.acc)}},
+                       {}});
+    out.push_back(Sync{});
+    out.push_back(TreeHalve{buf, tid_, warps, st.op});
+    std::string total = fresh(st.acc + "_b");
+    out.push_back(Load{total, buf, {Expr::int_(0)}});
+    if (scope.in_loop) out.push_back(Sync{});
+    scope.renames[st.acc] = Expr::var(total);
+    scope.uniform.insert(total);
+    return Status::ok();
+  }
+
+  // ---- helpers ----
+
+  Status declare_smem(Smem sm) {
+    for (const Stmt& s : smem_) {
+      const auto* have = s.as<Smem>();
+      if (have->name != sm.name) continue;
+      if (have->dtype == sm.dtype && have->shape == sm.shape) return Status::ok();
+      return ctx_.error_at(node_, "two Stages declare " + sm.name + " with different shapes");
+    }
+    used_buffers_.insert(sm.name);
+    smem_.push_back(std::move(sm));
+    return Status::ok();
+  }
+
+  // A kernel-local name no statement of this kernel uses: the canonical renamer replaces value
+  // names, but buffer names stay, so they must not clash with graph buffers.
+  std::string fresh(const std::string& base) { return base + "_" + std::to_string(counter_++); }
+  std::string fresh_buffer(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; used_buffers_.count(name); ++i) name = base + "_" + std::to_string(i);
+    return name;
+  }
+
+  static Expr rename(const Expr& e, const Scope& scope) {
+    return scope.renames.empty() ? e : substitute(e, scope.renames);
+  }
+
+  bool is_uniform(const ExprList& exprs, const Scope& scope) const {
+    for (const Expr& e : exprs)
+      for (const std::string& v : free_vars(e))
+        if (!scope.uniform.count(v)) return false;
+    return true;
+  }
+
+  // A nested scope is thread-dependent when its loop bounds / condition are.
+  Scope nested(const Scope& scope, const ExprList& control) const {
+    Scope inner = scope;
+    if (!is_uniform(control, scope)) inner.thread_dependent = true;
+    return inner;
+  }
+
+  static void bind_range(Scope& scope, const std::string& var, const Expr& begin, const Expr& end) {
+    std::optional<Interval> b = bound_of(begin, scope.ranges), e = bound_of(end, scope.ranges);
+    if (b && e && e->hi - 1 >= b->lo) {
+      scope.ranges[var] = Interval{b->lo, e->hi - 1};
+    } else {
+      scope.ranges.erase(var);
+    }
+  }
+
+  const Graph& g_;
+  const Node& node_;
+  const TileOp& tile_op_;
+  PassContext& ctx_;
+  int64_t threads_ = 1;
+  Expr tid_;
+  std::map<std::string, Expr> decodes_;
+  std::set<std::string> used_buffers_;
+  Body smem_;
+  int counter_ = 0;
+};
+
+class MaterializePass final : public Pass {
+ public:
+  std::string_view name() const override { return "materialize"; }
+  std::string_view summary() const override {
+    return "lower Tile IR to Kernel IR: shared memory, copies, barriers, shuffles, launch geometry";
+  }
+  std::vector<Dialect> stages() const override { return {Dialect::Kernel}; }
+
+  Status run(Graph& g, PassContext& ctx) override {
+    for (Node* n : g.nodes()) {
+      const auto* tile = n->op_as<TileOp>();
+      if (tile == nullptr) continue;
+      KernelBuilder builder(g, *n, *tile, ctx);
+      Expected<std::unique_ptr<KernelOp>> kernel = builder.build();
+      if (!kernel) return kernel.error();
+      n->op = std::move(*kernel);
+    }
+    return Status::ok();
+  }
+};
+
+void register_materialize(Registry& r) {
+  r.add_pass("materialize", [] { return std::make_unique<MaterializePass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("materialize", "1.0.0", ::tessera::register_materialize)
