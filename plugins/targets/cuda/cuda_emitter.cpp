@@ -1,0 +1,847 @@
+// CudaEmitter: Kernel IR -> CUDA C++ source, with exactly the semantics of docs/ir.md "Kernel IR"
+// (the sim target is the oracle). One statement per line, two-space indent, deterministic.
+//
+// Typing: values (in*, v*, acc*) are `float`; loop, Let and hardware indices are `int`. An Expr is
+// printed with the evaluator's typing rule (integral iff all operands are), so floor division and
+// modulo become C's `/` and `%` only where bound_of proves both operands non-negative, else the
+// preamble helpers tessera_floordiv / tessera_floormod. Buffers are flat pointers: multi-dim
+// indices are flattened row-major with the node (or Smem) shape. Loads convert the element to
+// float, writes convert back to the buffer's dtype.
+#include "cuda_emitter.h"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tessera {
+namespace {
+
+// C operator precedence, lower binds tighter (only the levels we print).
+constexpr int kAtom = 0, kUnary = 2, kMul = 3, kAdd = 4, kRel = 6, kEq = 7, kAnd = 11, kOr = 12,
+              kTernary = 13;
+
+enum class Ty { Int, Float };
+
+struct Printed {
+  std::string text;
+  int prec = kAtom;
+  Ty type = Ty::Int;
+};
+
+std::string wrap(const Printed& p, bool needed) { return needed ? "(" + p.text + ")" : p.text; }
+std::string atom(const Printed& p) { return wrap(p, p.prec > kAtom); }
+
+struct Buffer {
+  std::string cname;  // the C identifier (the buffer name unless that is reserved in C)
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  int64_t elements = 1;
+  bool shared = false;
+  bool writable = false;
+};
+
+// Preamble pieces, emitted only when used, in this order.
+enum Helper { kNeedInf, kNeedNan, kFloorDiv, kFloorMod, kFloorModF, kMaximum, kMinimum, kRelu, kHelperCount };
+
+const char* const kHelperText[kHelperCount] = {
+    "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n",
+    "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n",
+    "// Floor division and modulo (the IR's integer / and %), for operands that may be negative.\n"
+    "__device__ __forceinline__ long long tessera_floordiv(long long a, long long b) {\n"
+    "  long long q = a / b;\n"
+    "  return (q * b != a && (a < 0) != (b < 0)) ? q - 1 : q;\n"
+    "}\n",
+    "__device__ __forceinline__ long long tessera_floormod(long long a, long long b) {\n"
+    "  long long r = a % b;\n"
+    "  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;\n"
+    "}\n",
+    "__device__ __forceinline__ float tessera_floormodf(float a, float b) {\n"
+    "  return a - b * floorf(a / b);\n"
+    "}\n",
+    "// max/min that propagate NaN like torch.maximum and amax (fmaxf would drop it).\n"
+    "__device__ __forceinline__ float tessera_maximum(float a, float b) {\n"
+    "  return (a != a || b != b) ? a + b : fmaxf(a, b);\n"
+    "}\n",
+    "__device__ __forceinline__ float tessera_minimum(float a, float b) {\n"
+    "  return (a != a || b != b) ? a + b : fminf(a, b);\n"
+    "}\n",
+    "__device__ __forceinline__ float tessera_relu(float x) {\n"
+    "  return (x > 0.0f || x != x) ? x : 0.0f;\n"
+    "}\n",
+};
+
+bool is_hardware_index(const std::string& name) {
+  static const std::set<std::string> names = {
+      "threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z",
+      "blockDim.x",  "blockDim.y",  "blockDim.z",  "gridDim.x",  "gridDim.y",  "gridDim.z"};
+  return names.count(name) > 0;
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+// Names a buffer parameter may not take: C++/CUDA keywords and builtins, names the emitter itself
+// introduces (tessera_*), and the IR's local names (a0, in0, v0, acc0), which would shadow it.
+bool is_reserved(const std::string& s) {
+  static const std::set<std::string> words = {
+      "alignas", "alignof", "asm", "auto", "bool", "break", "case", "catch", "char", "class", "const",
+      "constexpr", "continue", "default", "delete", "do", "double", "else", "enum", "explicit",
+      "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable",
+      "namespace", "new", "noexcept", "nullptr", "operator", "private", "protected", "public",
+      "register", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template",
+      "this", "throw", "true", "try", "typedef", "typename", "union", "unsigned", "using", "virtual",
+      "void", "volatile", "while", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize",
+      "min", "max", "half", "float2", "float4", "INFINITY", "NAN"};
+  if (words.count(s) || s.rfind("tessera_", 0) == 0 || s.rfind("__", 0) == 0) return true;
+  for (const char* prefix : {"a", "in", "v", "acc"}) {
+    std::string p = prefix;
+    if (s.size() > p.size() && s.rfind(p, 0) == 0 &&
+        s.find_first_not_of("0123456789", p.size()) == std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+std::string c_type(DType t) {
+  switch (t) {
+    case DType::F32: return "float";
+    case DType::F16: return "__half";
+    case DType::BF16: return "__nv_bfloat16";
+    case DType::I32: return "int";
+    case DType::I64: return "long long";
+    case DType::Bool: return "bool";
+  }
+  return "float";
+}
+
+std::string first_line(const std::string& s) {
+  std::string line = s.substr(0, s.find('\n'));
+  size_t start = line.find_first_not_of(' ');
+  return start == std::string::npos ? line : line.substr(start);
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
+  return out;
+}
+
+class CudaEmitter {
+ public:
+  CudaEmitter(const Graph& g, const Node& node, const KernelOp& op, const CudaEmitLimits& limits)
+      : g_(g), node_(node), op_(op), limits_(limits) {}
+
+  Expected<CudaOp> emit() {
+    if (!is_identifier(op_.name)) return error("kernel name '" + op_.name + "' is not a C identifier");
+    if (op_.grid.size() != 3 || op_.block.size() != 3)
+      return error("grid and block must have three dimensions");
+    int64_t threads = 1;
+    for (size_t i = 0; i < 3; ++i) {
+      if (op_.grid[i] < 1 || op_.block[i] < 1) return error("grid and block dimensions must be positive");
+      threads *= op_.block[i];
+    }
+    if (limits_.max_threads_per_block > 0 && threads > limits_.max_threads_per_block)
+      return error("block of " + std::to_string(threads) + " threads exceeds the device's " +
+                   std::to_string(limits_.max_threads_per_block));
+    static const char* const axes[] = {"x", "y", "z"};
+    for (size_t i = 0; i < 3; ++i) {
+      ranges_[std::string("threadIdx.") + axes[i]] = {0, op_.block[i] - 1};
+      ranges_[std::string("blockIdx.") + axes[i]] = {0, op_.grid[i] - 1};
+      ranges_[std::string("blockDim.") + axes[i]] = {op_.block[i], op_.block[i]};
+      ranges_[std::string("gridDim.") + axes[i]] = {op_.grid[i], op_.grid[i]};
+    }
+
+    CudaOp out;
+    out.name = op_.name;
+    out.grid = op_.grid;
+    out.block = op_.block;
+    out.dynamic_smem = 0;
+    std::vector<std::string> params;
+    for (const std::string& id : node_.inputs) {
+      if (buffers_.count(id)) continue;  // an input listed twice is one argument
+      TESSERA_TRY(add_global(id, false));
+      out.args.push_back(id);
+    }
+    TESSERA_TRY(add_global(node_.id, true));
+    out.args.push_back(node_.id);
+    for (const std::string& id : out.args) {
+      const Buffer& b = buffers_.at(id);
+      params.push_back((b.writable ? "" : "const ") + c_type(b.dtype) + "* __restrict__ " + b.cname);
+      use_dtype(b.dtype);
+    }
+
+    indent_ = 1;
+    TESSERA_TRY(emit_body(op_.body, /*top_level=*/true));
+    if (limits_.static_smem_bytes > 0 && smem_bytes_ > limits_.static_smem_bytes)
+      return error("static shared memory of " + std::to_string(smem_bytes_) + " bytes exceeds the device's " +
+                   std::to_string(limits_.static_smem_bytes) + "-byte limit for static __shared__ arrays");
+
+    std::string src;
+    if (uses_half_) src += "#include <cuda_fp16.h>\n";
+    if (uses_bf16_) src += "#include <cuda_bf16.h>\n";
+    std::string helpers;
+    for (int h = 0; h < kHelperCount; ++h)
+      if (helpers_.count(static_cast<Helper>(h))) helpers += kHelperText[h];
+    if (!src.empty()) src += "\n";
+    if (!helpers.empty()) src += helpers + "\n";
+    src += "extern \"C\" __global__ __launch_bounds__(" + std::to_string(threads) + ") void " + op_.name + "(" +
+           join(params, ", ") + ") {\n" + body_ + "}\n";
+    out.source = std::move(src);
+    return out;
+  }
+
+ private:
+  // ---- errors -----------------------------------------------------------------------------------
+  Diagnostic error(const std::string& msg) const {
+    return make_error("kernel " + op_.name + ": " + msg).at_node(node_.id);
+  }
+  Diagnostic error_at(const Stmt& s, const std::string& msg) const {
+    return make_error("kernel " + op_.name + ", statement `" + first_line(print_stmt(s)) + "`: " + msg)
+        .at_node(node_.id);
+  }
+  // Expression printing records its first problem here; statements check it (see checked()).
+  void expr_problem(const std::string& msg) {
+    if (expr_error_.empty()) expr_error_ = msg;
+  }
+  Status checked(const Stmt& s) {
+    if (expr_error_.empty()) return Status::ok();
+    std::string msg = expr_error_;
+    expr_error_.clear();
+    return error_at(s, msg);
+  }
+
+  // ---- buffers ----------------------------------------------------------------------------------
+  Status add_global(const std::string& id, bool writable) {
+    const Node* n = g_.find(id);
+    if (!n) return error("buffer '" + id + "' is not a node of the graph");
+    Buffer b;
+    b.dtype = n->type.dtype;
+    for (const Dim& d : n->type.shape) b.shape.push_back(d.value());
+    b.elements = num_elements(n->type.shape);
+    b.writable = writable;
+    b.cname = c_name_for(id);
+    buffers_[id] = std::move(b);
+    return Status::ok();
+  }
+
+  std::string c_name_for(const std::string& id) {
+    std::string base = id;
+    if (!is_identifier(base) || is_reserved(base)) {
+      for (char& c : base)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      base = "buf_" + base;
+    }
+    std::string name = base;
+    for (int k = 1; used_cnames_.count(name); ++k) name = base + "_" + std::to_string(k);
+    used_cnames_.insert(name);
+    return name;
+  }
+
+  const Buffer* buffer(const std::string& id) {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) {
+      expr_problem("buffer '" + id + "' is neither an input or the output of this node nor a declared Smem");
+      return nullptr;
+    }
+    return &it->second;
+  }
+
+  void use_dtype(DType t) {
+    if (t == DType::F16) uses_half_ = true;
+    if (t == DType::BF16) uses_bf16_ = true;
+  }
+
+  // The element `index` of `b` as an lvalue text: `x[a1 * 2048 + a0]`.
+  std::string element(const Buffer& b, const ExprList& index, int64_t offset = 0) {
+    if (index.size() != b.shape.size()) {
+      expr_problem("buffer '" + b.cname + "' has " + std::to_string(b.shape.size()) + " dimensions but is indexed with " +
+                   std::to_string(index.size()));
+      return b.cname + "[0]";
+    }
+    Expr flat = Expr::int_(0);
+    for (size_t i = 0; i < index.size(); ++i) {
+      if (!index[i].defined()) {
+        expr_problem("missing index expression");
+        return b.cname + "[0]";
+      }
+      // Past 2^31 elements the flat index needs 64 bits.
+      Expr term = i == 0 && b.elements > INT_MAX ? Expr::cast(DType::I64, index[0]) : index[i];
+      flat = i == 0 ? term : flat * b.shape[i] + term;
+    }
+    if (offset != 0) flat = flat + offset;
+    return b.cname + "[" + as_int(print(simplify(flat, ranges_))).text + "]";
+  }
+
+  std::string load_text(const Buffer& b, const std::string& elem) {
+    switch (b.dtype) {
+      case DType::F32: return elem;
+      case DType::F16: return "__half2float(" + elem + ")";
+      case DType::BF16: return "__bfloat162float(" + elem + ")";
+      case DType::I32:
+      case DType::I64: return "(float)" + elem;
+      case DType::Bool: return "(" + elem + " ? 1.0f : 0.0f)";
+    }
+    return elem;
+  }
+
+  std::string store_text(const Buffer& b, const Printed& v) {
+    switch (b.dtype) {
+      case DType::F32: return v.text;
+      case DType::F16: return "__float2half(" + v.text + ")";
+      case DType::BF16: return "__float2bfloat16(" + v.text + ")";
+      case DType::I32: return "(int)" + wrap(v, v.prec > kUnary);
+      case DType::I64: return "(long long)" + wrap(v, v.prec > kUnary);
+      case DType::Bool: return wrap(v, v.prec >= kEq) + " != 0.0f";
+    }
+    return v.text;
+  }
+
+  // ---- expressions ------------------------------------------------------------------------------
+  std::string float_literal(double v) {
+    if (std::isnan(v)) {
+      helpers_.insert(kNeedNan);
+      return "NAN";
+    }
+    if (std::isinf(v)) {
+      helpers_.insert(kNeedInf);
+      return v > 0 ? "INFINITY" : "-INFINITY";
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    std::string s = buf;
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    return s + "f";
+  }
+
+  bool non_negative(const Expr& e) const {
+    std::optional<Interval> b = bound_of(e, ranges_);
+    return b && b->lo >= 0;
+  }
+
+  Printed infix(const Printed& a, const std::string& op, const Printed& b, int prec, Ty type) {
+    return {wrap(a, a.prec > prec) + " " + op + " " + wrap(b, b.prec >= prec), prec, type};
+  }
+
+  static Ty join_type(const Printed& a, const Printed& b) {
+    return a.type == Ty::Float || b.type == Ty::Float ? Ty::Float : Ty::Int;
+  }
+
+  Printed print(const Expr& e) {
+    if (!e.defined()) {
+      expr_problem("missing expression");
+      return {"0", kAtom, Ty::Int};
+    }
+    switch (e.kind()) {
+      case ExprKind::Var: {
+        const std::string& n = e.name();
+        // Hardware indices are unsigned in CUDA; the IR's index arithmetic is signed.
+        if (is_hardware_index(n)) return {"(int)" + n, kUnary, Ty::Int};
+        auto it = names_.find(n);
+        if (it == names_.end()) {
+          expr_problem("'" + n + "' is not bound here");
+          return {n, kAtom, Ty::Int};
+        }
+        return {n, kAtom, it->second};
+      }
+      case ExprKind::Int: {
+        int64_t v = e.int_value();
+        std::string t = std::to_string(v) + (v > INT_MAX || v < INT_MIN ? "LL" : "");
+        return {t, v < 0 ? kUnary : kAtom, Ty::Int};
+      }
+      case ExprKind::Float: {
+        double v = e.float_value();
+        return {float_literal(v), std::signbit(v) ? kUnary : kAtom, Ty::Float};
+      }
+      case ExprKind::Not: {
+        Printed a = print(e.operand(0));
+        return {"!" + wrap(a, a.prec > kUnary), kUnary, Ty::Int};
+      }
+      case ExprKind::Select: {
+        Printed c = print(e.operand(0)), a = print(e.operand(1)), b = print(e.operand(2));
+        Ty t = join_type(a, b);
+        if (t == Ty::Float) a = as_float(a, e.operand(1)), b = as_float(b, e.operand(2));
+        return {wrap(c, c.prec >= kTernary) + " ? " + wrap(a, a.prec >= kTernary) + " : " + wrap(b, b.prec > kTernary),
+                kTernary, t};
+      }
+      case ExprKind::Cast: {
+        Printed a = print(e.operand(0));
+        std::string arg = "(" + a.text + ")";
+        switch (e.cast_type()) {
+          case DType::I32: return {"(int)" + arg, kUnary, Ty::Int};
+          case DType::I64: return {"(long long)" + arg, kUnary, Ty::Int};
+          case DType::Bool: return {wrap(a, a.prec >= kEq) + " != 0", kEq, Ty::Int};
+          default: return {"(float)" + arg, kUnary, Ty::Float};  // values are float already
+        }
+      }
+      default: break;
+    }
+    Printed a = print(e.operand(0)), b = print(e.operand(1));
+    Ty t = join_type(a, b);
+    switch (e.kind()) {
+      case ExprKind::Add: return infix(a, "+", b, kAdd, t);
+      case ExprKind::Sub: return infix(a, "-", b, kAdd, t);
+      case ExprKind::Mul: return infix(a, "*", b, kMul, t);
+      case ExprKind::Div:
+        if (t == Ty::Float || (non_negative(e.operand(0)) && non_negative(e.operand(1))))
+          return infix(a, "/", b, kMul, t);
+        helpers_.insert(kFloorDiv);
+        return {"tessera_floordiv(" + a.text + ", " + b.text + ")", kAtom, Ty::Int};
+      case ExprKind::Mod:
+        if (t == Ty::Float) {
+          helpers_.insert(kFloorModF);
+          return {"tessera_floormodf(" + a.text + ", " + b.text + ")", kAtom, Ty::Float};
+        }
+        if (non_negative(e.operand(0)) && non_negative(e.operand(1))) return infix(a, "%", b, kMul, t);
+        helpers_.insert(kFloorMod);
+        return {"tessera_floormod(" + a.text + ", " + b.text + ")", kAtom, Ty::Int};
+      case ExprKind::Min:
+        return {(t == Ty::Int ? "min(" : "fminf(") + a.text + ", " + b.text + ")", kAtom, t};
+      case ExprKind::Max:
+        return {(t == Ty::Int ? "max(" : "fmaxf(") + a.text + ", " + b.text + ")", kAtom, t};
+      case ExprKind::Lt: return infix(a, "<", b, kRel, Ty::Int);
+      case ExprKind::Le: return infix(a, "<=", b, kRel, Ty::Int);
+      case ExprKind::Eq: return infix(a, "==", b, kEq, Ty::Int);
+      case ExprKind::Ne: return infix(a, "!=", b, kEq, Ty::Int);
+      case ExprKind::And: return infix(a, "&&", b, kAnd, Ty::Int);
+      case ExprKind::Or: return infix(a, "||", b, kOr, Ty::Int);
+      default: break;
+    }
+    expr_problem("cannot print expression kind " + std::string(expr_kind_name(e.kind())));
+    return {"0", kAtom, Ty::Int};
+  }
+
+  Printed as_float(const Printed& p, const Expr& e) {
+    if (p.type == Ty::Float) return p;
+    if (e.is(ExprKind::Int)) {
+      double v = static_cast<double>(e.int_value());
+      return {float_literal(v), v < 0 ? kUnary : kAtom, Ty::Float};
+    }
+    return {"(float)" + wrap(p, p.prec > kAtom), kUnary, Ty::Float};
+  }
+  Printed as_int(const Printed& p) {
+    if (p.type == Ty::Int) return p;
+    return {"(int)" + wrap(p, p.prec > kAtom), kUnary, Ty::Int};
+  }
+  Printed value(const Expr& e) { return as_float(print(e), e); }
+  Printed index(const Expr& e) { return as_int(print(e)); }
+
+  // An Accum / TreeHalve combination of two float texts.
+  std::optional<std::string> combine(const std::string& op, const std::string& a, const std::string& b) {
+    if (op == "add") return a + " + " + b;
+    if (op == "mul") return a + " * " + b;
+    if (op == "max" || op == "maximum") {
+      helpers_.insert(kMaximum);
+      return "tessera_maximum(" + a + ", " + b + ")";
+    }
+    if (op == "min" || op == "minimum") {
+      helpers_.insert(kMinimum);
+      return "tessera_minimum(" + a + ", " + b + ")";
+    }
+    return std::nullopt;
+  }
+
+  // An elementwise function of eval/reference_evaluator.h applied to float arguments.
+  std::optional<std::string> call_fn(const std::string& fn, const std::vector<Printed>& args) {
+    static const std::map<std::string, std::pair<size_t, std::string>> calls = {
+        {"exp", {1, "expf"}},   {"log", {1, "logf"}},   {"sqrt", {1, "sqrtf"}}, {"rsqrt", {1, "rsqrtf"}},
+        {"tanh", {1, "tanhf"}}, {"abs", {1, "fabsf"}},  {"erf", {1, "erff"}},   {"sin", {1, "sinf"}},
+        {"cos", {1, "cosf"}},   {"pow", {2, "powf"}}};
+    static const std::map<std::string, std::string> infix_ops = {
+        {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}};
+    static const std::map<std::string, std::string> compares = {
+        {"lt", "<"}, {"le", "<="}, {"eq", "=="}, {"ne", "!="}, {"gt", ">"}, {"ge", ">="}};
+    auto arity = [&](size_t n) { return args.size() == n; };
+    // Operands of binary C operators; casts and negative literals need no parentheses there.
+    auto A = [&](size_t i) { return wrap(args[i], args[i].prec > kUnary); };
+    auto N = [&](size_t i) { return atom(args[i]); };  // operand of unary minus
+    if (auto it = calls.find(fn); it != calls.end()) {
+      if (!arity(it->second.first)) return std::nullopt;
+      std::vector<std::string> texts;
+      for (const Printed& p : args) texts.push_back(p.text);
+      return it->second.second + "(" + join(texts, ", ") + ")";
+    }
+    if (auto it = infix_ops.find(fn); it != infix_ops.end()) {
+      if (!arity(2)) return std::nullopt;
+      return A(0) + " " + it->second + " " + A(1);
+    }
+    if (auto it = compares.find(fn); it != compares.end()) {
+      if (!arity(2)) return std::nullopt;
+      return A(0) + " " + it->second + " " + A(1) + " ? 1.0f : 0.0f";
+    }
+    if (fn == "identity" && arity(1)) return args[0].text;
+    if (fn == "neg" && arity(1)) return "-" + N(0);
+    if (fn == "reciprocal" && arity(1)) return "1.0f / " + A(0);
+    if (fn == "sigmoid" && arity(1)) return "1.0f / (1.0f + expf(-" + N(0) + "))";
+    if (fn == "silu" && arity(1)) return A(0) + " / (1.0f + expf(-" + N(0) + "))";
+    if (fn == "square" && arity(1)) return A(0) + " * " + A(0);
+    if (fn == "logical_not" && arity(1)) return A(0) + " == 0.0f ? 1.0f : 0.0f";
+    if (fn == "logical_and" && arity(2)) return A(0) + " != 0.0f && " + A(1) + " != 0.0f ? 1.0f : 0.0f";
+    if (fn == "logical_or" && arity(2)) return A(0) + " != 0.0f || " + A(1) + " != 0.0f ? 1.0f : 0.0f";
+    if (fn == "where" && arity(3)) return A(0) + " != 0.0f ? " + A(1) + " : " + A(2);
+    if (fn == "relu" && arity(1)) {
+      helpers_.insert(kRelu);
+      return "tessera_relu(" + args[0].text + ")";
+    }
+    if ((fn == "maximum" || fn == "minimum") && arity(2)) return combine(fn, args[0].text, args[1].text);
+    return std::nullopt;
+  }
+
+  // ---- statements -------------------------------------------------------------------------------
+  void line(const std::string& text) { body_ += std::string(2 * indent_, ' ') + text + "\n"; }
+  void directive(const std::string& text) { body_ += text + "\n"; }  // preprocessor lines: column 0
+
+  void bind(const std::string& name, Ty t) { names_[name] = t; }
+
+  Status emit_nested(const Body& b) {
+    auto saved_names = names_;
+    auto saved_ranges = ranges_;
+    ++indent_;
+    Status s = emit_body(b, false);
+    --indent_;
+    names_ = std::move(saved_names);
+    ranges_ = std::move(saved_ranges);
+    return s;
+  }
+
+  static bool is_cp_async(const Stmt& s) {
+    return s.is<CpAsyncCopy>() || s.is<CpAsyncCommit>() || s.is<CpAsyncWait>();
+  }
+
+  Status emit_body(const Body& b, bool top_level) {
+    for (size_t i = 0; i < b.size();) {
+      if (is_cp_async(b[i])) {
+        // A run of cp.async statements shares one architecture guard.
+        size_t end = i;
+        while (end < b.size() && is_cp_async(b[end])) ++end;
+        TESSERA_TRY(emit_cp_async_run(b, i, end));
+        i = end;
+        continue;
+      }
+      if (b[i].is<Smem>() && !top_level) return error_at(b[i], "Smem must be at the top level of the body");
+      TESSERA_TRY(emit(b[i]));
+      TESSERA_TRY(checked(b[i]));
+      ++i;
+    }
+    return Status::ok();
+  }
+
+  Status emit(const Stmt& s) {
+    if (const auto* st = s.as<Load>()) {
+      const Buffer* buf = buffer(st->buffer);
+      if (!buf) return checked(s);
+      line("float " + st->dst + " = " + load_text(*buf, element(*buf, st->index)) + ";");
+      bind(st->dst, Ty::Float);
+      return Status::ok();
+    }
+    if (const auto* st = s.as<Assign>()) {
+      std::vector<Printed> args;
+      for (const Expr& a : st->args) args.push_back(value(a));
+      std::optional<std::string> text = call_fn(st->op, args);
+      if (!text)
+        return error_at(s, "unknown elementwise function '" + st->op + "' with " + std::to_string(args.size()) +
+                               " arguments");
+      line("float " + st->dst + " = " + *text + ";");
+      bind(st->dst, Ty::Float);
+      return Status::ok();
+    }
+    if (const auto* st = s.as<Select>()) {
+      Printed c = print(st->cond), a = value(st->then_value), e = value(st->else_value);
+      line("float " + st->dst + " = " + wrap(c, c.prec >= kTernary) + " ? " + wrap(a, a.prec >= kTernary) + " : " +
+           wrap(e, e.prec > kTernary) + ";");
+      bind(st->dst, Ty::Float);
+      return Status::ok();
+    }
+    if (const auto* st = s.as<Init>()) {
+      line("float " + st->acc + " = " + value(st->value).text + ";");
+      bind(st->acc, Ty::Float);
+      return Status::ok();
+    }
+    if (const auto* st = s.as<Accum>()) {
+      Printed v = value(st->value);
+      if (!names_.count(st->acc)) return error_at(s, "accumulator '" + st->acc + "' is not initialized here");
+      if (st->op == "add") line(st->acc + " += " + v.text + ";");
+      else if (st->op == "mul") line(st->acc + " *= " + v.text + ";");
+      else if (auto c = combine(st->op, st->acc, v.text)) line(st->acc + " = " + *c + ";");
+      else return error_at(s, "unknown accumulation op '" + st->op + "' (expected add, mul, max or min)");
+      return Status::ok();
+    }
+    if (const auto* st = s.as<Write>()) {
+      const Buffer* buf = buffer(st->buffer);
+      if (!buf) return checked(s);
+      if (!buf->writable) return error_at(s, "'" + st->buffer + "' is an input of this kernel and is read-only");
+      std::string lhs = element(*buf, st->index);
+      line(lhs + " = " + store_text(*buf, value(st->value)) + ";");
+      return Status::ok();
+    }
+    if (const auto* st = s.as<Loop>()) {
+      Printed b = index(st->begin), e = index(st->end);
+      TESSERA_TRY(checked(s));
+      if (st->unroll > 0) line("#pragma unroll " + std::to_string(st->unroll));
+      line("for (int " + st->var + " = " + b.text + "; " + st->var + " < " + wrap(e, e.prec >= kRel) + "; ++" +
+           st->var + ") {");
+      return emit_loop_body(st->var, st->begin, st->end, Expr::int_(1), st->body);
+    }
+    if (const auto* st = s.as<StridedLoop>()) {
+      Printed b = index(st->begin), e = index(st->end), step = index(st->step);
+      TESSERA_TRY(checked(s));
+      if (st->unroll > 0) line("#pragma unroll " + std::to_string(st->unroll));
+      line("for (int " + st->var + " = " + b.text + "; " + st->var + " < " + wrap(e, e.prec >= kRel) + "; " +
+           st->var + " += " + step.text + ") {");
+      return emit_loop_body(st->var, st->begin, st->end, st->step, st->body);
+    }
+    if (const auto* st = s.as<Cond>()) {
+      Printed c = print(st->cond);
+      TESSERA_TRY(checked(s));
+      line("if (" + c.text + ") {");
+      TESSERA_TRY(emit_nested(st->then_body));
+      if (!st->else_body.empty()) {
+        line("} else {");
+        TESSERA_TRY(emit_nested(st->else_body));
+      }
+      line("}");
+      return Status::ok();
+    }
+    if (const auto* st = s.as<Let>()) {
+      // `int a0 = threadIdx.x;` reads better without the signedness cast a bare index needs.
+      std::string text = st->value.is(ExprKind::Var) && is_hardware_index(st->value.name())
+                             ? st->value.name()
+                             : index(st->value).text;
+      line("int " + st->var + " = " + text + ";");
+      bind(st->var, Ty::Int);
+      if (std::optional<Interval> r = bound_of(st->value, ranges_)) ranges_[st->var] = *r;
+      else ranges_.erase(st->var);
+      return Status::ok();
+    }
+    if (const auto* st = s.as<Smem>()) {
+      if (buffers_.count(st->name)) return error_at(s, "buffer '" + st->name + "' is declared twice");
+      Buffer b;
+      b.dtype = st->dtype;
+      b.shape = st->shape;
+      for (int64_t d : st->shape) {
+        if (d < 1) return error_at(s, "Smem dimensions must be positive");
+        b.elements *= d;
+      }
+      b.shared = b.writable = true;
+      b.cname = c_name_for(st->name);
+      use_dtype(b.dtype);
+      smem_bytes_ += b.elements * dtype_bytes(b.dtype);
+      std::vector<std::string> dims;
+      for (int64_t d : st->shape) dims.push_back(std::to_string(d));
+      // 16-byte alignment so cp.async of 16 bytes and float4 accesses may target it.
+      line("__shared__ __align__(16) " + c_type(b.dtype) + " " + b.cname + "[" + std::to_string(b.elements) + "];" +
+           (st->shape.size() > 1 ? "  // [" + join(dims, ", ") + "]" : ""));
+      buffers_[st->name] = std::move(b);
+      return Status::ok();
+    }
+    if (s.is<Sync>()) {
+      line("__syncthreads();");
+      return Status::ok();
+    }
+    if (const auto* st = s.as<WarpShuffle>()) {
+      static const std::map<std::string, std::string> intrinsics = {
+          {"xor", "__shfl_xor_sync"}, {"down", "__shfl_down_sync"}, {"up", "__shfl_up_sync"}, {"idx", "__shfl_sync"}};
+      auto it = intrinsics.find(st->mode);
+      if (it == intrinsics.end()) return error_at(s, "unknown shuffle mode '" + st->mode + "' (expected xor, down, up or idx)");
+      if (st->width < 1 || st->width > 32 || (st->width & (st->width - 1)) != 0)
+        return error_at(s, "shuffle width must be a power of two up to 32");
+      Printed src = value(st->src);
+      line("float " + st->dst + " = " + it->second + "(0xffffffff, " + src.text + ", " + std::to_string(st->offset) +
+           ", " + std::to_string(st->width) + ");");
+      bind(st->dst, Ty::Float);
+      return Status::ok();
+    }
+    if (const auto* st = s.as<TreeHalve>()) return emit_tree_halve(s, *st);
+    if (const auto* st = s.as<VectorLoad>()) return emit_vector_load(s, *st);
+    if (const auto* st = s.as<VectorStore>()) return emit_vector_store(s, *st);
+    if (s.is<TmaDescriptor>() || s.is<TmaLoad>() || s.is<MbarrierInit>() || s.is<MbarrierArrive>() ||
+        s.is<MbarrierWait>())
+      return error_at(s, std::string(stmt_kind_name(s.kind())) + " is not supported by emit_cuda yet");
+    return error_at(s, std::string(stmt_kind_name(s.kind())) +
+                           " is not a Kernel IR statement (run materialize before emit_cuda)");
+  }
+
+  Status emit_loop_body(const std::string& var, const Expr& begin, const Expr& end, const Expr& step,
+                        const Body& body) {
+    auto saved_names = names_;
+    auto saved_ranges = ranges_;
+    bind(var, Ty::Int);
+    std::optional<Interval> b = bound_of(begin, ranges_), e = bound_of(end, ranges_), st = bound_of(step, ranges_);
+    if (b && e && st && st->lo > 0) ranges_[var] = {b->lo, std::max(b->lo, e->hi - 1)};
+    else ranges_.erase(var);
+    ++indent_;
+    Status s = emit_body(body, false);
+    --indent_;
+    names_ = std::move(saved_names);
+    ranges_ = std::move(saved_ranges);
+    TESSERA_TRY(s);
+    line("}");
+    return Status::ok();
+  }
+
+  // cp.async on sm_80+, an ordinary (synchronous) copy below, where commit and wait have nothing
+  // to wait for.
+  Status emit_cp_async_run(const Body& b, size_t begin, size_t end) {
+    std::vector<std::string> async_lines, sync_lines;
+    for (size_t i = begin; i < end; ++i) {
+      const Stmt& s = b[i];
+      if (const auto* st = s.as<CpAsyncCopy>()) {
+        const Buffer* dst = buffer(st->dst);
+        const Buffer* src = buffer(st->src);
+        TESSERA_TRY(checked(s));
+        if (!dst->shared) return error_at(s, "the destination '" + st->dst + "' must be an Smem buffer");
+        if (src->shared) return error_at(s, "the source '" + st->src + "' must be a global buffer");
+        if (dst->dtype != src->dtype) return error_at(s, "source and destination dtypes differ");
+        if (st->bytes != 4 && st->bytes != 8 && st->bytes != 16)
+          return error_at(s, "cp.async copies 4, 8 or 16 bytes, not " + std::to_string(st->bytes));
+        int64_t elem = dtype_bytes(src->dtype);
+        if (st->bytes % elem != 0) return error_at(s, "bytes is not a multiple of the element size");
+        std::string d = element(*dst, st->dst_index), sv = element(*src, st->src_index);
+        TESSERA_TRY(checked(s));
+        std::string cache = st->bytes == 16 ? "cg" : "ca";
+        async_lines.push_back("asm volatile(\"cp.async." + cache + ".shared.global [%0], [%1], " +
+                              std::to_string(st->bytes) + ";\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(&" + d +
+                              ")), \"l\"(&" + sv + ") : \"memory\");");
+        for (int64_t k = 0; k < st->bytes / elem; ++k) {
+          sync_lines.push_back(element(*dst, st->dst_index, k) + " = " + element(*src, st->src_index, k) + ";");
+          TESSERA_TRY(checked(s));
+        }
+      } else if (s.is<CpAsyncCommit>()) {
+        async_lines.push_back("asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");");
+      } else if (const auto* st = s.as<CpAsyncWait>()) {
+        if (st->keep < 0) return error_at(s, "keep must be non-negative");
+        async_lines.push_back("asm volatile(\"cp.async.wait_group " + std::to_string(st->keep) +
+                              ";\\n\" ::: \"memory\");");
+      }
+    }
+    directive("#if __CUDA_ARCH__ >= 800");
+    for (const std::string& l : async_lines) line(l);
+    if (!sync_lines.empty()) {
+      directive("#else");
+      for (const std::string& l : sync_lines) line(l);
+    }
+    directive("#endif");
+    return Status::ok();
+  }
+
+  Status emit_tree_halve(const Stmt& s, const TreeHalve& st) {
+    const Buffer* buf = buffer(st.buffer);
+    TESSERA_TRY(checked(s));
+    if (!buf->shared) return error_at(s, "TreeHalve reduces an Smem buffer; '" + st.buffer + "' is global");
+    if (st.count < 1 || st.count > buf->elements)
+      return error_at(s, "n=" + std::to_string(st.count) + " is outside the buffer's " + std::to_string(buf->elements) +
+                             " elements");
+    Printed tid = index(st.tid);
+    TESSERA_TRY(checked(s));
+    std::string t = wrap(tid, tid.prec >= kAdd);
+    auto slot = [&](const std::string& i) { return buf->cname + "[" + i + "]"; };
+    std::optional<std::string> c =
+        combine(st.op, load_text(*buf, slot(tid.text)), load_text(*buf, slot(t + " + tessera_s")));
+    if (!c) return error_at(s, "unknown op '" + st.op + "' (expected add, mul, max or min)");
+    int64_t half = 1;
+    while (half < st.count) half *= 2;
+    half /= 2;
+    if (half == 0) {
+      line("// TreeHalve over one element: nothing to combine");
+      return Status::ok();
+    }
+    bool pow2 = half * 2 == st.count;
+    line("for (int tessera_s = " + std::to_string(half) + "; tessera_s > 0; tessera_s >>= 1) {");
+    ++indent_;
+    line("if (" + t + " < tessera_s" + (pow2 ? "" : " && " + t + " + tessera_s < " + std::to_string(st.count)) + ") {");
+    ++indent_;
+    line(slot(tid.text) + " = " + store_text(*buf, Printed{*c, kTernary, Ty::Float}) + ";");
+    --indent_;
+    line("}");
+    line("__syncthreads();");
+    --indent_;
+    line("}");
+    return Status::ok();
+  }
+
+  static bool vectorizable(const Buffer& b, size_t k) { return b.dtype == DType::F32 && (k == 2 || k == 4); }
+
+  Status emit_vector_load(const Stmt& s, const VectorLoad& st) {
+    const Buffer* buf = buffer(st.buffer);
+    TESSERA_TRY(checked(s));
+    const size_t k = st.dsts.size();
+    if (k == 0) return error_at(s, "a vector load needs at least one destination");
+    if (vectorizable(*buf, k)) {
+      std::string elem = element(*buf, st.index);
+      TESSERA_TRY(checked(s));
+      std::string vec = "float" + std::to_string(k);
+      line("float " + join(st.dsts, ", ") + ";");
+      line("{");
+      ++indent_;
+      line("const " + vec + " tessera_vec = *reinterpret_cast<const " + vec + "*>(&" + elem + ");");
+      static const char* const lanes[] = {"x", "y", "z", "w"};
+      for (size_t i = 0; i < k; ++i) line(st.dsts[i] + " = tessera_vec." + lanes[i] + ";");
+      --indent_;
+      line("}");
+    } else {
+      for (size_t i = 0; i < k; ++i) {
+        line("float " + st.dsts[i] + " = " + load_text(*buf, element(*buf, st.index, static_cast<int64_t>(i))) + ";");
+        TESSERA_TRY(checked(s));
+      }
+    }
+    for (const std::string& d : st.dsts) bind(d, Ty::Float);
+    return Status::ok();
+  }
+
+  Status emit_vector_store(const Stmt& s, const VectorStore& st) {
+    const Buffer* buf = buffer(st.buffer);
+    TESSERA_TRY(checked(s));
+    if (!buf->writable) return error_at(s, "'" + st.buffer + "' is an input of this kernel and is read-only");
+    const size_t k = st.values.size();
+    if (k == 0) return error_at(s, "a vector store needs at least one value");
+    std::vector<Printed> values;
+    for (const Expr& v : st.values) values.push_back(value(v));
+    TESSERA_TRY(checked(s));
+    if (vectorizable(*buf, k)) {
+      std::vector<std::string> texts;
+      for (const Printed& p : values) texts.push_back(p.text);
+      std::string vec = "float" + std::to_string(k);
+      line("*reinterpret_cast<" + vec + "*>(&" + element(*buf, st.index) + ") = make_" + vec + "(" + join(texts, ", ") +
+           ");");
+    } else {
+      for (size_t i = 0; i < k; ++i)
+        line(element(*buf, st.index, static_cast<int64_t>(i)) + " = " + store_text(*buf, values[i]) + ";");
+    }
+    return checked(s);
+  }
+
+  const Graph& g_;
+  const Node& node_;
+  const KernelOp& op_;
+  CudaEmitLimits limits_;
+  std::map<std::string, Buffer> buffers_;
+  std::set<std::string> used_cnames_;
+  std::map<std::string, Ty> names_;  // scalar names bound in the current scope
+  RangeMap ranges_;                   // known ranges of integer names (for `/` and `%`)
+  std::set<Helper> helpers_;
+  bool uses_half_ = false, uses_bf16_ = false;
+  int64_t smem_bytes_ = 0;
+  std::string body_;
+  int indent_ = 1;
+  std::string expr_error_;
+};
+
+}  // namespace
+
+Expected<CudaOp> emit_cuda_kernel(const Graph& g, const Node& node, const CudaEmitLimits& limits) {
+  const auto* op = node.op_as<KernelOp>();
+  if (!op) return make_error("node is not a Kernel IR node").at_node(node.id);
+  return CudaEmitter(g, node, *op, limits).emit();
+}
+
+}  // namespace tessera

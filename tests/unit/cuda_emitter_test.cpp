@@ -1,0 +1,659 @@
+// Tests of the cuda plugin: the emit_cuda pass on hand-built Kernel IR (exact source text of small
+// kernels, dtype conversions, floor division, literals, vector accesses, shuffles, errors naming
+// the node and statement, determinism), the cuda target's "no driver" answer, and NVRTC compiles
+// of every emitted kernel for sm_90 and sm_80 (skipped with a reason when the CUDA toolkit is
+// absent) — for the hand-built kernels here and, once the default pipeline reaches Kernel IR, for
+// every program of the differential corpus.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/built_plugins.h"
+#include "support/program_corpus.h"
+#include "tessera/frontend/frontend.h"
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/pass/pipeline.h"
+#include "tessera/pass/runner.h"
+#include "tessera/plugin/registry.h"
+#include "tessera/target/device.h"
+#include "tessera/target/target.h"
+
+#ifdef TESSERA_HAVE_CUDA
+#include <nvrtc.h>
+#endif
+
+namespace tessera {
+namespace {
+
+Expr v(const char* name) { return Expr::var(name); }
+Expr i(int64_t value) { return Expr::int_(value); }
+Expr f(double value) { return Expr::float_(value); }
+
+// A graph of program inputs and Kernel IR nodes, built statement by statement.
+struct KernelGraph {
+  Graph g;
+  KernelGraph& input(const std::string& id, Shape shape, DType dt = DType::F32) {
+    g.add(id, std::make_unique<InputOp>(), {}, TensorType{std::move(shape), dt});
+    return *this;
+  }
+  KernelGraph& kernel(const std::string& id, std::vector<std::string> inputs, TensorType type, std::string name,
+                      std::vector<int64_t> grid, std::vector<int64_t> block, Body body) {
+    auto op = std::make_unique<KernelOp>();
+    op->name = std::move(name);
+    op->grid = std::move(grid);
+    op->block = std::move(block);
+    op->body = std::move(body);
+    g.add(id, std::move(op), std::move(inputs), std::move(type));
+    g.outputs() = {id};
+    return *this;
+  }
+};
+
+TensorType f32(Shape s) { return TensorType{std::move(s), DType::F32}; }
+
+// relu(x + bias) over 1000 elements, one thread each, with a tail guard.
+Graph elementwise_kernel() {
+  KernelGraph k;
+  k.input("x", {1000}).input("bias", {1000});
+  k.kernel("relu", {"x", "bias"}, f32({1000}), "k_relu", {4, 1, 1}, {256, 1, 1},
+           {Let{"a0", v("blockIdx.x") * 256 + v("threadIdx.x")},
+            Cond{v("a0") < i(1000),
+                 {Load{"in0", "x", {v("a0")}}, Load{"in1", "bias", {v("a0")}},
+                  Assign{"v0", "add", {v("in0"), v("in1")}}, Assign{"v1", "relu", {v("v0")}},
+                  Write{"relu", {v("a0")}, v("v1")}},
+                 {}}});
+  return std::move(k.g);
+}
+
+// The seed's RMSNorm kernel: the row staged through shared memory with cp.async, a strided
+// sum of squares, a shared-memory tree reduction, then the scaled row.
+Graph rms_norm_kernel() {
+  KernelGraph k;
+  k.input("x", {1, 32, 2048}).input("p_weight", {2048});
+  k.kernel("rms_norm", {"x", "p_weight"}, f32({1, 32, 2048}), "k_rms_norm_reduce", {32, 1, 1}, {256, 1, 1},
+           {Smem{"x_smem", DType::F32, {2048}},
+            Smem{"acc0_smem", DType::F32, {256}},
+            Let{"a0", v("threadIdx.x")},
+            Let{"a1", v("blockIdx.x")},
+            StridedLoop{"a2", v("a0"), i(2048), i(256), "free", 0,
+                        {CpAsyncCopy{"x_smem", {v("a2")}, "x", {i(0), v("a1"), v("a2")}, 4}}},
+            CpAsyncCommit{},
+            CpAsyncWait{0},
+            Sync{},
+            Init{"acc0", f(0.0)},
+            StridedLoop{"a3", v("a0"), i(2048), i(256), "reduce", 0,
+                        {Load{"in0", "x_smem", {v("a3")}}, Assign{"v0", "mul", {v("in0"), v("in0")}},
+                         Accum{"acc0", "add", v("v0")}}},
+            Write{"acc0_smem", {v("a0")}, v("acc0")},
+            Sync{},
+            TreeHalve{"acc0_smem", v("a0"), 256, "add"},
+            Load{"in1", "acc0_smem", {i(0)}},
+            Assign{"v1", "div", {v("in1"), f(2048.0)}},
+            Assign{"v2", "add", {v("v1"), f(1e-06)}},
+            Assign{"v3", "rsqrt", {v("v2")}},
+            StridedLoop{"a4", v("a0"), i(2048), i(256), "free", 0,
+                        {Load{"in2", "x_smem", {v("a4")}}, Load{"in3", "p_weight", {v("a4")}},
+                         Assign{"v4", "mul", {v("in2"), v("v3")}}, Assign{"v5", "mul", {v("v4"), v("in3")}},
+                         Write{"rms_norm", {i(0), v("a1"), v("a4")}, v("v5")}}}});
+  return std::move(k.g);
+}
+
+// amax over 1000 elements by one warp: strided partial maxima, then every shuffle mode.
+Graph warp_kernel() {
+  KernelGraph k;
+  k.input("x", {1000});
+  k.kernel("amax", {"x"}, f32({4}), "k_amax_reduce", {1, 1, 1}, {32, 1, 1},
+           {Let{"a0", v("threadIdx.x") % 32},
+            Init{"acc0", f(-INFINITY)},
+            StridedLoop{"a1", v("a0"), i(1000), i(32), "reduce", 0,
+                        {Load{"in0", "x", {v("a1")}}, Accum{"acc0", "max", v("in0")}}},
+            Loop{"a2", i(0), i(5), "reduce", 5,
+                 {WarpShuffle{"v0", v("acc0"), "xor", 16, 32}, Accum{"acc0", "max", v("v0")}}},
+            WarpShuffle{"v1", v("acc0"), "down", 1, 32},
+            WarpShuffle{"v2", v("acc0"), "up", 2, 16},
+            WarpShuffle{"v3", v("acc0"), "idx", 0, 32},
+            Cond{v("a0") < i(4), {Write{"amax", {v("a0")}, v("v3")}}, {Write{"amax", {i(0)}, v("v3")}}}});
+  return std::move(k.g);
+}
+
+// Every buffer dtype: f16 and bf16 loads, a bool mask, an i64 index source, an f16 output.
+Graph dtype_kernel() {
+  KernelGraph k;
+  k.input("h", {64}, DType::F16).input("b", {64}, DType::BF16).input("m", {64}, DType::Bool).input("ids", {64}, DType::I64);
+  k.kernel("out", {"h", "b", "m", "ids"}, TensorType{{64}, DType::F16}, "k_out", {1, 1, 1}, {64, 1, 1},
+           {Let{"a0", v("threadIdx.x")},
+            Load{"in0", "h", {v("a0")}}, Load{"in1", "b", {v("a0")}}, Load{"in2", "m", {v("a0")}},
+            Load{"in3", "ids", {v("a0")}},
+            Load{"in4", "h", {v("in3")}},
+            Assign{"v0", "where", {v("in2"), v("in0"), v("in1")}},
+            Assign{"v1", "add", {v("v0"), v("in4")}},
+            Write{"out", {v("a0")}, v("v1")}});
+  return std::move(k.g);
+}
+
+// Index arithmetic that may go negative (floor semantics) next to arithmetic that cannot.
+Graph floor_kernel() {
+  KernelGraph k;
+  k.input("x", {64});
+  k.kernel("y", {"x"}, f32({64}), "k_y", {1, 1, 1}, {64, 1, 1},
+           {Let{"a0", v("threadIdx.x")},
+            Let{"a1", v("a0") - 3},
+            Let{"a2", v("a1") / 4 + v("a1") % 4},
+            Let{"a3", v("a0") / 4 + v("a0") % 4},
+            Load{"in0", "x", {(v("a2") + 64) % 64}},
+            Select{"v0", v("a3") < v("a2"), v("in0"), f(INFINITY)},
+            Assign{"v1", "maximum", {v("v0"), f(NAN)}},
+            Assign{"v2", "mul", {v("v1"), v("a1")}},
+            Assign{"v3", "div", {i(1), i(3)}},
+            Assign{"v4", "add", {v("v2"), v("v3")}},
+            Write{"y", {v("a0")}, v("v4")}});
+  return std::move(k.g);
+}
+
+// float4 / float2 accesses on f32 buffers (global and shared), scalar ones on f16.
+Graph vector_kernel() {
+  KernelGraph k;
+  k.input("x", {8, 256}).input("h", {8, 256}, DType::F16);
+  k.kernel("y", {"x", "h"}, f32({8, 256}), "k_y", {8, 1, 1}, {64, 1, 1},
+           {Smem{"x_smem", DType::F32, {2, 256}},
+            Let{"a0", v("threadIdx.x")},
+            Let{"a1", v("blockIdx.x")},
+            CpAsyncCopy{"x_smem", {i(0), v("a0") * 4}, "x", {v("a1"), v("a0") * 4}, 16},
+            CpAsyncCommit{},
+            CpAsyncCopy{"x_smem", {i(1), v("a0") * 4}, "x", {v("a1"), v("a0") * 4}, 8},
+            CpAsyncCommit{},
+            CpAsyncWait{1},
+            Sync{},
+            VectorLoad{{"in0", "in1", "in2", "in3"}, "x_smem", {i(0), v("a0") * 4}},
+            VectorLoad{{"in4", "in5"}, "h", {v("a1"), v("a0") * 4}},
+            VectorLoad{{"in6", "in7"}, "x", {v("a1"), v("a0") * 4}},
+            VectorStore{"y", {v("a1"), v("a0") * 4}, {v("in0"), v("in1"), v("in4"), v("in5")}},
+            CpAsyncWait{0},
+            Sync{},
+            VectorLoad{{"in8", "in9"}, "x_smem", {i(1), v("a0") * 4}},
+            VectorStore{"y", {v("a1"), v("a0") * 4 + 2}, {v("in8"), v("in9")}}});
+  return std::move(k.g);
+}
+
+struct NamedKernel {
+  const char* name;
+  std::function<Graph()> build;
+};
+
+const std::vector<NamedKernel>& hand_built_kernels() {
+  static const std::vector<NamedKernel> kernels = {
+      {"elementwise", elementwise_kernel}, {"rms_norm", rms_norm_kernel}, {"warp", warp_kernel},
+      {"dtypes", dtype_kernel},            {"floor", floor_kernel},       {"vector", vector_kernel}};
+  return kernels;
+}
+
+class CudaEmitterTest : public test::BuiltPluginsTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(load_error_.empty()) << load_error_;
+    Expected<DeviceTable> table = DeviceTable::load_default();
+    ASSERT_TRUE(table) << table.error().render();
+    devices_ = std::move(*table);
+    device_ = devices_.find("h100");
+    ASSERT_NE(device_, nullptr);
+  }
+
+  // Runs emit_cuda on `g` as the pipeline would.
+  Status emit(Graph& g) {
+    std::unique_ptr<Pass> pass = host_->registry().make_pass("emit_cuda");
+    if (!pass) return make_error("pass 'emit_cuda' is not registered");
+    PassContext ctx("emit_cuda", "c:001_emit_cuda", pass->knobs(), {}, {}, device_, &diags_);
+    return pass->run(g, ctx);
+  }
+
+  // The CudaOp emit_cuda makes of the last node of `g`.
+  CudaOp emit_last(Graph g) {
+    Status s = emit(g);
+    EXPECT_TRUE(s) << s.message();
+    if (!s) return CudaOp();
+    const auto* op = g.nodes().back()->op_as<CudaOp>();
+    EXPECT_NE(op, nullptr);
+    return op ? *op : CudaOp();
+  }
+
+  // The error emit_cuda reports for `g`.
+  std::string emit_error(Graph g) {
+    Status s = emit(g);
+    EXPECT_FALSE(s) << "emit_cuda accepted the kernel";
+    return s ? std::string() : s.message();
+  }
+
+  DeviceTable devices_;
+  const DeviceDesc* device_ = nullptr;
+  DiagnosticEngine diags_;
+};
+
+TEST_F(CudaEmitterTest, ElementwiseKernelSource) {
+  CudaOp op = emit_last(elementwise_kernel());
+  EXPECT_EQ(op.name, "k_relu");
+  EXPECT_EQ(op.grid, (std::vector<int64_t>{4, 1, 1}));
+  EXPECT_EQ(op.block, (std::vector<int64_t>{256, 1, 1}));
+  EXPECT_EQ(op.dynamic_smem, 0);
+  EXPECT_EQ(op.args, (std::vector<std::string>{"x", "bias", "relu"}));
+  EXPECT_EQ(op.source, R"(__device__ __forceinline__ float tessera_relu(float x) {
+  return (x > 0.0f || x != x) ? x : 0.0f;
+}
+
+extern "C" __global__ __launch_bounds__(256) void k_relu(const float* __restrict__ x, const float* __restrict__ bias, float* __restrict__ relu) {
+  int a0 = (int)blockIdx.x * 256 + (int)threadIdx.x;
+  if (a0 < 1000) {
+    float in0 = x[a0];
+    float in1 = bias[a0];
+    float v0 = in0 + in1;
+    float v1 = tessera_relu(v0);
+    relu[a0] = v1;
+  }
+}
+)");
+}
+
+TEST_F(CudaEmitterTest, RmsNormKernelSource) {
+  CudaOp op = emit_last(rms_norm_kernel());
+  EXPECT_EQ(op.args, (std::vector<std::string>{"x", "p_weight", "rms_norm"}));
+  EXPECT_EQ(op.source, R"(extern "C" __global__ __launch_bounds__(256) void k_rms_norm_reduce(const float* __restrict__ x, const float* __restrict__ p_weight, float* __restrict__ rms_norm) {
+  __shared__ __align__(16) float x_smem[2048];
+  __shared__ __align__(16) float acc0_smem[256];
+  int a0 = threadIdx.x;
+  int a1 = blockIdx.x;
+  for (int a2 = a0; a2 < 2048; a2 += 256) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"((unsigned)__cvta_generic_to_shared(&x_smem[a2])), "l"(&x[a1 * 2048 + a2]) : "memory");
+#else
+    x_smem[a2] = x[a1 * 2048 + a2];
+#endif
+  }
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+  __syncthreads();
+  float acc0 = 0.0f;
+  for (int a3 = a0; a3 < 2048; a3 += 256) {
+    float in0 = x_smem[a3];
+    float v0 = in0 * in0;
+    acc0 += v0;
+  }
+  acc0_smem[a0] = acc0;
+  __syncthreads();
+  for (int tessera_s = 128; tessera_s > 0; tessera_s >>= 1) {
+    if (a0 < tessera_s) {
+      acc0_smem[a0] = acc0_smem[a0] + acc0_smem[a0 + tessera_s];
+    }
+    __syncthreads();
+  }
+  float in1 = acc0_smem[0];
+  float v1 = in1 / 2048.0f;
+  float v2 = v1 + 1e-06f;
+  float v3 = rsqrtf(v2);
+  for (int a4 = a0; a4 < 2048; a4 += 256) {
+    float in2 = x_smem[a4];
+    float in3 = p_weight[a4];
+    float v4 = in2 * v3;
+    float v5 = v4 * in3;
+    rms_norm[a1 * 2048 + a4] = v5;
+  }
+}
+)");
+}
+
+TEST_F(CudaEmitterTest, WarpShufflesAndNanPropagatingMax) {
+  CudaOp op = emit_last(warp_kernel());
+  EXPECT_EQ(op.source, R"(#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+// max/min that propagate NaN like torch.maximum and amax (fmaxf would drop it).
+__device__ __forceinline__ float tessera_maximum(float a, float b) {
+  return (a != a || b != b) ? a + b : fmaxf(a, b);
+}
+
+extern "C" __global__ __launch_bounds__(32) void k_amax_reduce(const float* __restrict__ x, float* __restrict__ amax) {
+  int a0 = (int)threadIdx.x % 32;
+  float acc0 = -INFINITY;
+  for (int a1 = a0; a1 < 1000; a1 += 32) {
+    float in0 = x[a1];
+    acc0 = tessera_maximum(acc0, in0);
+  }
+  #pragma unroll 5
+  for (int a2 = 0; a2 < 5; ++a2) {
+    float v0 = __shfl_xor_sync(0xffffffff, acc0, 16, 32);
+    acc0 = tessera_maximum(acc0, v0);
+  }
+  float v1 = __shfl_down_sync(0xffffffff, acc0, 1, 32);
+  float v2 = __shfl_up_sync(0xffffffff, acc0, 2, 16);
+  float v3 = __shfl_sync(0xffffffff, acc0, 0, 32);
+  if (a0 < 4) {
+    amax[a0] = v3;
+  } else {
+    amax[0] = v3;
+  }
+}
+)");
+}
+
+TEST_F(CudaEmitterTest, DtypesConvertOnLoadAndStore) {
+  CudaOp op = emit_last(dtype_kernel());
+  EXPECT_EQ(op.args, (std::vector<std::string>{"h", "b", "m", "ids", "out"}));
+  EXPECT_EQ(op.source, R"(#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+extern "C" __global__ __launch_bounds__(64) void k_out(const __half* __restrict__ h, const __nv_bfloat16* __restrict__ b, const bool* __restrict__ m, const long long* __restrict__ ids, __half* __restrict__ out) {
+  int a0 = threadIdx.x;
+  float in0 = __half2float(h[a0]);
+  float in1 = __bfloat162float(b[a0]);
+  float in2 = (m[a0] ? 1.0f : 0.0f);
+  float in3 = (float)ids[a0];
+  float in4 = __half2float(h[(int)in3]);
+  float v0 = in2 != 0.0f ? in0 : in1;
+  float v1 = v0 + in4;
+  out[a0] = __float2half(v1);
+}
+)");
+}
+
+TEST_F(CudaEmitterTest, FloorDivisionOnlyWhereOperandsMayBeNegative) {
+  CudaOp op = emit_last(floor_kernel());
+  EXPECT_EQ(op.source, R"(#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+// Floor division and modulo (the IR's integer / and %), for operands that may be negative.
+__device__ __forceinline__ long long tessera_floordiv(long long a, long long b) {
+  long long q = a / b;
+  return (q * b != a && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+__device__ __forceinline__ long long tessera_floormod(long long a, long long b) {
+  long long r = a % b;
+  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+// max/min that propagate NaN like torch.maximum and amax (fmaxf would drop it).
+__device__ __forceinline__ float tessera_maximum(float a, float b) {
+  return (a != a || b != b) ? a + b : fmaxf(a, b);
+}
+
+extern "C" __global__ __launch_bounds__(64) void k_y(const float* __restrict__ x, float* __restrict__ y) {
+  int a0 = threadIdx.x;
+  int a1 = a0 - 3;
+  int a2 = tessera_floordiv(a1, 4) + tessera_floormod(a1, 4);
+  int a3 = a0 / 4 + a0 % 4;
+  float in0 = x[tessera_floormod(a2, 64)];
+  float v0 = a3 < a2 ? in0 : INFINITY;
+  float v1 = tessera_maximum(v0, NAN);
+  float v2 = v1 * (float)a1;
+  float v3 = 1.0f / 3.0f;
+  float v4 = v2 + v3;
+  y[a0] = v4;
+}
+)");
+}
+
+TEST_F(CudaEmitterTest, VectorAccessesAndCpAsyncSizes) {
+  CudaOp op = emit_last(vector_kernel());
+  EXPECT_EQ(op.source, R"(#include <cuda_fp16.h>
+
+extern "C" __global__ __launch_bounds__(64) void k_y(const float* __restrict__ x, const __half* __restrict__ h, float* __restrict__ y) {
+  __shared__ __align__(16) float x_smem[512];  // [2, 256]
+  int a0 = threadIdx.x;
+  int a1 = blockIdx.x;
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"((unsigned)__cvta_generic_to_shared(&x_smem[a0 * 4])), "l"(&x[a1 * 256 + a0 * 4]) : "memory");
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" :: "r"((unsigned)__cvta_generic_to_shared(&x_smem[a0 * 4 + 256])), "l"(&x[a1 * 256 + a0 * 4]) : "memory");
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+#else
+  x_smem[a0 * 4] = x[a1 * 256 + a0 * 4];
+  x_smem[a0 * 4 + 1] = x[a1 * 256 + a0 * 4 + 1];
+  x_smem[a0 * 4 + 2] = x[a1 * 256 + a0 * 4 + 2];
+  x_smem[a0 * 4 + 3] = x[a1 * 256 + a0 * 4 + 3];
+  x_smem[a0 * 4 + 256] = x[a1 * 256 + a0 * 4];
+  x_smem[a0 * 4 + 257] = x[a1 * 256 + a0 * 4 + 1];
+#endif
+  __syncthreads();
+  float in0, in1, in2, in3;
+  {
+    const float4 tessera_vec = *reinterpret_cast<const float4*>(&x_smem[a0 * 4]);
+    in0 = tessera_vec.x;
+    in1 = tessera_vec.y;
+    in2 = tessera_vec.z;
+    in3 = tessera_vec.w;
+  }
+  float in4 = __half2float(h[a1 * 256 + a0 * 4]);
+  float in5 = __half2float(h[a1 * 256 + a0 * 4 + 1]);
+  float in6, in7;
+  {
+    const float2 tessera_vec = *reinterpret_cast<const float2*>(&x[a1 * 256 + a0 * 4]);
+    in6 = tessera_vec.x;
+    in7 = tessera_vec.y;
+  }
+  *reinterpret_cast<float4*>(&y[a1 * 256 + a0 * 4]) = make_float4(in0, in1, in4, in5);
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+  __syncthreads();
+  float in8, in9;
+  {
+    const float2 tessera_vec = *reinterpret_cast<const float2*>(&x_smem[a0 * 4 + 256]);
+    in8 = tessera_vec.x;
+    in9 = tessera_vec.y;
+  }
+  *reinterpret_cast<float2*>(&y[a1 * 256 + a0 * 4 + 2]) = make_float2(in8, in9);
+}
+)");
+}
+
+TEST_F(CudaEmitterTest, EmissionIsDeterministicAndIdempotent) {
+  for (const NamedKernel& k : hand_built_kernels()) {
+    Graph g = k.build();
+    ASSERT_TRUE(emit(g)) << k.name;
+    Graph again = g;  // already CUDA: a second run leaves it alone
+    ASSERT_TRUE(emit(again)) << k.name;
+    EXPECT_EQ(g.nodes().back()->op_as<CudaOp>()->source, again.nodes().back()->op_as<CudaOp>()->source) << k.name;
+    EXPECT_EQ(emit_last(k.build()).source, g.nodes().back()->op_as<CudaOp>()->source) << k.name;
+  }
+}
+
+TEST_F(CudaEmitterTest, BufferNamesThatAreNotUsableInCAreRenamed) {
+  KernelGraph k;
+  k.input("int", {4}).input("v0", {4});
+  k.kernel("float", {"int", "v0"}, f32({4}), "k_float", {1, 1, 1}, {4, 1, 1},
+           {Let{"a0", v("threadIdx.x")}, Load{"in0", "int", {v("a0")}}, Load{"in1", "v0", {v("a0")}},
+            Assign{"v0", "sub", {v("in0"), v("in1")}}, Write{"float", {v("a0")}, v("v0")}});
+  CudaOp op = emit_last(std::move(k.g));
+  EXPECT_EQ(op.args, (std::vector<std::string>{"int", "v0", "float"}));  // graph names bind the launch
+  EXPECT_NE(op.source.find("(const float* __restrict__ buf_int, const float* __restrict__ buf_v0, float* "
+                           "__restrict__ buf_float)"),
+            std::string::npos)
+      << op.source;
+  EXPECT_NE(op.source.find("float v0 = in0 - in1;\n  buf_float[a0] = v0;"), std::string::npos) << op.source;
+}
+
+// ---- errors ------------------------------------------------------------------------------------
+
+Graph one_statement_kernel(Body body, Shape out_shape = {4}) {
+  KernelGraph k;
+  k.input("x", {4});
+  k.kernel("y", {"x"}, f32(std::move(out_shape)), "k_y", {1, 1, 1}, {4, 1, 1}, std::move(body));
+  return std::move(k.g);
+}
+
+TEST_F(CudaEmitterTest, TmaAndMbarrierAreReportedNotMistranslated) {
+  std::string e = emit_error(one_statement_kernel(
+      {Smem{"x_smem", DType::F32, {4}}, TmaDescriptor{"tmap_x", "x", {4}},
+       MbarrierInit{"bar0", 1}, TmaLoad{"x_smem", "tmap_x", {i(0)}, "bar0"}}));
+  EXPECT_NE(e.find("at node 'y'"), std::string::npos) << e;
+  EXPECT_NE(e.find("kernel k_y, statement `tmap_x = TmaDescriptor(x, box=(4))`: TmaDescriptor is not supported "
+                   "by emit_cuda yet"),
+            std::string::npos)
+      << e;
+  e = emit_error(one_statement_kernel({MbarrierInit{"bar0", 1}}));
+  EXPECT_NE(e.find("MbarrierInit is not supported by emit_cuda yet"), std::string::npos) << e;
+}
+
+TEST_F(CudaEmitterTest, BadStatementsAreErrorsNamingNodeAndStatement) {
+  struct Case {
+    Body body;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{Let{"a0", v("threadIdx.x")}, Assign{"v0", "frobnicate", {v("a0")}}},
+       "statement `v0 = frobnicate(a0)`: unknown elementwise function 'frobnicate' with 1 arguments"},
+      {{Load{"in0", "x", {v("a9")}}}, "statement `in0 = load x[a9]`: 'a9' is not bound here"},
+      {{Load{"in0", "x", {i(0), i(0)}}}, "'x' has 1 dimensions but is indexed with 2"},
+      {{Load{"in0", "z", {i(0)}}}, "buffer 'z' is neither an input or the output of this node nor a declared Smem"},
+      {{Write{"x", {i(0)}, f(1.0)}}, "'x' is an input of this kernel and is read-only"},
+      {{Init{"acc0", f(0.0)}, Accum{"acc0", "xor", f(1.0)}}, "unknown accumulation op 'xor'"},
+      {{Tile{{}, {}}}, "Tile is not a Kernel IR statement (run materialize before emit_cuda)"},
+      {{Smem{"s", DType::F32, {16384}}},
+       "static shared memory of 65536 bytes exceeds the device's 49152-byte limit"},
+      {{Cond{i(1), {Smem{"s", DType::F32, {4}}}, {}}}, "Smem must be at the top level of the body"},
+      {{Smem{"s", DType::F32, {4}}, CpAsyncCopy{"s", {i(0)}, "x", {i(0)}, 12}},
+       "cp.async copies 4, 8 or 16 bytes, not 12"},
+      {{Smem{"s", DType::F32, {4}}, TreeHalve{"s", v("threadIdx.x"), 8, "add"}},
+       "n=8 is outside the buffer's 4 elements"},
+      {{WarpShuffle{"v0", f(1.0), "sideways", 1, 32}}, "unknown shuffle mode 'sideways'"},
+  };
+  for (const Case& c : cases) {
+    std::string e = emit_error(one_statement_kernel(c.body));
+    EXPECT_NE(e.find("at node 'y'"), std::string::npos) << e;
+    EXPECT_NE(e.find(c.message), std::string::npos) << "expected: " << c.message << "\ngot: " << e;
+  }
+}
+
+TEST_F(CudaEmitterTest, NonKernelNodesAreRejected) {
+  Graph g;
+  g.add("x", std::make_unique<InputOp>(), {}, f32({4}));
+  auto loop = std::make_unique<LoopOp>();
+  loop->name = "k_y";
+  g.add("y", std::move(loop), {"x"}, f32({4}));
+  std::string e = emit_error(std::move(g));
+  EXPECT_NE(e.find("at node 'y'"), std::string::npos) << e;
+  EXPECT_NE(e.find("emit_cuda needs Kernel IR, but this node is loop IR"), std::string::npos) << e;
+}
+
+TEST_F(CudaEmitterTest, CudaTargetSaysWhyItCannotRun) {
+  std::unique_ptr<Target> target = host_->registry().make_target("cuda");
+  ASSERT_NE(target, nullptr);
+  EXPECT_EQ(target->input_dialect(), Dialect::Cuda);
+  std::string why;
+  EXPECT_FALSE(target->available(&why));
+  EXPECT_NE(why.find("libcuda.so.1"), std::string::npos) << why;
+  Expected<TargetRun> run = target->execute(Graph(), {}, TargetOptions{});
+  ASSERT_FALSE(run);
+  EXPECT_NE(run.error().message.find(why), std::string::npos) << run.error().message;
+}
+
+// ---- NVRTC -------------------------------------------------------------------------------------
+
+#ifdef TESSERA_HAVE_CUDA
+// Compiles `op` with NVRTC for `arch`; returns "" or the failure with the NVRTC log and source.
+std::string nvrtc_compile(const CudaOp& op, const std::string& arch) {
+  nvrtcProgram prog;
+  if (nvrtcCreateProgram(&prog, op.source.c_str(), (op.name + ".cu").c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    return "nvrtcCreateProgram failed";
+  std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17"};
+  std::stringstream dirs(TESSERA_CUDA_INCLUDE_DIRS);  // '|'-separated
+  for (std::string dir; std::getline(dirs, dir, '|');)
+    if (!dir.empty()) options.push_back("--include-path=" + dir);
+  std::vector<const char*> argv;
+  for (const std::string& o : options) argv.push_back(o.c_str());
+  nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) nvrtcGetProgramLog(prog, log.data());
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  nvrtcDestroyProgram(&prog);
+  if (r == NVRTC_SUCCESS) return "";
+  return std::string(nvrtcGetErrorString(r)) + " for " + arch + ":\n" + log + "\n--- source ---\n" + op.source;
+}
+#endif
+
+// Every CudaOp of `g`, compiled for sm_90 and sm_80.
+void expect_compiles(const Graph& g, const std::string& what) {
+#ifdef TESSERA_HAVE_CUDA
+  for (const Node* n : g.nodes()) {
+    const auto* op = n->op_as<CudaOp>();
+    if (!op) continue;
+    for (const char* arch : {"sm_90", "sm_80"}) {
+      std::string failure = nvrtc_compile(*op, arch);
+      EXPECT_EQ(failure, "") << what << ", kernel " << op->name;
+    }
+  }
+#else
+  (void)g;
+  (void)what;
+#endif
+}
+
+TEST_F(CudaEmitterTest, HandBuiltKernelsCompileWithNvrtc) {
+#ifndef TESSERA_HAVE_CUDA
+  GTEST_SKIP() << "CUDA toolkit (NVRTC) not found at configure time: emitted kernels are not compiled";
+#endif
+  for (const NamedKernel& k : hand_built_kernels()) {
+    Graph g = k.build();
+    ASSERT_TRUE(emit(g)) << k.name;
+    expect_compiles(g, k.name);
+  }
+}
+
+// The differential corpus through the tile passes, materialize and emit_cuda, then NVRTC.
+constexpr const char* kCudaPipeline = R"(name: cuda_corpus
+stages:
+  tensor: [decompose, compose_index_maps]
+  loop: [lift, fuse, dedup_loads]
+  tile: [tileify, launch_geometry, cooperative_reduce, stage_inputs, async_copy, mark_unroll, canonicalize]
+  kernel: [materialize, canonicalize]
+  cuda: [emit_cuda]
+target: {name: cuda, arch: sm_90, device: h100}
+)";
+
+class CudaCorpusTest : public CudaEmitterTest, public ::testing::WithParamInterface<test::CorpusProgram> {};
+
+TEST_P(CudaCorpusTest, EveryKernelCompilesWithNvrtc) {
+#ifndef TESSERA_HAVE_CUDA
+  GTEST_SKIP() << "CUDA toolkit (NVRTC) not found at configure time: emitted kernels are not compiled";
+#endif
+  Expected<PipelineSpec> spec = parse_pipeline(kCudaPipeline, "<cuda_corpus>");
+  ASSERT_TRUE(spec) << spec.error().render();
+  std::string missing;
+  for (const auto& [stage, passes] : spec->stages)
+    for (const PassEntry& e : passes)
+      if (!host_->registry().has(ComponentKind::Pass, e.name)) missing += " " + e.name;
+  if (!missing.empty()) GTEST_SKIP() << "passes not built yet:" << missing;
+  ASSERT_TRUE(validate_pipeline(*spec, host_->registry()));
+
+  std::unique_ptr<Frontend> frontend = host_->registry().make_frontend("torch_expr");
+  ASSERT_NE(frontend, nullptr);
+  Expected<Graph> g = frontend->import(FrontendInput{GetParam().text, "<-c>"}, {});
+  ASSERT_TRUE(g) << g.error().render();
+  RunnerOptions options;
+  options.stop_after = Dialect::Cuda;
+  options.device = device_;
+  DiagnosticEngine diags;
+  Status s = PipelineRunner(host_->registry(), *spec, options).run(*g, diags);
+  ASSERT_TRUE(s) << s.message();
+  int kernels = 0;
+  for (const Node* n : g->nodes()) kernels += n->op_as<CudaOp>() != nullptr;
+  EXPECT_GT(kernels, 0);
+  expect_compiles(*g, GetParam().name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, CudaCorpusTest, ::testing::ValuesIn(test::differential_corpus()),
+                         [](const auto& info) { return test::corpus_test_name(info.param); });
+
+}  // namespace
+}  // namespace tessera
