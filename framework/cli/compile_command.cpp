@@ -1,11 +1,13 @@
 // `tessera compile`: run the pipeline up to a stage and print that stage's IR.
 #include <iostream>
+#include <memory>
 
 #include "cli_session.h"
 #include "commands.h"
 #include "compile_program.h"
 #include "tessera/ir/printer.h"
 #include "tessera/ir/serialize.h"
+#include "tessera/tune/choice_source.h"
 
 namespace tessera::cli {
 
@@ -13,7 +15,8 @@ int compile_command(int argc, char** argv, int first) {
   GlobalFlags flags;
   ProgramSource src;
   std::string ir, emit = "text", dump_dir;
-  std::vector<std::string> print_after;
+  std::vector<std::string> print_after, print_diff;
+  uint64_t sample_seed = 0;
   po::options_description desc("tessera compile options");
   add_program_options(desc, src);
   desc.add_options()
@@ -23,7 +26,9 @@ int compile_command(int argc, char** argv, int first) {
       ("time-passes", "print the time spent in each pass (stderr)")
       ("print-ir-after", po::value(&print_after)->value_name("PASS")->composing(), "print the IR after every application of PASS")
       ("print-ir-after-all", "print the IR after every pass")
+      ("print-diff", po::value(&print_diff)->value_name("PASS")->composing(), "print the diff of every application of PASS (its -vv block alone)")
       ("verify-each", "run the IR verifier after every pass")
+      ("sample-knobs", po::value(&sample_seed)->value_name("SEED"), "pick a random valid value for every knob not pinned in the pipeline (seeded)")
       ("dump-dir", po::value(&dump_dir)->value_name("DIR"), "write every stage to DIR as text and JSON");
   add_global_options(desc, flags);
   auto args = strip_verbosity(argc, argv, first, flags.verbosity);
@@ -48,16 +53,23 @@ int compile_command(int argc, char** argv, int first) {
   ro.time_passes = vm.count("time-passes") > 0;
   ro.print_ir_after_all = vm.count("print-ir-after-all") > 0;
   ro.print_ir_after = {print_after.begin(), print_after.end()};
+  ro.print_diff = {print_diff.begin(), print_diff.end()};
   ro.verify_each = vm.count("verify-each") > 0;
   ro.dump_dir = dump_dir;
   ro.verbosity = flags.verbosity;
   ro.device = session->device;
+  std::unique_ptr<RandomChoiceSource> sampler;
+  if (vm.count("sample-knobs")) sampler = std::make_unique<RandomChoiceSource>(sample_seed);
+  ro.tuner = sampler.get();
   ro.out = &std::cout;
   ro.err = &std::cerr;
-  for (const auto& p : print_after) {
-    if (!session->host.registry().has(ComponentKind::Pass, p)) {
-      std::cerr << "error: --print-ir-after: unknown pass '" << p << "'\n";
-      return kExitUsage;
+  for (const auto* names : {&print_after, &print_diff}) {
+    for (const auto& p : *names) {
+      if (!session->host.registry().has(ComponentKind::Pass, p)) {
+        std::cerr << "error: " << (names == &print_after ? "--print-ir-after" : "--print-diff")
+                  << ": unknown pass '" << p << "'\n";
+        return kExitUsage;
+      }
     }
   }
   DiagnosticEngine diags;

@@ -125,7 +125,8 @@ Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
 
       const Graph before = g;  // for the reproducer and the -vv diff
       std::vector<std::pair<std::string, std::string>> before_text;
-      if (opts_.verbosity >= 2) before_text = node_texts(g);
+      const bool show_diff = opts_.verbosity >= 2 || opts_.print_diff.count(entry.name) > 0;
+      if (show_diff) before_text = node_texts(g);
 
       auto t0 = std::chrono::steady_clock::now();
       Status st = pass->run(g, ctx);
@@ -143,7 +144,7 @@ Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
       if (!st) return fail(std::move(st).error(), marker, before);
 
       if (opts_.verbosity >= 1 && err) *err << "[" << marker << "] " << std::fixed << std::setprecision(3) << ms << " ms\n";
-      if (opts_.verbosity >= 2 && out)
+      if (show_diff && out)
         *out << application_diff(marker, before_text, node_texts(g), ctx.skips());
       if (out && (opts_.print_ir_after_all || opts_.print_ir_after.count(entry.name)))
         *out << "// ----- IR after " << marker << " -----\n" << print_graph(g) << "\n";

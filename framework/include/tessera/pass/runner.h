@@ -19,6 +19,7 @@ struct RunnerOptions {
   bool time_passes = false;             // per-pass wall time table on `err`
   bool print_ir_after_all = false;
   std::set<std::string> print_ir_after;  // pass names
+  std::set<std::string> print_diff;      // pass names whose -vv diff blocks print at any verbosity
   bool verify_each = false;             // verify after every pass (always after every stage)
   std::string dump_dir;                 // every stage as NN_stage.txt + NN_stage.json
   std::string reproducer_dir;           // where failure reproducers go ("" = dump_dir or temp dir)
