@@ -1,0 +1,529 @@
+// BlockExecutor and launch_kernel (see block_executor.h). Values are float: every computed value
+// is rounded with static_cast<float>; integer index arithmetic is exact (floor division/modulo).
+#include "block_executor.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "shared_memory.h"
+#include "tessera/eval/reference_evaluator.h"
+#include "tessera/eval/tensor_value.h"
+
+namespace tessera::sim {
+namespace {
+
+using Mask = std::vector<uint8_t>;
+
+double to_float(double v) { return static_cast<double>(static_cast<float>(v)); }
+
+int64_t count_active(const Mask& m) {
+  int64_t n = 0;
+  for (uint8_t b : m) n += b;
+  return n;
+}
+
+std::string index_str(const std::string& name, const std::vector<int64_t>& index) {
+  std::string s = name + "[";
+  for (size_t i = 0; i < index.size(); ++i) s += (i ? ", " : "") + std::to_string(index[i]);
+  return s + "]";
+}
+
+class BlockExecutor {
+ public:
+  BlockExecutor(const Node& node, const KernelOp& op, const KernelProgram& program, std::vector<GlobalBuffer>& globals,
+                std::vector<int64_t>& output_writer)
+      : node_(node), op_(op), program_(program), globals_(globals), output_writer_(output_writer),
+        lanes_(static_cast<int>(op.block[0] * op.block[1] * op.block[2])),
+        regs_(static_cast<size_t>(program.slot_count), std::vector<double>(static_cast<size_t>(lanes_), 0.0)),
+        temps_(static_cast<size_t>(program.temp_count), std::vector<double>(static_cast<size_t>(lanes_), 0.0)),
+        fault_(static_cast<size_t>(lanes_), 0),
+        shared_(program.smem, lanes_, [this](int lane) { return thread_str(lane); }) {
+    for (int l = 0; l < lanes_; ++l) {
+      regs_[kThreadIdxX][static_cast<size_t>(l)] = static_cast<double>(l % op.block[0]);
+      regs_[kThreadIdxY][static_cast<size_t>(l)] = static_cast<double>((l / op.block[0]) % op.block[1]);
+      regs_[kThreadIdxZ][static_cast<size_t>(l)] = static_cast<double>(l / (op.block[0] * op.block[1]));
+    }
+    for (int d = 0; d < 3; ++d) {
+      std::fill(regs_[static_cast<size_t>(kBlockDimX + d)].begin(), regs_[static_cast<size_t>(kBlockDimX + d)].end(),
+                static_cast<double>(op.block[static_cast<size_t>(d)]));
+      std::fill(regs_[static_cast<size_t>(kGridDimX + d)].begin(), regs_[static_cast<size_t>(kGridDimX + d)].end(),
+                static_cast<double>(op.grid[static_cast<size_t>(d)]));
+    }
+    fill_literals(program_.body);
+  }
+
+  Status run_block(int64_t bx, int64_t by, int64_t bz) {
+    block_ = {bx, by, bz};
+    block_linear_ = bx + op_.grid[0] * (by + op_.grid[1] * bz);
+    std::fill(regs_[kBlockIdxX].begin(), regs_[kBlockIdxX].end(), static_cast<double>(bx));
+    std::fill(regs_[kBlockIdxY].begin(), regs_[kBlockIdxY].end(), static_cast<double>(by));
+    std::fill(regs_[kBlockIdxZ].begin(), regs_[kBlockIdxZ].end(), static_cast<double>(bz));
+    shared_.reset();
+    return run_body(program_.body, Mask(static_cast<size_t>(lanes_), 1));
+  }
+
+ private:
+  // ---- naming things in errors ------------------------------------------------------------
+
+  std::string thread_str(int lane) const {
+    return dim3_str(lane % op_.block[0], (lane / op_.block[0]) % op_.block[1], lane / (op_.block[0] * op_.block[1]));
+  }
+  Diagnostic fail(const SimStmt& s, int lane, const std::string& message) const {
+    std::string where = "sim: kernel " + op_.name + " (node " + node_.id + "): at `" + stmt_text(*s.source) +
+                        "`: block " + dim3_str(block_[0], block_[1], block_[2]);
+    if (lane >= 0) where += " thread " + thread_str(lane);
+    return make_error(where + ": " + message).at_node(node_.id);
+  }
+
+  // ---- expressions ------------------------------------------------------------------------
+
+  void fill_literals(const std::vector<SimStmt>& body) {
+    auto fill = [&](const std::vector<LaneExpr>& list) {
+      for (const LaneExpr& e : list)
+        for (const LaneExprNode& n : e.nodes)
+          if (n.kind == ExprKind::Int || n.kind == ExprKind::Float)
+            std::fill(temps_[static_cast<size_t>(n.temp)].begin(), temps_[static_cast<size_t>(n.temp)].end(), n.literal);
+    };
+    for (const SimStmt& s : body) {
+      fill(s.index);
+      fill(s.src_index);
+      fill(s.exprs);
+      fill_literals(s.body);
+      fill_literals(s.else_body);
+    }
+  }
+
+  const double* result_of(const LaneExprNode& n) {
+    return n.kind == ExprKind::Var ? regs_[static_cast<size_t>(n.slot)].data() : temps_[static_cast<size_t>(n.temp)].data();
+  }
+
+  // Evaluates `e` for every lane (inactive lanes compute harmless garbage); a division by zero
+  // in an active lane is an error.
+  Expected<const double*> eval(const LaneExpr& e, const Mask& mask, const SimStmt& s) {
+    if (e.may_fault) std::fill(fault_.begin(), fault_.end(), 0);
+    const size_t n = static_cast<size_t>(lanes_);
+    for (const LaneExprNode& node : e.nodes) {
+      if (node.kind == ExprKind::Var || node.kind == ExprKind::Int || node.kind == ExprKind::Float) continue;
+      double* r = temps_[static_cast<size_t>(node.temp)].data();
+      const double* a = result_of(e.nodes[static_cast<size_t>(node.operands[0])]);
+      const double* b = node.operands[1] >= 0 ? result_of(e.nodes[static_cast<size_t>(node.operands[1])]) : nullptr;
+      const double* c = node.operands[2] >= 0 ? result_of(e.nodes[static_cast<size_t>(node.operands[2])]) : nullptr;
+      const bool ints = node.is_int;
+      switch (node.kind) {
+        case ExprKind::Add: for (size_t l = 0; l < n; ++l) r[l] = a[l] + b[l]; break;
+        case ExprKind::Sub: for (size_t l = 0; l < n; ++l) r[l] = a[l] - b[l]; break;
+        case ExprKind::Mul: for (size_t l = 0; l < n; ++l) r[l] = a[l] * b[l]; break;
+        case ExprKind::Div:
+          for (size_t l = 0; l < n; ++l) {
+            if (!ints) r[l] = a[l] / b[l];
+            else if (b[l] == 0.0) r[l] = 0.0, fault_[l] = 1;
+            else r[l] = std::floor(a[l] / b[l]);
+          }
+          break;
+        case ExprKind::Mod:
+          for (size_t l = 0; l < n; ++l) {
+            if (ints && b[l] == 0.0) r[l] = 0.0, fault_[l] = 1;
+            else r[l] = a[l] - b[l] * std::floor(a[l] / b[l]);
+          }
+          break;
+        case ExprKind::Min: for (size_t l = 0; l < n; ++l) r[l] = std::min(a[l], b[l]); break;
+        case ExprKind::Max: for (size_t l = 0; l < n; ++l) r[l] = std::max(a[l], b[l]); break;
+        case ExprKind::Lt: for (size_t l = 0; l < n; ++l) r[l] = a[l] < b[l] ? 1.0 : 0.0; break;
+        case ExprKind::Le: for (size_t l = 0; l < n; ++l) r[l] = a[l] <= b[l] ? 1.0 : 0.0; break;
+        case ExprKind::Eq: for (size_t l = 0; l < n; ++l) r[l] = a[l] == b[l] ? 1.0 : 0.0; break;
+        case ExprKind::Ne: for (size_t l = 0; l < n; ++l) r[l] = a[l] != b[l] ? 1.0 : 0.0; break;
+        case ExprKind::And: for (size_t l = 0; l < n; ++l) r[l] = a[l] != 0.0 && b[l] != 0.0 ? 1.0 : 0.0; break;
+        case ExprKind::Or: for (size_t l = 0; l < n; ++l) r[l] = a[l] != 0.0 || b[l] != 0.0 ? 1.0 : 0.0; break;
+        case ExprKind::Not: for (size_t l = 0; l < n; ++l) r[l] = a[l] == 0.0 ? 1.0 : 0.0; break;
+        case ExprKind::Select: for (size_t l = 0; l < n; ++l) r[l] = a[l] != 0.0 ? b[l] : c[l]; break;
+        case ExprKind::Cast:
+          for (size_t l = 0; l < n; ++l)
+            r[l] = node.cast_to == DType::Bool ? (a[l] != 0.0 ? 1.0 : 0.0)
+                   : ints                      ? conform_to_dtype(a[l], node.cast_to)
+                                               : a[l];
+          break;
+        default: break;
+      }
+      // Float arithmetic happens in float: round every computed value.
+      if (!ints && node.kind != ExprKind::Select)
+        for (size_t l = 0; l < n; ++l) r[l] = to_float(r[l]);
+    }
+    if (e.may_fault)
+      for (int l = 0; l < lanes_; ++l)
+        if (mask[static_cast<size_t>(l)] && fault_[static_cast<size_t>(l)])
+          return fail(s, l, "integer division or modulo by zero");
+    return result_of(e.nodes.back());
+  }
+
+  Expected<std::vector<const double*>> eval_all(const std::vector<LaneExpr>& list, const Mask& mask, const SimStmt& s) {
+    std::vector<const double*> out;
+    out.reserve(list.size());
+    for (const LaneExpr& e : list) {
+      TESSERA_ASSIGN_OR_RETURN(const double* v, eval(e, mask, s));
+      out.push_back(v);
+    }
+    return out;
+  }
+
+  // ---- memory -----------------------------------------------------------------------------
+
+  // Flat offset of `index` (per lane, plus `extra` on the last dimension) in buffer `b`, checked
+  // per dimension.
+  Expected<int64_t> offset_of(const SimStmt& s, BufferRef b, const std::vector<const double*>& index, int lane,
+                              int64_t extra) {
+    const std::string& name = b.shared ? shared_.decl(b.index).name : globals_[static_cast<size_t>(b.index)].name;
+    std::vector<int64_t> dims;
+    if (b.shared) dims = shared_.decl(b.index).shape;
+    else
+      for (const Dim& d : globals_[static_cast<size_t>(b.index)].value->type.shape) dims.push_back(d.value());
+    std::vector<int64_t> at(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) {
+      double x = index[d][lane] + (d + 1 == dims.size() ? static_cast<double>(extra) : 0.0);
+      if (x != std::floor(x))
+        return fail(s, lane, "index " + std::to_string(x) + " of dimension " + std::to_string(d) + " of '" + name +
+                                 "' is not an integer");
+      at[d] = static_cast<int64_t>(x);
+    }
+    int64_t flat = 0;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (at[d] < 0 || at[d] >= dims[d])
+        return fail(s, lane, std::string(b.shared ? "shared" : "global") + " access " + index_str(name, at) +
+                                 " is out of bounds: index " + std::to_string(at[d]) + " of dimension " +
+                                 std::to_string(d) + " is outside [0, " + std::to_string(dims[d]) + ")");
+      flat = flat * dims[d] + at[d];
+    }
+    return flat;
+  }
+
+  Expected<double> load(const SimStmt& s, BufferRef b, const std::vector<const double*>& index, int lane, int64_t extra) {
+    TESSERA_ASSIGN_OR_RETURN(int64_t flat, offset_of(s, b, index, lane, extra));
+    if (b.shared) {
+      double v = 0.0;
+      std::string err = shared_.read(b.index, flat, lane, v);
+      if (!err.empty()) return fail(s, lane, err);
+      return v;
+    }
+    const GlobalBuffer& g = globals_[static_cast<size_t>(b.index)];
+    if (g.is_output && output_writer_[static_cast<size_t>(flat)] < 0)
+      return fail(s, lane, "reads output element " + index_str(g.name, unflatten_index(flat, g.value->type.shape)) +
+                               " before any thread writes it");
+    return to_float(conform_to_dtype(g.value->data[static_cast<size_t>(flat)], g.value->type.dtype));
+  }
+
+  Status store(const SimStmt& s, BufferRef b, const std::vector<const double*>& index, int lane, int64_t extra, double v) {
+    TESSERA_ASSIGN_OR_RETURN(int64_t flat, offset_of(s, b, index, lane, extra));
+    if (b.shared) {
+      std::string err = shared_.write(b.index, flat, lane, s, v);
+      if (!err.empty()) return fail(s, lane, err);
+      return Status::ok();
+    }
+    GlobalBuffer& g = globals_[static_cast<size_t>(b.index)];
+    const int64_t thread = block_linear_ * lanes_ + lane;
+    int64_t& writer = output_writer_[static_cast<size_t>(flat)];
+    if (writer >= 0 && writer != thread) {
+      int64_t other_block = writer / lanes_;
+      return fail(s, lane, "global write conflict: " + index_str(g.name, unflatten_index(flat, g.value->type.shape)) +
+                               " is also written by block " +
+                               dim3_str(other_block % op_.grid[0], (other_block / op_.grid[0]) % op_.grid[1],
+                                        other_block / (op_.grid[0] * op_.grid[1])) +
+                               " thread " + thread_str(static_cast<int>(writer % lanes_)) + " in this launch");
+    }
+    writer = thread;
+    DType dt = g.value->type.dtype;
+    g.value->data[static_cast<size_t>(flat)] = conform_to_dtype(dtype_is_float(dt) ? to_float(v) : v, dt);
+    return Status::ok();
+  }
+
+  // ---- statements -------------------------------------------------------------------------
+
+  Status run_body(const std::vector<SimStmt>& body, const Mask& mask) {
+    for (const SimStmt& s : body) TESSERA_TRY(run_stmt(s, mask));
+    return Status::ok();
+  }
+
+  Status require_full_block(const SimStmt& s, const Mask& mask) {
+    for (int l = 0; l < lanes_; ++l)
+      if (!mask[static_cast<size_t>(l)])
+        return fail(s, l, "barrier divergence: " + std::to_string(count_active(mask)) + " of " + std::to_string(lanes_) +
+                              " threads of the block reach this barrier; this thread does not");
+    return Status::ok();
+  }
+
+  Status run_loop(const SimStmt& s, const Mask& mask, bool strided) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> bounds, eval_all(s.exprs, mask, s));
+    std::vector<double> end(bounds[1], bounds[1] + lanes_);
+    std::vector<double> step(static_cast<size_t>(lanes_), 1.0);
+    if (strided) step.assign(bounds[2], bounds[2] + lanes_);
+    std::vector<double>& var = regs_[static_cast<size_t>(s.slot)];
+    Mask live(static_cast<size_t>(lanes_), 0);
+    int64_t active = 0;
+    for (int l = 0; l < lanes_; ++l) {
+      size_t i = static_cast<size_t>(l);
+      if (!mask[i]) continue;
+      if (step[i] <= 0) return fail(s, l, "the loop step " + std::to_string(step[i]) + " is not positive");
+      var[i] = bounds[0][i];
+      live[i] = var[i] < end[i];
+      active += live[i];
+    }
+    while (active > 0) {
+      TESSERA_TRY(run_body(s.body, live));
+      active = 0;
+      for (size_t i = 0; i < live.size(); ++i) {
+        if (!live[i]) continue;
+        var[i] += step[i];
+        live[i] = var[i] < end[i];
+        active += live[i];
+      }
+    }
+    return Status::ok();
+  }
+
+  Status run_shuffle(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(const double* src, eval(s.exprs[0], mask, s));
+    std::vector<double>& dst = regs_[static_cast<size_t>(s.slot)];
+    const int64_t w = s.width, offset = s.count;
+    for (int warp_begin = 0; warp_begin < lanes_; warp_begin += 32) {
+      const int warp_end = std::min(lanes_, warp_begin + 32);
+      int active = 0;
+      for (int l = warp_begin; l < warp_end; ++l) active += mask[static_cast<size_t>(l)];
+      if (active == 0) continue;  // the warp does not reach the shuffle
+      for (int l = warp_begin; l < warp_end; ++l)
+        if (!mask[static_cast<size_t>(l)])
+          return fail(s, l, "WarpShuffle needs all lanes of the warp, but lane " + std::to_string(l - warp_begin) +
+                                " (this thread) is inactive while " + std::to_string(active) + " lanes execute it");
+      for (int l = warp_begin; l < warp_end; ++l) {
+        const int64_t lane = l - warp_begin, group = lane / w * w, pos = lane % w;
+        int64_t from = lane;
+        switch (s.mode) {
+          case ShuffleMode::Xor: from = (lane ^ offset) / w == lane / w ? lane ^ offset : lane; break;
+          case ShuffleMode::Down: from = pos + offset < w ? lane + offset : lane; break;
+          case ShuffleMode::Up: from = pos - offset >= 0 ? lane - offset : lane; break;
+          case ShuffleMode::Idx: from = group + offset % w; break;
+        }
+        if (warp_begin + from >= warp_end)
+          return fail(s, l, "WarpShuffle reads lane " + std::to_string(from) + ", which does not exist (the block has " +
+                                std::to_string(lanes_) + " threads)");
+        shuffle_[static_cast<size_t>(lane)] = src[warp_begin + from];
+      }
+      for (int l = warp_begin; l < warp_end; ++l) dst[static_cast<size_t>(l)] = shuffle_[static_cast<size_t>(l - warp_begin)];
+    }
+    return Status::ok();
+  }
+
+  double combine(AccumOp op, double acc, double x) const {
+    switch (op) {
+      case AccumOp::Add: return to_float(acc + x);
+      case AccumOp::Mul: return to_float(acc * x);
+      case AccumOp::Max: return std::isnan(acc) || std::isnan(x) ? NAN : std::max(acc, x);
+      case AccumOp::Min: return std::isnan(acc) || std::isnan(x) ? NAN : std::min(acc, x);
+    }
+    return acc;
+  }
+
+  // buf[t] = op(buf[t], buf[t + s]) for t < s, t + s < n, halving s, a barrier after each step.
+  Status run_tree_halve(const SimStmt& s, const Mask& mask) {
+    TESSERA_TRY(require_full_block(s, mask));
+    TESSERA_ASSIGN_OR_RETURN(const double* tid, eval(s.exprs[0], mask, s));
+    const int64_t n = s.count, size = shared_.size(s.buffer.index);
+    int64_t stride = 1;
+    while (stride < n) stride *= 2;
+    std::vector<double> partial(static_cast<size_t>(lanes_));
+    for (stride /= 2; stride >= 1; stride /= 2) {
+      auto participates = [&](int l) { return tid[l] < static_cast<double>(stride) && tid[l] + stride < n; };
+      for (int l = 0; l < lanes_; ++l) {
+        if (!participates(l)) continue;
+        const int64_t t = static_cast<int64_t>(tid[l]);
+        if (tid[l] != std::floor(tid[l]) || t < 0 || t + stride >= size)
+          return fail(s, l, "tid " + std::to_string(tid[l]) + " is not a slot of " + shared_.decl(s.buffer.index).name);
+        double a = 0.0, b = 0.0;
+        std::string err = shared_.read(s.buffer.index, t, l, a);
+        if (err.empty()) err = shared_.read(s.buffer.index, t + stride, l, b);
+        if (!err.empty()) return fail(s, l, err + " (step s=" + std::to_string(stride) + ")");
+        partial[static_cast<size_t>(l)] = combine(s.accum, a, b);
+      }
+      for (int l = 0; l < lanes_; ++l) {
+        if (!participates(l)) continue;
+        std::string err = shared_.write(s.buffer.index, static_cast<int64_t>(tid[l]), l, s, partial[static_cast<size_t>(l)]);
+        if (!err.empty()) return fail(s, l, err + " (step s=" + std::to_string(stride) + ")");
+      }
+      shared_.barrier();
+    }
+    return Status::ok();
+  }
+
+  Status run_cp_async_copy(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> dst, eval_all(s.index, mask, s));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> src, eval_all(s.src_index, mask, s));
+    for (int l = 0; l < lanes_; ++l) {
+      if (!mask[static_cast<size_t>(l)]) continue;
+      for (int64_t k = 0; k < s.count; ++k) {
+        TESSERA_ASSIGN_OR_RETURN(double v, load(s, s.src_buffer, src, l, k));
+        TESSERA_ASSIGN_OR_RETURN(int64_t flat, offset_of(s, s.buffer, dst, l, k));
+        std::string err = shared_.issue_copy(s.buffer.index, flat, l, s, v);
+        if (!err.empty()) return fail(s, l, err);
+      }
+    }
+    return Status::ok();
+  }
+
+  Status check_vector_alignment(const SimStmt& s, const std::vector<const double*>& index, int lane, size_t k) {
+    double last = index.back()[lane];
+    if (std::fmod(last, static_cast<double>(k)) != 0.0)
+      return fail(s, lane, "a vector access of " + std::to_string(k) + " elements starts at last index " +
+                               std::to_string(static_cast<int64_t>(last)) + ", which is not a multiple of " + std::to_string(k));
+    return Status::ok();
+  }
+
+  Status run_stmt(const SimStmt& s, const Mask& mask) {
+    const size_t n = static_cast<size_t>(lanes_);
+    switch (s.kind) {
+      case StmtKind::Load: {
+        TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> index, eval_all(s.index, mask, s));
+        std::vector<double>& dst = regs_[static_cast<size_t>(s.slot)];
+        for (size_t l = 0; l < n; ++l) {
+          if (!mask[l]) continue;
+          TESSERA_ASSIGN_OR_RETURN(dst[l], load(s, s.buffer, index, static_cast<int>(l), 0));
+        }
+        return Status::ok();
+      }
+      case StmtKind::Write: {
+        TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> index, eval_all(s.index, mask, s));
+        TESSERA_ASSIGN_OR_RETURN(const double* v, eval(s.exprs[0], mask, s));
+        for (size_t l = 0; l < n; ++l)
+          if (mask[l]) TESSERA_TRY(store(s, s.buffer, index, static_cast<int>(l), 0, v[l]));
+        return Status::ok();
+      }
+      case StmtKind::Assign: {
+        TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> args, eval_all(s.exprs, mask, s));
+        std::vector<double>& dst = regs_[static_cast<size_t>(s.slot)];
+        std::vector<double> a(args.size());
+        for (size_t l = 0; l < n; ++l) {
+          if (!mask[l]) continue;
+          for (size_t i = 0; i < args.size(); ++i) a[i] = args[i][l];
+          Expected<double> r = apply_elementwise_fn(s.fn, a);
+          if (!r) return fail(s, static_cast<int>(l), r.error().message);
+          dst[l] = to_float(*r);
+        }
+        return Status::ok();
+      }
+      case StmtKind::Select: {
+        TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> v, eval_all(s.exprs, mask, s));
+        std::vector<double>& dst = regs_[static_cast<size_t>(s.slot)];
+        for (size_t l = 0; l < n; ++l)
+          if (mask[l]) dst[l] = to_float(v[0][l] != 0.0 ? v[1][l] : v[2][l]);
+        return Status::ok();
+      }
+      case StmtKind::Init:
+      case StmtKind::Let: {
+        TESSERA_ASSIGN_OR_RETURN(const double* v, eval(s.exprs[0], mask, s));
+        std::vector<double>& dst = regs_[static_cast<size_t>(s.slot)];
+        const bool round = s.kind == StmtKind::Init;
+        for (size_t l = 0; l < n; ++l)
+          if (mask[l]) dst[l] = round ? to_float(v[l]) : v[l];
+        return Status::ok();
+      }
+      case StmtKind::Accum: {
+        TESSERA_ASSIGN_OR_RETURN(const double* v, eval(s.exprs[0], mask, s));
+        std::vector<double>& acc = regs_[static_cast<size_t>(s.slot)];
+        for (size_t l = 0; l < n; ++l)
+          if (mask[l]) acc[l] = combine(s.accum, acc[l], v[l]);
+        return Status::ok();
+      }
+      case StmtKind::Loop: return run_loop(s, mask, false);
+      case StmtKind::StridedLoop: return run_loop(s, mask, true);
+      case StmtKind::Cond: {
+        TESSERA_ASSIGN_OR_RETURN(const double* c, eval(s.exprs[0], mask, s));
+        Mask then_mask(n, 0), else_mask(n, 0);
+        for (size_t l = 0; l < n; ++l) {
+          then_mask[l] = mask[l] && c[l] != 0.0;
+          else_mask[l] = mask[l] && c[l] == 0.0;
+        }
+        // A branch no thread takes is not executed (so a barrier inside it is not reached).
+        if (count_active(then_mask) > 0) TESSERA_TRY(run_body(s.body, then_mask));
+        if (count_active(else_mask) > 0) TESSERA_TRY(run_body(s.else_body, else_mask));
+        return Status::ok();
+      }
+      case StmtKind::Smem: return Status::ok();
+      case StmtKind::Sync:
+        TESSERA_TRY(require_full_block(s, mask));
+        shared_.barrier();
+        return Status::ok();
+      case StmtKind::CpAsyncCopy: return run_cp_async_copy(s, mask);
+      case StmtKind::CpAsyncCommit:
+        for (size_t l = 0; l < n; ++l)
+          if (mask[l]) shared_.commit_copies(static_cast<int>(l));
+        return Status::ok();
+      case StmtKind::CpAsyncWait:
+        for (size_t l = 0; l < n; ++l) {
+          if (!mask[l]) continue;
+          std::string err = shared_.wait_copies(static_cast<int>(l), s.count);
+          if (!err.empty()) return fail(s, static_cast<int>(l), err);
+        }
+        return Status::ok();
+      case StmtKind::WarpShuffle: return run_shuffle(s, mask);
+      case StmtKind::TreeHalve: return run_tree_halve(s, mask);
+      case StmtKind::VectorLoad: {
+        TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> index, eval_all(s.index, mask, s));
+        for (size_t l = 0; l < n; ++l) {
+          if (!mask[l]) continue;
+          TESSERA_TRY(check_vector_alignment(s, index, static_cast<int>(l), s.slots.size()));
+          for (size_t k = 0; k < s.slots.size(); ++k) {
+            TESSERA_ASSIGN_OR_RETURN(regs_[static_cast<size_t>(s.slots[k])][l],
+                                     load(s, s.buffer, index, static_cast<int>(l), static_cast<int64_t>(k)));
+          }
+        }
+        return Status::ok();
+      }
+      case StmtKind::VectorStore: {
+        TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> index, eval_all(s.index, mask, s));
+        TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> values, eval_all(s.exprs, mask, s));
+        for (size_t l = 0; l < n; ++l) {
+          if (!mask[l]) continue;
+          TESSERA_TRY(check_vector_alignment(s, index, static_cast<int>(l), values.size()));
+          for (size_t k = 0; k < values.size(); ++k)
+            TESSERA_TRY(store(s, s.buffer, index, static_cast<int>(l), static_cast<int64_t>(k), values[k][l]));
+        }
+        return Status::ok();
+      }
+      default: return fail(s, -1, "the simulator does not execute this statement");
+    }
+  }
+
+  const Node& node_;
+  const KernelOp& op_;
+  const KernelProgram& program_;
+  std::vector<GlobalBuffer>& globals_;
+  std::vector<int64_t>& output_writer_;  // per output element: the writing thread's global id, or -1
+  const int lanes_;
+  std::vector<std::vector<double>> regs_;   // per register slot, one value per lane
+  std::vector<std::vector<double>> temps_;  // per expression node, one value per lane
+  std::vector<uint8_t> fault_;
+  std::vector<double> shuffle_ = std::vector<double>(32);
+  SharedMemory shared_;
+  std::vector<int64_t> block_{0, 0, 0};
+  int64_t block_linear_ = 0;
+};
+
+}  // namespace
+
+Status launch_kernel(const Node& node, const KernelOp& op, const KernelProgram& program, std::vector<GlobalBuffer>& globals) {
+  GlobalBuffer* output = nullptr;
+  for (GlobalBuffer& g : globals)
+    if (g.is_output) output = &g;
+  if (output == nullptr) return make_error("sim: kernel " + op.name + " (node " + node.id + ") has no output buffer").at_node(node.id);
+  std::vector<int64_t> writer(static_cast<size_t>(output->value->size()), -1);
+  BlockExecutor executor(node, op, program, globals, writer);
+  for (int64_t bz = 0; bz < op.grid[2]; ++bz)
+    for (int64_t by = 0; by < op.grid[1]; ++by)
+      for (int64_t bx = 0; bx < op.grid[0]; ++bx) TESSERA_TRY(executor.run_block(bx, by, bz));
+  for (size_t i = 0; i < writer.size(); ++i)
+    if (writer[i] < 0)
+      return make_error("sim: kernel " + op.name + " (node " + node.id + "): output element " +
+                        index_str(node.id, unflatten_index(static_cast<int64_t>(i), output->value->type.shape)) +
+                        " is never written")
+          .at_node(node.id);
+  return Status::ok();
+}
+
+}  // namespace tessera::sim

@@ -1,0 +1,301 @@
+// compile_kernel: turns a KernelOp body into a KernelProgram (see kernel_program.h). Everything
+// that can be decided without running is decided here, once per kernel: name scoping, buffer
+// resolution and ranks, elementwise function names and arities, statement kinds the simulator
+// runs, Smem placement. The executor then only evaluates and checks accesses.
+#include <map>
+#include <utility>
+
+#include "kernel_program.h"
+#include "tessera/eval/reference_evaluator.h"
+
+namespace tessera::sim {
+
+std::string stmt_text(const Stmt& s) {
+  std::string text = print_stmt(s);
+  size_t nl = text.find('\n');
+  if (nl != std::string::npos) text.resize(nl);
+  size_t start = text.find_first_not_of(' ');
+  return start == std::string::npos ? text : text.substr(start);
+}
+
+std::string dim3_str(int64_t x, int64_t y, int64_t z) {
+  return "(" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
+}
+
+namespace {
+
+class KernelCompiler {
+ public:
+  KernelCompiler(const Node& node, const KernelOp& op, const std::vector<GlobalBuffer>& globals)
+      : node_(node), op_(op), globals_(globals) {
+    const char* hardware[] = {"threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z",
+                              "blockDim.x",  "blockDim.y",  "blockDim.z",  "gridDim.x",  "gridDim.y",  "gridDim.z"};
+    for (int i = 0; i < kHardwareSlots; ++i) {
+      scope_.emplace_back(hardware[i], i);
+      slot_is_int_.push_back(true);
+    }
+  }
+
+  Expected<KernelProgram> compile() {
+    // Smem buffers are declared at the top level, before their uses (docs/ir.md, Kernel IR).
+    TESSERA_ASSIGN_OR_RETURN(program_.body, compile_body(op_.body, /*top_level=*/true));
+    program_.slot_count = static_cast<int>(slot_is_int_.size());
+    program_.temp_count = temps_;
+    return std::move(program_);
+  }
+
+ private:
+  Diagnostic error(const Stmt& s, const std::string& message) const {
+    return make_error("sim: kernel " + op_.name + " (node " + node_.id + "): at `" + stmt_text(s) + "`: " + message)
+        .at_node(node_.id);
+  }
+
+  int define(const std::string& name, bool is_int) {
+    int slot = static_cast<int>(slot_is_int_.size());
+    slot_is_int_.push_back(is_int);
+    scope_.emplace_back(name, slot);
+    return slot;
+  }
+  int lookup(const std::string& name) const {
+    for (auto it = scope_.rbegin(); it != scope_.rend(); ++it)
+      if (it->first == name) return it->second;
+    return -1;
+  }
+
+  // Appends the nodes of `e` to `out`, returning the index of its result node.
+  Expected<int> lower_expr(const Expr& e, LaneExpr& out, const Stmt& s) {
+    if (!e.defined()) return error(s, "an expression is undefined");
+    LaneExprNode n;
+    n.kind = e.kind();
+    switch (e.kind()) {
+      case ExprKind::Var:
+        n.slot = lookup(e.name());
+        if (n.slot < 0) return error(s, "uses '" + e.name() + "', which is not bound here");
+        n.is_int = slot_is_int_[static_cast<size_t>(n.slot)];
+        break;
+      case ExprKind::Int: n.literal = static_cast<double>(e.int_value()); n.is_int = true; break;
+      case ExprKind::Float: n.literal = static_cast<float>(e.float_value()); break;
+      default: {
+        const auto& ops = e.operands();
+        if (ops.size() > 3) return error(s, "an expression has too many operands");
+        for (size_t i = 0; i < ops.size(); ++i) {
+          TESSERA_ASSIGN_OR_RETURN(n.operands[i], lower_expr(ops[i], out, s));
+        }
+        auto int_at = [&](int i) { return out.nodes[static_cast<size_t>(n.operands[i])].is_int; };
+        switch (e.kind()) {
+          case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne:
+          case ExprKind::And: case ExprKind::Or: case ExprKind::Not: n.is_int = true; break;
+          case ExprKind::Select: n.is_int = int_at(1) && int_at(2); break;
+          case ExprKind::Cast:
+            n.cast_to = e.cast_type();
+            n.is_int = !dtype_is_float(n.cast_to);
+            break;
+          default: n.is_int = int_at(0) && int_at(1); break;
+        }
+        if ((e.kind() == ExprKind::Div || e.kind() == ExprKind::Mod) && n.is_int) out.may_fault = true;
+        n.temp = temps_++;
+      }
+    }
+    if (n.kind == ExprKind::Int || n.kind == ExprKind::Float) n.temp = temps_++;
+    out.nodes.push_back(n);
+    return static_cast<int>(out.nodes.size()) - 1;
+  }
+
+  Expected<LaneExpr> compile_expr(const Expr& e, const Stmt& s) {
+    LaneExpr out;
+    TESSERA_TRY(lower_expr(e, out, s).status());
+    return out;
+  }
+  Status compile_exprs(const ExprList& list, const Stmt& s, std::vector<LaneExpr>& out) {
+    for (const Expr& e : list) {
+      TESSERA_ASSIGN_OR_RETURN(LaneExpr c, compile_expr(e, s));
+      out.push_back(std::move(c));
+    }
+    return Status::ok();
+  }
+
+  // `name` indexed with `rank` indices; `write` asks for a buffer the kernel may write.
+  Expected<BufferRef> resolve_buffer(const std::string& name, size_t rank, bool write, const Stmt& s) {
+    for (size_t i = 0; i < program_.smem.size(); ++i) {
+      if (program_.smem[i].name != name) continue;
+      if (rank != program_.smem[i].shape.size())
+        return error(s, "indexes shared buffer '" + name + "' with " + std::to_string(rank) + " index(es) but it has rank " +
+                            std::to_string(program_.smem[i].shape.size()));
+      return BufferRef{true, static_cast<int>(i)};
+    }
+    for (size_t i = 0; i < globals_.size(); ++i) {
+      if (globals_[i].name != name) continue;
+      if (write && !globals_[i].is_output)
+        return error(s, "writes '" + name + "', but a kernel writes only its own output '" + node_.id + "'");
+      size_t have = globals_[i].value->type.shape.size();
+      if (rank != have)
+        return error(s, "indexes '" + name + "' with " + std::to_string(rank) + " index(es) but it has rank " +
+                            std::to_string(have));
+      return BufferRef{false, static_cast<int>(i)};
+    }
+    return error(s, "'" + name + "' is neither a declared Smem buffer, an input of the node, nor its output");
+  }
+
+  Expected<AccumOp> accum_op(const std::string& op, const Stmt& s) {
+    if (op == "add") return AccumOp::Add;
+    if (op == "mul") return AccumOp::Mul;
+    if (op == "max" || op == "maximum") return AccumOp::Max;
+    if (op == "min" || op == "minimum") return AccumOp::Min;
+    return error(s, "unknown accumulation op '" + op + "' (add, mul, max, min)");
+  }
+
+  Expected<std::vector<SimStmt>> compile_body(const Body& body, bool top_level) {
+    size_t mark = scope_.size();
+    std::vector<SimStmt> out;
+    for (const Stmt& s : body) {
+      if (!s.defined()) return make_error("sim: kernel " + op_.name + " holds an undefined statement").at_node(node_.id);
+      TESSERA_ASSIGN_OR_RETURN(SimStmt c, compile_stmt(s, top_level));
+      out.push_back(std::move(c));
+    }
+    scope_.resize(mark);
+    return out;
+  }
+
+  Expected<SimStmt> compile_stmt(const Stmt& s, bool top_level) {
+    SimStmt c;
+    c.kind = s.kind();
+    c.source = &s;
+    if (const auto* st = s.as<Load>()) {
+      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
+      TESSERA_TRY(compile_exprs(st->index, s, c.index));
+      c.slot = define(st->dst, false);
+    } else if (const auto* st = s.as<Assign>()) {
+      TESSERA_TRY(compile_exprs(st->args, s, c.exprs));
+      // Checks the name and arity once here; the executor applies it per lane.
+      Expected<double> probe = apply_elementwise_fn(st->op, std::vector<double>(st->args.size(), 1.0));
+      if (!probe) return error(s, probe.error().message);
+      c.fn = st->op;
+      c.slot = define(st->dst, false);
+    } else if (const auto* st = s.as<Select>()) {
+      TESSERA_TRY(compile_exprs({st->cond, st->then_value, st->else_value}, s, c.exprs));
+      c.slot = define(st->dst, false);
+    } else if (const auto* st = s.as<Init>()) {
+      TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
+      c.slot = define(st->acc, false);
+    } else if (const auto* st = s.as<Accum>()) {
+      TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
+      c.slot = lookup(st->acc);
+      if (c.slot < 0) return error(s, "accumulates into '" + st->acc + "', which has no init in scope");
+      TESSERA_ASSIGN_OR_RETURN(c.accum, accum_op(st->op, s));
+    } else if (const auto* st = s.as<Write>()) {
+      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), true, s));
+      TESSERA_TRY(compile_exprs(st->index, s, c.index));
+      TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
+    } else if (const auto* st = s.as<Loop>()) {
+      TESSERA_TRY(compile_exprs({st->begin, st->end}, s, c.exprs));
+      size_t mark = scope_.size();
+      c.slot = define(st->var, true);
+      TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->body, false));
+      scope_.resize(mark);
+    } else if (const auto* st = s.as<StridedLoop>()) {
+      TESSERA_TRY(compile_exprs({st->begin, st->end, st->step}, s, c.exprs));
+      size_t mark = scope_.size();
+      c.slot = define(st->var, true);
+      TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->body, false));
+      scope_.resize(mark);
+    } else if (const auto* st = s.as<Cond>()) {
+      TESSERA_TRY(compile_exprs({st->cond}, s, c.exprs));
+      TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->then_body, false));
+      TESSERA_ASSIGN_OR_RETURN(c.else_body, compile_body(st->else_body, false));
+    } else if (const auto* st = s.as<Let>()) {
+      TESSERA_ASSIGN_OR_RETURN(LaneExpr value, compile_expr(st->value, s));
+      bool is_int = value.is_int();
+      c.exprs.push_back(std::move(value));
+      c.slot = define(st->var, is_int);
+    } else if (const auto* st = s.as<Smem>()) {
+      if (!top_level) return error(s, "Smem must be declared at the top level of the kernel body");
+      if (lookup_smem(st->name) >= 0) return error(s, "shared buffer '" + st->name + "' is declared twice");
+      for (int64_t d : st->shape)
+        if (d <= 0) return error(s, "shared buffer '" + st->name + "' has a non-positive dimension");
+      program_.smem.push_back(SmemDecl{st->name, st->dtype, st->shape});
+    } else if (s.is<Sync>() || s.is<CpAsyncCommit>()) {
+      // no operands
+    } else if (const auto* st = s.as<CpAsyncWait>()) {
+      if (st->keep < 0) return error(s, "keep must be non-negative");
+      c.count = st->keep;
+    } else if (const auto* st = s.as<CpAsyncCopy>()) {
+      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->dst, st->dst_index.size(), false, s));
+      TESSERA_ASSIGN_OR_RETURN(c.src_buffer, resolve_buffer(st->src, st->src_index.size(), false, s));
+      if (!c.buffer.shared || c.src_buffer.shared) return error(s, "cp.async copies from global to shared memory");
+      DType dst_type = program_.smem[static_cast<size_t>(c.buffer.index)].dtype;
+      DType src_type = globals_[static_cast<size_t>(c.src_buffer.index)].value->type.dtype;
+      if (dtype_bytes(dst_type) != dtype_bytes(src_type))
+        return error(s, "copies " + std::string(dtype_short_name(src_type)) + " elements into a " +
+                            std::string(dtype_short_name(dst_type)) + " buffer (cp.async copies bytes)");
+      if (st->bytes <= 0 || st->bytes % dtype_bytes(src_type) != 0)
+        return error(s, "bytes=" + std::to_string(st->bytes) + " is not a positive multiple of the element size " +
+                            std::to_string(dtype_bytes(src_type)));
+      c.count = st->bytes / dtype_bytes(src_type);
+      TESSERA_TRY(compile_exprs(st->dst_index, s, c.index));
+      TESSERA_TRY(compile_exprs(st->src_index, s, c.src_index));
+    } else if (const auto* st = s.as<WarpShuffle>()) {
+      TESSERA_TRY(compile_exprs({st->src}, s, c.exprs));
+      if (st->mode == "xor") c.mode = ShuffleMode::Xor;
+      else if (st->mode == "down") c.mode = ShuffleMode::Down;
+      else if (st->mode == "up") c.mode = ShuffleMode::Up;
+      else if (st->mode == "idx") c.mode = ShuffleMode::Idx;
+      else return error(s, "unknown shuffle mode '" + st->mode + "' (xor, down, up, idx)");
+      if (st->width <= 0 || st->width > 32 || (st->width & (st->width - 1)) != 0)
+        return error(s, "width must be a power of two in [1, 32]");
+      if (st->offset < 0) return error(s, "offset must be non-negative");
+      c.count = st->offset;
+      c.width = st->width;
+      c.slot = define(st->dst, false);
+    } else if (const auto* st = s.as<TreeHalve>()) {
+      c.buffer = BufferRef{true, lookup_smem(st->buffer)};
+      if (c.buffer.index < 0) return error(s, "'" + st->buffer + "' is not a declared Smem buffer");
+      int64_t size = 1;
+      for (int64_t d : program_.smem[static_cast<size_t>(c.buffer.index)].shape) size *= d;
+      if (st->count <= 0 || st->count > size)
+        return error(s, "n=" + std::to_string(st->count) + " is outside the buffer's " + std::to_string(size) + " elements");
+      c.count = st->count;
+      TESSERA_ASSIGN_OR_RETURN(c.accum, accum_op(st->op, s));
+      TESSERA_TRY(compile_exprs({st->tid}, s, c.exprs));
+    } else if (const auto* st = s.as<VectorLoad>()) {
+      if (st->dsts.empty()) return error(s, "a vector load needs at least one destination");
+      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
+      if (st->index.empty()) return error(s, "a vector access needs an index");
+      TESSERA_TRY(compile_exprs(st->index, s, c.index));
+      for (const std::string& d : st->dsts) c.slots.push_back(define(d, false));
+    } else if (const auto* st = s.as<VectorStore>()) {
+      if (st->values.empty()) return error(s, "a vector store needs at least one value");
+      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), true, s));
+      if (st->index.empty()) return error(s, "a vector access needs an index");
+      TESSERA_TRY(compile_exprs(st->index, s, c.index));
+      TESSERA_TRY(compile_exprs(st->values, s, c.exprs));
+    } else {
+      return error(s, "the simulator does not execute " + std::string(stmt_kind_name(s.kind())) +
+                          (s.is<Tile>() || s.is<Stage>() || s.is<Combine>() || s.is<AsyncWait>()
+                               ? " (a Tile IR statement: run materialize first)"
+                               : ""));
+    }
+    return c;
+  }
+
+  int lookup_smem(const std::string& name) const {
+    for (size_t i = 0; i < program_.smem.size(); ++i)
+      if (program_.smem[i].name == name) return static_cast<int>(i);
+    return -1;
+  }
+
+  const Node& node_;
+  const KernelOp& op_;
+  const std::vector<GlobalBuffer>& globals_;
+  KernelProgram program_;
+  std::vector<std::pair<std::string, int>> scope_;
+  std::vector<bool> slot_is_int_;
+  int temps_ = 0;
+};
+
+}  // namespace
+
+Expected<KernelProgram> compile_kernel(const Node& node, const KernelOp& op, const std::vector<GlobalBuffer>& globals) {
+  return KernelCompiler(node, op, globals).compile();
+}
+
+}  // namespace tessera::sim

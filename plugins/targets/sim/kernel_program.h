@@ -1,0 +1,102 @@
+// KernelProgram: a Kernel IR body compiled once per kernel into the form the block executor runs
+// over lane vectors (one lane per thread of a block). Names are resolved to register slots,
+// buffers to global or shared buffer numbers, Exprs to flat lists of lane-vector operations.
+// Built by compile_kernel (kernel_compiler.cpp), run by BlockExecutor (block_executor.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/eval/tensor_value.h"
+#include "tessera/ir/graph.h"
+#include "tessera/ir/stmt.h"
+#include "tessera/support/status.h"
+
+namespace tessera::sim {
+
+// One operation of a compiled Expr over lane vectors. Operands are earlier nodes of the same
+// LaneExpr; a node's result lives in temp vector `temp` (Var nodes read register `slot` instead).
+struct LaneExprNode {
+  ExprKind kind = ExprKind::Int;
+  bool is_int = false;     // static type: integer arithmetic (floor div/mod) or float (rounded)
+  int slot = -1;           // Var
+  double literal = 0.0;    // Int / Float
+  DType cast_to = DType::F32;
+  int operands[3] = {-1, -1, -1};
+  int temp = -1;
+};
+
+// An Expr compiled for lane vectors; the result is the last node.
+struct LaneExpr {
+  std::vector<LaneExprNode> nodes;
+  bool may_fault = false;  // holds an integer division or modulo (by zero is an error)
+  bool is_int() const { return nodes.back().is_int; }
+};
+
+// A buffer a statement touches: a graph node's global buffer or a kernel-local Smem buffer.
+struct BufferRef {
+  bool shared = false;
+  int index = -1;
+};
+
+enum class AccumOp { Add, Mul, Max, Min };
+enum class ShuffleMode { Xor, Down, Up, Idx };
+
+struct SimStmt {
+  StmtKind kind = StmtKind::Sync;
+  const Stmt* source = nullptr;  // the statement, for error messages
+  int slot = -1;                 // the register it defines or updates
+  std::vector<int> slots;        // VectorLoad destinations
+  BufferRef buffer;              // Load/Write/Vector*/TreeHalve buffer, CpAsyncCopy destination
+  BufferRef src_buffer;          // CpAsyncCopy source
+  std::vector<LaneExpr> index;   // buffer index, one per dimension
+  std::vector<LaneExpr> src_index;
+  std::vector<LaneExpr> exprs;   // values, args, loop bounds, condition, tid, shuffle source
+  std::string fn;                // Assign
+  AccumOp accum = AccumOp::Add;  // Accum, TreeHalve
+  ShuffleMode mode = ShuffleMode::Xor;
+  int64_t count = 0;             // CpAsyncWait keep, CpAsyncCopy elements, TreeHalve n, shuffle offset
+  int64_t width = 32;            // WarpShuffle
+  std::vector<SimStmt> body, else_body;
+};
+
+struct SmemDecl {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+// A global buffer: one of the kernel node's inputs (read-only) or its output (the node id).
+struct GlobalBuffer {
+  std::string name;
+  TensorValue* value = nullptr;
+  bool is_output = false;
+};
+
+// Register slots of the hardware indices, bound before the body runs.
+enum HardwareSlot : int {
+  kThreadIdxX, kThreadIdxY, kThreadIdxZ,
+  kBlockIdxX, kBlockIdxY, kBlockIdxZ,
+  kBlockDimX, kBlockDimY, kBlockDimZ,
+  kGridDimX, kGridDimY, kGridDimZ,
+  kHardwareSlots
+};
+
+struct KernelProgram {
+  std::vector<SimStmt> body;
+  std::vector<SmemDecl> smem;
+  int slot_count = kHardwareSlots;
+  int temp_count = 0;
+};
+
+// Compiles `op`'s body; `globals` lists the buffers the kernel may name (inputs and output).
+Expected<KernelProgram> compile_kernel(const Node& node, const KernelOp& op, const std::vector<GlobalBuffer>& globals);
+
+// The first line of a statement's printout, without indentation: how errors quote statements.
+std::string stmt_text(const Stmt& s);
+
+// "(3, 0, 0)" for a thread or block index.
+std::string dim3_str(int64_t x, int64_t y, int64_t z);
+
+}  // namespace tessera::sim

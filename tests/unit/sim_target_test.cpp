@@ -1,0 +1,389 @@
+// Tests of the `sim` target (plugins/targets/sim), loaded through the plugin registry as users
+// load it. Hand-built Kernel IR kernels check the CUDA semantics it implements (shared memory,
+// barriers, TreeHalve, warp shuffles, cp.async, vector accesses, dtype conversion) against numbers
+// computed here independently, and that each kind of bug a schedule can have is reported with the
+// kernel, statement, thread and index. A differential test runs the whole corpus through the tile
+// passes and materialize and compares the simulation with the reference evaluator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/built_plugins.h"
+#include "support/hand_built_program.h"
+#include "support/program_corpus.h"
+#include "tessera/eval/constant_data.h"
+#include "tessera/eval/reference_evaluator.h"
+#include "tessera/frontend/frontend.h"
+#include "tessera/ir/graph.h"
+#include "tessera/ir/printer.h"
+#include "tessera/pass/pipeline.h"
+#include "tessera/pass/runner.h"
+#include "tessera/plugin/registry.h"
+#include "tessera/target/device.h"
+#include "tessera/target/target.h"
+
+namespace tessera {
+namespace {
+
+Expr V(const std::string& name) { return Expr::var(name); }
+Expr I(int64_t v) { return Expr::int_(v); }
+Expr eq(Expr a, Expr b) { return Expr::binary(ExprKind::Eq, std::move(a), std::move(b)); }
+
+// A hand-built Kernel IR program: inputs plus KernelOp nodes.
+struct KernelProgramBuilder : test::HandBuiltProgram {
+  void kernel(const std::string& id, std::vector<std::string> ins, TensorType type, std::vector<int64_t> grid,
+              std::vector<int64_t> block, Body body) {
+    auto op = std::make_unique<KernelOp>();
+    op->name = "k_" + id;
+    op->grid = std::move(grid);
+    op->block = std::move(block);
+    op->body = std::move(body);
+    g.add(id, std::move(op), std::move(ins), type);
+  }
+};
+
+std::vector<double> iota_data(int64_t n, double scale = 1.0) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(std::sin(static_cast<double>(i) * 0.7) * scale);
+  return v;
+}
+
+class SimTargetTest : public test::BuiltPluginsTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(load_error_.empty()) << load_error_;
+    target_ = host_->registry().make_target("sim");
+    ASSERT_NE(target_, nullptr) << "the sim plugin registers no target 'sim'";
+  }
+
+  Expected<TargetRun> run(KernelProgramBuilder& p, const std::string& output) {
+    p.g.outputs() = {output};
+    return target_->execute(p.g, p.inputs, TargetOptions{});
+  }
+
+  // Runs `p` and expects an error whose message holds every one of `parts`.
+  void expect_error(KernelProgramBuilder& p, const std::string& output, const std::vector<std::string>& parts) {
+    Expected<TargetRun> r = run(p, output);
+    ASSERT_FALSE(r) << "expected an error mentioning '" << parts.front() << "'\n" << print_graph(p.g);
+    std::string msg = r.error().message;
+    for (const std::string& part : parts) EXPECT_NE(msg.find(part), std::string::npos) << "missing '" << part << "' in: " << msg;
+    EXPECT_EQ(r.error().node, output);
+  }
+
+  std::unique_ptr<Target> target_;
+};
+
+TEST_F(SimTargetTest, RegistersAsAnAvailableKernelTarget) {
+  EXPECT_EQ(target_->input_dialect(), Dialect::Kernel);
+  std::string why;
+  EXPECT_TRUE(target_->available(&why)) << why;
+}
+
+// Row sums: a strided per-thread loop (bounds differ per lane), a warp-shuffle reduction, one
+// partial per warp in shared memory, a barrier and a TreeHalve over the warps' partials.
+struct CooperativeSumCase {
+  int64_t threads, cols;
+};
+
+class SimCooperativeSumTest : public SimTargetTest, public ::testing::WithParamInterface<CooperativeSumCase> {};
+
+TEST_P(SimCooperativeSumTest, ProducesTheRowSums) {
+  const auto [threads, cols] = GetParam();
+  const int64_t rows = 3, warps = (threads + 31) / 32;
+  KernelProgramBuilder p;
+  p.input("x", {rows, cols}, iota_data(rows * cols));
+  Body body = {Smem{"partial", DType::F32, {warps}}, Let{"a0", V("threadIdx.x")}, Let{"a1", V("blockIdx.x")},
+               Init{"acc0", Expr::float_(0.0)},
+               StridedLoop{"a2", V("a0"), I(cols), I(threads), "reduce", 0,
+                           Body{Load{"in0", "x", {V("a1"), V("a2")}}, Accum{"acc0", "add", V("in0")}}}};
+  std::string value = "acc0";
+  for (int64_t offset = 16, i = 0; offset >= 1; offset /= 2, ++i) {
+    std::string shuffled = "v" + std::to_string(2 * i), sum = "v" + std::to_string(2 * i + 1);
+    body.push_back(WarpShuffle{shuffled, V(value), "xor", offset, 32});
+    body.push_back(Assign{sum, "add", {V(value), V(shuffled)}});
+    value = sum;
+  }
+  body.push_back(Cond{eq(V("a0") % 32, I(0)), Body{Write{"partial", {V("a0") / 32}, V(value)}}, {}});
+  body.push_back(Sync{});
+  body.push_back(TreeHalve{"partial", V("a0"), warps, "add"});
+  body.push_back(Cond{eq(V("a0"), I(0)), Body{Load{"in1", "partial", {I(0)}}, Write{"y", {V("a1")}, V("in1")}}, {}});
+  p.kernel("y", {"x"}, test::f32({rows}), {rows, 1, 1}, {threads, 1, 1}, body);
+
+  Expected<TargetRun> r = run(p, "y");
+  ASSERT_TRUE(r) << r.error().message;
+  const TensorValue& y = r->outputs.at("y");
+  for (int64_t row = 0; row < rows; ++row) {
+    double expected = 0.0;
+    for (int64_t c = 0; c < cols; ++c) expected += p.inputs["x"].data[static_cast<size_t>(row * cols + c)];
+    EXPECT_NEAR(y.data[static_cast<size_t>(row)], expected, 1e-4 * std::max(1.0, std::fabs(expected))) << "row " << row;
+  }
+  ASSERT_EQ(r->launches.size(), 1u);
+  EXPECT_EQ(r->launches[0].kernel, "k_y");
+  EXPECT_EQ(r->launches[0].grid, (std::vector<int64_t>{rows, 1, 1}));
+  EXPECT_EQ(r->launches[0].block, (std::vector<int64_t>{threads, 1, 1}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SimCooperativeSumTest,
+                         ::testing::Values(CooperativeSumCase{128, 300}, CooperativeSumCase{96, 1000},
+                                           CooperativeSumCase{32, 33}));
+
+// Each thread writes its own shared slot and reads its neighbour's: correct with a barrier between,
+// a race without one.
+Body neighbour_body(bool with_sync) {
+  Body b = {Smem{"buf", DType::F32, {64}}, Let{"a0", V("threadIdx.x")}, Load{"in0", "x", {V("a0")}},
+            Write{"buf", {V("a0")}, V("in0")}};
+  if (with_sync) b.push_back(Sync{});
+  b.push_back(Load{"in1", "buf", {(V("a0") + 1) % 64}});
+  b.push_back(Write{"y", {V("a0")}, V("in1")});
+  return b;
+}
+
+TEST_F(SimTargetTest, NeighbourExchangeWithABarrierIsCorrect) {
+  KernelProgramBuilder p;
+  p.input("x", {64}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1}, neighbour_body(true));
+  Expected<TargetRun> r = run(p, "y");
+  ASSERT_TRUE(r) << r.error().message;
+  for (size_t i = 0; i < 64; ++i)
+    EXPECT_EQ(r->outputs.at("y").data[i], static_cast<double>(static_cast<float>(p.inputs["x"].data[(i + 1) % 64])));
+}
+
+TEST_F(SimTargetTest, MissingBarrierIsARaceNamingKernelStatementAndThreads) {
+  KernelProgramBuilder p;
+  p.input("x", {64}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1}, neighbour_body(false));
+  expect_error(p, "y", {"race on buf[1]", "kernel k_y (node y)", "at `in1 = load buf[(a0 + 1) % 64]`",
+                        "block (0, 0, 0) thread (0, 0, 0)", "thread (1, 0, 0) wrote it", "buf[a0] = in0"});
+}
+
+TEST_F(SimTargetTest, OutOfBoundsGlobalLoadNamesTheIndexAndThread) {
+  KernelProgramBuilder p;
+  p.input("x", {64}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
+           {Let{"a0", V("threadIdx.x")}, Load{"in0", "x", {V("a0") + 1}}, Write{"y", {V("a0")}, V("in0")}});
+  expect_error(p, "y", {"global access x[64] is out of bounds", "dimension 0 is outside [0, 64)", "thread (63, 0, 0)",
+                        "at `in0 = load x[a0 + 1]`"});
+}
+
+TEST_F(SimTargetTest, OutOfBoundsSharedWriteNamesTheDimension) {
+  KernelProgramBuilder p;
+  p.input("x", {2, 32}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({2, 32}), {1, 1, 1}, {32, 2, 1},
+           {Smem{"buf", DType::F32, {2, 16}}, Let{"a0", V("threadIdx.x")}, Let{"a1", V("threadIdx.y")},
+            Load{"in0", "x", {V("a1"), V("a0")}}, Write{"buf", {V("a1"), V("a0")}, V("in0")},
+            Write{"y", {V("a1"), V("a0")}, V("in0")}});
+  expect_error(p, "y", {"shared access buf[0, 16] is out of bounds", "index 16 of dimension 1 is outside [0, 16)",
+                        "thread (16, 0, 0)"});
+}
+
+TEST_F(SimTargetTest, UninitializedSharedReadIsAnError) {
+  KernelProgramBuilder p;
+  p.input("x", {64}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
+           {Smem{"buf", DType::F32, {64}}, Let{"a0", V("threadIdx.x")},
+            Cond{V("a0") < I(32), Body{Load{"in0", "x", {V("a0")}}, Write{"buf", {V("a0")}, V("in0")}}, {}}, Sync{},
+            Load{"in1", "buf", {V("a0")}}, Write{"y", {V("a0")}, V("in1")}});
+  expect_error(p, "y", {"reads uninitialized shared element buf[32]", "thread (32, 0, 0)"});
+}
+
+TEST_F(SimTargetTest, BarrierInsideADivergentBranchIsDivergence) {
+  KernelProgramBuilder p;
+  p.input("x", {64}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
+           {Let{"a0", V("threadIdx.x")}, Cond{V("a0") < I(40), Body{Sync{}}, {}}, Load{"in0", "x", {V("a0")}},
+            Write{"y", {V("a0")}, V("in0")}});
+  expect_error(p, "y", {"barrier divergence", "40 of 64 threads", "thread (40, 0, 0)", "at `Sync()`"});
+}
+
+// cp.async: thread t copies x[t] into buf[t]; then reads buf[(t + 1) % 64] as `tail` says.
+Body cp_async_body(Body tail) {
+  Body b = {Smem{"buf", DType::F32, {64}}, Let{"a0", V("threadIdx.x")},
+            CpAsyncCopy{"buf", {V("a0")}, "x", {V("a0")}, 4}, CpAsyncCommit{}};
+  for (Stmt& s : tail) b.push_back(std::move(s));
+  b.push_back(Write{"y", {V("a0")}, V("in0")});
+  return b;
+}
+
+TEST_F(SimTargetTest, CpAsyncDataIsVisibleAfterWaitAndBarrier) {
+  KernelProgramBuilder p;
+  p.input("x", {64}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
+           cp_async_body({CpAsyncWait{0}, Sync{}, Load{"in0", "buf", {(V("a0") + 1) % 64}}}));
+  Expected<TargetRun> r = run(p, "y");
+  ASSERT_TRUE(r) << r.error().message;
+  for (size_t i = 0; i < 64; ++i)
+    EXPECT_EQ(r->outputs.at("y").data[i], static_cast<double>(static_cast<float>(p.inputs["x"].data[(i + 1) % 64])));
+}
+
+TEST_F(SimTargetTest, CpAsyncReadBeforeWaitIsAnError) {
+  KernelProgramBuilder p;
+  p.input("x", {64}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1}, cp_async_body({Load{"in0", "buf", {V("a0")}}}));
+  expect_error(p, "y", {"read before cp.async wait", "buf[0]", "thread (0, 0, 0)"});
+}
+
+TEST_F(SimTargetTest, CpAsyncWaitKeepLeavesTheNewestGroupsInFlight) {
+  KernelProgramBuilder p;
+  p.input("x", {128}, iota_data(128));
+  // Two groups per thread; keep=1 lands only the first (buf[a0]), so reading buf[a0 + 64] fails.
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
+           {Smem{"buf", DType::F32, {128}}, Let{"a0", V("threadIdx.x")},
+            CpAsyncCopy{"buf", {V("a0")}, "x", {V("a0")}, 4}, CpAsyncCommit{},
+            CpAsyncCopy{"buf", {V("a0") + 64}, "x", {V("a0") + 64}, 4}, CpAsyncCommit{}, CpAsyncWait{1},
+            Load{"in0", "buf", {V("a0")}}, Load{"in1", "buf", {V("a0") + 64}}, Write{"y", {V("a0")}, V("in1")}});
+  expect_error(p, "y", {"read before cp.async wait", "buf[64]", "at `in1 = load buf[a0 + 64]`"});
+}
+
+TEST_F(SimTargetTest, CpAsyncDataReadByAnotherThreadWithoutBarrierIsARace) {
+  KernelProgramBuilder p;
+  p.input("x", {64}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
+           cp_async_body({CpAsyncWait{0}, Load{"in0", "buf", {(V("a0") + 1) % 64}}}));
+  expect_error(p, "y", {"race on buf[1]", "thread (1, 0, 0) wrote it", "CpAsyncCopy(buf[a0], x[a0], bytes=4)"});
+}
+
+TEST_F(SimTargetTest, TwoThreadsWritingOneGlobalElementIsAConflict) {
+  KernelProgramBuilder p;
+  p.input("x", {64}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({32}), {2, 1, 1}, {32, 1, 1},
+           {Let{"a0", V("blockIdx.x") * 32 + V("threadIdx.x")}, Load{"in0", "x", {V("a0")}},
+            Write{"y", {V("a0") / 2}, V("in0")}});
+  expect_error(p, "y", {"global write conflict", "y[0] is also written by block (0, 0, 0) thread (0, 0, 0)",
+                        "block (0, 0, 0) thread (1, 0, 0)"});
+}
+
+TEST_F(SimTargetTest, WritesAcrossBlocksAreGlobalConflictsToo) {
+  KernelProgramBuilder p;
+  p.input("x", {32}, iota_data(32));
+  p.kernel("y", {"x"}, test::f32({32}), {2, 1, 1}, {32, 1, 1},
+           {Let{"a0", V("threadIdx.x")}, Load{"in0", "x", {V("a0")}}, Write{"y", {V("a0")}, V("in0")}});
+  expect_error(p, "y", {"global write conflict", "block (1, 0, 0) thread (0, 0, 0)", "also written by block (0, 0, 0)"});
+}
+
+TEST_F(SimTargetTest, OutputElementsNeverWrittenAreAnError) {
+  KernelProgramBuilder p;
+  p.input("x", {64}, iota_data(64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
+           {Let{"a0", V("threadIdx.x")}, Cond{V("a0") < I(50), Body{Load{"in0", "x", {V("a0")}}, Write{"y", {V("a0")}, V("in0")}}, {}}});
+  expect_error(p, "y", {"output element y[50] is never written", "kernel k_y"});
+}
+
+TEST_F(SimTargetTest, WritesConvertToTheOutputDtype) {
+  const std::vector<double> x = {1.7, -1.7, 0.1, 2.5, 0.0, -0.4, 1e-8, 3.3};
+  for (DType dt : {DType::I32, DType::I64, DType::BF16, DType::F16, DType::Bool}) {
+    KernelProgramBuilder p;
+    p.input("x", {8}, x);
+    p.kernel("y", {"x"}, TensorType{{8}, dt}, {1, 1, 1}, {8, 1, 1},
+             {Let{"a0", V("threadIdx.x")}, Load{"in0", "x", {V("a0")}}, Write{"y", {V("a0")}, V("in0")}});
+    Expected<TargetRun> r = run(p, "y");
+    ASSERT_TRUE(r) << r.error().message;
+    const TensorValue& y = r->outputs.at("y");
+    EXPECT_EQ(y.type.dtype, dt);
+    for (size_t i = 0; i < x.size(); ++i) {
+      double f = static_cast<double>(static_cast<float>(x[i]));
+      double expected = dt == DType::Bool ? (x[i] != 0.0 ? 1.0 : 0.0) : dtype_is_float(dt) ? f : std::trunc(f);
+      EXPECT_EQ(y.data[i], expected) << dtype_name(dt) << " element " << i;
+    }
+  }
+}
+
+TEST_F(SimTargetTest, ShuffleModesFollowTheirLaneRules) {
+  // Every lane shuffles its own lane number; width 16 splits the warp into two groups.
+  struct Case { std::string mode; int64_t offset; std::vector<std::pair<int, int>> lane_gets; };
+  const std::vector<Case> cases = {
+      {"xor", 1, {{0, 1}, {1, 0}, {17, 16}, {31, 30}}},
+      {"xor", 16, {{0, 0}, {3, 3}, {20, 20}}},  // the partner is in the other group: own value
+      {"down", 1, {{0, 1}, {14, 15}, {15, 15}, {16, 17}, {31, 31}}},
+      {"up", 2, {{0, 0}, {1, 1}, {2, 0}, {16, 16}, {18, 16}, {31, 29}}},
+      {"idx", 5, {{0, 5}, {15, 5}, {16, 21}, {31, 21}}}};
+  for (const Case& c : cases) {
+    KernelProgramBuilder p;
+    p.kernel("y", {}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
+             {Let{"a0", V("threadIdx.x")}, WarpShuffle{"v0", V("a0") % 32, c.mode, c.offset, 16},
+              Write{"y", {V("a0")}, V("v0")}});
+    Expected<TargetRun> r = run(p, "y");
+    ASSERT_TRUE(r) << r.error().message;
+    for (auto [lane, gets] : c.lane_gets) {
+      EXPECT_EQ(r->outputs.at("y").data[static_cast<size_t>(lane)], gets) << c.mode << " " << c.offset << " lane " << lane;
+      EXPECT_EQ(r->outputs.at("y").data[static_cast<size_t>(lane + 32)], gets) << c.mode << " second warp lane " << lane;
+    }
+  }
+}
+
+TEST_F(SimTargetTest, ShuffleInAPartiallyActiveWarpIsAnError) {
+  KernelProgramBuilder p;
+  p.kernel("y", {}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
+           {Let{"a0", V("threadIdx.x")}, Init{"acc0", Expr::float_(1.0)},
+            Cond{V("a0") < I(48), Body{WarpShuffle{"v0", V("acc0"), "xor", 1, 32}}, {}},
+            Write{"y", {V("a0")}, V("acc0")}});
+  expect_error(p, "y", {"WarpShuffle needs all lanes of the warp", "thread (48, 0, 0)"});
+}
+
+TEST_F(SimTargetTest, VectorLoadsAndStoresMoveConsecutiveElements) {
+  KernelProgramBuilder p;
+  p.input("x", {2, 16}, iota_data(32));
+  // Each thread reverses its group of four: y[r, 4t + k] = x[r, 4t + 3 - k].
+  p.kernel("y", {"x"}, test::f32({2, 16}), {2, 1, 1}, {4, 1, 1},
+           {Let{"a0", V("threadIdx.x")}, Let{"a1", V("blockIdx.x")},
+            VectorLoad{{"in0", "in1", "in2", "in3"}, "x", {V("a1"), V("a0") * 4}},
+            VectorStore{"y", {V("a1"), V("a0") * 4}, {V("in3"), V("in2"), V("in1"), V("in0")}}});
+  Expected<TargetRun> r = run(p, "y");
+  ASSERT_TRUE(r) << r.error().message;
+  for (size_t row = 0; row < 2; ++row)
+    for (size_t i = 0; i < 16; ++i)
+      EXPECT_EQ(r->outputs.at("y").data[row * 16 + i],
+                static_cast<double>(static_cast<float>(p.inputs["x"].data[row * 16 + (i / 4) * 4 + 3 - i % 4])));
+}
+
+TEST_F(SimTargetTest, MisalignedVectorAccessIsAnError) {
+  KernelProgramBuilder p;
+  p.input("x", {20}, iota_data(20));
+  p.kernel("y", {"x"}, test::f32({16}), {1, 1, 1}, {4, 1, 1},
+           {Let{"a0", V("threadIdx.x")}, VectorLoad{{"in0", "in1", "in2", "in3"}, "x", {V("a0") * 4 + 1}},
+            VectorStore{"y", {V("a0") * 4}, {V("in0"), V("in1"), V("in2"), V("in3")}}});
+  expect_error(p, "y", {"not a multiple of 4", "thread (0, 0, 0)"});
+}
+
+TEST_F(SimTargetTest, NodesOutsideKernelIrAreRejectedByName) {
+  KernelProgramBuilder p;
+  p.input("x", {4}, iota_data(4));
+  auto loop = std::make_unique<LoopOp>();
+  loop->name = "merged_y";
+  loop->body = {Loop{"a0", I(0), I(4), "free", 0, Body{Load{"in0", "x", {V("a0")}}, Write{"y", {V("a0")}, V("in0")}}}};
+  p.g.add("y", std::move(loop), {"x"}, test::f32({4}));
+  expect_error(p, "y", {"sim executes Kernel IR; node y is in loop IR"});
+}
+
+TEST_F(SimTargetTest, KernelsSeeEarlierKernelsOutputsAndConstants) {
+  KernelProgramBuilder p;
+  p.input("x", {8}, iota_data(8));
+  auto c = std::make_unique<ConstantOp>();
+  c->init = "full";
+  c->scale = 2.0;
+  p.g.add("two", std::move(c), {}, test::f32({8}));
+  p.kernel("h", {"x", "two"}, test::f32({8}), {1, 1, 1}, {8, 1, 1},
+           {Let{"a0", V("threadIdx.x")}, Load{"in0", "x", {V("a0")}}, Load{"in1", "two", {V("a0")}},
+            Assign{"v0", "mul", {V("in0"), V("in1")}}, Write{"h", {V("a0")}, V("v0")}});
+  p.kernel("y", {"h"}, test::f32({8}), {1, 1, 1}, {8, 1, 1},
+           {Let{"a0", V("threadIdx.x")}, Load{"in0", "h", {I(7) - V("a0")}}, Assign{"v0", "exp", {V("in0")}},
+            Write{"y", {V("a0")}, V("v0")}});
+  Expected<TargetRun> r = run(p, "y");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->launches.size(), 2u);
+  EXPECT_EQ(r->launches[0].node, "h");
+  for (size_t i = 0; i < 8; ++i) {
+    float h = static_cast<float>(static_cast<float>(p.inputs["x"].data[7 - i]) * 2.0f);
+    EXPECT_NEAR(r->outputs.at("y").data[i], std::exp(static_cast<double>(h)), 1e-6 * std::exp(static_cast<double>(h)));
+  }
+}
+
+// ---- differential: the corpus through the tile passes and materialize -------------------------
+
+// The corpus under the default pipeline and sampled schedules: tests/e2e/random_knobs_test.cpp.
+
+}  // namespace
+}  // namespace tessera
