@@ -16,21 +16,22 @@ namespace {
 const std::string kRmsNorm = "nn.RMSNorm(2048)(torch.randn(1,32,2048))";
 const std::string kProbe = std::string(TESSERA_FIXTURE_DIR) + "/libpipeline_probe.so";
 
-// The default pipeline ends at Loop IR today: rms_norm arrives decomposed, lifted and fused into
-// one kernel (the mean-square reduction once per row, then the scaling loop).
-TEST(Cli, MainJobPrintsLoopIrOfRmsNorm) {
+// The main job: the default pipeline takes rms_norm all the way to CUDA C++: one kernel, one block
+// per row, 256 threads cooperating on the mean-square reduction (warp shuffles, then a shared-memory
+// tree), the row staged in shared memory with cp.async.
+TEST(Cli, MainJobPrintsTheCudaKernelOfRmsNorm) {
   auto r = run_cli({"compile", "-c", kRmsNorm});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("x: (1, 32, 2048) float32"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("=== merged_rms_norm -> rms_norm ==="), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("=== rms_norm_sum"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("      for a2 in 0..2048:  # reduce\n"
-                       "        in0 = load x[0, a1, a2]\n"
-                       "        v0 = mul(in0, in0)\n"
-                       "        acc0 <- add(acc0, v0)\n"),
+  EXPECT_NE(r.out.find("// kernel k_rms_norm_reduce  grid=(32, 1, 1) block=(256, 1, 1) smem=0  args: x, p_weight, rms_norm\n"
+                       "extern \"C\" __global__ __launch_bounds__(256) void k_rms_norm_reduce("),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("rms_norm[a0, a1, a3] = v5"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '{') - std::count(r.out.begin(), r.out.end(), '}'), 0) << r.out;
+  for (const char* piece : {"__shared__ __align__(16) float x_smem[2048];", "cp.async.ca.shared.global",
+                            "__shfl_xor_sync(0xffffffff, acc0, 16, 32)", "rsqrtf(", "rms_norm[a1 * 2048 + a4] = v10;"}) {
+    EXPECT_NE(r.out.find(piece), std::string::npos) << piece << "\n" << r.out;
+  }
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
@@ -73,10 +74,10 @@ TEST(Cli, IrStageWithoutPassesIsRefusedWithTheFurthestStage) {
   EXPECT_NE(r.err.find("furthest stage it reaches is 'torch'"), std::string::npos) << r.err;
 }
 
-TEST(Cli, RunAndTuneSayTheirMachineryIsNotInstalled) {
-  auto r = run_cli({"run", "-c", kRmsNorm});
+TEST(Cli, RunNamesAMissingTargetAndTuneItsMissingTuner) {
+  auto r = run_cli({"run", "--target", "nosuch", "-c", kRmsNorm});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("tessera run: no target plugin"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tessera run: no target plugin 'nosuch' is installed"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   r = run_cli({"tune", "-c", kRmsNorm});
   EXPECT_EQ(r.exit_code, 2);
@@ -173,7 +174,7 @@ TEST(Cli, VeryVerbosePrintsSkipsAndPassLines) {
 
 TEST(Cli, DumpDirHoldsEveryStageAsTextAndJson) {
   TempDir tmp;
-  auto r = run_cli({"compile", "-c", kRmsNorm, "--dump-dir", tmp.path() + "/dump"});
+  auto r = run_cli({"compile", "-c", kRmsNorm, "--ir", "loop", "--dump-dir", tmp.path() + "/dump"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (std::string f : {"0_input.txt", "0_input.json", "1_torch.txt", "1_torch.json", "2_tensor.txt",
                         "2_tensor.json", "3_loop.txt", "3_loop.json"})

@@ -269,55 +269,7 @@ TEST_F(MaterializeTest, RejectsCombineOverAnOddBlock) {
 
 // ---- the differential corpus through the real tile pipeline ----
 
-class MaterializeCorpusTest : public MaterializeTest,
-                              public ::testing::WithParamInterface<test::CorpusProgram> {};
-
-// Every corpus program lowered Torch -> Kernel IR verifies as Kernel IR and, on the sim target,
-// computes what the reference evaluator computes.
-TEST_P(MaterializeCorpusTest, VerifiesAndSimulatesLikeTheReference) {
-  Expected<DeviceTable> table = DeviceTable::load_default();
-  ASSERT_TRUE(table) << table.error().render();
-  const DeviceDesc* h100 = table->find("h100");
-  ASSERT_NE(h100, nullptr);
-  device_ = *h100;
-  std::unique_ptr<Frontend> frontend = host_->registry().make_frontend("torch_expr");
-  ASSERT_NE(frontend, nullptr);
-  Expected<Graph> torch = frontend->import(FrontendInput{GetParam().text, "<-c>"}, {});
-  ASSERT_TRUE(torch) << torch.error().render();
-  Graph g = *torch;
-  for (const char* name : {"decompose", "compose_index_maps", "canonicalize", "lift", "fuse",
-                           "dedup_loads", "canonicalize", "tileify", "launch_geometry",
-                           "cooperative_reduce", "stage_inputs", "async_copy", "mark_unroll",
-                           "canonicalize", "materialize", "canonicalize"}) {
-    std::unique_ptr<Pass> pass = host_->registry().make_pass(name);
-    ASSERT_NE(pass, nullptr) << name;
-    PassContext ctx(name, std::string("x:000_") + name, pass->knobs(), {}, {}, &device_, &diags_);
-    Status s = pass->run(g, ctx);
-    ASSERT_TRUE(s) << name << ": " << s.message() << "\n" << print_graph(g);
-  }
-  Status v = verify_graph(g, Dialect::Kernel);
-  ASSERT_TRUE(v) << v.message() << "\n" << print_graph(g);
-
-  std::unique_ptr<Target> sim = host_->registry().make_target("sim");
-  if (sim == nullptr) GTEST_SKIP() << "the sim target is not built";
-  ValueMap inputs = make_inputs(*torch, 7);
-  Expected<ValueMap> expected = evaluate_reference(*torch, inputs);
-  ASSERT_TRUE(expected) << expected.error().render();
-  TargetOptions options;
-  options.device = &device_;
-  Expected<TargetRun> run = sim->execute(g, inputs, options);
-  ASSERT_TRUE(run) << run.error().render() << "\n" << print_graph(g);
-  // The simulator computes in float32 and the reference in double: outputs near zero after
-  // cancellation (rotate-half) are compared against a floor of 1e-2 rather than relatively.
-  Expected<ValueComparison> cmp = compare_values(*expected, run->outputs, torch->outputs(), 1e-2);
-  ASSERT_TRUE(cmp) << cmp.error().render();
-  EXPECT_GT(cmp->elements, 0) << "nothing was compared";
-  EXPECT_TRUE(cmp->within(1e-4)) << cmp->str() << "\n" << print_graph(g);
-}
-
-INSTANTIATE_TEST_SUITE_P(Corpus, MaterializeCorpusTest,
-                         ::testing::ValuesIn(test::differential_corpus()),
-                         [](const auto& info) { return test::corpus_test_name(info.param); });
+// Every corpus program through materialize and the simulator: tests/e2e/random_knobs_test.cpp.
 
 }  // namespace
 }  // namespace tessera

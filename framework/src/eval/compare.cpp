@@ -57,4 +57,17 @@ Expected<ValueComparison> compare_values(const ValueMap& expected, const ValueMa
   return c;
 }
 
+
+
+Expected<ValueComparison> compare_output(const ValueMap& expected, const ValueMap& actual,
+                                         const std::string& name) {
+  auto e = expected.find(name);
+  if (e == expected.end()) return make_error("compare_output: no expected value for '" + name + "'").at_node(name);
+  double scale = 0.0;
+  for (double v : e->second.data) {
+    if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
+  }
+  return compare_values(expected, actual, {name}, std::max(kOutputRelFloorScale * scale, 1e-30));
+}
+
 }  // namespace tessera

@@ -62,4 +62,13 @@ struct ValueComparison {
 Expected<ValueComparison> compare_values(const ValueMap& expected, const ValueMap& actual,
                                          const std::vector<std::string>& names = {}, double rel_floor = 1e-6);
 
+// How a compiled program's output `name` is checked against the reference (tessera run, the
+// simulator and random-knob tests): the relative error of an element is
+// |a - e| / max(|e|, 1e-3 * max|e| over the tensor) — relative where values are large, and
+// absolute at the tensor's scale where a cancellation (x - mean) leaves values near 0, which f32
+// cannot reproduce to 1e-4 relative against a double-precision reference.
+inline constexpr double kOutputRelFloorScale = 1e-3;
+Expected<ValueComparison> compare_output(const ValueMap& expected, const ValueMap& actual,
+                                         const std::string& name);
+
 }  // namespace tessera
