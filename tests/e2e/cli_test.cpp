@@ -84,6 +84,43 @@ TEST(Cli, RunNamesAMissingTargetAndTuneItsMissingTuner) {
   EXPECT_NE(r.err.find("tessera tune: no tuner plugin 'mcts'"), std::string::npos) << r.err;
 }
 
+TEST(Cli, RunOnTheSimulatorChecksEveryOutput) {
+  auto r = run_cli({"run", "--target", "sim", "-c", kRmsNorm});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("target: sim  device: h100 (sm_90)  inputs: seed 0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  k_rms_norm_reduce  grid=(32, 1, 1) block=(256, 1, 1)  -> rms_norm\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  rms_norm  max abs err "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(65536 elements, rtol 0.0001)  ok\n"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+
+  // auto falls back to sim, saying why, when there is no GPU.
+  auto a = run_cli({"run", "-c", "x=torch.randn(4,6); torch.softmax(x, -1)", "--sample-knobs", "3"});
+  if (a.err.find("note: running on the sim target (") != std::string::npos) {
+    EXPECT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_NE(a.out.find("knobs: sampled (seed 3)"), std::string::npos) << a.out;
+  }
+}
+
+TEST(Cli, RunExitCodesTellMismatchFromCompileError) {
+  // f32 cannot match a double-precision reference to 1e-15: the output is reported, exit 1.
+  auto r = run_cli({"run", "--target", "sim", "--rtol", "1e-15", "-c", kRmsNorm});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("  MISMATCH\n"), std::string::npos) << r.out;
+  // A program that does not compile never runs: exit 2, with the location.
+  r = run_cli({"run", "--target", "sim", "-c", "torch.randn(4,6) @@ 2"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("<-c>:1:"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(Cli, RunOnCudaWithoutAGpuFailsCleanly) {
+  auto r = run_cli({"run", "--target", "cuda", "-c", kRmsNorm});
+  if (r.exit_code == 0) GTEST_SKIP() << "a GPU is present: the cuda target ran";
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("error: tessera run: target 'cuda' cannot run here: "), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(Cli, PrintPipelineRoundTrips) {
   TempDir tmp;
   auto first = run_cli({"compile", "--print-pipeline"});
