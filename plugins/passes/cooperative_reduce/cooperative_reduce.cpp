@@ -43,31 +43,6 @@ int64_t next_pow2(int64_t v) {
   return p;
 }
 
-// Every name bound in a body, so the new thread axis cannot capture an existing one.
-std::set<std::string> bound_names(const Stmt& tile) {
-  struct Collector final : StmtVisitor {
-    std::set<std::string> names;
-    void visit_Tile(const Tile& s) override {
-      for (const TileAxis& a : s.axes) names.insert(a.name);
-      StmtVisitor::visit_Tile(s);
-    }
-    void visit_Loop(const Loop& s) override {
-      names.insert(s.var);
-      StmtVisitor::visit_Loop(s);
-    }
-    void visit_StridedLoop(const StridedLoop& s) override {
-      names.insert(s.var);
-      StmtVisitor::visit_StridedLoop(s);
-    }
-    void visit_Load(const Load& s) override { names.insert(s.dst); }
-    void visit_Assign(const Assign& s) override { names.insert(s.dst); }
-    void visit_Select(const Select& s) override { names.insert(s.dst); }
-    void visit_Init(const Init& s) override { names.insert(s.acc); }
-  } collector;
-  collector.visit(tile);
-  return collector.names;
-}
-
 bool reads_buffer(const Body& body, const std::string& buffer) {
   struct Finder final : StmtVisitor {
     std::string buffer;
@@ -199,7 +174,7 @@ class CooperativeReducePass final : public Pass {
       Expected<int64_t> threads = ctx.choose_int("THREADS", *n, candidates, heuristic);
       if (!threads) return std::move(threads).error();
 
-      std::set<std::string> taken = bound_names(kernel->body[0]);
+      std::set<std::string> taken = bound_names(kernel->body);
       std::string thread = "t";
       for (int i = 1; taken.count(thread); ++i) thread = "t_" + std::to_string(i);
       Tile out;

@@ -48,81 +48,6 @@ int64_t next_pow2(int64_t v) {
   return p;
 }
 
-// Substitutes the split axes and simplifies every expression with the ranges known at its
-// position: the new Tile axes plus every enclosing loop with bounded begin and end.
-class RangeAwareSimplifier final : public StmtMutator {
- public:
-  RangeAwareSimplifier(std::map<std::string, Expr> substitution, RangeMap ranges)
-      : substitution_(std::move(substitution)), ranges_(std::move(ranges)) {}
-
-  Expr mutate_expr(const Expr& e) override {
-    if (!e.defined()) return e;
-    Expr out = simplify(substitute(e, substitution_), ranges_);
-    return structurally_equal(out, e) ? e : out;
-  }
-
-  Stmt mutate_Loop(const Loop& s, const Stmt&) override {
-    Loop out = s;
-    out.begin = mutate_expr(s.begin);
-    out.end = mutate_expr(s.end);
-    std::optional<Interval> saved;
-    if (auto it = ranges_.find(s.var); it != ranges_.end()) saved = it->second;
-    std::optional<Interval> lo = bound_of(out.begin, ranges_), hi = bound_of(out.end, ranges_);
-    if (lo && hi && hi->hi - 1 >= lo->lo) {
-      ranges_[s.var] = Interval{lo->lo, hi->hi - 1};
-    } else {
-      ranges_.erase(s.var);
-    }
-    out.body = mutate_body(s.body);
-    if (saved) {
-      ranges_[s.var] = *saved;
-    } else {
-      ranges_.erase(s.var);
-    }
-    return out;
-  }
-
- private:
-  std::map<std::string, Expr> substitution_;
-  RangeMap ranges_;
-};
-
-// Every name bound in a body, so new axis names cannot capture an existing one.
-std::set<std::string> bound_names(const Stmt& tile) {
-  struct Collector final : StmtVisitor {
-    std::set<std::string> names;
-    void visit_Tile(const Tile& s) override {
-      for (const TileAxis& a : s.axes) names.insert(a.name);
-      StmtVisitor::visit_Tile(s);
-    }
-    void visit_Loop(const Loop& s) override {
-      names.insert(s.var);
-      StmtVisitor::visit_Loop(s);
-    }
-    void visit_StridedLoop(const StridedLoop& s) override {
-      names.insert(s.var);
-      StmtVisitor::visit_StridedLoop(s);
-    }
-    void visit_Load(const Load& s) override { names.insert(s.dst); }
-    void visit_Assign(const Assign& s) override { names.insert(s.dst); }
-    void visit_Select(const Select& s) override { names.insert(s.dst); }
-    void visit_Init(const Init& s) override { names.insert(s.acc); }
-  } collector;
-  collector.visit(tile);
-  return collector.names;
-}
-
-bool has_collective(const Body& body) {
-  struct Finder final : StmtVisitor {
-    bool found = false;
-    void visit_Stage(const Stage&) override { found = true; }
-    void visit_Combine(const Combine&) override { found = true; }
-    void visit_AsyncWait(const AsyncWait&) override { found = true; }
-  } finder;
-  finder.visit(body);
-  return finder.found;
-}
-
 // Which parallel axes each bound name depends on (through indices and computed values).
 class AxisDependences final : public StmtVisitor {
  public:
@@ -289,7 +214,7 @@ class LaunchGeometryPass final : public Pass {
     std::vector<TileAxis> thread_axes, block_axes;
     std::map<std::string, Expr> substitution;
     ExprList guards;
-    std::set<std::string> taken = bound_names(Stmt(tile));
+    std::set<std::string> taken = bound_names(Body{Stmt(tile)});
     size_t unsplit = tile.axes.size();  // axes [0, unsplit) just become BLOCK
     if (*bn > 1) {
       SplitAxis n_split = split(inner, *bn, taken);
@@ -329,10 +254,9 @@ class LaunchGeometryPass final : public Pass {
     out.axes.insert(out.axes.end(), block_axes.begin(), block_axes.end());
     RangeMap ranges;
     for (const TileAxis& a : out.axes) ranges[a.name] = Interval{0, a.extent - 1};
-    RangeAwareSimplifier simplifier(substitution, ranges);
-    out.body = simplifier.mutate_body(tile.body);
+    out.body = substitute_and_simplify(tile.body, substitution, ranges);
     if (!guards.empty()) {
-      if (has_collective(out.body))
+      if (contains_collective(out.body))
         return ctx.error_at(node, "the tail guard would enclose a collective statement; bind the axes first");
       Expr guard = guards[0];
       for (size_t i = 1; i < guards.size(); ++i) guard = Expr::binary(ExprKind::And, guard, guards[i]);

@@ -26,22 +26,11 @@
 namespace tessera {
 namespace {
 
-bool has_collective(const Body& body) {
-  struct Finder final : StmtVisitor {
-    bool found = false;
-    void visit_Stage(const Stage&) override { found = true; }
-    void visit_Combine(const Combine&) override { found = true; }
-    void visit_AsyncWait(const AsyncWait&) override { found = true; }
-  } finder;
-  finder.visit(body);
-  return finder.found;
-}
-
 // The trip count of a loop mark_unroll may unroll, or nullopt.
 std::optional<int64_t> unrollable_trip(const Loop& loop) {
   if (loop.unroll != 0 || !loop.begin.is(ExprKind::Int) || !loop.end.is(ExprKind::Int)) return std::nullopt;
   const int64_t trip = loop.end.int_value() - loop.begin.int_value();
-  if (trip < 1 || has_collective(loop.body)) return std::nullopt;
+  if (trip < 1 || contains_collective(loop.body)) return std::nullopt;
   return trip;
 }
 

@@ -30,46 +30,6 @@
 namespace tessera {
 namespace {
 
-// Substitutes the dropped axes and simplifies every expression with the ranges known at its
-// position: the Tile axes plus every enclosing loop with bounded begin and end.
-class RangeAwareSimplifier final : public StmtMutator {
- public:
-  RangeAwareSimplifier(std::map<std::string, Expr> substitution, RangeMap ranges)
-      : substitution_(std::move(substitution)), ranges_(std::move(ranges)) {}
-
-  Expr mutate_expr(const Expr& e) override {
-    if (!e.defined()) return e;
-    Expr out = simplify(substitute(e, substitution_), ranges_);
-    // Keep the old node when nothing changed, so unchanged subtrees stay shared.
-    return structurally_equal(out, e) ? e : out;
-  }
-
-  Stmt mutate_Loop(const Loop& s, const Stmt&) override {
-    Loop out = s;
-    out.begin = mutate_expr(s.begin);
-    out.end = mutate_expr(s.end);
-    std::optional<Interval> saved;
-    if (auto it = ranges_.find(s.var); it != ranges_.end()) saved = it->second;
-    std::optional<Interval> lo = bound_of(out.begin, ranges_), hi = bound_of(out.end, ranges_);
-    if (lo && hi && hi->hi - 1 >= lo->lo) {
-      ranges_[s.var] = Interval{lo->lo, hi->hi - 1};
-    } else {
-      ranges_.erase(s.var);
-    }
-    out.body = mutate_body(s.body);
-    if (saved) {
-      ranges_[s.var] = *saved;
-    } else {
-      ranges_.erase(s.var);
-    }
-    return out;
-  }
-
- private:
-  std::map<std::string, Expr> substitution_;
-  RangeMap ranges_;
-};
-
 bool has_reduce_loop(const Body& body) {
   struct Finder final : StmtVisitor {
     bool found = false;
@@ -105,8 +65,8 @@ Stmt tile_of(const Body& loop_body) {
     }
     body = &loop.body;
   }
-  RangeAwareSimplifier simplifier(std::move(dropped), std::move(ranges));
-  return Tile{std::move(axes), simplifier.mutate_body(*body)};
+  // The dropped axes become 0; every expression is simplified with the ranges at its position.
+  return Tile{std::move(axes), substitute_and_simplify(*body, dropped, std::move(ranges))};
 }
 
 class TileifyPass final : public Pass {

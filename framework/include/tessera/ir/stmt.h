@@ -16,7 +16,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -467,6 +469,18 @@ class StmtMutator {
 // Printing: one statement per line, bodies indented by two spaces per level.
 std::string print_body(const Body& b, int indent = 0);
 std::string print_stmt(const Stmt& s, int indent = 0);
+
+// Every name `body` binds at any depth (axes, loaded and computed values, accumulators, kernel-local
+// buffers): the names a pass must avoid when it invents one.
+std::set<std::string> bound_names(const Body& body);
+
+// Whether `body` holds a collective Tile IR statement (Stage, Combine, AsyncWait) at any depth.
+bool contains_collective(const Body& body);
+
+// Replaces the Vars named in `replacements` in every expression of `body`, then simplifies each
+// expression with `ranges` plus the ranges of the Loops enclosing it.
+Body substitute_and_simplify(const Body& body, const std::map<std::string, Expr>& replacements,
+                             RangeMap ranges);
 
 // Canonical renaming: bound names become a0.., in0.., v0.., acc0.. in order of first definition
 // (depth-first, textual order), references follow. Buffers keep their names. Structurally equal
