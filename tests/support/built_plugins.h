@@ -7,7 +7,10 @@
 #include <memory>
 #include <string>
 
+#include "tessera/frontend/frontend.h"
+#include "tessera/ir/graph.h"
 #include "tessera/plugin/plugin_host.h"
+#include "tessera/plugin/registry.h"
 
 namespace tessera::test {
 
@@ -19,6 +22,19 @@ class BuiltPluginsTest : public ::testing::Test {
     load_error_ = s ? "" : s.message();
   }
   static void TearDownTestSuite() { host_.reset(); }
+
+  // Traces a torch_expr program into Torch IR (an empty graph and a test failure when it fails).
+  static Graph trace(const std::string& text) {
+    std::unique_ptr<Frontend> frontend = host_->registry().make_frontend("torch_expr");
+    EXPECT_NE(frontend, nullptr);
+    if (!frontend) return Graph();
+    Expected<Graph> g = frontend->import(FrontendInput{text, "<-c>"}, {});
+    if (!g) {
+      ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
+      return Graph();
+    }
+    return std::move(*g);
+  }
 
   inline static std::unique_ptr<PluginHost> host_;
   inline static std::string load_error_;  // why loading failed ("" when it did not)

@@ -32,18 +32,6 @@ class FuseTest : public test::BuiltPluginsTest {
  protected:
   void SetUp() override { ASSERT_TRUE(load_error_.empty()) << load_error_; }
 
-  Graph trace(const std::string& text) {
-    std::unique_ptr<Frontend> frontend = host_->registry().make_frontend("torch_expr");
-    EXPECT_NE(frontend, nullptr);
-    if (!frontend) return Graph();
-    Expected<Graph> g = frontend->import(FrontendInput{text, "<-c>"}, {});
-    if (!g) {
-      ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
-      return Graph();
-    }
-    return std::move(*g);
-  }
-
   // Runs pass `name`; its skips are appended to `skips` when given.
   Status run_pass(const std::string& name, Graph& g, std::vector<PassContext::Skip>* skips = nullptr) {
     std::unique_ptr<Pass> pass = host_->registry().make_pass(name);

@@ -38,18 +38,6 @@ class LiftTest : public test::BuiltPluginsTest {
     device_.arch = "sm_90";
   }
 
-  Graph trace(const std::string& text) {
-    std::unique_ptr<Frontend> frontend = host_->registry().make_frontend("torch_expr");
-    EXPECT_NE(frontend, nullptr);
-    if (!frontend) return Graph();
-    Expected<Graph> g = frontend->import(FrontendInput{text, "<-c>"}, {});
-    if (!g) {
-      ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
-      return Graph();
-    }
-    return std::move(*g);
-  }
-
   static PipelineSpec loop_pipeline(bool dedup) {
     PipelineSpec spec;
     spec.name = dedup ? "lift_dedup" : "lift";

@@ -41,18 +41,6 @@ class TilePassesTest : public test::BuiltPluginsTest {
     ASSERT_NE(device_, nullptr);
   }
 
-  Graph trace(const std::string& text) {
-    std::unique_ptr<Frontend> frontend = host_->registry().make_frontend("torch_expr");
-    EXPECT_NE(frontend, nullptr);
-    if (!frontend) return Graph();
-    Expected<Graph> g = frontend->import(FrontendInput{text, "<-c>"}, {});
-    if (!g) {
-      ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
-      return Graph();
-    }
-    return std::move(*g);
-  }
-
   Status run_pass(const std::string& name, Graph& g, std::vector<KnobPin> pins = {},
                   std::vector<PassContext::Skip>* skips = nullptr) {
     std::unique_ptr<Pass> pass = host_->registry().make_pass(name);
