@@ -64,10 +64,12 @@ Expected<ValueComparison> compare_values(const ValueMap& expected, const ValueMa
 
 // How a compiled program's output `name` is checked against the reference (tessera run, the
 // simulator and random-knob tests): the relative error of an element is
-// |a - e| / max(|e|, 1e-3 * max|e| over the tensor) — relative where values are large, and
-// absolute at the tensor's scale where a cancellation (x - mean) leaves values near 0, which f32
-// cannot reproduce to 1e-4 relative against a double-precision reference.
-inline constexpr double kOutputRelFloorScale = 1e-3;
+// |a - e| / max(|e|, 1e-2 * max|e| over the tensor) — relative where values are large, and
+// absolute at 1% of the tensor's scale where values are near 0. An f32 program cannot do better
+// than that against a double-precision reference: a cancellation (x - mean) or a long f32 sum
+// (a K = 512 dot product) leaves an absolute error of many f32 ulps of the operands' scale in
+// elements that end up near 0.
+inline constexpr double kOutputRelFloorScale = 1e-2;
 Expected<ValueComparison> compare_output(const ValueMap& expected, const ValueMap& actual,
                                          const std::string& name);
 
