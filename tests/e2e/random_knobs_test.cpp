@@ -49,11 +49,14 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
 
   // Compiles `text` to Kernel IR (sampling knobs with `seed` when given), simulates it and
   // compares every output with the reference. Failures name the schedule.
-  void check(const std::string& text, std::optional<uint64_t> seed) {
-    const std::string schedule = seed ? "sampled schedule seed " + std::to_string(*seed) : "heuristic schedule";
+  void check(const std::string& text, std::optional<uint64_t> seed, DType dtype = DType::F32) {
+    const std::string schedule = std::string(dtype_short_name(dtype)) + ", " +
+                                 (seed ? "sampled schedule seed " + std::to_string(*seed) : "heuristic schedule");
     auto frontend = host_->registry().make_frontend("torch_expr");
     ASSERT_NE(frontend, nullptr);
-    auto traced = frontend->import(FrontendInput{text, "<-c>"}, {});
+    FrontendOptions options;
+    options.dtype = dtype;
+    auto traced = frontend->import(FrontendInput{text, "<-c>"}, options);
     ASSERT_TRUE(traced) << traced.error().render();
     const Graph torch = *traced;
     Graph g = torch;
@@ -86,7 +89,7 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
     for (const std::string& out : torch.outputs()) {
       auto cmp = compare_output(*expected, ran->outputs, out);
       ASSERT_TRUE(cmp) << cmp.error().render();
-      EXPECT_TRUE(cmp->within(1e-4)) << schedule << ": " << cmp->str() << "\n" << print_graph(g);
+      EXPECT_TRUE(cmp->within(default_output_rtol(dtype))) << schedule << ": " << cmp->str() << "\n" << print_graph(g);
     }
   }
 
@@ -102,6 +105,13 @@ TEST_P(RandomKnobsTest, SampledSchedulesMatchReference) {
     check(GetParam().text, seed);
     if (HasFailure()) return;
   }
+}
+
+// Half-precision storage: 2-byte slabs stay synchronous (cp.async moves 4 bytes at least) and
+// every load and store converts.
+TEST_P(RandomKnobsTest, Bf16AndF16SchedulesMatchReference) {
+  check(GetParam().text, std::nullopt, DType::BF16);
+  check(GetParam().text, 11, DType::F16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::differential_corpus()),

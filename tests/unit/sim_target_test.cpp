@@ -285,7 +285,7 @@ TEST_F(SimTargetTest, WritesConvertToTheOutputDtype) {
     EXPECT_EQ(y.type.dtype, dt);
     for (size_t i = 0; i < x.size(); ++i) {
       double f = static_cast<double>(static_cast<float>(x[i]));
-      double expected = dt == DType::Bool ? (x[i] != 0.0 ? 1.0 : 0.0) : dtype_is_float(dt) ? f : std::trunc(f);
+      double expected = dt == DType::Bool ? (x[i] != 0.0 ? 1.0 : 0.0) : dtype_is_float(dt) ? round_to_storage(f, dt) : std::trunc(f);
       EXPECT_EQ(y.data[i], expected) << dtype_name(dt) << " element " << i;
     }
   }

@@ -70,4 +70,12 @@ Expected<ValueComparison> compare_output(const ValueMap& expected, const ValueMa
   return compare_values(expected, actual, {name}, std::max(kOutputRelFloorScale * scale, 1e-30));
 }
 
+double default_output_rtol(DType dtype) {
+  switch (dtype) {
+    case DType::F16: return 2e-2;
+    case DType::BF16: return 1e-1;
+    default: return 1e-4;
+  }
+}
+
 }  // namespace tessera

@@ -77,7 +77,7 @@ Expected<TensorValue> constant_data(const ConstantOp& op, const TensorType& type
     if (op.init == "randn" || op.init == "rand")
       for (double& v : data) v *= op.scale;
   }
-  for (double& v : data) v = conform_to_dtype(v, type.dtype);
+  for (double& v : data) v = round_to_storage(v, type.dtype);
   return TensorValue(type, std::move(data));
 }
 
@@ -86,7 +86,7 @@ Expected<TensorValue> input_data(const InputOp& op, const TensorType& type, cons
   SplitMix64 mixer(seed ^ fnv1a(node_id));
   TESSERA_ASSIGN_OR_RETURN(std::vector<double> data,
                            generate_data(op.init, mixer.next(), op.fill, num_elements(type.shape)));
-  for (double& v : data) v = conform_to_dtype(v, type.dtype);
+  for (double& v : data) v = round_to_storage(v, type.dtype);
   return TensorValue(type, std::move(data));
 }
 

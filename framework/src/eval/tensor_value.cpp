@@ -1,6 +1,7 @@
 // TensorValue and the row-major index helpers shared by the CPU evaluators.
 #include "tessera/eval/tensor_value.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
@@ -46,6 +47,31 @@ bool next_index(std::vector<int64_t>& index, const Shape& shape) {
     index[i] = 0;
   }
   return false;
+}
+
+namespace {
+
+// Rounds a finite `v` to `bits` significant bits (ties to even), with `min_exp` the exponent of the
+// smallest normal number and `max_finite` the largest finite value of the format.
+double round_to_bits(double v, int bits, int min_exp, double max_finite) {
+  if (!std::isfinite(v) || v == 0.0) return v;
+  int e = 0;
+  std::frexp(v, &e);                       // v = m * 2^e, 0.5 <= |m| < 1
+  const int quantum_exp = std::max(e, min_exp + 1) - bits;  // below min normal: fixed quantum
+  double r = std::ldexp(std::nearbyint(std::ldexp(v, -quantum_exp)), quantum_exp);
+  if (std::fabs(r) > max_finite) return std::copysign(INFINITY, v);
+  return r;
+}
+
+}  // namespace
+
+double round_to_storage(double v, DType dtype) {
+  switch (dtype) {
+    case DType::F32: return std::isfinite(v) ? static_cast<double>(static_cast<float>(v)) : v;
+    case DType::F16: return round_to_bits(v, 11, -14, 65504.0);
+    case DType::BF16: return round_to_bits(static_cast<double>(static_cast<float>(v)), 8, -126, 3.3895313892515355e38);
+    default: return conform_to_dtype(v, dtype);
+  }
 }
 
 double conform_to_dtype(double v, DType dtype) {

@@ -7,7 +7,9 @@
 //     x_smem = Stage(x, ...)             x_smem = Stage(x, ...) async
 //     acc0 = init(0.0)             ->    AsyncWait(keep=0)
 //                                        acc0 = init(0.0)
-// Accepts: Tile IR; nodes without sync Stages are left alone.
+// Only Stages of elements of 4 bytes or more switch: cp.async moves 4, 8 or 16 bytes, so a slab of
+//   f16 / bf16 elements stays synchronous (until copies are vectorized).
+// Accepts: Tile IR; nodes without such sync Stages are left alone.
 // Knob ASYNC (bool). Heuristic: true when the device's arch (ctx.device().arch, sm_XY) is sm_80 or
 //   newer, where cp.async exists. Below sm_80 the pass skips every node with a reason and asks
 //   nothing.
@@ -45,14 +47,35 @@ std::optional<int> arch_number(const std::string& arch) {
 
 bool is_sync(const Stage& s) { return s.transport.empty() || s.transport == "sync"; }
 
+// The smallest cp.async moves 4 bytes: one element of a 4- or 8-byte dtype.
+constexpr int kMinAsyncCopyBytes = 4;
+
+// Whether a Stage may switch to cp.async: synchronous, with elements cp.async can move one by one.
+class AsyncCandidate {
+ public:
+  explicit AsyncCandidate(const Graph& g) : graph_(g) {}
+  bool operator()(const Stage& s) const {
+    const Node* source = graph_.find(s.buffer);
+    return is_sync(s) && source != nullptr && dtype_bytes(source->type.dtype) >= kMinAsyncCopyBytes;
+  }
+
+ private:
+  const Graph& graph_;
+};
+
 class SyncStageFinder final : public StmtVisitor {
  public:
-  void visit_Stage(const Stage& s) override { found |= is_sync(s); }
+  explicit SyncStageFinder(AsyncCandidate candidate) : candidate_(candidate) {}
+  void visit_Stage(const Stage& s) override { found |= candidate_(s); }
   bool found = false;
+
+ private:
+  AsyncCandidate candidate_;
 };
 
 class AsyncStager final : public StmtMutator {
  public:
+  explicit AsyncStager(AsyncCandidate candidate) : candidate_(candidate) {}
   Body mutate_body(const Body& b) override {
     Body out;
     for (size_t i = 0; i < b.size(); ++i) {
@@ -64,7 +87,7 @@ class AsyncStager final : public StmtMutator {
       bool switched = false;
       for (; i < b.size() && b[i].is<Stage>(); ++i) {
         Stage s = *b[i].as<Stage>();
-        if (is_sync(s)) {
+        if (candidate_(s)) {
           s.transport = "async";
           switched = true;
         }
@@ -75,6 +98,9 @@ class AsyncStager final : public StmtMutator {
     }
     return out;
   }
+
+ private:
+  AsyncCandidate candidate_;
 };
 
 class AsyncCopyPass final : public Pass {
@@ -93,7 +119,7 @@ class AsyncCopyPass final : public Pass {
     for (Node* n : g.nodes()) {
       const auto* kernel = n->op_as<TileOp>();
       if (kernel == nullptr) continue;
-      SyncStageFinder finder;
+      SyncStageFinder finder{AsyncCandidate(g)};
       finder.visit(kernel->body);
       if (!finder.found) continue;
       if (!supported) {
@@ -102,7 +128,7 @@ class AsyncCopyPass final : public Pass {
       }
       TESSERA_ASSIGN_OR_RETURN(bool async, ctx.choose_bool("ASYNC", *n, true));
       if (!async) continue;
-      AsyncStager stager;
+      AsyncStager stager{AsyncCandidate(g)};
       auto op = std::make_unique<TileOp>(*kernel);
       op->body = canonicalize_names(stager.mutate_body(kernel->body));
       n->op = std::move(op);

@@ -208,7 +208,7 @@ class BlockExecutor {
     if (g.is_output && output_writer_[static_cast<size_t>(flat)] < 0)
       return fail(s, lane, "reads output element " + index_str(g.name, unflatten_index(flat, g.value->type.shape)) +
                                " before any thread writes it");
-    return to_float(conform_to_dtype(g.value->data[static_cast<size_t>(flat)], g.value->type.dtype));
+    return to_float(round_to_storage(g.value->data[static_cast<size_t>(flat)], g.value->type.dtype));
   }
 
   Status store(const SimStmt& s, BufferRef b, const std::vector<const double*>& index, int lane, int64_t extra, double v) {
@@ -231,7 +231,7 @@ class BlockExecutor {
     }
     writer = thread;
     DType dt = g.value->type.dtype;
-    g.value->data[static_cast<size_t>(flat)] = conform_to_dtype(dtype_is_float(dt) ? to_float(v) : v, dt);
+    g.value->data[static_cast<size_t>(flat)] = round_to_storage(dtype_is_float(dt) ? to_float(v) : v, dt);
     return Status::ok();
   }
 

@@ -77,8 +77,7 @@ std::string SharedMemory::write(int buffer, int64_t flat, int lane, const SimStm
   e.writer_stmt = &at;
   e.initialized = true;
   Buffer& b = buffers_[static_cast<size_t>(buffer)];
-  double v = dtype_is_float(b.decl.dtype) ? static_cast<double>(static_cast<float>(value)) : value;
-  b.data[static_cast<size_t>(flat)] = conform_to_dtype(v, b.decl.dtype);
+  b.data[static_cast<size_t>(flat)] = round_to_storage(value, b.decl.dtype);
   return {};
 }
 

@@ -41,8 +41,9 @@ Expected<std::vector<double>> generate_data(const std::string& init, uint64_t se
 Expected<TensorValue> constant_data(const ConstantOp& op, const TensorType& type);
 
 // The data of an InputOp: init randn / rand draw from a stream derived from (`seed`, `node_id`), so
-// adding an input does not change the others; zeros / ones / full as named. Integer and bool
-// inputs drawn at random are rounded by conform_to_dtype.
+// adding an input does not change the others; zeros / ones / full as named. Every value is what
+// the dtype stores (round_to_storage: f32 / f16 / bf16 rounding, integers truncated), for inputs
+// and constants alike, so the reference sees exactly the data a GPU buffer would hold.
 Expected<TensorValue> input_data(const InputOp& op, const TensorType& type, const std::string& node_id, uint64_t seed);
 
 // Data for every InputOp of `graph`, by node id. Inputs whose init is unknown are left out (the

@@ -46,4 +46,9 @@ bool next_index(std::vector<int64_t>& index, const Shape& shape);
 // bool is 0 or 1, floating types stay double (the evaluators do not model f32 rounding).
 double conform_to_dtype(double v, DType dtype);
 
+// The value a buffer of `dtype` holds on the GPU: f32 rounds to float, f16 and bf16 to their
+// nearest representable value (ties to even; overflow to infinity), integers and bool as
+// conform_to_dtype. What the simulator stores, so it matches the storage of the CUDA target.
+double round_to_storage(double v, DType dtype);
+
 }  // namespace tessera
