@@ -1,4 +1,5 @@
 // `tessera compile`: run the pipeline up to a stage and print that stage's IR.
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -6,15 +7,51 @@
 #include "commands.h"
 #include "compile_program.h"
 #include "tessera/ir/printer.h"
+#include "tessera/target/target.h"
 #include "tessera/ir/serialize.h"
 #include "tessera/tune/choice_source.h"
 
 namespace tessera::cli {
 
+namespace {
+
+// The kernel cache directory: --cache-dir, else $XDG_CACHE_HOME/tessera, else ~/.cache/tessera
+// ("" when none of them is known: builds then skip the cache).
+std::string default_cache_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/tessera";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/tessera";
+  return "";
+}
+
+// `--ir cuda -v`: compiles every kernel with the cuda target (NVRTC, through the cache) and prints
+// one line per kernel to stderr.
+int build_kernels(const Session& session, const Graph& g, const std::string& cache_dir_flag) {
+  std::unique_ptr<Target> target = session.host.registry().make_target("cuda");
+  if (!target) {
+    std::cerr << "error: --ir cuda -v compiles the kernels with the cuda target, which is not loaded\n";
+    return kExitError;
+  }
+  TargetOptions to;
+  to.arch = session.pipeline.target.arch.empty() ? session.device->arch : session.pipeline.target.arch;
+  to.device = session.device;
+  to.cache_dir = default_cache_dir(cache_dir_flag);
+  auto built = target->build(g, to);
+  if (!built) return report(std::cerr, built.error());
+  for (const KernelBuild& k : *built) {
+    std::cerr << k.kernel << "  " << k.arch << "  regs " << k.registers << "  smem " << k.shared_bytes
+              << " B  spills " << (k.spill_store_bytes + k.spill_load_bytes) << " B  ("
+              << (k.from_cache ? "cached" : "compiled") << ")\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 int compile_command(int argc, char** argv, int first) {
   GlobalFlags flags;
   ProgramSource src;
-  std::string ir, emit = "text", dump_dir;
+  std::string ir, emit = "text", dump_dir, cache_dir;
   std::vector<std::string> print_after, print_diff;
   uint64_t sample_seed = 0;
   po::options_description desc("tessera compile options");
@@ -29,7 +66,8 @@ int compile_command(int argc, char** argv, int first) {
       ("print-diff", po::value(&print_diff)->value_name("PASS")->composing(), "print the diff of every application of PASS (its -vv block alone)")
       ("verify-each", "run the IR verifier after every pass")
       ("sample-knobs", po::value(&sample_seed)->value_name("SEED"), "pick a random valid value for every knob not pinned in the pipeline (seeded)")
-      ("dump-dir", po::value(&dump_dir)->value_name("DIR"), "write every stage to DIR as text and JSON");
+      ("dump-dir", po::value(&dump_dir)->value_name("DIR"), "write every stage to DIR as text and JSON")
+      ("cache-dir", po::value(&cache_dir)->value_name("DIR"), "kernel cache for --ir cuda -v (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)");
   add_global_options(desc, flags);
   auto args = strip_verbosity(argc, argv, first, flags.verbosity);
   po::variables_map vm;
@@ -77,6 +115,9 @@ int compile_command(int argc, char** argv, int first) {
   Status st = runner.run(*graph, diags);
   std::cerr << diags.render_all();
   if (!st) return report(std::cerr, st.error());
+  if (*stop == Dialect::Cuda && flags.verbosity >= 1) {
+    if (int code = build_kernels(*session, *graph, cache_dir); code != kExitOk) return code;
+  }
   return emit_output(flags, emit == "json" ? graph_to_json_text(*graph) : print_graph(*graph), std::cerr);
 }
 

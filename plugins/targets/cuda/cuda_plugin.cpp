@@ -1,5 +1,6 @@
 // The cuda plugin: the emit_cuda pass (Kernel IR -> CUDA C++) and the cuda target.
-// Docs: docs/targets.md "## cuda". Tests: tests/unit/cuda_emitter_test.cpp, tests/golden/emit_cuda/.
+// Docs: docs/targets.md "## cuda". Tests: tests/unit/cuda_emitter_test.cpp,
+// tests/unit/nvrtc_compiler_test.cpp, tests/golden/emit_cuda/.
 #include "cuda_target.h"
 #include "emit_cuda_pass.h"
 #include "tessera/plugin/plugin.h"

@@ -33,6 +33,19 @@ struct KernelLaunch {
   std::vector<int64_t> block{1, 1, 1};
 };
 
+// One kernel a target compiled ahead of running it (Target::build, `tessera compile --ir cuda -v`).
+struct KernelBuild {
+  std::string node;    // the graph node the kernel computes
+  std::string kernel;  // the kernel's name
+  std::string arch;    // sm_XX it was built for
+  int registers = 0;   // per thread, as ptxas reports them
+  int64_t shared_bytes = 0;
+  int64_t spill_store_bytes = 0;
+  int64_t spill_load_bytes = 0;
+  bool from_cache = false;  // served from the kernel cache (no compiler invocation)
+  std::string binary;       // the compiled image (a cubin for cuda)
+};
+
 struct TargetRun {
   ValueMap outputs;                   // the value of every graph output, by node id
   std::vector<KernelLaunch> launches;
@@ -53,6 +66,14 @@ class Target {
   // and statement at fault.
   virtual Expected<TargetRun> execute(const Graph& g, const ValueMap& inputs,
                                       const TargetOptions& options) = 0;
+  // Optional: compiles every kernel of `g` (lowered to input_dialect()) for options.arch, through
+  // the on-disk cache in options.cache_dir ("" = no cache), without running anything. Results are
+  // in graph order. Targets that compile nothing ahead (sim) keep this default error.
+  virtual Expected<std::vector<KernelBuild>> build(const Graph& g, const TargetOptions& options) {
+    (void)g;
+    (void)options;
+    return make_error("target " + std::string(name()) + " does not compile kernels");
+  }
 };
 
 }  // namespace tessera

@@ -1,0 +1,151 @@
+// KernelCache: compiled kernels on disk, content-addressed.
+//
+// An entry is `<dir>/<key>.cubin` (the image) and `<dir>/<key>.json` (kernel name, arch, ptxas
+// resources, cubin size and FNV-1a 64 checksum). The key hashes everything the cubin depends on
+// (source, arch, options, NVRTC version), so entries are never invalidated, only left unused; a
+// stale directory can be deleted at any time. Both files are written to a unique temp name and
+// renamed, so readers never see half an entry; an entry whose metadata does not parse or whose
+// cubin does not match its size and checksum is ignored (and overwritten by the next store).
+// The directory comes from TargetOptions::cache_dir (the CLI resolves the default).
+#include "kernel_cache.h"
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+namespace tessera {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using u128 = unsigned __int128;
+
+std::string hex128(u128 v) {
+  static const char* digits = "0123456789abcdef";
+  std::string s(32, '0');
+  for (int i = 31; i >= 0; --i, v >>= 4) s[i] = digits[static_cast<int>(v & 0xf)];
+  return s;
+}
+
+struct Fnv128 {
+  u128 h = (static_cast<u128>(0x6c62272e07bb0142ULL) << 64) | 0x62b821756295c58dULL;
+  void bytes(const std::string& s) {
+    const u128 prime = (static_cast<u128>(0x0000000001000000ULL) << 64) | 0x000000000000013BULL;
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= prime;
+    }
+  }
+  void field(const std::string& s) {
+    bytes(std::to_string(s.size()) + ":");
+    bytes(s);
+  }
+};
+
+std::string checksum64(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::optional<std::string> read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) return std::nullopt;
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Writes `data` to `path` through a temp file in the same directory and a rename.
+Status write_atomically(const fs::path& path, const std::string& data) {
+  static std::atomic<uint64_t> counter{0};  // unique temp names across this process's threads
+  std::ostringstream tmp_name;
+  tmp_name << path.filename().string() << ".tmp." << ::getpid() << "." << std::hash<std::thread::id>{}(std::this_thread::get_id())
+           << "." << counter++;
+  const fs::path tmp = path.parent_path() / tmp_name.str();
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return make_error("kernel cache: cannot write '" + tmp.string() + "'");
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!f.flush()) return make_error("kernel cache: cannot write '" + tmp.string() + "'");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return make_error("kernel cache: cannot rename into '" + path.string() + "'");
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string KernelCache::key(const std::string& source, const std::string& arch,
+                             const std::vector<std::string>& options, const std::string& nvrtc_version) {
+  Fnv128 h;
+  h.field("tessera-kernel-cache-v1");
+  h.field(source);
+  h.field(arch);
+  h.field(std::to_string(options.size()));
+  for (const std::string& o : options) h.field(o);
+  h.field(nvrtc_version);
+  return hex128(h.h);
+}
+
+std::optional<CompiledKernel> KernelCache::load(const std::string& key) const {
+  if (dir_.empty()) return std::nullopt;
+  auto meta_text = read_file(fs::path(dir_) / (key + ".json"));
+  auto cubin = read_file(fs::path(dir_) / (key + ".cubin"));
+  if (!meta_text || !cubin) return std::nullopt;
+  nlohmann::json meta = nlohmann::json::parse(*meta_text, nullptr, /*allow_exceptions=*/false);
+  if (!meta.is_object()) return std::nullopt;
+  try {
+    if (meta.at("cubin_bytes").get<int64_t>() != static_cast<int64_t>(cubin->size()) ||
+        meta.at("cubin_fnv1a64").get<std::string>() != checksum64(*cubin))
+      return std::nullopt;
+    CompiledKernel k;
+    k.kernel = meta.at("kernel").get<std::string>();
+    k.arch = meta.at("arch").get<std::string>();
+    k.cubin = std::move(*cubin);
+    const auto& r = meta.at("resources");
+    k.resources.registers = r.at("registers").get<int>();
+    k.resources.shared_bytes = r.at("shared_bytes").get<int64_t>();
+    k.resources.spill_store_bytes = r.at("spill_store_bytes").get<int64_t>();
+    k.resources.spill_load_bytes = r.at("spill_load_bytes").get<int64_t>();
+    return k;
+  } catch (const nlohmann::json::exception&) {  // a field missing or of the wrong type: corrupt
+    return std::nullopt;
+  }
+}
+
+Status KernelCache::store(const std::string& key, const CompiledKernel& k) const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return make_error("kernel cache: cannot create directory '" + dir_ + "': " + ec.message());
+  nlohmann::ordered_json meta;
+  meta["kernel"] = k.kernel;
+  meta["arch"] = k.arch;
+  meta["resources"] = {{"registers", k.resources.registers},
+                       {"shared_bytes", k.resources.shared_bytes},
+                       {"spill_store_bytes", k.resources.spill_store_bytes},
+                       {"spill_load_bytes", k.resources.spill_load_bytes}};
+  meta["cubin_bytes"] = k.cubin.size();
+  meta["cubin_fnv1a64"] = checksum64(k.cubin);
+  // The cubin first: a reader that finds the metadata finds a complete image beside it.
+  if (Status s = write_atomically(fs::path(dir_) / (key + ".cubin"), k.cubin); !s) return s;
+  return write_atomically(fs::path(dir_) / (key + ".json"), meta.dump(2) + "\n");
+}
+
+}  // namespace tessera

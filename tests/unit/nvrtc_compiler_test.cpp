@@ -1,0 +1,250 @@
+// Tests of the cuda target's build(): NVRTC compiles of every kernel of the differential corpus
+// (default pipeline) for sm_80 and sm_90 with no spills, the on-disk kernel cache (a rebuild is
+// served from it without NVRTC, a corrupt or truncated entry is rebuilt), and NVRTC errors that
+// name the kernel and quote the offending source line. Skipped with a reason without the toolkit.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/built_plugins.h"
+#include "support/cli_runner.h"
+#include "support/program_corpus.h"
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pipeline.h"
+#include "tessera/pass/runner.h"
+#include "tessera/plugin/registry.h"
+#include "tessera/target/device.h"
+#include "tessera/target/target.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+class NvrtcBuildTest : public test::BuiltPluginsTest {
+ protected:
+  void SetUp() override {
+#ifndef TESSERA_HAVE_CUDA
+    GTEST_SKIP() << "CUDA toolkit (NVRTC) not found at configure time: the cuda target cannot compile kernels";
+#endif
+    ASSERT_TRUE(load_error_.empty()) << load_error_;
+    Expected<DeviceTable> table = DeviceTable::load_default();
+    ASSERT_TRUE(table) << table.error().render();
+    devices_ = std::move(*table);
+    device_ = devices_.find("h100");
+    ASSERT_NE(device_, nullptr);
+    target_ = host_->registry().make_target("cuda");
+    ASSERT_NE(target_, nullptr);
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
+    for (char& c : name)
+      if (c == '/') c = '_';
+    cache_dir_ = fs::path(::testing::TempDir()) / ("tessera_kernel_cache_" + name);
+    fs::remove_all(cache_dir_);
+  }
+  void TearDown() override {
+    if (!cache_dir_.empty()) fs::remove_all(cache_dir_);
+  }
+
+  // `text` through the default pipeline, stopped after emit_cuda.
+  Graph lower_to_cuda(const std::string& text) {
+    Expected<PipelineSpec> spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+    EXPECT_TRUE(spec) << spec.error().render();
+    if (!spec) return Graph();
+    Graph g = trace(text);
+    RunnerOptions options;
+    options.stop_after = Dialect::Cuda;
+    options.device = device_;
+    DiagnosticEngine diags;
+    Status s = PipelineRunner(host_->registry(), *spec, options).run(g, diags);
+    EXPECT_TRUE(s) << s.message();
+    return g;
+  }
+
+  Expected<std::vector<KernelBuild>> build(const Graph& g, const std::string& arch) {
+    return target_->build(g, TargetOptions{arch, device_, cache_dir_.string()});
+  }
+
+  // The cache entries (one .json per compiled kernel and arch).
+  std::vector<fs::path> entries(const std::string& ext) const {
+    std::vector<fs::path> out;
+    if (fs::exists(cache_dir_))
+      for (const auto& e : fs::directory_iterator(cache_dir_))
+        if (e.path().extension() == ext) out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  DeviceTable devices_;
+  const DeviceDesc* device_ = nullptr;
+  std::unique_ptr<Target> target_;
+  fs::path cache_dir_;
+};
+
+// A one-kernel CUDA graph with hand-written source.
+Graph cuda_graph(const std::string& kernel, const std::string& source) {
+  Graph g;
+  g.add("x", std::make_unique<InputOp>(), {}, TensorType{{4}, DType::F32});
+  auto op = std::make_unique<CudaOp>();
+  op->name = kernel;
+  op->source = source;
+  op->args = {"x", "y"};
+  g.add("y", std::move(op), {"x"}, TensorType{{4}, DType::F32});
+  g.outputs() = {"y"};
+  return g;
+}
+
+class NvrtcCorpusTest : public NvrtcBuildTest, public ::testing::WithParamInterface<test::CorpusProgram> {};
+
+TEST_P(NvrtcCorpusTest, EveryKernelBuildsWithoutSpillsAndRebuildsFromTheCache) {
+  Graph g = lower_to_cuda(GetParam().text);
+  size_t kernels = 0;
+  for (const Node* n : g.nodes()) kernels += n->op_as<CudaOp>() != nullptr;
+  ASSERT_GT(kernels, 0u);
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    auto first = build(g, arch);
+    ASSERT_TRUE(first) << arch << ": " << first.error().render();
+    ASSERT_EQ(first->size(), kernels);
+    size_t i = 0;
+    for (const Node* n : g.nodes()) {
+      const auto* op = n->op_as<CudaOp>();
+      if (!op) continue;
+      const KernelBuild& k = (*first)[i++];
+      EXPECT_EQ(k.node, n->id);  // graph order
+      EXPECT_EQ(k.kernel, op->name);
+      EXPECT_EQ(k.arch, arch);
+      EXPECT_GT(k.registers, 0) << k.kernel;
+      EXPECT_FALSE(k.binary.empty()) << k.kernel;
+      EXPECT_EQ(k.spill_store_bytes, 0) << k.kernel << " " << arch;
+      EXPECT_EQ(k.spill_load_bytes, 0) << k.kernel << " " << arch;
+    }
+    auto second = build(g, arch);
+    ASSERT_TRUE(second) << second.error().render();
+    ASSERT_EQ(second->size(), kernels);
+    for (size_t j = 0; j < kernels; ++j) {
+      const KernelBuild& a = (*first)[j];
+      const KernelBuild& b = (*second)[j];
+      EXPECT_TRUE(b.from_cache) << b.kernel << " " << arch << " was compiled again";
+      EXPECT_EQ(a.registers, b.registers);
+      EXPECT_EQ(a.shared_bytes, b.shared_bytes);
+      EXPECT_EQ(a.binary, b.binary);
+    }
+  }
+  EXPECT_FALSE(entries(".cubin").empty());
+  EXPECT_EQ(entries(".cubin").size(), entries(".json").size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, NvrtcCorpusTest, ::testing::ValuesIn(test::differential_corpus()),
+                         [](const auto& info) { return test::corpus_test_name(info.param); });
+
+TEST_F(NvrtcBuildTest, ResourcesComeFromPtxas) {
+  // 256 floats of static shared memory: ptxas reports exactly 1024 bytes.
+  Graph g = cuda_graph("k_smem", R"(extern "C" __global__ void k_smem(const float* x, float* y) {
+  __shared__ float s[256];
+  s[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  y[threadIdx.x] = s[255 - threadIdx.x];
+}
+)");
+  auto b = build(g, "sm_90");
+  ASSERT_TRUE(b) << b.error().render();
+  ASSERT_EQ(b->size(), 1u);
+  EXPECT_EQ((*b)[0].shared_bytes, 1024);
+  EXPECT_GT((*b)[0].registers, 0);
+  EXPECT_FALSE((*b)[0].from_cache);
+}
+
+TEST_F(NvrtcBuildTest, CorruptOrTruncatedEntriesAreRebuilt) {
+  Graph g = lower_to_cuda("nn.RMSNorm(2048)(torch.randn(1,3,2048))");
+  auto first = build(g, "sm_90");
+  ASSERT_TRUE(first) << first.error().render();
+  std::vector<fs::path> cubins = entries(".cubin"), metas = entries(".json");
+  ASSERT_FALSE(cubins.empty());
+  // Truncate every cubin: the size/checksum in the metadata no longer match.
+  for (const fs::path& p : cubins) fs::resize_file(p, fs::file_size(p) / 2);
+  auto truncated = build(g, "sm_90");
+  ASSERT_TRUE(truncated) << truncated.error().render();
+  for (size_t j = 0; j < truncated->size(); ++j) {
+    EXPECT_FALSE((*truncated)[j].from_cache) << (*truncated)[j].kernel;
+    EXPECT_EQ((*truncated)[j].binary, (*first)[j].binary);
+  }
+  // Garbage metadata: not JSON at all.
+  for (const fs::path& p : metas) std::ofstream(p, std::ios::trunc) << "{ not json";
+  auto garbage = build(g, "sm_90");
+  ASSERT_TRUE(garbage) << garbage.error().render();
+  for (const KernelBuild& k : *garbage) EXPECT_FALSE(k.from_cache) << k.kernel;
+  // The rebuilt entries are intact again.
+  auto again = build(g, "sm_90");
+  ASSERT_TRUE(again) << again.error().render();
+  for (const KernelBuild& k : *again) EXPECT_TRUE(k.from_cache) << k.kernel;
+  EXPECT_EQ(entries(".json"), metas);  // same keys: the entries were replaced, not added
+}
+
+TEST_F(NvrtcBuildTest, TheKeyCoversTheArchAndTheSource) {
+  Graph g = cuda_graph("k_copy", "extern \"C\" __global__ void k_copy(const float* x, float* y) { y[0] = x[0]; }\n");
+  ASSERT_TRUE(build(g, "sm_90"));
+  auto other_arch = build(g, "sm_80");
+  ASSERT_TRUE(other_arch);
+  EXPECT_FALSE((*other_arch)[0].from_cache);
+  Graph changed = cuda_graph("k_copy", "extern \"C\" __global__ void k_copy(const float* x, float* y) { y[0] = x[1]; }\n");
+  auto other_source = build(changed, "sm_90");
+  ASSERT_TRUE(other_source);
+  EXPECT_FALSE((*other_source)[0].from_cache);
+  EXPECT_EQ(entries(".json").size(), 3u);
+}
+
+TEST_F(NvrtcBuildTest, NvrtcErrorsNameTheKernelAndQuoteTheLine) {
+  Graph g = cuda_graph("k_broken", R"(extern "C" __global__ void k_broken(const float* x, float* y) {
+  float a = x[0];
+  y[0] = a + undefined_name;
+}
+)");
+  auto b = build(g, "sm_90");
+  ASSERT_FALSE(b);
+  std::string e = b.error().render();
+  EXPECT_NE(e.find("at node 'y'"), std::string::npos) << e;
+  EXPECT_NE(e.find("kernel k_broken (sm_90)"), std::string::npos) << e;
+  EXPECT_NE(e.find("line 3:   y[0] = a + undefined_name;"), std::string::npos) << e;
+  EXPECT_NE(e.find("identifier \"undefined_name\" is undefined"), std::string::npos) << e;  // the log
+  EXPECT_TRUE(entries(".json").empty());  // failures are not cached
+}
+
+TEST_F(NvrtcBuildTest, OnlyCudaIrIsBuilt) {
+  Graph g = trace("torch.relu(torch.randn(4))");
+  auto b = build(g, "sm_90");
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().render().find("target cuda builds CUDA IR"), std::string::npos) << b.error().render();
+  std::unique_ptr<Target> sim = host_->registry().make_target("sim");
+  ASSERT_NE(sim, nullptr);
+  auto none = sim->build(g, TargetOptions{"sm_90", device_, ""});
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().render().find("target sim does not compile kernels"), std::string::npos);
+}
+
+TEST_F(NvrtcBuildTest, CliPrintsOneLinePerKernelCompiledThenCached) {
+  const std::vector<std::string> args = {"compile", "-c", "nn.RMSNorm(2048)(torch.randn(1,32,2048))", "--ir",
+                                         "cuda", "-v", "--arch", "sm_80", "--cache-dir", cache_dir_.string()};
+  test::CliResult first = test::run_cli(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string line = "k_rms_norm_reduce  sm_80  regs ";
+  EXPECT_NE(first.err.find(line), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("spills 0 B  (compiled)\n"), std::string::npos) << first.err;
+  EXPECT_NE(first.out.find("__global__"), std::string::npos);  // stdout still carries the CUDA IR
+  test::CliResult second = test::run_cli(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("spills 0 B  (cached)\n"), std::string::npos) << second.err;
+  // Without --cache-dir the cache lives under $XDG_CACHE_HOME/tessera.
+  test::TempDir xdg;
+  test::CliResult by_env = test::run_cli({"compile", "-c", "torch.relu(torch.randn(33))", "--ir", "cuda", "-v"},
+                                         {{"XDG_CACHE_HOME", xdg.path()}});
+  ASSERT_EQ(by_env.exit_code, 0) << by_env.err;
+  EXPECT_NE(by_env.err.find("(compiled)"), std::string::npos) << by_env.err;
+  EXPECT_FALSE(fs::is_empty(fs::path(xdg.path()) / "tessera"));
+}
+
+}  // namespace
+}  // namespace tessera
