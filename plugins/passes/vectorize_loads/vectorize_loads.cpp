@@ -1,0 +1,356 @@
+// vectorize_loads: turns K consecutive per-thread accesses of a serial loop into one vector access.
+//
+// Rewrites: a serial `Loop` `for v in 0..N` (constant N, N % K == 0) whose body is straight-line
+// code (Load, Assign, Select, Init, Accum, Write only) becomes `for v in 0..N/K` whose body is the
+// old body replicated K times (lane j stands for old iteration `v * K + j`; names bound in the body
+// get a per-lane copy), in program order, except that
+//   - every load `x[.., c + v]` from a global f32 buffer (last index exactly `c + v`, `c` and the
+//     other indices free of v, `c` provably a multiple of K, last dim extent a multiple of K so the
+//     row start is aligned too) becomes one `(d0, .., dK-1) = loadK x[.., c + v * K]` where lane 0
+//     loaded it, and
+//   - every write `y[.., c + v] = e` of the same form becomes one `y[.., c + v * K] = storeK(e0, ..)`
+//     where lane K-1 wrote it (after every lane computed its value).
+// With K = 4, for a thread-per-row sum:
+//     for a2 in 0..64:  # reduce          for a2 in 0..16:  # reduce
+//       in0 = load x[a1, a2]        ->      (in0, in1, in2, in3) = load4 x[a1, a2 * 4]
+//       v0 = mul(in0, 2.0)                  v0 = mul(in0, 2.0)
+//       acc0 <- add(acc0, v0)               acc0 <- add(acc0, v0)   .. then lanes 1, 2, 3
+// Other accesses (shared memory, other dtypes, other index forms) are replicated as scalar
+// accesses with v -> v * K + j. Accumulations keep their exact order, so results are bit-identical.
+// Safety: a loop is skipped (ctx.skip, with the reason) when its body holds any other statement
+// (Cond, nested loops, collectives, shuffles, Let), when a buffer is both loaded and written in it or
+// written by two statements (the vector accesses move loads earlier and writes later), or when no
+// access can be vectorized. StridedLoops are left alone: a thread's consecutive iterations are
+// `step` elements apart. Elementwise kernels with threads on the innermost axis have no serial
+// loop, so the pass leaves them alone.
+// Knob WIDTH (1, 2, 4; heuristic: 4 when some loop of the kernel can take it, else 2, else 1; asked
+//   only for kernels with a loop it can rewrite): K. A loop that cannot take the chosen K is skipped.
+// Accepts: Kernel IR (KernelOp nodes; other nodes are left alone).
+// Guarantees: the kernel computes the same values in the same order; vector accesses are aligned as
+//   docs/ir.md requires; unroll requests are divided by K (dropped when K does not divide them); the
+//   body is canonically named.
+// Tests: tests/golden/vectorize_loads/ and tests/unit/vectorize_loads_test.cpp.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+bool mentions(const Expr& e, const std::string& name) {
+  for (const std::string& v : free_vars(e)) {
+    if (v == name) return true;
+  }
+  return false;
+}
+
+// Whether `e` is a multiple of k by its structure (k * x, sums of multiples), or by the simplifier.
+bool multiple_of(const Expr& e, int64_t k, const RangeMap& ranges) {
+  struct Structural {
+    int64_t k;
+    bool operator()(const Expr& e) const {
+      if (e.is(ExprKind::Int)) return e.int_value() % k == 0;
+      if (e.is(ExprKind::Mul)) return (*this)(e.operand(0)) || (*this)(e.operand(1));
+      if (e.is(ExprKind::Add) || e.is(ExprKind::Sub)) return (*this)(e.operand(0)) && (*this)(e.operand(1));
+      return false;
+    }
+  };
+  if (Structural{k}(e)) return true;
+  Expr rem = simplify(e % k, ranges);
+  return rem.is(ExprKind::Int) && rem.int_value() == 0;
+}
+
+// `c` when `e` is exactly `c + v` (or `v`, or `v + c`) with c free of v.
+std::optional<Expr> offset_of(const Expr& e, const std::string& v) {
+  if (e.is(ExprKind::Var) && e.name() == v) return Expr::int_(0);
+  if (!e.is(ExprKind::Add)) return std::nullopt;
+  const Expr& a = e.operand(0);
+  const Expr& b = e.operand(1);
+  if (b.is(ExprKind::Var) && b.name() == v && !mentions(a, v)) return a;
+  if (a.is(ExprKind::Var) && a.name() == v && !mentions(b, v)) return b;
+  return std::nullopt;
+}
+
+// Everything vectorize needs to know about one loop body for one width K.
+struct LoopPlan {
+  std::set<size_t> vector_stmts;  // positions of the Loads and Writes that become vector accesses
+  std::string why_not;            // non-empty: the loop cannot be rewritten with this K
+};
+
+class LoopVectorizer {
+ public:
+  LoopVectorizer(const Graph& g, std::set<std::string> taken) : g_(g), taken_(std::move(taken)) {}
+
+  // Whether the access `buffer[index]` can be one aligned K-wide vector access over loop var v.
+  bool vectorizable(const std::string& buffer, const ExprList& index, const std::string& v, int64_t k,
+                    const RangeMap& ranges) const {
+    const Node* node = g_.find(buffer);
+    if (node == nullptr || node->type.dtype != DType::F32 || index.empty()) return false;
+    if (node->type.rank() != static_cast<int64_t>(index.size())) return false;
+    if (node->type.dim(node->type.rank() - 1) % k != 0) return false;
+    for (size_t i = 0; i + 1 < index.size(); ++i) {
+      if (mentions(index[i], v)) return false;
+    }
+    std::optional<Expr> c = offset_of(index.back(), v);
+    return c && multiple_of(*c, k, ranges);
+  }
+
+  LoopPlan plan(const Loop& loop, int64_t k, const RangeMap& ranges) const {
+    LoopPlan p;
+    if (!loop.begin.is(ExprKind::Int) || loop.begin.int_value() != 0 || !loop.end.is(ExprKind::Int)) {
+      p.why_not = "bounds are not constant 0..N";
+      return p;
+    }
+    if (loop.end.int_value() % k != 0) {
+      p.why_not = "trip count " + std::to_string(loop.end.int_value()) + " is not a multiple of " + std::to_string(k);
+      return p;
+    }
+    std::set<std::string> loaded, written;
+    for (size_t i = 0; i < loop.body.size(); ++i) {
+      const Stmt& s = loop.body[i];
+      if (const auto* load = s.as<Load>()) {
+        loaded.insert(load->buffer);
+        if (vectorizable(load->buffer, load->index, loop.var, k, ranges)) p.vector_stmts.insert(i);
+      } else if (const auto* write = s.as<Write>()) {
+        if (!written.insert(write->buffer).second) {
+          p.why_not = "buffer " + write->buffer + " is written twice";
+          return p;
+        }
+        if (vectorizable(write->buffer, write->index, loop.var, k, ranges)) p.vector_stmts.insert(i);
+      } else if (!s.is<Assign>() && !s.is<Select>() && !s.is<Init>() && !s.is<Accum>()) {
+        p.why_not = "body holds a " + std::string(stmt_kind_name(s.kind()));
+        return p;
+      }
+    }
+    for (const std::string& b : written) {
+      if (loaded.count(b) != 0) {
+        p.why_not = "buffer " + b + " is both loaded and written";
+        return p;
+      }
+    }
+    if (p.vector_stmts.empty()) p.why_not = "no access is an aligned f32 global access at [.., c + " + loop.var + "]";
+    return p;
+  }
+
+  // The rewritten loop (plan must be legal).
+  Loop rewrite(const Loop& loop, int64_t k, const LoopPlan& p, const RangeMap& outer) {
+    const int64_t trips = loop.end.int_value() / k;
+    RangeMap ranges = outer;
+    ranges[loop.var] = Interval{0, trips - 1};
+    // Per-lane names of everything the body binds.
+    std::vector<std::map<std::string, Expr>> lane_subst(static_cast<size_t>(k));
+    std::vector<std::map<std::string, std::string>> lane_names(static_cast<size_t>(k));
+    for (int64_t j = 0; j < k; ++j) {
+      auto& subst = lane_subst[static_cast<size_t>(j)];
+      subst[loop.var] = Expr::var(loop.var) * k + j;
+      for (const std::string& name : bound_names(loop.body)) {
+        std::string fresh = fresh_name(name + "_" + std::to_string(j));
+        lane_names[static_cast<size_t>(j)][name] = fresh;
+        subst[name] = Expr::var(fresh);
+      }
+    }
+    auto sub = [&](const Expr& e, int64_t j) { return simplify(substitute(e, lane_subst[static_cast<size_t>(j)]), ranges); };
+    auto sub_all = [&](const ExprList& es, int64_t j) {
+      ExprList out;
+      for (const Expr& e : es) out.push_back(sub(e, j));
+      return out;
+    };
+    auto renamed = [&](const std::string& n, int64_t j) {
+      const auto& m = lane_names[static_cast<size_t>(j)];
+      auto it = m.find(n);
+      return it == m.end() ? n : it->second;
+    };
+
+    Body out;
+    for (int64_t j = 0; j < k; ++j) {
+      for (size_t i = 0; i < loop.body.size(); ++i) {
+        const Stmt& s = loop.body[i];
+        const bool vector = p.vector_stmts.count(i) != 0;
+        if (const auto* load = s.as<Load>()) {
+          if (!vector) {
+            out.push_back(Load{renamed(load->dst, j), load->buffer, sub_all(load->index, j)});
+          } else if (j == 0) {  // lane 0's index c + v * K is the vector's start
+            VectorLoad vl{{}, load->buffer, sub_all(load->index, 0)};
+            for (int64_t l = 0; l < k; ++l) vl.dsts.push_back(renamed(load->dst, l));
+            out.push_back(std::move(vl));
+          }
+        } else if (const auto* write = s.as<Write>()) {
+          if (!vector) {
+            out.push_back(Write{write->buffer, sub_all(write->index, j), sub(write->value, j)});
+          } else if (j == k - 1) {  // every lane's value exists by now
+            VectorStore vs{write->buffer, sub_all(write->index, 0), {}};
+            for (int64_t l = 0; l < k; ++l) vs.values.push_back(sub(write->value, l));
+            out.push_back(std::move(vs));
+          }
+        } else if (const auto* a = s.as<Assign>()) {
+          out.push_back(Assign{renamed(a->dst, j), a->op, sub_all(a->args, j)});
+        } else if (const auto* sel = s.as<Select>()) {
+          out.push_back(Select{renamed(sel->dst, j), sub(sel->cond, j), sub(sel->then_value, j), sub(sel->else_value, j)});
+        } else if (const auto* init = s.as<Init>()) {
+          out.push_back(Init{renamed(init->acc, j), sub(init->value, j)});
+        } else if (const auto* acc = s.as<Accum>()) {
+          out.push_back(Accum{renamed(acc->acc, j), acc->op, sub(acc->value, j)});
+        }
+      }
+    }
+    Loop result = loop;
+    result.end = Expr::int_(trips);
+    result.unroll = loop.unroll % k == 0 ? loop.unroll / k : 0;
+    result.body = std::move(out);
+    return result;
+  }
+
+ private:
+  std::string fresh_name(const std::string& base) {
+    std::string name = base;
+    for (int n = 0; taken_.count(name) != 0; ++n) name = base + "_" + std::to_string(n);
+    taken_.insert(name);
+    return name;
+  }
+
+  const Graph& g_;
+  std::set<std::string> taken_;
+};
+
+// The ranges of the hardware indices of a launch.
+RangeMap launch_ranges(const KernelOp& k) {
+  RangeMap r;
+  const char* dims[] = {"x", "y", "z"};
+  for (size_t d = 0; d < 3; ++d) {
+    const std::string dim = dims[d];
+    r["threadIdx." + dim] = Interval{0, k.block[d] - 1};
+    r["blockIdx." + dim] = Interval{0, k.grid[d] - 1};
+    r["blockDim." + dim] = Interval{k.block[d], k.block[d]};
+    r["gridDim." + dim] = Interval{k.grid[d], k.grid[d]};
+  }
+  return r;
+}
+
+// Walks a kernel body keeping the ranges of Let and loop variables, and rewrites (k > 1) or merely
+// inspects (k == 1: records the widest legal K in `widest`) every serial Loop.
+class BodyWalker {
+ public:
+  BodyWalker(const Node& node, PassContext* ctx, LoopVectorizer& vec, int64_t k)
+      : node_(node), ctx_(ctx), vec_(vec), k_(k) {}
+
+  int64_t widest = 1;
+
+  Body walk(const Body& body, RangeMap ranges) {
+    Body out;
+    for (const Stmt& s : body) {
+      if (const auto* let = s.as<Let>()) {
+        if (auto b = bound_of(let->value, ranges)) ranges[let->var] = *b;
+        out.push_back(s);
+      } else if (const auto* loop = s.as<Loop>()) {
+        out.push_back(walk_loop(*loop, s, ranges));
+      } else if (const auto* sl = s.as<StridedLoop>()) {
+        RangeMap inner = ranges;
+        auto lo = bound_of(sl->begin, ranges);
+        auto hi = bound_of(sl->end, ranges);
+        if (lo && hi) inner[sl->var] = Interval{lo->lo, hi->hi - 1};
+        StridedLoop copy = *sl;
+        copy.body = walk(sl->body, inner);
+        out.push_back(std::move(copy));
+      } else if (const auto* cond = s.as<Cond>()) {
+        Cond copy = *cond;
+        copy.then_body = walk(cond->then_body, ranges);
+        copy.else_body = walk(cond->else_body, ranges);
+        out.push_back(std::move(copy));
+      } else {
+        out.push_back(s);
+      }
+    }
+    return out;
+  }
+
+ private:
+  Stmt walk_loop(const Loop& loop, const Stmt& self, const RangeMap& ranges) {
+    RangeMap inner = ranges;
+    auto lo = bound_of(loop.begin, ranges);
+    auto hi = bound_of(loop.end, ranges);
+    if (lo && hi) inner[loop.var] = Interval{lo->lo, hi->hi - 1};
+    const bool innermost = std::none_of(loop.body.begin(), loop.body.end(),
+                                        [](const Stmt& s) { return s.is<Loop>() || s.is<StridedLoop>() || s.is<Cond>(); });
+    if (!innermost) {  // only innermost straight-line loops can be vectorized; look inside
+      Loop copy = loop;
+      copy.body = walk(loop.body, inner);
+      if (ctx_ != nullptr) ctx_->skip(node_, "loop " + loop.var + ": body holds control flow");
+      return copy;
+    }
+    if (k_ == 1) {
+      for (int64_t k : {4, 2}) {
+        if (vec_.plan(loop, k, ranges).why_not.empty()) {
+          widest = std::max(widest, k);
+          break;
+        }
+      }
+      return self;
+    }
+    LoopPlan p = vec_.plan(loop, k_, ranges);
+    if (!p.why_not.empty()) {
+      if (ctx_ != nullptr) ctx_->skip(node_, "loop " + loop.var + ": " + p.why_not);
+      return self;
+    }
+    return vec_.rewrite(loop, k_, p, ranges);
+  }
+
+  const Node& node_;
+  PassContext* ctx_;
+  LoopVectorizer& vec_;
+  int64_t k_;
+};
+
+class VectorizeLoadsPass final : public Pass {
+ public:
+  std::string_view name() const override { return "vectorize_loads"; }
+  std::string_view summary() const override {
+    return "merge K consecutive per-thread accesses of a serial loop into vector loads and stores";
+  }
+  std::vector<Dialect> stages() const override { return {Dialect::Kernel}; }
+  std::vector<KnobSpec> knobs() const override {
+    return {KnobSpec{"WIDTH", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}}, std::nullopt,
+                     "elements per vector access (1 disables)"}};
+  }
+
+  Status run(Graph& g, PassContext& ctx) override {
+    for (Node* n : g.nodes()) {
+      const auto* kernel = n->op_as<KernelOp>();
+      if (kernel == nullptr) continue;
+      LoopVectorizer vec(g, bound_names(kernel->body));
+      BodyWalker probe(*n, nullptr, vec, 1);
+      probe.walk(kernel->body, launch_ranges(*kernel));
+      if (probe.widest == 1) {
+        ctx.skip(*n, "no serial loop with an aligned f32 access at [.., c + v]");
+        continue;
+      }
+      Expected<int64_t> width = ctx.choose_int("WIDTH", *n, {1, 2, 4}, probe.widest);
+      if (!width) return std::move(width).error();
+      if (*width == 1) continue;
+      BodyWalker rewriter(*n, &ctx, vec, *width);
+      Body body = rewriter.walk(kernel->body, launch_ranges(*kernel));
+      auto op = std::make_unique<KernelOp>(*kernel);
+      op->body = canonicalize_names(body);
+      n->op = std::move(op);
+    }
+    return Status::ok();
+  }
+};
+
+void register_vectorize_loads(Registry& r) {
+  r.add_pass("vectorize_loads", [] { return std::make_unique<VectorizeLoadsPass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("vectorize_loads", "1.0.0", ::tessera::register_vectorize_loads)
