@@ -168,4 +168,13 @@ int emit_output(const GlobalFlags& flags, const std::string& text, std::ostream&
   return f ? kExitOk : kExitError;
 }
 
+// The kernel cache directory: --cache-dir, else $XDG_CACHE_HOME/tessera, else ~/.cache/tessera
+// ("" when none of them is known: builds then skip the cache).
+std::string default_cache_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/tessera";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/tessera";
+  return "";
+}
+
 }  // namespace tessera::cli

@@ -65,4 +65,8 @@ int emit_output(const GlobalFlags& flags, const std::string& text, std::ostream&
 // Prints a diagnostic to `err` and returns kExitError.
 int report(std::ostream& err, const Diagnostic& d);
 
+// The kernel cache directory: --cache-dir, else $XDG_CACHE_HOME/tessera, else ~/.cache/tessera
+// ("" when none of them is known: builds then skip the cache).
+std::string default_cache_dir(const std::string& flag);
+
 }  // namespace tessera::cli

@@ -15,15 +15,6 @@ namespace tessera::cli {
 
 namespace {
 
-// The kernel cache directory: --cache-dir, else $XDG_CACHE_HOME/tessera, else ~/.cache/tessera
-// ("" when none of them is known: builds then skip the cache).
-std::string default_cache_dir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/tessera";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/tessera";
-  return "";
-}
-
 // `--ir cuda -v`: compiles every kernel with the cuda target (NVRTC, through the cache) and prints
 // one line per kernel to stderr.
 int build_kernels(const Session& session, const Graph& g, const std::string& cache_dir_flag) {

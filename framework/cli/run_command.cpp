@@ -1,12 +1,17 @@
 // `tessera run`: compile a program through the pipeline, run it on a target with seeded inputs, and
-// check every output against the reference evaluator. `tessera tune` still reports that no tuner
-// plugin is installed.
+// check every output against the reference evaluator. `--bench` then times every kernel on the
+// target (cuda) and prints a per-kernel table (and `--json FILE`); `--profile` re-runs the command
+// under Nsight Compute when `ncu` is on PATH. `tessera tune` still reports that no tuner plugin is
+// installed.
 //
 // Exit codes: 0 every output within tolerance, 1 an output outside it or a target error, 2 a
 // usage or compile error (the program never ran).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -19,6 +24,7 @@
 #include "tessera/ir/printer.h"
 #include "tessera/pass/runner.h"
 #include "tessera/plugin/registry.h"
+#include "tessera/target/kernel_cost.h"
 #include "tessera/target/target.h"
 #include "tessera/tune/choice_source.h"
 
@@ -38,6 +44,139 @@ std::string int_tuple(const std::vector<int64_t>& v) {
   return s + ")";
 }
 
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string json_ints(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// One row of the --bench table: a kernel's timing with the work the Kernel IR says it does.
+struct BenchRow {
+  const KernelTiming* t;
+  KernelCost cost;
+  double share = 0;  // of the sum of the kernels' medians
+  double gbps() const { return t->median_us > 0 ? static_cast<double>(cost.bytes) / (t->median_us * 1e3) : 0; }
+  double gflops() const { return t->median_us > 0 ? cost.flops / (t->median_us * 1e3) : 0; }
+};
+
+std::vector<BenchRow> bench_rows(const BenchReport& r, const Graph& kernel_ir) {
+  double total = 0;
+  for (const KernelTiming& t : r.kernels) total += t.median_us;
+  std::vector<BenchRow> rows;
+  for (const KernelTiming& t : r.kernels) {
+    BenchRow row{&t, {}, total > 0 ? t.median_us / total : 0};
+    if (const Node* n = kernel_ir.find(t.node)) row.cost = KernelCost::of(kernel_ir, *n);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string bench_table(const BenchReport& r, const std::vector<BenchRow>& rows) {
+  std::ostringstream out;
+  out << "bench: " << r.device << "  (median of CUDA-event timings after warm-up"
+      << (r.flushed_l2 ? ", L2 flushed before every run" : "") << ")\n";
+  out << "  kernel                              us(med)    min      max   share  grid            block           smem   regs    GB/s  GFLOP/s\n";
+  for (const BenchRow& row : rows) {
+    const KernelTiming& t = *row.t;
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-32s %9.2f %8.2f %8.2f %6.1f%%  %-15s %-15s %6lld %5d %8.1f %8.1f\n",
+                  t.kernel.c_str(), t.median_us, t.min_us, t.max_us, row.share * 100, int_tuple(t.grid).c_str(),
+                  int_tuple(t.block).c_str(), static_cast<long long>(t.static_smem + t.dynamic_smem), t.registers,
+                  row.gbps(), row.gflops());
+    out << line;
+  }
+  out << "  program" << (r.used_graphs ? " (CUDA graph)" : " (kernels back to back)") << ": " << fixed(r.program_median_us, 2)
+      << " us median, " << fixed(r.program_min_us, 2) << " min, " << fixed(r.program_max_us, 2) << " max\n";
+  return out.str();
+}
+
+std::string bench_json(const BenchReport& r, const std::vector<BenchRow>& rows) {
+  std::ostringstream out;
+  out << "{\n  \"device\": " << json_string(r.device) << ",\n  \"cuda_graph\": " << (r.used_graphs ? "true" : "false")
+      << ",\n  \"l2_flush\": " << (r.flushed_l2 ? "true" : "false") << ",\n  \"program_us\": {\"median\": "
+      << r.program_median_us << ", \"min\": " << r.program_min_us << ", \"max\": " << r.program_max_us
+      << "},\n  \"kernels\": [";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const KernelTiming& t = *rows[i].t;
+    out << (i ? "," : "") << "\n    {\"kernel\": " << json_string(t.kernel) << ", \"node\": " << json_string(t.node)
+        << ", \"median_us\": " << t.median_us << ", \"min_us\": " << t.min_us << ", \"max_us\": " << t.max_us
+        << ", \"share\": " << rows[i].share << ", \"grid\": " << json_ints(t.grid) << ", \"block\": "
+        << json_ints(t.block) << ", \"static_smem\": " << t.static_smem << ", \"dynamic_smem\": " << t.dynamic_smem
+        << ", \"registers\": " << t.registers << ", \"bytes\": " << rows[i].cost.bytes << ", \"flops\": "
+        << rows[i].cost.flops << ", \"gb_per_s\": " << rows[i].gbps() << ", \"gflop_per_s\": " << rows[i].gflops()
+        << ", \"warmup_runs\": " << t.warmup_runs << "}";
+  }
+  out << "\n  ]\n}\n";
+  return out.str();
+}
+
+// The first `ncu` on PATH, or "".
+std::string find_on_path(const std::string& exe) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::filesystem::path p = std::filesystem::path(dirs.substr(start, end - start)) / exe;
+    std::error_code ec;
+    if (end > start && std::filesystem::is_regular_file(p, ec)) return p.string();
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
+// Re-runs this `tessera run` command (without the timing flags) under Nsight Compute.
+int profile_with_ncu(int argc, char** argv) {
+  const std::string ncu = find_on_path("ncu");
+  if (ncu.empty()) {
+    std::cerr << "note: tessera run --profile: ncu was not found on PATH; nothing profiled\n";
+    return kExitOk;
+  }
+  std::error_code ec;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) self = argv[0];
+  std::string cmd = shell_quote(ncu) +
+                    " --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed " +
+                    shell_quote(self);
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--profile" || a == "--bench" || a == "--graphs" || a == "--flush-l2") continue;
+    if (a == "--json" || a == "--iterations") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--json=", 0) == 0 || a.rfind("--iterations=", 0) == 0) continue;
+    cmd += " " + shell_quote(a);
+  }
+  std::cout.flush();
+  std::cerr << "profiling: " << cmd << "\n";
+  const int rc = std::system(cmd.c_str());
+  return rc == 0 ? kExitOk : kExitError;
+}
 
 // Picks the target: a named one must be installed and available; `auto` prefers cuda and falls
 // back to sim with a one-line notice. Returns nullptr after printing why.
@@ -106,6 +245,7 @@ int run_command(int argc, char** argv, int first) {
   uint64_t seed = 0;
   uint64_t sample_seed = 0;
   double rtol = 0;
+  std::string cache_dir;
   po::options_description desc("tessera run options");
   add_program_options(desc, src);
   desc.add_options()
@@ -113,7 +253,13 @@ int run_command(int argc, char** argv, int first) {
       ("seed", po::value(&seed)->value_name("N"), "seed of the random input data (default 0)")
       ("sample-knobs", po::value(&sample_seed)->value_name("SEED"), "pick a random valid value for every knob not pinned in the pipeline (seeded)")
       ("rtol", po::value(&rtol)->value_name("R"), "relative tolerance (default: 1e-4 for f32, 2e-2 f16, 1e-1 bf16)")
-      ("bench", "time the kernels (needs the cuda target)")
+      ("cache-dir", po::value(&cache_dir)->value_name("DIR"), "kernel cache of the cuda target (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)")
+      ("bench", "time the kernels (needs the cuda target) and print a per-kernel table")
+      ("iterations", po::value<int>()->value_name("N"), "--bench: timed runs per kernel after warm-up (default 50)")
+      ("graphs", "--bench: time the whole program replayed as a CUDA graph")
+      ("flush-l2", "--bench: overwrite a buffer of twice the L2 size before every timed run")
+      ("json", po::value<std::string>()->value_name("FILE"), "--bench: also write the table as JSON to FILE")
+      ("profile", "re-run the command under Nsight Compute (ncu) when it is on PATH")
       ("time-passes", "print the time spent in each pass (stderr)")
       ("verify-each", "run the IR verifier after every pass");
   add_global_options(desc, flags);
@@ -121,6 +267,15 @@ int run_command(int argc, char** argv, int first) {
   po::variables_map vm;
   if (auto code = parse_command_line(args, desc, {}, vm, "tessera run -c EXPR [--target auto|sim|cuda] [options]")) return *code;
 
+  for (const char* flag : {"iterations", "graphs", "flush-l2", "json"})
+    if (vm.count(flag) && !vm.count("bench")) {
+      std::cerr << "error: tessera run --" << flag << " only applies with --bench\n";
+      return kExitUsage;
+    }
+  if (vm.count("iterations") && vm["iterations"].as<int>() < 1) {
+    std::cerr << "error: tessera run --iterations must be at least 1\n";
+    return kExitUsage;
+  }
   auto session = open_session(flags, std::cerr);
   if (!session) return kExitError;
   int exit_code = kExitOk;
@@ -177,6 +332,9 @@ int run_command(int argc, char** argv, int first) {
   TargetOptions to;
   to.arch = flags.arch.empty() ? session->device->arch : flags.arch;
   to.device = session->device;
+  to.cache_dir = default_cache_dir(cache_dir);
+  if (flags.arch.empty())
+    if (std::optional<DeviceDesc> hw = target->query_device()) to.arch = hw->arch;  // the GPU's own arch
   auto ran = target->execute(*graph, inputs, to);
   if (!ran) return report(std::cerr, ran.error());
 
@@ -209,8 +367,41 @@ int run_command(int argc, char** argv, int first) {
         << format_error(cmp->max_rel_error) << "  (" << cmp->elements << " elements, rtol "
         << format_error(tol) << ")  " << (ok ? "ok" : "MISMATCH") << "\n";
   }
+  if (vm.count("bench")) {
+    BenchOptions bo;
+    if (vm.count("iterations")) bo.iterations = vm["iterations"].as<int>();
+    bo.use_graphs = vm.count("graphs") > 0;
+    bo.flush_l2 = vm.count("flush-l2") > 0;
+    auto timed = target->bench(*graph, inputs, to, bo);
+    if (!timed) return report(std::cerr, timed.error());
+    // The flop counts come from the Kernel IR bodies: the same compile, stopped one stage earlier.
+    Graph kernel_ir = reference_graph;
+    std::unique_ptr<RandomChoiceSource> resampler;
+    if (vm.count("sample-knobs")) resampler = std::make_unique<RandomChoiceSource>(sample_seed);
+    RunnerOptions kro = ro;
+    kro.stop_after = Dialect::Kernel;
+    kro.tuner = resampler.get();
+    kro.verbosity = 0;
+    kro.time_passes = false;
+    DiagnosticEngine kdiags;
+    if (Status ks = PipelineRunner(session->host.registry(), session->pipeline, kro).run(kernel_ir, kdiags); !ks)
+      return report(std::cerr, ks.error());
+    const std::vector<BenchRow> rows = bench_rows(*timed, kernel_ir);
+    out << bench_table(*timed, rows);
+    if (vm.count("json")) {
+      std::ofstream f(vm["json"].as<std::string>());
+      f << bench_json(*timed, rows);
+      if (!f) {
+        std::cerr << "error: tessera run --json: cannot write " << vm["json"].as<std::string>() << "\n";
+        return kExitError;
+      }
+    }
+  }
   int written = emit_output(flags, out.str(), std::cerr);
   if (written != kExitOk) return written;
+  if (vm.count("profile")) {
+    if (int rc = profile_with_ncu(argc, argv); rc != kExitOk) return rc;
+  }
   return all_ok ? kExitOk : kExitError;
 }
 

@@ -549,8 +549,8 @@ TEST_F(CudaEmitterTest, CudaTargetSaysWhyItCannotRun) {
   ASSERT_NE(target, nullptr);
   EXPECT_EQ(target->input_dialect(), Dialect::Cuda);
   std::string why;
-  EXPECT_FALSE(target->available(&why));
-  EXPECT_NE(why.find("libcuda.so.1"), std::string::npos) << why;
+  if (target->available(&why)) GTEST_SKIP() << "a GPU is present (the runtime is tested in cuda_runtime_test.cpp)";
+  EXPECT_NE(why.find("no CUDA driver / GPU found: "), std::string::npos) << why;
   Expected<TargetRun> run = target->execute(Graph(), {}, TargetOptions{});
   ASSERT_FALSE(run);
   EXPECT_NE(run.error().message.find(why), std::string::npos) << run.error().message;

@@ -4,13 +4,13 @@
 // bounded pool of threads (at most hardware_concurrency, one kernel per task; results and the
 // first error are reported in graph order, so the output does not depend on scheduling).
 //
-// The driver is only detected: libcuda.so.1 is opened at run time with dlopen, so the same binary
-// runs on a machine without one and says so cleanly. Launching through the Driver API is not
-// implemented yet; until then execute() reports why it cannot run.
-// Tests: tests/unit/nvrtc_compiler_test.cpp, tests/unit/cuda_emitter_test.cpp.
+// execute() and bench() build the kernels for the GPU's own arch (sm_XY from its compute
+// capability; options.arch when given) and hand them to CudaRuntime (the Driver API, opened at
+// run time with dlopen by DriverApi, so the same binary runs on a machine without a GPU and says
+// so: "no CUDA driver / GPU found: <reason>").
+// Tests: tests/unit/nvrtc_compiler_test.cpp, tests/unit/cuda_emitter_test.cpp,
+// tests/unit/cuda_runtime_test.cpp.
 #include "cuda_target.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,33 +20,45 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_runtime.h"
+#include "driver_api.h"
 #include "kernel_cache.h"
 #include "nvrtc_compiler.h"
 
 namespace tessera {
 namespace {
 
-constexpr const char* kNoDriver = "no CUDA driver / GPU found: libcuda.so.1 could not be loaded";
-constexpr const char* kNoLauncher =
-    "libcuda.so.1 is present, but the cuda target cannot launch kernels yet (the Driver API runtime "
-    "is not implemented); use --target sim";
-
 class CudaTarget final : public Target {
  public:
   std::string_view name() const override { return "cuda"; }
   std::string_view summary() const override {
-    return "NVIDIA GPU: CUDA C++ from emit_cuda, NVRTC and the Driver API (launching not implemented yet)";
+    return "NVIDIA GPU: CUDA C++ from emit_cuda, NVRTC and the Driver API";
   }
   Dialect input_dialect() const override { return Dialect::Cuda; }
 
   bool available(std::string* why) const override {
-    std::string reason = unavailable_reason();
-    if (why) *why = reason;
-    return false;
+    Expected<std::shared_ptr<const DriverApi>> api = DriverApi::load();
+    if (!api && why) *why = api.error().message;
+    return api.has_value();
   }
 
-  Expected<TargetRun> execute(const Graph&, const ValueMap&, const TargetOptions&) override {
-    return make_error("target cuda: " + unavailable_reason());
+  std::optional<DeviceDesc> query_device() const override {
+    Expected<std::unique_ptr<CudaRuntime>> rt = open_runtime();
+    if (!rt) return std::nullopt;
+    return (*rt)->device();
+  }
+
+  Expected<TargetRun> execute(const Graph& g, const ValueMap& inputs, const TargetOptions& options) override {
+    TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<CudaRuntime> rt, open_runtime());
+    TESSERA_ASSIGN_OR_RETURN(std::vector<KernelBuild> builds, build(g, for_device(options, rt->device())));
+    return rt->run(g, inputs, builds);
+  }
+
+  Expected<BenchReport> bench(const Graph& g, const ValueMap& inputs, const TargetOptions& options,
+                              const BenchOptions& bench_options) override {
+    TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<CudaRuntime> rt, open_runtime());
+    TESSERA_ASSIGN_OR_RETURN(std::vector<KernelBuild> builds, build(g, for_device(options, rt->device())));
+    return rt->bench(g, inputs, builds, bench_options);
   }
 
   Expected<std::vector<KernelBuild>> build(const Graph& g, const TargetOptions& options) override {
@@ -107,11 +119,17 @@ class CudaTarget final : public Target {
     return b;
   }
 
-  static std::string unavailable_reason() {
-    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!driver) return kNoDriver;
-    dlclose(driver);
-    return kNoLauncher;
+  static Expected<std::unique_ptr<CudaRuntime>> open_runtime() {
+    Expected<std::shared_ptr<const DriverApi>> api = DriverApi::load();
+    if (!api) return make_error("target cuda: " + api.error().message);
+    return CudaRuntime::open(std::move(*api));
+  }
+
+  // The kernels run on this GPU: compiled for its own arch unless the caller names one.
+  static TargetOptions for_device(const TargetOptions& options, const DeviceDesc& device) {
+    TargetOptions o = options;
+    if (o.arch.empty()) o.arch = device.arch;
+    return o;
   }
 };
 

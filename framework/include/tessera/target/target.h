@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,36 @@ struct TargetRun {
   std::vector<KernelLaunch> launches;
 };
 
+// Timing knobs of Target::bench (`tessera run --bench`).
+struct BenchOptions {
+  int iterations = 50;        // timed runs per kernel (and of the whole program) after warm-up
+  int max_warmup = 200;       // warm-up cap: stop once the median of the last runs is stable (2%)
+  bool use_graphs = false;    // time the whole program as a replayed CUDA graph
+  bool flush_l2 = false;      // memset a buffer of 2x the L2 size before every timed run
+};
+
+// The measured time of one kernel, in microseconds (medians and extremes over the timed runs).
+struct KernelTiming {
+  std::string node;
+  std::string kernel;
+  std::vector<int64_t> grid{1, 1, 1};
+  std::vector<int64_t> block{1, 1, 1};
+  int64_t dynamic_smem = 0;
+  int64_t static_smem = 0;
+  int registers = 0;
+  int64_t bytes = 0;          // sum of the kernel's input and output buffer sizes
+  double median_us = 0, min_us = 0, max_us = 0;
+  int warmup_runs = 0;
+};
+
+struct BenchReport {
+  std::string device;          // the device's name as the driver reports it
+  std::vector<KernelTiming> kernels;  // in launch order
+  double program_median_us = 0, program_min_us = 0, program_max_us = 0;  // all kernels, back to back
+  bool used_graphs = false;
+  bool flushed_l2 = false;
+};
+
 class Target {
  public:
   virtual ~Target() = default;
@@ -74,6 +105,19 @@ class Target {
     (void)options;
     return make_error("target " + std::string(name()) + " does not compile kernels");
   }
+  // Optional: times every kernel of `g` (lowered to input_dialect()) on `inputs`; targets without
+  // a clock of their own (sim) keep this default error.
+  virtual Expected<BenchReport> bench(const Graph& g, const ValueMap& inputs, const TargetOptions& options,
+                                      const BenchOptions& bench) {
+    (void)g;
+    (void)inputs;
+    (void)options;
+    (void)bench;
+    return make_error("target " + std::string(name()) + " cannot time kernels");
+  }
+  // Optional: the description of the device this target would run on, read from the hardware
+  // (nullopt when there is none or the target does not query one).
+  virtual std::optional<DeviceDesc> query_device() const { return std::nullopt; }
 };
 
 }  // namespace tessera

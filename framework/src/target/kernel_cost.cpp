@@ -1,0 +1,58 @@
+// KernelCost: counts the elementwise operations of a Kernel IR body and the bytes of its buffers
+// (see kernel_cost.h). Tests: tests/unit/cuda_runtime_test.cpp.
+#include "tessera/target/kernel_cost.h"
+
+#include <algorithm>
+#include <variant>
+
+#include "tessera/ir/op.h"
+#include "tessera/ir/stmt.h"
+
+namespace tessera {
+namespace {
+
+double trips(const Expr& begin, const Expr& end, int64_t step) {
+  const Expr b = simplify(begin), e = simplify(end);
+  if (!e.is(ExprKind::Int) || step <= 0) return 1;
+  const int64_t first = b.is(ExprKind::Int) ? b.int_value() : 0;
+  return static_cast<double>(std::max<int64_t>(0, (e.int_value() - first + step - 1) / step));
+}
+
+double count_ops(const Body& body) {
+  double ops = 0;
+  for (const Stmt& s : body) {
+    if (s.is<Assign>() || s.is<Accum>()) {
+      ops += 1;
+    } else if (const auto* l = s.as<Loop>()) {
+      ops += trips(l->begin, l->end, 1) * count_ops(l->body);
+    } else if (const auto* l = s.as<StridedLoop>()) {
+      const Expr step = simplify(l->step);
+      ops += trips(l->begin, l->end, step.is(ExprKind::Int) ? step.int_value() : 1) * count_ops(l->body);
+    } else if (const auto* c = s.as<Cond>()) {
+      ops += count_ops(c->then_body) + count_ops(c->else_body);
+    } else if (const auto* t = s.as<Tile>()) {
+      ops += count_ops(t->body);
+    }
+  }
+  return ops;
+}
+
+int64_t buffer_bytes(const Node& n) { return num_elements(n.type.shape) * dtype_bytes(n.type.dtype); }
+
+}  // namespace
+
+KernelCost KernelCost::of(const Graph& g, const Node& n) {
+  KernelCost cost;
+  for (const std::string& in : n.inputs)
+    if (const Node* src = g.find(in)) cost.bytes += buffer_bytes(*src);
+  cost.bytes += buffer_bytes(n);
+  if (const auto* k = n.op_as<KernelOp>()) {
+    double threads = 1;
+    for (int64_t d : k->grid) threads *= static_cast<double>(d);
+    for (int64_t d : k->block) threads *= static_cast<double>(d);
+    cost.flops = threads * count_ops(k->body);
+  }
+  return cost;
+}
+
+}  // namespace tessera

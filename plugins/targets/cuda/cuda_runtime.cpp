@@ -1,0 +1,369 @@
+// CudaRuntime: runs a CUDA IR graph (InputOp, ConstantOp and CudaOp nodes) on device 0 through the
+// Driver API, and times it.
+//
+// Running: the graph's buffers are planned by liveness (BufferPlan), one cuMemAlloc per slot;
+// inputs and constants are converted to their dtype's bytes (TensorBytes) and uploaded; each
+// kernel's cubin (from Target::build) is loaded as a module; kernels launch in graph order on one
+// stream with their grid, block and dynamic shared memory (the opt-in limit is raised with
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES past the default per-block limit), each followed
+// by a synchronize so a fault names its kernel; outputs are downloaded and converted back.
+// Timing: see docs/targets.md "### Benchmarking" (CUDA events, warm-up until the median is stable,
+// optional CUDA graph replay and L2 flush).
+// Every driver error names the call and, where one is at fault, the kernel and node.
+// Tests: tests/unit/cuda_runtime_test.cpp (the GPU tests skip without a driver).
+#include "cuda_runtime.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "buffer_plan.h"
+#include "tensor_bytes.h"
+#include "tessera/eval/constant_data.h"
+
+namespace tessera {
+
+#if TESSERA_HAVE_CUDA
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string kernel_what(const Node& n, const CudaOp& op) { return "kernel " + op.name + ", node " + n.id; }
+
+}  // namespace
+
+struct CudaRuntime::Loaded {
+  struct Kernel {
+    const Node* node = nullptr;
+    const CudaOp* op = nullptr;
+    CUfunction fn = nullptr;
+    std::vector<CUdeviceptr> args;
+    std::vector<void*> params;  // points into args
+    int registers = 0;
+    int64_t static_smem = 0;
+    int64_t bytes = 0;
+  };
+  const DriverApi* api = nullptr;
+  CUstream stream = nullptr;
+  std::vector<CUdeviceptr> slots;
+  std::vector<CUmodule> modules;
+  std::vector<Kernel> kernels;
+  std::map<std::string, CUdeviceptr> buffer;  // by node id
+
+  ~Loaded() {  // best effort: a failed free cannot be reported from here
+    for (CUdeviceptr p : slots) api->mem_free(p);
+    for (CUmodule m : modules) api->module_unload(m);
+    if (stream) api->stream_destroy(stream);
+  }
+
+  Status launch(const Kernel& k) const {
+    const CudaOp& op = *k.op;
+    TESSERA_CU(*api, launch_kernel, kernel_what(*k.node, op), k.fn, static_cast<unsigned>(op.grid[0]),
+               static_cast<unsigned>(op.grid[1]), static_cast<unsigned>(op.grid[2]),
+               static_cast<unsigned>(op.block[0]), static_cast<unsigned>(op.block[1]),
+               static_cast<unsigned>(op.block[2]), static_cast<unsigned>(op.dynamic_smem), stream,
+               const_cast<void**>(k.params.data()), nullptr);
+    return Status::ok();
+  }
+};
+
+Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::open(std::shared_ptr<const DriverApi> api) {
+  std::unique_ptr<CudaRuntime> rt(new CudaRuntime(std::move(api)));
+  const DriverApi& cu = *rt->api_;
+  TESSERA_CU(cu, device_get, "device 0", &rt->dev_, 0);
+  TESSERA_CU(cu, primary_ctx_retain, "device 0", &rt->ctx_, rt->dev_);
+  TESSERA_CU(cu, ctx_set_current, "device 0", rt->ctx_);
+  char name[256] = {};
+  TESSERA_CU(cu, device_get_name, "device 0", name, static_cast<int>(sizeof name - 1), rt->dev_);
+  auto attr = [&](CUdevice_attribute a, int& v) { return cu.check(cu.device_get_attribute(&v, a, rt->dev_), "cuDeviceGetAttribute"); };
+  int major = 0, minor = 0, sms = 0, smem_block = 0, smem_optin = 0, smem_sm = 0, regs_sm = 0, threads_block = 0,
+      threads_sm = 0, warp = 0, l2 = 0;
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, major));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, minor));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, sms));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, smem_block));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, smem_optin));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, smem_sm));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, regs_sm));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, threads_block));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, threads_sm));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE, warp));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, l2));
+  DeviceDesc& d = rt->device_;
+  d.name = name;
+  d.full_name = name;
+  d.arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  d.sm_count = sms;
+  d.smem_per_block = std::max(smem_optin, smem_block);
+  d.smem_per_block_static = smem_block;
+  d.smem_per_sm = smem_sm;
+  d.regs_per_sm = regs_sm;
+  d.max_threads_per_block = threads_block;
+  d.max_threads_per_sm = threads_sm;
+  d.warp_size = warp;
+  d.l2_bytes = l2;
+  return rt;
+}
+
+CudaRuntime::~CudaRuntime() {
+  if (ctx_) api_->primary_ctx_release(dev_);
+}
+
+Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g, const ValueMap& inputs,
+                                                                 const std::vector<KernelBuild>& builds,
+                                                                 bool keep_uploaded) {
+  const DriverApi& cu = *api_;
+  const std::vector<BufferUse> uses = BufferPlan::uses_of(g);
+  TESSERA_ASSIGN_OR_RETURN(BufferPlan plan, BufferPlan::plan(uses, keep_uploaded));
+  auto l = std::make_unique<Loaded>();
+  l->api = api_.get();
+  // Non-blocking: it never synchronizes with the legacy stream, so it can be captured into a CUDA
+  // graph; the synchronous copies (legacy stream) are ordered by explicit synchronizes instead.
+  TESSERA_CU(cu, stream_create, "the run's stream", &l->stream, CU_STREAM_NON_BLOCKING);
+  for (int64_t bytes : plan.slot_bytes()) {
+    CUdeviceptr p = 0;
+    TESSERA_CU(cu, mem_alloc, std::to_string(bytes) + " bytes", &p, static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+    l->slots.push_back(p);
+  }
+  std::map<std::string, int64_t> bytes_of;
+  for (const BufferUse& u : uses) {
+    l->buffer[u.id] = l->slots[static_cast<size_t>(plan.slot(u.id))];
+    bytes_of[u.id] = u.bytes;
+  }
+  auto upload = [&](const Node& n, const TensorValue& v) -> Status {
+    const std::string bytes = TensorBytes::encode(v);
+    if (bytes.empty()) return Status::ok();
+    TESSERA_CU(cu, memcpy_htod, "uploading node " + n.id, l->buffer.at(n.id), bytes.data(), bytes.size());
+    return Status::ok();
+  };
+  size_t next_build = 0;
+  for (const Node* n : g.nodes()) {
+    if (n->op_as<InputOp>()) {
+      auto it = inputs.find(n->id);
+      if (it == inputs.end()) return make_error("target cuda: no value given for input '" + n->id + "'").at_node(n->id);
+      if (!(it->second.type == n->type))
+        return make_error("target cuda: input '" + n->id + "' is " + it->second.type.str() +
+                          " but the graph declares " + n->type.str())
+            .at_node(n->id);
+      TESSERA_TRY(upload(*n, it->second));
+    } else if (const auto* c = n->op_as<ConstantOp>()) {
+      Expected<TensorValue> v = constant_data(*c, n->type);
+      if (!v) return std::move(v).error().at_node(n->id);
+      TESSERA_TRY(upload(*n, *v));
+    } else if (const auto* op = n->op_as<CudaOp>()) {
+      if (next_build >= builds.size() || builds[next_build].node != n->id)
+        return make_error("target cuda: no compiled kernel for node " + n->id).at_node(n->id);
+      const KernelBuild& b = builds[next_build++];
+      const std::string what = kernel_what(*n, *op);
+      if (op->grid.size() != 3 || op->block.size() != 3)
+        return make_error("target cuda: " + what + ": grid and block must have three dimensions").at_node(n->id);
+      Loaded::Kernel k;
+      k.node = n;
+      k.op = op;
+      CUmodule module = nullptr;
+      TESSERA_CU(cu, module_load_data, what, &module, b.binary.data());
+      l->modules.push_back(module);
+      TESSERA_CU(cu, module_get_function, what, &k.fn, module, op->name.c_str());
+      int regs = 0, static_smem = 0;
+      TESSERA_CU(cu, func_get_attribute, what, &regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k.fn);
+      TESSERA_CU(cu, func_get_attribute, what, &static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k.fn);
+      k.registers = regs;
+      k.static_smem = static_smem;
+      if (op->dynamic_smem + static_smem > device_.smem_per_block_static) {
+        if (op->dynamic_smem + static_smem > device_.smem_per_block)
+          return make_error("target cuda: " + what + " needs " + std::to_string(op->dynamic_smem + static_smem) +
+                            " bytes of shared memory; the device allows " + std::to_string(device_.smem_per_block))
+              .at_node(n->id);
+        TESSERA_CU(cu, func_set_attribute, what, k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                   static_cast<int>(op->dynamic_smem));
+      }
+      for (const std::string& arg : op->args) {
+        auto it = l->buffer.find(arg);
+        if (it == l->buffer.end())
+          return make_error("target cuda: " + what + ": argument '" + arg + "' is no buffer of the graph").at_node(n->id);
+        k.args.push_back(it->second);
+      }
+      for (CUdeviceptr& p : k.args) k.params.push_back(&p);
+      for (const std::string& in : n->inputs) k.bytes += bytes_of[in];
+      k.bytes += bytes_of[n->id];
+      l->kernels.push_back(std::move(k));
+    } else {
+      return make_error("target cuda runs CUDA IR; node " + n->id + " is in " +
+                        std::string(dialect_name(n->dialect())) + " IR")
+          .at_node(n->id);
+    }
+  }
+  // cuMemcpyHtoD from pageable memory may return before the DMA lands: wait for it before any
+  // kernel on the non-blocking stream reads the buffers.
+  TESSERA_CU(cu, stream_synchronize, "uploading the inputs", CU_STREAM_LEGACY);
+  return l;
+}
+
+Expected<TargetRun> CudaRuntime::run(const Graph& g, const ValueMap& inputs, const std::vector<KernelBuild>& builds) {
+  const DriverApi& cu = *api_;
+  TESSERA_CU(cu, ctx_set_current, "device 0", ctx_);
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Loaded> l, load(g, inputs, builds, /*keep_uploaded=*/false));
+  TargetRun run;
+  for (const Loaded::Kernel& k : l->kernels) {
+    if (Status s = l->launch(k); !s) return std::move(s).error().at_node(k.node->id);
+    if (Status s = cu.check(cu.stream_synchronize(l->stream), "cuStreamSynchronize", kernel_what(*k.node, *k.op)); !s)
+      return std::move(s).error().at_node(k.node->id);
+    run.launches.push_back(KernelLaunch{k.node->id, k.op->name, k.op->grid, k.op->block});
+  }
+  for (const std::string& out : g.outputs()) {
+    const Node* n = g.find(out);
+    if (!n || !l->buffer.count(out)) return make_error("target cuda: graph output '" + out + "' has no buffer");
+    std::string bytes(static_cast<size_t>(num_elements(n->type.shape) * dtype_bytes(n->type.dtype)), '\0');
+    if (!bytes.empty()) TESSERA_CU(cu, memcpy_dtoh, "downloading output " + out, bytes.data(), l->buffer.at(out), bytes.size());
+    Expected<TensorValue> v = TensorBytes::decode(bytes, n->type);
+    if (!v) return std::move(v).error().at_node(out);
+    run.outputs[out] = std::move(*v);
+  }
+  return run;
+}
+
+Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs, const std::vector<KernelBuild>& builds,
+                                         const BenchOptions& options) {
+  const DriverApi& cu = *api_;
+  TESSERA_CU(cu, ctx_set_current, "device 0", ctx_);
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Loaded> l, load(g, inputs, builds, /*keep_uploaded=*/true));
+
+  // Driver objects of the measurement, released on every path.
+  struct Timing {
+    const DriverApi& cu;
+    CUevent start = nullptr, stop = nullptr;
+    CUdeviceptr flush = 0;
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    ~Timing() {
+      if (exec) cu.graph_exec_destroy(exec);
+      if (graph) cu.graph_destroy(graph);
+      if (flush) cu.mem_free(flush);
+      if (stop) cu.event_destroy(stop);
+      if (start) cu.event_destroy(start);
+    }
+  } t{cu};
+  TESSERA_CU(cu, event_create, "timing", &t.start, CU_EVENT_DEFAULT);
+  TESSERA_CU(cu, event_create, "timing", &t.stop, CU_EVENT_DEFAULT);
+  const size_t flush_bytes = static_cast<size_t>(2 * device_.l2_bytes);
+  const bool flush = options.flush_l2 && flush_bytes > 0;
+  if (flush) TESSERA_CU(cu, mem_alloc, "the L2 flush buffer", &t.flush, flush_bytes);
+
+  // One timed run of `enqueue` (µs between two events around it on the stream).
+  auto timed = [&](auto&& enqueue, const std::string& what) -> Expected<double> {
+    if (flush) TESSERA_CU(cu, memset_d8_async, "L2 flush", t.flush, 0, flush_bytes, l->stream);
+    TESSERA_CU(cu, event_record, what, t.start, l->stream);
+    TESSERA_TRY(enqueue());
+    TESSERA_CU(cu, event_record, what, t.stop, l->stream);
+    TESSERA_CU(cu, event_synchronize, what, t.stop);
+    float ms = 0;
+    TESSERA_CU(cu, event_elapsed_time, what, &ms, t.start, t.stop);
+    return static_cast<double>(ms) * 1000.0;
+  };
+  struct Stats {
+    double median = 0, min = 0, max = 0;
+    int warmup = 0;
+  };
+  // Warm-up until the median of the last 5 runs is within 2% of the median of the 5 before (or
+  // the cap), then `iterations` timed runs.
+  auto measure = [&](auto&& enqueue, const std::string& what) -> Expected<Stats> {
+    std::vector<double> warm;
+    while (static_cast<int>(warm.size()) < std::max(options.max_warmup, 1)) {
+      TESSERA_ASSIGN_OR_RETURN(double us, timed(enqueue, what));
+      warm.push_back(us);
+      const size_t n = warm.size();
+      if (n >= 10) {
+        const double last = median_of(std::vector<double>(warm.end() - 5, warm.end()));
+        const double before = median_of(std::vector<double>(warm.end() - 10, warm.end() - 5));
+        if (std::abs(last - before) <= 0.02 * before) break;
+      }
+    }
+    std::vector<double> runs;
+    for (int i = 0; i < std::max(options.iterations, 1); ++i) {
+      TESSERA_ASSIGN_OR_RETURN(double us, timed(enqueue, what));
+      runs.push_back(us);
+    }
+    Stats s;
+    s.median = median_of(runs);
+    s.min = *std::min_element(runs.begin(), runs.end());
+    s.max = *std::max_element(runs.begin(), runs.end());
+    s.warmup = static_cast<int>(warm.size());
+    return s;
+  };
+
+  BenchReport report;
+  report.device = device_.full_name;
+  report.flushed_l2 = flush;
+  for (const Loaded::Kernel& k : l->kernels) {
+    const std::string what = kernel_what(*k.node, *k.op);
+    Expected<Stats> s = measure([&] { return l->launch(k); }, what);
+    if (!s) return std::move(s).error().at_node(k.node->id);
+    KernelTiming kt;
+    kt.node = k.node->id;
+    kt.kernel = k.op->name;
+    kt.grid = k.op->grid;
+    kt.block = k.op->block;
+    kt.dynamic_smem = k.op->dynamic_smem;
+    kt.static_smem = k.static_smem;
+    kt.registers = k.registers;
+    kt.bytes = k.bytes;
+    kt.median_us = s->median;
+    kt.min_us = s->min;
+    kt.max_us = s->max;
+    kt.warmup_runs = s->warmup;
+    report.kernels.push_back(std::move(kt));
+  }
+
+  auto launch_all = [&]() -> Status {
+    for (const Loaded::Kernel& k : l->kernels)
+      if (Status s = l->launch(k); !s) return s;
+    return Status::ok();
+  };
+  Expected<Stats> program = Stats{};
+  if (options.use_graphs) {
+    TESSERA_CU(cu, stream_begin_capture, "capturing the program", l->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    Status launched = launch_all();
+    Status ended = cu.check(cu.stream_end_capture(l->stream, &t.graph), "cuStreamEndCapture", "capturing the program");
+    TESSERA_TRY(launched);
+    TESSERA_TRY(ended);
+    TESSERA_CU(cu, graph_instantiate, "the program's CUDA graph", &t.exec, t.graph, 0);
+    program = measure([&] { return cu.check(cu.graph_launch(t.exec, l->stream), "cuGraphLaunch", "the program's CUDA graph"); },
+                      "the program as a CUDA graph");
+    report.used_graphs = true;
+  } else {
+    program = measure(launch_all, "the whole program");
+  }
+  if (!program) return std::move(program).error();
+  report.program_median_us = program->median;
+  report.program_min_us = program->min;
+  report.program_max_us = program->max;
+  TESSERA_CU(cu, stream_synchronize, "after timing", l->stream);
+  return report;
+}
+
+#else  // without the toolkit headers DriverApi::load() always fails, so no runtime is ever opened
+
+Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::open(std::shared_ptr<const DriverApi>) {
+  return make_error(std::string(kNoCudaPrefix) + "this build of the cuda plugin has no CUDA toolkit headers");
+}
+CudaRuntime::~CudaRuntime() = default;
+Expected<TargetRun> CudaRuntime::run(const Graph&, const ValueMap&, const std::vector<KernelBuild>&) {
+  return make_error(std::string(kNoCudaPrefix) + "this build of the cuda plugin has no CUDA toolkit headers");
+}
+Expected<BenchReport> CudaRuntime::bench(const Graph&, const ValueMap&, const std::vector<KernelBuild>&,
+                                         const BenchOptions&) {
+  return make_error(std::string(kNoCudaPrefix) + "this build of the cuda plugin has no CUDA toolkit headers");
+}
+
+#endif
+
+}  // namespace tessera
