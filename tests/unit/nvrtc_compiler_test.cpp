@@ -7,18 +7,21 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "support/built_plugins.h"
 #include "support/cli_runner.h"
 #include "support/program_corpus.h"
+#include "tessera/frontend/frontend.h"
 #include "tessera/ir/graph.h"
 #include "tessera/pass/pipeline.h"
 #include "tessera/pass/runner.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
 #include "tessera/target/target.h"
+#include "tessera/tune/choice_source.h"
 
 namespace tessera {
 namespace {
@@ -50,15 +53,30 @@ class NvrtcBuildTest : public test::BuiltPluginsTest {
     if (!cache_dir_.empty()) fs::remove_all(cache_dir_);
   }
 
-  // `text` through the default pipeline, stopped after emit_cuda.
-  Graph lower_to_cuda(const std::string& text) {
+  // `text` through the default pipeline, stopped after emit_cuda; knobs sampled with `seed` when
+  // given, the program traced in `dtype`.
+  Graph lower_to_cuda(const std::string& text, std::optional<uint64_t> seed = std::nullopt,
+                      DType dtype = DType::F32) {
     Expected<PipelineSpec> spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
     EXPECT_TRUE(spec) << spec.error().render();
     if (!spec) return Graph();
-    Graph g = trace(text);
+    Graph g;
+    if (dtype == DType::F32) {
+      g = trace(text);
+    } else {
+      FrontendOptions fo;
+      fo.dtype = dtype;
+      auto traced = host_->registry().make_frontend("torch_expr")->import(FrontendInput{text, "<-c>"}, fo);
+      EXPECT_TRUE(traced) << traced.error().render();
+      if (!traced) return Graph();
+      g = std::move(*traced);
+    }
+    std::unique_ptr<RandomChoiceSource> sampler;
+    if (seed) sampler = std::make_unique<RandomChoiceSource>(*seed);
     RunnerOptions options;
     options.stop_after = Dialect::Cuda;
     options.device = device_;
+    options.tuner = sampler.get();
     DiagnosticEngine diags;
     Status s = PipelineRunner(host_->registry(), *spec, options).run(g, diags);
     EXPECT_TRUE(s) << s.message();
@@ -136,6 +154,25 @@ TEST_P(NvrtcCorpusTest, EveryKernelBuildsWithoutSpillsAndRebuildsFromTheCache) {
   }
   EXPECT_FALSE(entries(".cubin").empty());
   EXPECT_EQ(entries(".cubin").size(), entries(".json").size());
+}
+
+// Random-knob schedules and half-precision storage compile too: every sampled kernel of the
+// random-knob tests must be valid CUDA for both architectures (spills allowed: not a default).
+TEST_P(NvrtcCorpusTest, SampledAndHalfPrecisionSchedulesBuild) {
+  struct Variant {
+    std::optional<uint64_t> seed;
+    DType dtype;
+  };
+  for (const Variant& v : {Variant{1, DType::F32}, Variant{2, DType::F32}, Variant{3, DType::F32},
+                           Variant{std::nullopt, DType::BF16}, Variant{4, DType::F16}}) {
+    Graph g = lower_to_cuda(GetParam().text, v.seed, v.dtype);
+    if (HasFailure()) return;
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      auto built = build(g, arch);
+      ASSERT_TRUE(built) << dtype_short_name(v.dtype) << " seed " << (v.seed ? std::to_string(*v.seed) : "-")
+                         << " " << arch << ": " << built.error().render();
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, NvrtcCorpusTest, ::testing::ValuesIn(test::differential_corpus()),
