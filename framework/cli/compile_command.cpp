@@ -15,9 +15,10 @@ namespace tessera::cli {
 
 namespace {
 
-// `--ir cuda -v`: compiles every kernel with the cuda target (NVRTC, through the cache) and prints
-// one line per kernel to stderr.
-int build_kernels(const Session& session, const Graph& g, const std::string& cache_dir_flag) {
+// `--ir cuda -v` / `--emit ptx`: compiles every kernel with the cuda target (NVRTC, through the
+// cache); with -v prints one line per kernel to stderr; with `ptx` collects each kernel's PTX.
+int build_kernels(const Session& session, const Graph& g, const std::string& cache_dir_flag, int verbosity,
+                  std::string* ptx) {
   std::unique_ptr<Target> target = session.host.registry().make_target("cuda");
   if (!target) {
     std::cerr << "error: --ir cuda -v compiles the kernels with the cuda target, which is not loaded\n";
@@ -27,9 +28,12 @@ int build_kernels(const Session& session, const Graph& g, const std::string& cac
   to.arch = session.pipeline.target.arch.empty() ? session.device->arch : session.pipeline.target.arch;
   to.device = session.device;
   to.cache_dir = default_cache_dir(cache_dir_flag);
+  to.want_ptx = ptx != nullptr;
   auto built = target->build(g, to);
   if (!built) return report(std::cerr, built.error());
   for (const KernelBuild& k : *built) {
+    if (ptx) *ptx += "// kernel " + k.kernel + "  " + k.arch + "  (node " + k.node + ")\n" + k.ptx + "\n";
+    if (verbosity < 1) continue;
     std::cerr << k.kernel << "  " << k.arch << "  regs " << k.registers << "  smem " << k.shared_bytes
               << " B  spills " << (k.spill_store_bytes + k.spill_load_bytes) << " B  ("
               << (k.from_cache ? "cached" : "compiled") << ")\n";
@@ -49,7 +53,7 @@ int compile_command(int argc, char** argv, int first) {
   add_program_options(desc, src);
   desc.add_options()
       ("ir", po::value(&ir)->value_name("STAGE"), "stop after STAGE and print it: torch|tensor|loop|tile|kernel|cuda (default: the pipeline's last stage)")
-      ("emit", po::value(&emit)->value_name("text|json"), "print the IR as text (default) or graph JSON")
+      ("emit", po::value(&emit)->value_name("text|json|ptx"), "print the IR as text (default) or graph JSON, or (with the cuda stage) every kernel's PTX from NVRTC")
       ("print-pipeline", "print the effective pipeline (defaults filled in) as YAML and exit")
       ("time-passes", "print the time spent in each pass (stderr)")
       ("print-ir-after", po::value(&print_after)->value_name("PASS")->composing(), "print the IR after every application of PASS")
@@ -63,8 +67,8 @@ int compile_command(int argc, char** argv, int first) {
   auto args = strip_verbosity(argc, argv, first, flags.verbosity);
   po::variables_map vm;
   if (auto code = parse_command_line(args, desc, {}, vm, "tessera compile -c EXPR [--ir STAGE] [options]")) return *code;
-  if (emit != "text" && emit != "json") {
-    std::cerr << "error: --emit must be 'text' or 'json', got '" << emit << "'\n";
+  if (emit != "text" && emit != "json" && emit != "ptx") {
+    std::cerr << "error: --emit must be 'text', 'json' or 'ptx', got '" << emit << "'\n";
     return kExitUsage;
   }
 
@@ -106,8 +110,16 @@ int compile_command(int argc, char** argv, int first) {
   Status st = runner.run(*graph, diags);
   std::cerr << diags.render_all();
   if (!st) return report(std::cerr, st.error());
-  if (*stop == Dialect::Cuda && flags.verbosity >= 1) {
-    if (int code = build_kernels(*session, *graph, cache_dir); code != kExitOk) return code;
+  if (emit == "ptx" && *stop != Dialect::Cuda) {
+    std::cerr << "error: --emit ptx needs the cuda stage (--ir cuda, or a pipeline that ends there)\n";
+    return kExitUsage;
+  }
+  if (*stop == Dialect::Cuda && (flags.verbosity >= 1 || emit == "ptx")) {
+    std::string ptx;
+    if (int code = build_kernels(*session, *graph, cache_dir, flags.verbosity, emit == "ptx" ? &ptx : nullptr);
+        code != kExitOk)
+      return code;
+    if (emit == "ptx") return emit_output(flags, ptx, std::cerr);
   }
   return emit_output(flags, emit == "json" ? graph_to_json_text(*graph) : print_graph(*graph), std::cerr);
 }

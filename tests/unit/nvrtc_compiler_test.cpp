@@ -262,6 +262,38 @@ TEST_F(NvrtcBuildTest, OnlyCudaIrIsBuilt) {
   EXPECT_NE(none.error().render().find("target sim does not compile kernels"), std::string::npos);
 }
 
+// --emit ptx prints every kernel's PTX for --arch; the PTX joins the cache entry, so a second run
+// is served from the cache, and a cubin-only entry is rebuilt once to gain its PTX.
+TEST_F(NvrtcBuildTest, EmitPtxWritesEveryKernelsPtxThroughTheCache) {
+  const std::string program = "x=torch.randn(8,300); y=torch.randn(300); torch.softmax(x + y, -1) * 2";
+  test::CliResult cubin_only = test::run_cli(
+      {"compile", "-c", program, "--ir", "cuda", "-v", "--arch", "sm_80", "--cache-dir", cache_dir_.string()});
+  ASSERT_EQ(cubin_only.exit_code, 0) << cubin_only.err;
+  const std::vector<std::string> args = {"compile", "-c", program, "--emit", "ptx", "-v", "--arch", "sm_80",
+                                         "--cache-dir", cache_dir_.string()};
+  test::CliResult first = test::run_cli(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find(".target sm_80"), std::string::npos) << first.out;
+  EXPECT_EQ(first.out.find("__global__"), std::string::npos) << "PTX, not CUDA C++";
+  const Graph lowered = lower_to_cuda(program);
+  for (const Node* n : lowered.nodes()) {
+    if (const auto* op = n->op_as<CudaOp>()) {
+      EXPECT_NE(first.out.find("// kernel " + op->name + "  sm_80  (node " + n->id + ")\n"), std::string::npos) << first.out;
+      EXPECT_NE(first.out.find(".visible .entry " + op->name + "("), std::string::npos) << first.out;
+    }
+  }
+  EXPECT_NE(first.err.find("(compiled)"), std::string::npos) << first.err;
+  test::CliResult second = test::run_cli(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.out, first.out);
+  EXPECT_EQ(second.err.find("(compiled)"), std::string::npos) << second.err;
+  EXPECT_EQ(entries(".ptx").size(), entries(".cubin").size());
+
+  test::CliResult wrong_stage = test::run_cli({"compile", "-c", program, "--emit", "ptx", "--ir", "kernel"});
+  EXPECT_EQ(wrong_stage.exit_code, 2);
+  EXPECT_NE(wrong_stage.err.find("--emit ptx needs the cuda stage"), std::string::npos) << wrong_stage.err;
+}
+
 TEST_F(NvrtcBuildTest, CliPrintsOneLinePerKernelCompiledThenCached) {
   const std::vector<std::string> args = {"compile", "-c", "nn.RMSNorm(2048)(torch.randn(1,32,2048))", "--ir",
                                          "cuda", "-v", "--arch", "sm_80", "--cache-dir", cache_dir_.string()};

@@ -77,7 +77,7 @@ class CudaTarget final : public Target {
     const KernelCache cache(options.cache_dir);
     std::atomic<size_t> next{0};
     auto worker = [&] {
-      for (size_t i = next++; i < kernels.size(); i = next++) results[i] = build_one(*kernels[i], options.arch, cache);
+      for (size_t i = next++; i < kernels.size(); i = next++) results[i] = build_one(*kernels[i], options.arch, cache, options.want_ptx);
     };
     const size_t threads = std::min<size_t>(kernels.size(), std::max(1u, std::thread::hardware_concurrency()));
     std::vector<std::thread> pool;
@@ -95,7 +95,9 @@ class CudaTarget final : public Target {
 
  private:
   // One kernel: from the cache when its entry is intact, else compiled by NVRTC and stored.
-  static Expected<KernelBuild> build_one(const Node& n, const std::string& arch, const KernelCache& cache) {
+  // With `want_ptx`, an entry stored without PTX is compiled again (and stored with it).
+  static Expected<KernelBuild> build_one(const Node& n, const std::string& arch, const KernelCache& cache,
+                                         bool want_ptx) {
     const auto& op = *n.op_as<CudaOp>();
     const std::string key = KernelCache::key(op.source, arch, NvrtcCompiler::options(arch), NvrtcCompiler::version());
     KernelBuild b;
@@ -103,9 +105,10 @@ class CudaTarget final : public Target {
     b.kernel = op.name;
     b.arch = arch;
     std::optional<CompiledKernel> compiled = cache.load(key);
-    b.from_cache = compiled && compiled->kernel == op.name && compiled->arch == arch;
+    b.from_cache = compiled && compiled->kernel == op.name && compiled->arch == arch &&
+                   (!want_ptx || !compiled->ptx.empty());
     if (!b.from_cache) {
-      Expected<CompiledKernel> fresh = NvrtcCompiler::compile(op.name, op.source, arch);
+      Expected<CompiledKernel> fresh = NvrtcCompiler::compile(op.name, op.source, arch, want_ptx);
       if (!fresh) return std::move(fresh).error().at_node(n.id);
       if (!cache.dir().empty())
         if (Status s = cache.store(key, *fresh); !s) return std::move(s).error().at_node(n.id);
@@ -116,6 +119,7 @@ class CudaTarget final : public Target {
     b.spill_store_bytes = compiled->resources.spill_store_bytes;
     b.spill_load_bytes = compiled->resources.spill_load_bytes;
     b.binary = std::move(compiled->cubin);
+    if (want_ptx) b.ptx = std::move(compiled->ptx);
     return b;
   }
 

@@ -119,6 +119,11 @@ std::optional<CompiledKernel> KernelCache::load(const std::string& key) const {
     k.kernel = meta.at("kernel").get<std::string>();
     k.arch = meta.at("arch").get<std::string>();
     k.cubin = std::move(*cubin);
+    // PTX is optional: present when the kernel was built with it (`--emit ptx`).
+    if (meta.contains("ptx_fnv1a64")) {
+      auto ptx = read_file(fs::path(dir_) / (key + ".ptx"));
+      if (ptx && checksum64(*ptx) == meta.at("ptx_fnv1a64").get<std::string>()) k.ptx = std::move(*ptx);
+    }
     const auto& r = meta.at("resources");
     k.resources.registers = r.at("registers").get<int>();
     k.resources.shared_bytes = r.at("shared_bytes").get<int64_t>();
@@ -143,8 +148,11 @@ Status KernelCache::store(const std::string& key, const CompiledKernel& k) const
                        {"spill_load_bytes", k.resources.spill_load_bytes}};
   meta["cubin_bytes"] = k.cubin.size();
   meta["cubin_fnv1a64"] = checksum64(k.cubin);
-  // The cubin first: a reader that finds the metadata finds a complete image beside it.
+  if (!k.ptx.empty()) meta["ptx_fnv1a64"] = checksum64(k.ptx);
+  // The images first: a reader that finds the metadata finds complete files beside it.
   if (Status s = write_atomically(fs::path(dir_) / (key + ".cubin"), k.cubin); !s) return s;
+  if (!k.ptx.empty())
+    if (Status s = write_atomically(fs::path(dir_) / (key + ".ptx"), k.ptx); !s) return s;
   return write_atomically(fs::path(dir_) / (key + ".json"), meta.dump(2) + "\n");
 }
 

@@ -24,6 +24,7 @@ struct TargetOptions {
   std::string arch;                 // sm_90, ...
   const DeviceDesc* device = nullptr;
   std::string cache_dir;
+  bool want_ptx = false;            // build() also returns each kernel's PTX (KernelBuild::ptx)
 };
 
 // One kernel launch a target performed, in launch order (what `tessera run` lists).
@@ -45,6 +46,7 @@ struct KernelBuild {
   int64_t spill_load_bytes = 0;
   bool from_cache = false;  // served from the kernel cache (no compiler invocation)
   std::string binary;       // the compiled image (a cubin for cuda)
+  std::string ptx;          // the PTX, when TargetOptions::want_ptx
 };
 
 struct TargetRun {
