@@ -82,7 +82,7 @@ class ChunkReducePass final : public Pass {
     for (Node* n : g.nodes()) {
       const auto* kernel = n->op_as<TileOp>();
       if (kernel == nullptr) continue;
-      if (kernel->body.size() != 1 || !kernel->body[0].is<Tile>()) {
+      if (kernel->tile() == nullptr) {
         ctx.skip(*n, "body is not one Tile statement");
         continue;
       }
@@ -110,7 +110,7 @@ class ChunkReducePass final : public Pass {
   }
 
   Status chunk_node(const Graph& g, Node& n, const TileOp& kernel, PassContext& ctx) {
-    const Tile& tile = *kernel.body[0].as<Tile>();
+    const Tile& tile = *kernel.tile();
     std::vector<RowLoop> loops = find_row_loops(g, n, tile);
     if (loops.empty()) {
       ctx.skip(n, "no StridedLoop over a row at the top of the Tile");

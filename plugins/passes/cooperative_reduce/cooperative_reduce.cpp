@@ -139,9 +139,9 @@ class CooperativeReducePass final : public Pass {
     for (Node* n : g.nodes()) {
       const auto* kernel = n->op_as<TileOp>();
       if (kernel == nullptr) continue;
-      if (kernel->body.size() != 1 || !kernel->body[0].is<Tile>())
+      if (kernel->tile() == nullptr)
         return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
-      const Tile& tile = *kernel->body[0].as<Tile>();
+      const Tile& tile = *kernel->tile();
       if (std::any_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == "THREAD"; })) {
         ctx.skip(*n, "the Tile already has THREAD axes");
         continue;

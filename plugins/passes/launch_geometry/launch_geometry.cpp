@@ -172,9 +172,9 @@ class LaunchGeometryPass final : public Pass {
     for (Node* n : g.nodes()) {
       const auto* kernel = n->op_as<TileOp>();
       if (kernel == nullptr) continue;
-      if (kernel->body.size() != 1 || !kernel->body[0].is<Tile>())
+      if (kernel->tile() == nullptr)
         return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
-      const Tile& tile = *kernel->body[0].as<Tile>();
+      const Tile& tile = *kernel->tile();
       size_t parallel = 0;
       for (const TileAxis& a : tile.axes) parallel += a.binding == "PARALLEL";
       if (parallel == 0) {

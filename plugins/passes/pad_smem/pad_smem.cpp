@@ -163,7 +163,7 @@ class PadSmemPass final : public Pass {
   Status run(Graph& g, PassContext& ctx) override {
     for (Node* n : g.nodes()) {
       const auto* kernel = n->op_as<TileOp>();
-      if (kernel == nullptr || kernel->body.size() != 1 || !kernel->body[0].is<Tile>()) continue;
+      if (kernel == nullptr || kernel->tile() == nullptr) continue;
       TESSERA_TRY(pad_node(g, *n, *kernel, ctx));
     }
     return Status::ok();
@@ -171,7 +171,7 @@ class PadSmemPass final : public Pass {
 
  private:
   Status pad_node(const Graph& g, Node& n, const TileOp& kernel, PassContext& ctx) {
-    const Tile& tile = *kernel.body[0].as<Tile>();
+    const Tile& tile = *kernel.tile();
     std::vector<StagedAccess> accesses;
     find_stages(g, kernel.body, accesses);
     if (accesses.empty()) return Status::ok();

@@ -346,7 +346,7 @@ class StageInputsPass final : public Pass {
     for (Node* n : g.nodes()) {
       const auto* kernel = n->op_as<TileOp>();
       if (kernel == nullptr) continue;
-      if (kernel->body.size() != 1 || !kernel->body[0].is<Tile>()) {
+      if (kernel->tile() == nullptr) {
         ctx.skip(*n, "body is not one Tile statement");
         continue;
       }
@@ -450,7 +450,7 @@ class StageInputsPass final : public Pass {
   }
 
   Status stage_node(const Graph& g, Node& n, const TileOp& kernel, PassContext& ctx) {
-    const Tile& tile = *kernel.body[0].as<Tile>();
+    const Tile& tile = *kernel.tile();
     ExistingStageBytes existing(g);
     existing.visit(tile.body);
     const int64_t budget = ctx.device().smem_per_block_static - existing.total();

@@ -156,6 +156,9 @@ class LoopOp final : public KernelLikeOp {
 
 class TileOp final : public KernelLikeOp {
  public:
+  // The body's one Tile statement (docs/ir.md: a Tile IR kernel body is exactly one Tile), or
+  // nullptr when the body has another shape.
+  const Tile* tile() const { return body.size() == 1 ? body[0].as<Tile>() : nullptr; }
   Dialect dialect() const override { return Dialect::Tile; }
   std::string_view kind() const override { return "tile"; }
   std::unique_ptr<Op> clone() const override { return std::make_unique<TileOp>(*this); }
