@@ -40,10 +40,7 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
     ASSERT_TRUE(spec) << spec.error().render();
     pipeline_ = std::move(*spec);
     ASSERT_TRUE(validate_pipeline(pipeline_, host_->registry()));
-    auto devices = DeviceTable::load_default();
-    ASSERT_TRUE(devices) << devices.error().render();
-    devices_ = std::move(*devices);
-    device_ = devices_.find("h100");
+    device_ = h100();
     ASSERT_NE(device_, nullptr);
   }
 
@@ -94,7 +91,6 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
   }
 
   PipelineSpec pipeline_;
-  DeviceTable devices_;
   const DeviceDesc* device_ = nullptr;
 };
 

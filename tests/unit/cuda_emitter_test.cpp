@@ -198,10 +198,7 @@ class CudaEmitterTest : public test::BuiltPluginsTest {
  protected:
   void SetUp() override {
     ASSERT_TRUE(load_error_.empty()) << load_error_;
-    Expected<DeviceTable> table = DeviceTable::load_default();
-    ASSERT_TRUE(table) << table.error().render();
-    devices_ = std::move(*table);
-    device_ = devices_.find("h100");
+    device_ = h100();
     ASSERT_NE(device_, nullptr);
   }
 
@@ -230,7 +227,6 @@ class CudaEmitterTest : public test::BuiltPluginsTest {
     return s ? std::string() : s.message();
   }
 
-  DeviceTable devices_;
   const DeviceDesc* device_ = nullptr;
   DiagnosticEngine diags_;
 };

@@ -254,10 +254,7 @@ class CudaGpuTest : public test::BuiltPluginsTest {
     ASSERT_NE(target_, nullptr);
     std::string why;
     if (!target_->available(&why)) GTEST_SKIP() << why;
-    Expected<DeviceTable> table = DeviceTable::load_default();
-    ASSERT_TRUE(table);
-    devices_ = std::move(*table);
-    device_ = devices_.find("h100");
+    device_ = h100();
     ASSERT_NE(device_, nullptr);
   }
   Graph lower(Graph g, Dialect stop) {
@@ -273,7 +270,6 @@ class CudaGpuTest : public test::BuiltPluginsTest {
     return g;
   }
   std::unique_ptr<Target> target_;
-  DeviceTable devices_;
   const DeviceDesc* device_ = nullptr;
 };
 

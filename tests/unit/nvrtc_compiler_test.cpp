@@ -35,10 +35,7 @@ class NvrtcBuildTest : public test::BuiltPluginsTest {
     GTEST_SKIP() << "CUDA toolkit (NVRTC) not found at configure time: the cuda target cannot compile kernels";
 #endif
     ASSERT_TRUE(load_error_.empty()) << load_error_;
-    Expected<DeviceTable> table = DeviceTable::load_default();
-    ASSERT_TRUE(table) << table.error().render();
-    devices_ = std::move(*table);
-    device_ = devices_.find("h100");
+    device_ = h100();
     ASSERT_NE(device_, nullptr);
     target_ = host_->registry().make_target("cuda");
     ASSERT_NE(target_, nullptr);
@@ -97,7 +94,6 @@ class NvrtcBuildTest : public test::BuiltPluginsTest {
     return out;
   }
 
-  DeviceTable devices_;
   const DeviceDesc* device_ = nullptr;
   std::unique_ptr<Target> target_;
   fs::path cache_dir_;

@@ -34,10 +34,7 @@ class TilePassesTest : public test::BuiltPluginsTest {
  protected:
   void SetUp() override {
     ASSERT_TRUE(load_error_.empty()) << load_error_;
-    Expected<DeviceTable> table = DeviceTable::load_default();
-    ASSERT_TRUE(table) << table.error().render();
-    devices_ = std::move(*table);
-    device_ = devices_.find("h100");
+    device_ = h100();
     ASSERT_NE(device_, nullptr);
   }
 
@@ -137,7 +134,6 @@ class TilePassesTest : public test::BuiltPluginsTest {
     return false;
   }
 
-  DeviceTable devices_;
   const DeviceDesc* device_ = nullptr;
   DiagnosticEngine diags_;
 };

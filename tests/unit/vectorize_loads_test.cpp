@@ -52,10 +52,7 @@ class VectorizeLoadsTest : public test::BuiltPluginsTest, public ::testing::With
  protected:
   void SetUp() override {
     ASSERT_TRUE(load_error_.empty()) << load_error_;
-    auto devices = DeviceTable::load_default();
-    ASSERT_TRUE(devices) << devices.error().render();
-    devices_ = std::move(*devices);
-    device_ = devices_.find("h100");
+    device_ = h100();
     ASSERT_NE(device_, nullptr);
   }
 
@@ -87,7 +84,6 @@ class VectorizeLoadsTest : public test::BuiltPluginsTest, public ::testing::With
     return sim->execute(g, inputs, to);
   }
 
-  DeviceTable devices_;
   const DeviceDesc* device_ = nullptr;
 };
 
