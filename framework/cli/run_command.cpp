@@ -16,6 +16,8 @@
 #include <memory>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_session.h"
 #include "commands.h"
 #include "compile_program.h"
@@ -49,22 +51,6 @@ std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
-}
-
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    o += c;
-  }
-  return o + "\"";
-}
-
-std::string json_ints(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 // One row of the --bench table: a kernel's timing with the work the Kernel IR says it does.
@@ -108,23 +94,22 @@ std::string bench_table(const BenchReport& r, const std::vector<BenchRow>& rows)
 }
 
 std::string bench_json(const BenchReport& r, const std::vector<BenchRow>& rows) {
-  std::ostringstream out;
-  out << "{\n  \"device\": " << json_string(r.device) << ",\n  \"cuda_graph\": " << (r.used_graphs ? "true" : "false")
-      << ",\n  \"l2_flush\": " << (r.flushed_l2 ? "true" : "false") << ",\n  \"program_us\": {\"median\": "
-      << r.program_median_us << ", \"min\": " << r.program_min_us << ", \"max\": " << r.program_max_us
-      << "},\n  \"kernels\": [";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const KernelTiming& t = *rows[i].t;
-    out << (i ? "," : "") << "\n    {\"kernel\": " << json_string(t.kernel) << ", \"node\": " << json_string(t.node)
-        << ", \"median_us\": " << t.median_us << ", \"min_us\": " << t.min_us << ", \"max_us\": " << t.max_us
-        << ", \"share\": " << rows[i].share << ", \"grid\": " << json_ints(t.grid) << ", \"block\": "
-        << json_ints(t.block) << ", \"static_smem\": " << t.static_smem << ", \"dynamic_smem\": " << t.dynamic_smem
-        << ", \"registers\": " << t.registers << ", \"bytes\": " << rows[i].cost.bytes << ", \"flops\": "
-        << rows[i].cost.flops << ", \"gb_per_s\": " << rows[i].gbps() << ", \"gflop_per_s\": " << rows[i].gflops()
-        << ", \"warmup_runs\": " << t.warmup_runs << "}";
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+  for (const BenchRow& row : rows) {
+    const KernelTiming& t = *row.t;
+    kernels.push_back({{"kernel", t.kernel}, {"node", t.node}, {"median_us", t.median_us}, {"min_us", t.min_us},
+                       {"max_us", t.max_us}, {"share", row.share}, {"grid", t.grid}, {"block", t.block},
+                       {"static_smem", t.static_smem}, {"dynamic_smem", t.dynamic_smem},
+                       {"registers", t.registers}, {"bytes", row.cost.bytes}, {"flops", row.cost.flops},
+                       {"gb_per_s", row.gbps()}, {"gflop_per_s", row.gflops()}, {"warmup_runs", t.warmup_runs}});
   }
-  out << "\n  ]\n}\n";
-  return out.str();
+  nlohmann::ordered_json doc = {
+      {"device", r.device},
+      {"cuda_graph", r.used_graphs},
+      {"l2_flush", r.flushed_l2},
+      {"program_us", {{"median", r.program_median_us}, {"min", r.program_min_us}, {"max", r.program_max_us}}},
+      {"kernels", std::move(kernels)}};
+  return doc.dump(2) + "\n";
 }
 
 // The first `ncu` on PATH, or "".
@@ -316,6 +301,12 @@ int run_command(int argc, char** argv, int first) {
   ro.tuner = sampler.get();
   ro.out = &std::cerr;  // stdout carries the result table only
   ro.err = &std::cerr;
+  // --bench counts each kernel's bytes and flops in its Kernel IR body: keep that stage's graph.
+  Graph kernel_ir;
+  if (vm.count("bench"))
+    ro.on_stage_end = [&kernel_ir](Dialect stage, const Graph& g) {
+      if (stage == Dialect::Kernel) kernel_ir = g;
+    };
   DiagnosticEngine diags;
   PipelineRunner runner(session->host.registry(), session->pipeline, ro);
   Status st = runner.run(*graph, diags);
@@ -374,18 +365,6 @@ int run_command(int argc, char** argv, int first) {
     bo.flush_l2 = vm.count("flush-l2") > 0;
     auto timed = target->bench(*graph, inputs, to, bo);
     if (!timed) return report(std::cerr, timed.error());
-    // The flop counts come from the Kernel IR bodies: the same compile, stopped one stage earlier.
-    Graph kernel_ir = reference_graph;
-    std::unique_ptr<RandomChoiceSource> resampler;
-    if (vm.count("sample-knobs")) resampler = std::make_unique<RandomChoiceSource>(sample_seed);
-    RunnerOptions kro = ro;
-    kro.stop_after = Dialect::Kernel;
-    kro.tuner = resampler.get();
-    kro.verbosity = 0;
-    kro.time_passes = false;
-    DiagnosticEngine kdiags;
-    if (Status ks = PipelineRunner(session->host.registry(), session->pipeline, kro).run(kernel_ir, kdiags); !ks)
-      return report(std::cerr, ks.error());
     const std::vector<BenchRow> rows = bench_rows(*timed, kernel_ir);
     out << bench_table(*timed, rows);
     if (vm.count("json")) {

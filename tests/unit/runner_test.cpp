@@ -4,6 +4,8 @@
 
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "tessera/ir/printer.h"
 #include "tessera/pass/pass.h"
@@ -162,6 +164,23 @@ TEST(Runner, VeryVerboseEmitsOneDiffBlockPerApplication) {
   EXPECT_NE(s.find("+relu = relu(x, tile=32)"), std::string::npos) << s;
   EXPECT_NE(s.find("<<< g:001_choose_tile\n"), std::string::npos) << s;
   EXPECT_NE(err.str().find("[g:001_choose_tile]"), std::string::npos) << err.str();
+}
+
+// on_stage_end sees each stage that ran, once, with that stage's verified result.
+TEST(Runner, OnStageEndReceivesEveryStageThatRan) {
+  Registry reg = make_registry();
+  DeviceDesc dev = test_device();
+  PipelineSpec spec = pipeline_pinning(64);
+  RunnerOptions opts;
+  opts.device = &dev;
+  std::vector<std::pair<Dialect, std::string>> seen;
+  opts.on_stage_end = [&seen](Dialect stage, const Graph& g) { seen.emplace_back(stage, print_graph(g)); };
+  Graph g = make_graph();
+  DiagnosticEngine diags;
+  ASSERT_TRUE(PipelineRunner(reg, spec, opts).run(g, diags));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].first, Dialect::Torch);
+  EXPECT_NE(seen[0].second.find("relu = relu(x, tile=64)"), std::string::npos) << seen[0].second;
 }
 
 }  // namespace

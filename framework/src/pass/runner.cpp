@@ -158,6 +158,7 @@ Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
     }
     if (!opts_.dump_dir.empty())
       TESSERA_TRY(dump_stage(opts_.dump_dir, std::to_string(stage_index(stage)) + "_" + std::string(dialect_name(stage)), g));
+    if (opts_.on_stage_end) opts_.on_stage_end(stage, g);
   }
 
   if (opts_.time_passes && err) {

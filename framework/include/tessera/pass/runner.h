@@ -1,6 +1,7 @@
 // PipelineRunner: runs a validated pipeline's stages, in order, on a graph.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <set>
 #include <string>
@@ -27,6 +28,9 @@ struct RunnerOptions {
   const DeviceDesc* device = nullptr;   // required
   ChoiceSource* tuner = nullptr;
   ChoiceSource* replay = nullptr;
+  // Called with each stage's result once it verifies (e.g. to keep the Kernel IR a later stage
+  // lowers further).
+  std::function<void(Dialect stage, const Graph& g)> on_stage_end;
   std::ostream* out = nullptr;          // IR printouts and diffs (stdout)
   std::ostream* err = nullptr;          // timings and notes (stderr)
 };
