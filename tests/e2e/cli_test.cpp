@@ -93,6 +93,12 @@ TEST(Cli, RunOnTheSimulatorChecksEveryOutput) {
   EXPECT_NE(r.out.find("(65536 elements, rtol 0.0001)  ok\n"), std::string::npos) << r.out;
   EXPECT_TRUE(r.err.empty()) << r.err;
 
+  // --seed changes the input data (so the errors differ) and is reported.
+  auto seeded = run_cli({"run", "--target", "sim", "--seed", "5", "-c", kRmsNorm});
+  ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
+  EXPECT_NE(seeded.out.find("inputs: seed 5\n"), std::string::npos) << seeded.out;
+  EXPECT_NE(seeded.out.substr(seeded.out.find("outputs:")), r.out.substr(r.out.find("outputs:")));
+
   // auto falls back to sim, saying why, when there is no GPU.
   auto a = run_cli({"run", "-c", "x=torch.randn(4,6); torch.softmax(x, -1)", "--sample-knobs", "3"});
   if (a.err.find("note: running on the sim target (") != std::string::npos) {
