@@ -49,28 +49,10 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
   void check(const std::string& text, std::optional<uint64_t> seed, DType dtype = DType::F32) {
     const std::string schedule = std::string(dtype_short_name(dtype)) + ", " +
                                  (seed ? "sampled schedule seed " + std::to_string(*seed) : "heuristic schedule");
-    auto frontend = host_->registry().make_frontend("torch_expr");
-    ASSERT_NE(frontend, nullptr);
-    FrontendOptions options;
-    options.dtype = dtype;
-    auto traced = frontend->import(FrontendInput{text, "<-c>"}, options);
-    ASSERT_TRUE(traced) << traced.error().render();
-    const Graph torch = *traced;
+    const Graph torch = trace(text, dtype);
+    if (HasFailure()) return;
     Graph g = torch;
-
-    std::unique_ptr<RandomChoiceSource> sampler;
-    if (seed) sampler = std::make_unique<RandomChoiceSource>(*seed);
-    RunnerOptions ro;
-    ro.stop_after = Dialect::Kernel;
-    ro.device = device_;
-    ro.tuner = sampler.get();
-    ro.verify_each = true;
-    std::ostringstream sink;
-    ro.out = &sink;
-    ro.err = &sink;
-    DiagnosticEngine diags;
-    PipelineRunner runner(host_->registry(), pipeline_, ro);
-    Status st = runner.run(g, diags);
+    Status st = lower(g, pipeline_, Dialect::Kernel, device_, seed, /*verify_each=*/true);
     ASSERT_TRUE(st) << schedule << ":\n" << st.error().render();
 
     auto sim = host_->registry().make_target("sim");

@@ -5,13 +5,18 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include "tessera/frontend/frontend.h"
 #include "tessera/ir/graph.h"
+#include "tessera/pass/pipeline.h"
+#include "tessera/pass/runner.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
+#include "tessera/tune/choice_source.h"
 
 namespace tessera::test {
 
@@ -33,15 +38,37 @@ class BuiltPluginsTest : public ::testing::Test {
     devices_.reset();
   }
 
+  // Runs `pipeline` on `g` up to `stop` for `device`, every knob not pinned sampled with `seed` when
+  // given (as `--sample-knobs` does), the IR verified after every pass when `verify_each`. Pass
+  // printouts and notes are discarded.
+  static Status lower(Graph& g, const PipelineSpec& pipeline, Dialect stop, const DeviceDesc* device,
+                      std::optional<uint64_t> seed = std::nullopt, bool verify_each = false) {
+    std::unique_ptr<RandomChoiceSource> sampler;
+    if (seed) sampler = std::make_unique<RandomChoiceSource>(*seed);
+    RunnerOptions options;
+    options.stop_after = stop;
+    options.device = device;
+    options.tuner = sampler.get();
+    options.verify_each = verify_each;
+    std::ostringstream sink;
+    options.out = &sink;
+    options.err = &sink;
+    DiagnosticEngine diags;
+    return PipelineRunner(host_->registry(), pipeline, options).run(g, diags);
+  }
+
   // The H100 of data/devices.yaml: the device the pass and target tests schedule for.
   static const DeviceDesc* h100() { return devices_ ? devices_->find("h100") : nullptr; }
 
-  // Traces a torch_expr program into Torch IR (an empty graph and a test failure when it fails).
-  static Graph trace(const std::string& text) {
+  // Traces a torch_expr program into Torch IR, its tensors in `dtype` (an empty graph and a test
+  // failure when it fails).
+  static Graph trace(const std::string& text, DType dtype = DType::F32) {
     std::unique_ptr<Frontend> frontend = host_->registry().make_frontend("torch_expr");
     EXPECT_NE(frontend, nullptr);
     if (!frontend) return Graph();
-    Expected<Graph> g = frontend->import(FrontendInput{text, "<-c>"}, {});
+    FrontendOptions options;
+    options.dtype = dtype;
+    Expected<Graph> g = frontend->import(FrontendInput{text, "<-c>"}, options);
     if (!g) {
       ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
       return Graph();

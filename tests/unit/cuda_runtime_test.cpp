@@ -261,11 +261,7 @@ class CudaGpuTest : public test::BuiltPluginsTest {
     Expected<PipelineSpec> spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
     EXPECT_TRUE(spec) << spec.error().render();
     if (!spec) return Graph();
-    RunnerOptions options;
-    options.stop_after = stop;
-    options.device = device_;
-    DiagnosticEngine diags;
-    Status s = PipelineRunner(host_->registry(), *spec, options).run(g, diags);
+    Status s = test::BuiltPluginsTest::lower(g, *spec, stop, device_);
     EXPECT_TRUE(s) << s.message();
     return g;
   }

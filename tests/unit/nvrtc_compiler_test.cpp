@@ -57,25 +57,8 @@ class NvrtcBuildTest : public test::BuiltPluginsTest {
     Expected<PipelineSpec> spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
     EXPECT_TRUE(spec) << spec.error().render();
     if (!spec) return Graph();
-    Graph g;
-    if (dtype == DType::F32) {
-      g = trace(text);
-    } else {
-      FrontendOptions fo;
-      fo.dtype = dtype;
-      auto traced = host_->registry().make_frontend("torch_expr")->import(FrontendInput{text, "<-c>"}, fo);
-      EXPECT_TRUE(traced) << traced.error().render();
-      if (!traced) return Graph();
-      g = std::move(*traced);
-    }
-    std::unique_ptr<RandomChoiceSource> sampler;
-    if (seed) sampler = std::make_unique<RandomChoiceSource>(*seed);
-    RunnerOptions options;
-    options.stop_after = Dialect::Cuda;
-    options.device = device_;
-    options.tuner = sampler.get();
-    DiagnosticEngine diags;
-    Status s = PipelineRunner(host_->registry(), *spec, options).run(g, diags);
+    Graph g = trace(text, dtype);
+    Status s = lower(g, *spec, Dialect::Cuda, device_, seed);
     EXPECT_TRUE(s) << s.message();
     return g;
   }
