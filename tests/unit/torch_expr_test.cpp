@@ -965,6 +965,25 @@ TEST_F(TorchExprTest, CoverageErrorsAreLocated) {
 
 // docs/torch-ops.md is the contract the evaluator and the decomposition are written from: every
 // target the frontend emits must have a row there.
+// Long left-deep chains are built by the parser's loops, not its recursion: each is refused with a
+// located error at a fixed height instead of overflowing the tracer's stack.
+TEST_F(TorchExprTest, LongChainsAreRefusedAtTheHeightLimit) {
+  auto repeat = [](const std::string& piece, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += piece;
+    return out;
+  };
+  const std::string sum = "x=torch.randn(4)\nx" + repeat("+x", 5999);
+  expect_error(fail(sum), "expression is too long or nested too deeply (more than 1000 levels", 2, 1);
+  expect_error(fail("x=torch.randn(4)\nx" + repeat("[0]", 5000)), "more than 1000 levels", 2, 1);
+  expect_error(fail("x=torch.randn(4)\nx" + repeat(".abs()", 3000)), "more than 1000 levels", 2, 1);
+  expect_error(fail("def f(): return f\nf" + repeat("()", 6000)), "more than 1000 levels", 2, 1);
+  expect_error(fail("x=torch.randn(4)\nx" + repeat(" or x", 2000)), "more than 1000 levels", 2, 1);
+  // Below the limit the chain traces (and the tracer's recursion stays bounded).
+  Graph g = trace("x=torch.randn(4)\nx" + repeat("+x", 900));
+  EXPECT_GT(g.size(), 900u);
+}
+
 TEST_F(TorchExprTest, EveryEmittedTargetIsInTheCatalog) {
   std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/docs/torch-ops.md");
   ASSERT_TRUE(in) << "docs/torch-ops.md is missing";

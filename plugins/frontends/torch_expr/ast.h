@@ -112,6 +112,10 @@ struct StarredExpr {
 
 struct ExprNode {
   SourceSpan span;
+  // 1 for a leaf, else 1 + the tallest child: the recursion depth the tracer will need for this
+  // expression. The parser builds operator, call, attribute and subscript chains in loops, so it
+  // checks this against a limit instead of relying on its own recursion guard.
+  int height = 1;
   std::variant<NameExpr, NoneLiteral, EllipsisLiteral, BoolLiteral, IntLiteral, FloatLiteral,
                StringLiteral, TupleExpr, AttributeExpr, CallExpr, BinaryExpr, UnaryExpr,
                CompareExpr, BoolExpr, ConditionalExpr, SubscriptExpr, SliceExpr, StarredExpr>

@@ -3,6 +3,7 @@
 // < postfix (call, attribute, subscript) < atoms.
 #include "parser.h"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <set>
@@ -11,6 +12,9 @@ namespace tessera::torch_expr {
 namespace {
 
 constexpr int kMaxDepth = 150;
+// Tallest expression tree accepted (a chain `x+x+...` of N terms is N levels tall). The tracer
+// recurses once or twice per level; this keeps it far from the stack limit.
+constexpr int kMaxExprHeight = 1000;
 
 struct BinaryLevelOp {
   std::string_view text;
@@ -96,10 +100,56 @@ Status Parser::check_depth(const Token& at) const {
   return Status::ok();
 }
 
+Status Parser::check_height(const ExprNode& e) const {
+  if (e.height > kMaxExprHeight)
+    return source_.error(e.span, "expression is too long or nested too deeply (more than " +
+                                     std::to_string(kMaxExprHeight) +
+                                     " levels of operators, calls, attributes or subscripts); split it "
+                                     "into several statements");
+  return Status::ok();
+}
+
+namespace {
+
+int height_of(const ExprPtr& e) { return e ? e->height : 0; }
+
+// The tallest child of each expression kind (leaves have none).
+template <class T> int tallest_child(const T&) { return 0; }
+int tallest_child(const TupleExpr& n) {
+  int h = 0;
+  for (const ExprPtr& item : n.items) h = std::max(h, height_of(item));
+  return h;
+}
+int tallest_child(const AttributeExpr& n) { return height_of(n.value); }
+int tallest_child(const CallExpr& n) {
+  int h = height_of(n.callee);
+  for (const CallArgument& a : n.args) h = std::max(h, height_of(a.value));
+  return h;
+}
+int tallest_child(const BinaryExpr& n) { return std::max(height_of(n.lhs), height_of(n.rhs)); }
+int tallest_child(const UnaryExpr& n) { return height_of(n.operand); }
+int tallest_child(const CompareExpr& n) {
+  int h = 0;
+  for (const ExprPtr& o : n.operands) h = std::max(h, height_of(o));
+  return h;
+}
+int tallest_child(const BoolExpr& n) { return std::max(height_of(n.lhs), height_of(n.rhs)); }
+int tallest_child(const ConditionalExpr& n) {
+  return std::max({height_of(n.body), height_of(n.cond), height_of(n.orelse)});
+}
+int tallest_child(const SubscriptExpr& n) { return std::max(height_of(n.value), height_of(n.index)); }
+int tallest_child(const SliceExpr& n) {
+  return std::max({height_of(n.lower), height_of(n.upper), height_of(n.step)});
+}
+int tallest_child(const StarredExpr& n) { return height_of(n.value); }
+
+}  // namespace
+
 template <class T>
 ExprPtr Parser::make_expr(SourceSpan span, T node) const {
   auto e = std::make_unique<ExprNode>();
   e->span = span;
+  e->height = 1 + tallest_child(node);
   e->node = std::move(node);
   return e;
 }
@@ -457,6 +507,7 @@ Expected<ExprPtr> Parser::parse_or() {
     advance();
     TESSERA_ASSIGN_OR_RETURN(ExprPtr rhs, parse_and());
     lhs = make_expr(span_from(start), BoolExpr{false, std::move(lhs), std::move(rhs)});
+    TESSERA_TRY(check_height(*lhs));
   }
   return lhs;
 }
@@ -468,6 +519,7 @@ Expected<ExprPtr> Parser::parse_and() {
     advance();
     TESSERA_ASSIGN_OR_RETURN(ExprPtr rhs, parse_not());
     lhs = make_expr(span_from(start), BoolExpr{true, std::move(lhs), std::move(rhs)});
+    TESSERA_TRY(check_height(*lhs));
   }
   return lhs;
 }
@@ -537,6 +589,7 @@ Expected<ExprPtr> Parser::parse_binary_level(int level) {
     SourceSpan op_span = advance().span;
     TESSERA_ASSIGN_OR_RETURN(ExprPtr rhs, parse_binary_level(level + 1));
     lhs = make_expr(span_from(start), BinaryExpr{match->op, op_span, std::move(lhs), std::move(rhs)});
+    TESSERA_TRY(check_height(*lhs));
   }
 }
 
@@ -589,6 +642,7 @@ Expected<ExprPtr> Parser::parse_postfix() {
     } else {
       return e;
     }
+    TESSERA_TRY(check_height(*e));
   }
 }
 

@@ -71,6 +71,7 @@ class Parser {
     int& depth;
   };
   Status check_depth(const Token& at) const;
+  Status check_height(const ExprNode& e) const;
 
   const SourceText& source_;
   std::vector<Token> tokens_;
