@@ -31,6 +31,11 @@ int build_kernels(const Session& session, const Graph& g, const std::string& cac
   to.want_ptx = ptx != nullptr;
   auto built = target->build(g, to);
   if (!built) return report(std::cerr, built.error());
+  for (const KernelBuild& k : *built)
+    if (!k.cache_warning.empty()) {
+      std::cerr << "warning: " << k.cache_warning << "\n";
+      break;
+    }
   for (const KernelBuild& k : *built) {
     if (ptx) *ptx += "// kernel " + k.kernel + "  " + k.arch + "  (node " + k.node + ")\n" + k.ptx + "\n";
     if (verbosity < 1) continue;

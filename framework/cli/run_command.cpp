@@ -328,6 +328,7 @@ int run_command(int argc, char** argv, int first) {
     if (std::optional<DeviceDesc> hw = target->query_device()) to.arch = hw->arch;  // the GPU's own arch
   auto ran = target->execute(*graph, inputs, to);
   if (!ran) return report(std::cerr, ran.error());
+  for (const std::string& w : ran->warnings) std::cerr << "warning: " << w << "\n";
 
   std::ostringstream out;
   out << "target: " << target->name() << "  device: " << session->device->name << " (" << to.arch

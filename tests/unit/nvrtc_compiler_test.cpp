@@ -3,6 +3,7 @@
 // served from it without NVRTC, a corrupt or truncated entry is rebuilt), and NVRTC errors that
 // name the kernel and quote the offending source line. Skipped with a reason without the toolkit.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -198,6 +199,64 @@ TEST_F(NvrtcBuildTest, CorruptOrTruncatedEntriesAreRebuilt) {
   ASSERT_TRUE(again) << again.error().render();
   for (const KernelBuild& k : *again) EXPECT_TRUE(k.from_cache) << k.kernel;
   EXPECT_EQ(entries(".json"), metas);  // same keys: the entries were replaced, not added
+}
+
+// The cache directory is not trusted: entries that are symlinks to devices, FIFOs (opening one
+// for reading would block) or carry out-of-range metadata are ignored and rebuilt.
+TEST_F(NvrtcBuildTest, HostileEntriesAreIgnoredWithoutBlockingOrUnboundedReads) {
+  Graph g = cuda_graph("k_copy", "extern \"C\" __global__ void k_copy(const float* x, float* y) { y[0] = x[0]; }\n");
+  auto first = build(g, "sm_90");
+  ASSERT_TRUE(first) << first.error().render();
+  std::vector<fs::path> cubins = entries(".cubin"), metas = entries(".json");
+  ASSERT_EQ(cubins.size(), 1u);
+  ASSERT_EQ(metas.size(), 1u);
+  std::ifstream meta_in(metas[0]);
+  std::string meta((std::istreambuf_iterator<char>(meta_in)), std::istreambuf_iterator<char>());
+
+  // The cubin is a symlink to /dev/zero: read without bound, it would never end.
+  fs::remove(cubins[0]);
+  fs::create_symlink("/dev/zero", cubins[0]);
+  auto zero = build(g, "sm_90");
+  ASSERT_TRUE(zero) << zero.error().render();
+  EXPECT_FALSE((*zero)[0].from_cache);
+  EXPECT_EQ((*zero)[0].binary, (*first)[0].binary);
+
+  // The metadata is a FIFO with no writer: opening it for reading must not block.
+  fs::remove(metas[0]);
+  ASSERT_EQ(::mkfifo(metas[0].c_str(), 0600), 0);
+  auto fifo = build(g, "sm_90");
+  ASSERT_TRUE(fifo) << fifo.error().render();
+  EXPECT_FALSE((*fifo)[0].from_cache);
+
+  // A negative register count is corrupt metadata, not a number to print.
+  std::string bad = meta;
+  size_t at = bad.find("\"registers\": ");
+  ASSERT_NE(at, std::string::npos) << bad;
+  bad.replace(at, std::string("\"registers\": ").size(), "\"registers\": -");
+  fs::remove(metas[0]);
+  std::ofstream(metas[0]) << bad;
+  auto negative = build(g, "sm_90");
+  ASSERT_TRUE(negative) << negative.error().render();
+  EXPECT_FALSE((*negative)[0].from_cache);
+  EXPECT_GT((*negative)[0].registers, 0);
+}
+
+// A cache that cannot be written degrades to compiling without it, with one warning.
+TEST_F(NvrtcBuildTest, AnUnwritableCacheCompilesWithAWarning) {
+  fs::create_directories(cache_dir_);
+  const fs::path file = cache_dir_ / "not_a_directory";
+  std::ofstream(file) << "x";
+  Graph g = cuda_graph("k_copy", "extern \"C\" __global__ void k_copy(const float* x, float* y) { y[0] = x[0]; }\n");
+  auto b = target_->build(g, TargetOptions{"sm_90", device_, (file / "cache").string()});
+  ASSERT_TRUE(b) << b.error().render();
+  EXPECT_FALSE((*b)[0].binary.empty());
+  EXPECT_NE((*b)[0].cache_warning.find("compiling without the kernel cache"), std::string::npos)
+      << (*b)[0].cache_warning;
+
+  test::CliResult cli = test::run_cli({"compile", "-c", "torch.relu(torch.randn(33))", "--ir", "cuda", "-v",
+                                       "--cache-dir", (file / "cache").string()});
+  EXPECT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.err.find("warning: kernel cache: cannot create directory"), std::string::npos) << cli.err;
 }
 
 TEST_F(NvrtcBuildTest, TheKeyCoversTheArchAndTheSource) {

@@ -51,7 +51,14 @@ class CudaTarget final : public Target {
   Expected<TargetRun> execute(const Graph& g, const ValueMap& inputs, const TargetOptions& options) override {
     TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<CudaRuntime> rt, open_runtime());
     TESSERA_ASSIGN_OR_RETURN(std::vector<KernelBuild> builds, build(g, for_device(options, rt->device())));
-    return rt->run(g, inputs, builds);
+    Expected<TargetRun> run = rt->run(g, inputs, builds);
+    if (run)
+      for (const KernelBuild& b : builds)
+        if (!b.cache_warning.empty()) {
+          run->warnings.push_back(b.cache_warning);
+          break;
+        }
+    return run;
   }
 
   Expected<BenchReport> bench(const Graph& g, const ValueMap& inputs, const TargetOptions& options,
@@ -111,7 +118,8 @@ class CudaTarget final : public Target {
       Expected<CompiledKernel> fresh = NvrtcCompiler::compile(op.name, op.source, arch, want_ptx);
       if (!fresh) return std::move(fresh).error().at_node(n.id);
       if (!cache.dir().empty())
-        if (Status s = cache.store(key, *fresh); !s) return std::move(s).error().at_node(n.id);
+        if (Status s = cache.store(key, *fresh); !s)
+          b.cache_warning = s.error().message + "; compiling without the kernel cache";
       compiled = std::move(*fresh);
     }
     b.registers = compiled->resources.registers;

@@ -6,6 +6,8 @@
 // stale directory can be deleted at any time. Both files are written to a unique temp name and
 // renamed, so readers never see half an entry; an entry whose metadata does not parse or whose
 // cubin does not match its size and checksum is ignored (and overwritten by the next store).
+// Only regular files of bounded size are read, and metadata values are range-checked. A cache
+// that cannot be written is not an error: the target compiles without it and says so once.
 // The directory comes from TargetOptions::cache_dir (the CLI resolves the default).
 #include "kernel_cache.h"
 
@@ -16,7 +18,9 @@
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace tessera {
@@ -60,12 +64,37 @@ std::string checksum64(const std::string& s) {
   return buf;
 }
 
+// Largest file the cache reads back: a cubin of our kernels is tens of KB; anything near this is
+// not an entry we wrote.
+constexpr int64_t kMaxEntryBytes = int64_t{64} << 20;
+
+// The contents of `p` if it is a regular file of at most kMaxEntryBytes, else nullopt. The cache
+// directory is not trusted: an entry may be a symlink to /dev/zero, a FIFO (opening it must not
+// block) or a huge file. Checked on the opened descriptor, so the file cannot be swapped between
+// the check and the read.
 std::optional<std::string> read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::optional<std::string> out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kMaxEntryBytes) {
+    std::string data(static_cast<size_t>(st.st_size), '\0');
+    size_t got = 0;
+    while (got < data.size()) {
+      ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got == data.size()) out = std::move(data);
+  }
+  ::close(fd);
+  return out;
+}
+
+// A metadata integer, which must lie within [lo, hi] for the entry to be trusted.
+bool read_in_range(const nlohmann::json& j, int64_t lo, int64_t hi, int64_t& out) {
+  out = j.get<int64_t>();
+  return lo <= out && out <= hi;
 }
 
 // Writes `data` to `path` through a temp file in the same directory and a rename.
@@ -125,10 +154,15 @@ std::optional<CompiledKernel> KernelCache::load(const std::string& key) const {
       if (ptx && checksum64(*ptx) == meta.at("ptx_fnv1a64").get<std::string>()) k.ptx = std::move(*ptx);
     }
     const auto& r = meta.at("resources");
-    k.resources.registers = r.at("registers").get<int>();
-    k.resources.shared_bytes = r.at("shared_bytes").get<int64_t>();
-    k.resources.spill_store_bytes = r.at("spill_store_bytes").get<int64_t>();
-    k.resources.spill_load_bytes = r.at("spill_load_bytes").get<int64_t>();
+    // ptxas limits: at most 255 registers per thread; shared memory and spills far below 1 GiB.
+    constexpr int64_t kGiB = int64_t{1} << 30;
+    int64_t registers = 0;
+    if (!read_in_range(r.at("registers"), 0, 255, registers) ||
+        !read_in_range(r.at("shared_bytes"), 0, kGiB, k.resources.shared_bytes) ||
+        !read_in_range(r.at("spill_store_bytes"), 0, kGiB, k.resources.spill_store_bytes) ||
+        !read_in_range(r.at("spill_load_bytes"), 0, kGiB, k.resources.spill_load_bytes))
+      return std::nullopt;
+    k.resources.registers = static_cast<int>(registers);
     return k;
   } catch (const nlohmann::json::exception&) {  // a field missing or of the wrong type: corrupt
     return std::nullopt;

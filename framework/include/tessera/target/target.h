@@ -47,11 +47,13 @@ struct KernelBuild {
   bool from_cache = false;  // served from the kernel cache (no compiler invocation)
   std::string binary;       // the compiled image (a cubin for cuda)
   std::string ptx;          // the PTX, when TargetOptions::want_ptx
+  std::string cache_warning;  // why the kernel could not be stored in the cache (it was still built)
 };
 
 struct TargetRun {
   ValueMap outputs;                   // the value of every graph output, by node id
   std::vector<KernelLaunch> launches;
+  std::vector<std::string> warnings;  // non-fatal problems to show the user (e.g. an unwritable cache)
 };
 
 // Timing knobs of Target::bench (`tessera run --bench`).
