@@ -1,0 +1,167 @@
+// The plugin ABI guard: a plugin is accepted when its api_version equals the host's
+// kPluginApiVersion, so every change that alters what a plugin compiled against sees — a class
+// layout, a virtual table, an inline function, the statement or expression kind lists — must come
+// with a version bump. This test makes forgetting the bump fail CI.
+//
+// The signature has two parts:
+//   * a readable table of sizeof/alignof of the public types and the kind lists (so a failure shows
+//     *what* changed), and
+//   * a hash of the public headers' declarations with comments and whitespace removed (so changes
+//     sizeof cannot see, such as a new virtual function or a changed inline body, count too).
+// kAbiHistory below is append-only: one entry per API version. When the test fails, bump
+// kPluginApiVersion in framework/include/tessera/plugin/plugin.h and append the printed entry.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tessera/eval/reference_evaluator.h"
+#include "tessera/frontend/frontend.h"
+#include "tessera/ir/graph.h"
+#include "tessera/pass/knob.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/pass/pipeline.h"
+#include "tessera/pass/runner.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+#include "tessera/target/device.h"
+#include "tessera/target/kernel_cost.h"
+#include "tessera/target/target.h"
+#include "tessera/tune/choice_source.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct AbiRecord {
+  uint32_t version;
+  const char* layout_hash;   // hash of the readable layout table
+  const char* headers_hash;  // hash of the normalized public headers
+};
+
+// Append-only. Never edit an existing entry: bump the version and add a new one.
+constexpr AbiRecord kAbiHistory[] = {
+    {2, "c33d6b17d27e36cd", "762b59a2a22e15ab"},
+};
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  std::ostringstream os;
+  os << std::hex << v;
+  return os.str();
+}
+
+template <class T> std::string layout_line(const char* name) {
+  return std::string(name) + " " + std::to_string(sizeof(T)) + " " + std::to_string(alignof(T)) + "\n";
+}
+
+std::string layout_table() {
+  std::string t;
+#define TESSERA_ABI_TYPE(T) t += layout_line<tessera::T>(#T);
+  TESSERA_ABI_TYPE(TensorType) TESSERA_ABI_TYPE(Dim) TESSERA_ABI_TYPE(Expr) TESSERA_ABI_TYPE(Stmt)
+  TESSERA_ABI_TYPE(StmtVariant) TESSERA_ABI_TYPE(Node) TESSERA_ABI_TYPE(Graph)
+  TESSERA_ABI_TYPE(KnobChoice) TESSERA_ABI_TYPE(Attrs) TESSERA_ABI_TYPE(AttrValue)
+  TESSERA_ABI_TYPE(InputOp) TESSERA_ABI_TYPE(ConstantOp) TESSERA_ABI_TYPE(TorchOp)
+  TESSERA_ABI_TYPE(ElementwiseOp) TESSERA_ABI_TYPE(ReduceOp) TESSERA_ABI_TYPE(IndexMapOp)
+  TESSERA_ABI_TYPE(GatherOp) TESSERA_ABI_TYPE(LoopOp) TESSERA_ABI_TYPE(TileOp)
+  TESSERA_ABI_TYPE(KernelOp) TESSERA_ABI_TYPE(CudaOp) TESSERA_ABI_TYPE(Diagnostic)
+  TESSERA_ABI_TYPE(SourceLoc) TESSERA_ABI_TYPE(Status) TESSERA_ABI_TYPE(KnobSpec)
+  TESSERA_ABI_TYPE(PassContext) TESSERA_ABI_TYPE(PipelineSpec) TESSERA_ABI_TYPE(RunnerOptions)
+  TESSERA_ABI_TYPE(DeviceDesc) TESSERA_ABI_TYPE(KernelCost) TESSERA_ABI_TYPE(TargetOptions)
+  TESSERA_ABI_TYPE(KernelLaunch) TESSERA_ABI_TYPE(KernelBuild) TESSERA_ABI_TYPE(TargetRun)
+  TESSERA_ABI_TYPE(BenchOptions) TESSERA_ABI_TYPE(KernelTiming) TESSERA_ABI_TYPE(BenchReport)
+  TESSERA_ABI_TYPE(FrontendOptions) TESSERA_ABI_TYPE(FrontendInput) TESSERA_ABI_TYPE(ChoiceRequest)
+  TESSERA_ABI_TYPE(PluginDescriptor)
+#undef TESSERA_ABI_TYPE
+  t += "stmt kinds:";
+#define TESSERA_X(K) t += " " #K;
+  TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+  t += "\nexpr kinds:";
+#define TESSERA_X(K) t += " " #K;
+  TESSERA_EXPR_KINDS(TESSERA_X)
+#undef TESSERA_X
+  t += "\n";
+  return t;
+}
+
+// A header with comments removed and runs of whitespace collapsed: what the compiler sees.
+std::string normalized(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 2, "//") == 0) {
+      while (i < text.size() && text[i] != '\n') ++i;
+      space = true;
+      continue;
+    }
+    if (text.compare(i, 2, "/*") == 0) {
+      size_t end = text.find("*/", i + 2);
+      i = end == std::string::npos ? text.size() : end + 1;
+      space = true;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(text[i]))) {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out += ' ';
+    space = false;
+    out += text[i];
+  }
+  return out;
+}
+
+std::string headers_hash() {
+  fs::path root = fs::path(TESSERA_SOURCE_DIR) / "framework" / "include" / "tessera";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    if (e.is_regular_file() && e.path().extension() == ".h") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::string all;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    all += fs::relative(f, root).generic_string() + "\n" + normalized(ss.str()) + "\n";
+  }
+  return hex(fnv1a(all));
+}
+
+TEST(PluginAbiTest, HistoryIsAppendOnlyAndEndsAtTheCurrentVersion) {
+  for (size_t i = 1; i < std::size(kAbiHistory); ++i)
+    EXPECT_LT(kAbiHistory[i - 1].version, kAbiHistory[i].version) << "kAbiHistory must grow by version";
+  EXPECT_EQ(std::end(kAbiHistory)[-1].version, tessera::kPluginApiVersion)
+      << "kPluginApiVersion changed: append {" << tessera::kPluginApiVersion << ", \""
+      << hex(fnv1a(layout_table())) << "\", \"" << headers_hash() << "\"} to kAbiHistory";
+}
+
+TEST(PluginAbiTest, PublicAbiMatchesTheRecordedSignatureOfThisVersion) {
+  const AbiRecord& current = std::end(kAbiHistory)[-1];
+  if (current.version != tessera::kPluginApiVersion) GTEST_SKIP() << "see the history test";
+  const std::string table = layout_table();
+  const std::string layout = hex(fnv1a(table));
+  const std::string headers = headers_hash();
+  EXPECT_TRUE(layout == current.layout_hash && headers == current.headers_hash)
+      << "The public ABI (framework/include/tessera) changed without a plugin API version bump.\n"
+      << "Bump kPluginApiVersion in framework/include/tessera/plugin/plugin.h to "
+      << tessera::kPluginApiVersion + 1 << " and append to kAbiHistory in this file:\n"
+      << "    {" << tessera::kPluginApiVersion + 1 << ", \"" << layout << "\", \"" << headers << "\"},\n"
+      << "Layout table now:\n"
+      << table;
+}
+
+}  // namespace
