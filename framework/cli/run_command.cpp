@@ -16,6 +16,8 @@
 #include <memory>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_session.h"
@@ -199,6 +201,46 @@ std::unique_ptr<Target> pick_target(const Registry& r, const std::string& wanted
   return r.make_target("sim");
 }
 
+// Host memory the check needs before anything is allocated: the reference evaluator holds every
+// tensor of the program as doubles, and the target's buffers (the simulator's, or the cuda
+// target's host copies) hold as much again. A program beyond `limit_bytes` is refused up front with
+// the figures, instead of dying in an allocation.
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+Status check_host_memory(const Graph& g, double limit_bytes) {
+  double total = 0, largest = 0;
+  std::string largest_id;
+  for (const Node* n : g.nodes()) {
+    const double bytes = static_cast<double>(num_elements(n->type.shape)) * sizeof(double);
+    total += 2 * bytes;
+    if (bytes > largest) {
+      largest = bytes;
+      largest_id = n->id;
+    }
+  }
+  if (total <= limit_bytes) return Status::ok();
+  return make_error("the check needs about " + format_bytes(total) + " of host memory (tensor '" + largest_id +
+                    "' alone needs " + format_bytes(largest) + " as doubles); the limit is " +
+                    format_bytes(limit_bytes) + " (--memory-limit GB)");
+}
+
+// Half the machine's physical memory, the default --memory-limit.
+double default_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 8.0 * (1 << 30);
+  return static_cast<double>(pages) * static_cast<double>(page) / 2;
+}
+
 int needs_tuner(int argc, char** argv, int first) {
   GlobalFlags flags;
   ProgramSource src;
@@ -230,6 +272,7 @@ int run_command(int argc, char** argv, int first) {
   uint64_t seed = 0;
   uint64_t sample_seed = 0;
   double rtol = 0;
+  double memory_limit_gb = 0;
   std::string cache_dir;
   po::options_description desc("tessera run options");
   add_program_options(desc, src);
@@ -239,6 +282,7 @@ int run_command(int argc, char** argv, int first) {
       ("sample-knobs", po::value(&sample_seed)->value_name("SEED"), "pick a random valid value for every knob not pinned in the pipeline (seeded)")
       ("rtol", po::value(&rtol)->value_name("R"), "relative tolerance (default: 1e-4 for f32, 2e-2 f16, 1e-1 bf16)")
       ("cache-dir", po::value(&cache_dir)->value_name("DIR"), "kernel cache of the cuda target (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)")
+      ("memory-limit", po::value(&memory_limit_gb)->value_name("GB"), "host memory the reference and the target's buffers may use (default: half the physical memory)")
       ("bench", "time the kernels (needs the cuda target) and print a per-kernel table")
       ("iterations", po::value<int>()->value_name("N"), "--bench: timed runs per kernel after warm-up (default 50)")
       ("graphs", "--bench: time the whole program replayed as a CUDA graph")
@@ -289,6 +333,16 @@ int run_command(int argc, char** argv, int first) {
     return kExitUsage;
   }
   const Graph reference_graph = *graph;
+  if (vm.count("memory-limit") && !(memory_limit_gb > 0)) {
+    std::cerr << "error: tessera run --memory-limit must be a positive number of GB\n";
+    return kExitUsage;
+  }
+  if (Status mem = check_host_memory(reference_graph, vm.count("memory-limit") ? memory_limit_gb * (1 << 30)
+                                                                               : default_memory_limit());
+      !mem) {
+    std::cerr << "error: tessera run: " << mem.error().message << "\n";
+    return kExitError;
+  }
 
   std::unique_ptr<RandomChoiceSource> sampler;
   if (vm.count("sample-knobs")) sampler = std::make_unique<RandomChoiceSource>(sample_seed);

@@ -4,6 +4,7 @@
 // name the kernel and quote the offending source line. Skipped with a reason without the toolkit.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -44,7 +45,8 @@ class NvrtcBuildTest : public test::BuiltPluginsTest {
     std::string name = std::string(info->test_suite_name()) + "_" + info->name();
     for (char& c : name)
       if (c == '/') c = '_';
-    cache_dir_ = fs::path(::testing::TempDir()) / ("tessera_kernel_cache_" + name);
+    // The pid keeps concurrent runs of the suite (two build trees, ctest -j) out of each other's way.
+    cache_dir_ = fs::path(::testing::TempDir()) / ("tessera_kernel_cache_" + name + "_" + std::to_string(::getpid()));
     fs::remove_all(cache_dir_);
   }
   void TearDown() override {
