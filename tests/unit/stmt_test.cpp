@@ -413,5 +413,30 @@ TEST(CanonicalizeNames, VectorLoadDefinesEveryLane) {
             "y[threadIdx.x * 2] = store2(in1, in0)\n");
 }
 
+// The traits table agrees with the structs: has_body exactly when a field is a Body, every kind
+// belongs to some kernel dialect, and the collectives are the Tile IR schedule statements.
+TEST(StmtKindTraits, AgreeWithTheStatementStructs) {
+  int kinds = 0;
+#define TESSERA_X(K)                                                                           \
+  {                                                                                            \
+    ++kinds;                                                                                   \
+    K value{};                                                                                 \
+    bool has_body = false;                                                                     \
+    K::reflect(value, [&](const char*, auto& field, FieldRole) {                               \
+      if constexpr (std::is_same_v<std::decay_t<decltype(field)>, Body>) has_body = true;      \
+    });                                                                                        \
+    const StmtKindTraits t = stmt_kind_traits(StmtKind::K);                                    \
+    EXPECT_EQ(t.has_body, has_body) << #K;                                                     \
+    EXPECT_NE(t.dialects, 0) << #K << " is accepted by no dialect";                            \
+    if (t.collective) EXPECT_EQ(t.dialects, kInTile) << #K << ": collectives are Tile IR only"; \
+  }
+  TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+  EXPECT_EQ(kinds, static_cast<int>(std::variant_size_v<StmtVariant>) - 1);  // minus monostate
+  EXPECT_TRUE(stmt_kind_traits(StmtKind::Stage).collective);
+  EXPECT_FALSE(stmt_kind_traits(StmtKind::Sync).collective);
+  EXPECT_EQ(stmt_kind_traits(StmtKind::Tile).dialects, kInTile);
+}
+
 }  // namespace
 }  // namespace tessera

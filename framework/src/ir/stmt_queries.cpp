@@ -103,9 +103,13 @@ std::set<std::string> bound_names(const Body& body) {
 bool contains_collective(const Body& body) {
   struct Finder final : StmtVisitor {
     bool found = false;
-    void visit_Stage(const Stage&) override { found = true; }
-    void visit_Combine(const Combine&) override { found = true; }
-    void visit_AsyncWait(const AsyncWait&) override { found = true; }
+#define TESSERA_X(K)                                                     \
+  void visit_##K(const K& s) override {                                  \
+    if (stmt_kind_traits(StmtKind::K).collective) found = true;          \
+    StmtVisitor::visit_##K(s);                                           \
+  }
+    TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
   } finder;
   finder.visit(body);
   return finder.found;

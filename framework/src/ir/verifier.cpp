@@ -29,34 +29,19 @@ bool is_hardware_index(const std::string& name) {
   return kNames.count(name) > 0;
 }
 
+// The per-dialect sets come from the kind list's traits (stmt.h), not from a list kept here.
 bool kind_allowed(StmtKind k, Dialect d) {
+  const uint8_t dialects = stmt_kind_traits(k).dialects;
   switch (d) {
-    case Dialect::Loop:
-      switch (k) {
-        case StmtKind::Load:
-        case StmtKind::Assign:
-        case StmtKind::Select:
-        case StmtKind::Init:
-        case StmtKind::Accum:
-        case StmtKind::Write:
-        case StmtKind::Loop:
-        case StmtKind::Cond: return true;
-        default: return false;
-      }
-    case Dialect::Tile:
-      switch (k) {
-        case StmtKind::Tile:
-        case StmtKind::StridedLoop:
-        case StmtKind::Stage:
-        case StmtKind::Combine:
-        case StmtKind::AsyncWait: return true;
-        default: return kind_allowed(k, Dialect::Loop);
-      }
-    case Dialect::Kernel:
-      return k != StmtKind::Tile && k != StmtKind::Stage && k != StmtKind::Combine &&
-             k != StmtKind::AsyncWait;
-    default: return false;
+    case Dialect::Loop: return (dialects & kInLoop) != 0;
+    case Dialect::Tile: return (dialects & kInTile) != 0;
+    case Dialect::Kernel: return (dialects & kInKernel) != 0;
+    case Dialect::Core:
+    case Dialect::Torch:
+    case Dialect::Tensor:
+    case Dialect::Cuda: return false;
   }
+  return false;
 }
 
 bool is_def(FieldRole role) {

@@ -411,6 +411,57 @@ enum class StmtKind : uint8_t {
 std::string_view stmt_kind_name(StmtKind k);
 std::optional<StmtKind> parse_stmt_kind(std::string_view s);
 
+// Which kernel dialects accept a statement kind (a bit set over Loop, Tile and Kernel IR).
+enum StmtDialects : uint8_t {
+  kInLoop = 1,
+  kInTile = 2,
+  kInKernel = 4,
+  kInLoopTileKernel = kInLoop | kInTile | kInKernel,
+};
+
+// What every consumer may ask of a statement kind without knowing it.
+struct StmtKindTraits {
+  uint8_t dialects;  // StmtDialects bits: where the verifier accepts the kind
+  bool has_body;     // holds nested statements (Loop, Cond, Tile, StridedLoop)
+  bool collective;   // every thread of the block must reach it together (Stage, Combine, AsyncWait)
+};
+
+// The traits of each kind. A switch without `default`, built with -Werror=switch: a new kind that is
+// not given its traits here breaks the build.
+constexpr StmtKindTraits stmt_kind_traits(StmtKind k) {
+  switch (k) {
+    case StmtKind::Load:
+    case StmtKind::Assign:
+    case StmtKind::Select:
+    case StmtKind::Init:
+    case StmtKind::Accum:
+    case StmtKind::Write: return {kInLoopTileKernel, false, false};
+    case StmtKind::Loop:
+    case StmtKind::Cond: return {kInLoopTileKernel, true, false};
+    case StmtKind::Tile: return {kInTile, true, false};
+    case StmtKind::StridedLoop: return {kInTile | kInKernel, true, false};
+    case StmtKind::Stage:
+    case StmtKind::Combine:
+    case StmtKind::AsyncWait: return {kInTile, false, true};
+    case StmtKind::Let:
+    case StmtKind::Smem:
+    case StmtKind::Sync:
+    case StmtKind::CpAsyncCopy:
+    case StmtKind::CpAsyncCommit:
+    case StmtKind::CpAsyncWait:
+    case StmtKind::TmaDescriptor:
+    case StmtKind::TmaLoad:
+    case StmtKind::MbarrierInit:
+    case StmtKind::MbarrierArrive:
+    case StmtKind::MbarrierWait:
+    case StmtKind::WarpShuffle:
+    case StmtKind::TreeHalve:
+    case StmtKind::VectorLoad:
+    case StmtKind::VectorStore: return {kInKernel, false, false};
+  }
+  return {0, false, false};  // unreachable for a valid kind
+}
+
 #define TESSERA_X(K) K,
 using StmtVariant = std::variant<TESSERA_STMT_KINDS(TESSERA_X) std::monostate>;
 #undef TESSERA_X
