@@ -181,7 +181,7 @@ Status PipelineRunner::run_stages(Graph& g, DiagnosticEngine& diags, const std::
         if (quiet) return st;
         if (unchanged) return fail(std::move(st).error(), marker, g);
         if (snapshot) return fail(std::move(st).error(), marker, *snapshot);
-        return fail(std::move(st).error(), marker, rebuild_input(marker, input));
+        return fail(std::move(st).error(), marker, input ? rebuild_input(marker, input) : Graph(g));
       }
 
       if (opts_.verbosity >= 1 && err) *err << "[" << marker << "] " << std::fixed << std::setprecision(3) << ms << " ms\n";

@@ -43,7 +43,8 @@
 // Accepts: a graph whose compute nodes are LoopOps (others are left alone).
 // Guarantees: same values at every output; node ids of consumers unchanged; merged bodies
 //   canonically named. Deterministic (graph order, no pointer-keyed maps). No knobs.
-// Tests: tests/unit/fuse_test.cpp, tests/golden/fuse/.
+// Tests: tests/unit/fuse_test.cpp, tests/golden/fuse/, tests/e2e/decoder_blocks_test.cpp (kernels do not grow
+//   with the depth of a model).
 #include <algorithm>
 #include <cstdio>
 #include <map>
