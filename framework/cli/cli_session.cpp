@@ -16,6 +16,7 @@ void add_global_options(po::options_description& desc, GlobalFlags& flags) {
       ("arch", po::value(&flags.arch)->value_name("sm_XX"), "CUDA architecture (sm_80 ... sm_120)")
       ("device", po::value(&flags.device)->value_name("NAME"), "device description (h100, h200, a100, l40s, rtx4090, rtx5090)")
       ("dtype", po::value(&flags.dtype)->value_name("f32|bf16|f16"), "default dtype of created tensors")
+      ("threads", po::value(&flags.threads)->value_name("N"), "kernel pass applications at once (default: the pipeline's threads, 1); same output for any N")
       ("plugin", po::value(&flags.plugins)->value_name("FILE")->composing(), "load an extra plugin (repeatable)")
       ("output,o", po::value(&flags.output)->value_name("FILE"), "write the output to FILE instead of stdout")
       ("help,h", "show this help")
@@ -134,6 +135,13 @@ std::unique_ptr<Session> open_session(const GlobalFlags& flags, std::ostream& er
     s->pipeline.target.arch = flags.arch;
   }
   if (!flags.device.empty()) s->pipeline.target.device = flags.device;
+  if (flags.threads != 0) {
+    if (flags.threads < 1 || flags.threads > 1024) {
+      err << "error: --threads must be from 1 to 1024, got " << flags.threads << "\n";
+      return nullptr;
+    }
+    s->pipeline.threads = flags.threads;
+  }
 
   auto table = DeviceTable::load_default();
   if (!table) {

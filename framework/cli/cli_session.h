@@ -28,6 +28,7 @@ struct GlobalFlags {
   std::string arch;                   // --arch sm_XX
   std::string device;                 // --device NAME
   std::string dtype = "f32";          // --dtype
+  int threads = 0;                    // --threads N (0 = the pipeline's)
   std::vector<std::string> plugins;   // --plugin FILE (repeatable)
   std::string output;                 // -o FILE
   int verbosity = 0;                  // -v / -vv

@@ -1,5 +1,7 @@
 // Graph and Node: deep copies, editing (add, insert_before, erase, replace_uses), lookup, users,
-// the stage, and the one-node printers (declarations, line forms, knob lines).
+// the index staying true through every edit (also through Node::inputs), the invariants edits
+// keep (errors instead of dangling references), unique ids, the stage, and the one-node printers
+// (declarations, line forms, knob lines).
 #include "tessera/ir/graph.h"
 
 #include <gtest/gtest.h>
@@ -69,22 +71,134 @@ TEST(Graph, AddFindAndOrder) {
 
 TEST(Graph, InsertBeforeSplicesAtThePosition) {
   Graph g = tensor_graph();
-  g.insert_before("add", "bias_neg", elementwise("neg", {var("bias_bc")}), {"bias_bc"},
-                  f32({16, 64}));
+  Expected<Node*> n = g.insert_before("add", "bias_neg", elementwise("neg", {var("bias_bc")}), {"bias_bc"},
+                                      f32({16, 64}));
+  ASSERT_TRUE(n) << n.error().render();
+  EXPECT_EQ((*n)->id, "bias_neg");
   std::vector<std::string> order = ids(g);
   auto pos = std::find(order.begin(), order.end(), "bias_neg");
   ASSERT_NE(pos, order.end());
   EXPECT_EQ(*(pos + 1), "add");
+  EXPECT_EQ(g.users("bias_bc"), (std::vector<std::string>{"bias_neg", "add"}));  // graph order
+}
+
+TEST(Graph, InsertBeforeAMissingNodeIsAnError) {
+  Graph g = tensor_graph();
+  const std::vector<std::string> before = ids(g);
+  Expected<Node*> n = g.insert_before("no_such", "y", elementwise("neg", {var("x")}), {"x"}, f32({16, 64}));
+  ASSERT_FALSE(n);
+  EXPECT_NE(n.error().message.find("before 'no_such': no such node"), std::string::npos) << n.error().message;
+  EXPECT_EQ(ids(g), before);  // nothing appended
+  EXPECT_FALSE(g.contains("y"));
+  EXPECT_TRUE(g.users("x") == std::vector<std::string>{"add"});
+}
+
+TEST(Graph, InsertBeforeWithATakenIdIsAnError) {
+  Graph g = tensor_graph();
+  Expected<Node*> n = g.insert_before("add", "relu", elementwise("neg", {var("x")}), {"x"}, f32({16, 64}));
+  ASSERT_FALSE(n);
+  EXPECT_NE(n.error().message.find("the id is taken"), std::string::npos) << n.error().message;
+  EXPECT_EQ(g.find("relu")->op_as<ElementwiseOp>()->fn, "relu");
+}
+
+// Many splices at one place exhaust the gaps between order keys; users() stays in graph order.
+TEST(Graph, RepeatedInsertsAtOnePlaceKeepTheOrder) {
+  Graph g = tensor_graph();
+  std::string before = "add";
+  for (int i = 0; i < 100; ++i) {
+    std::string id = "neg" + std::to_string(i);
+    ASSERT_TRUE(g.insert_before(before, id, elementwise("neg", {var("x")}), {"x"}, f32({16, 64})));
+    before = id;  // each one before the previous: always the same gap
+  }
+  std::vector<std::string> users = g.users("x");
+  ASSERT_EQ(users.size(), 101u);
+  EXPECT_EQ(users.front(), "neg99");
+  EXPECT_EQ(users[98], "neg1");
+  EXPECT_EQ(users.back(), "add");
+  std::vector<std::string> order = ids(g);
+  std::vector<std::string> graph_order_users;
+  for (const std::string& id : order)
+    if (std::find(users.begin(), users.end(), id) != users.end()) graph_order_users.push_back(id);
+  EXPECT_EQ(users, graph_order_users);
 }
 
 TEST(Graph, EraseRemovesOnlyThatNode) {
   Graph g = tensor_graph();
   size_t before = g.size();
-  g.erase("scaled");
   g.outputs() = {"total"};
+  ASSERT_TRUE(g.erase("scaled"));
   EXPECT_EQ(g.size(), before - 1);
   EXPECT_FALSE(g.contains("scaled"));
+  EXPECT_EQ(g.find("scaled"), nullptr);
   EXPECT_TRUE(g.contains("cat"));
+  EXPECT_TRUE(g.users("cat").empty());  // the erased node no longer uses it
+  EXPECT_FALSE(g.has_users("cat"));
+}
+
+TEST(Graph, EraseOfAUsedNodeIsAnErrorAndChangesNothing) {
+  Graph g = tensor_graph();
+  const std::vector<std::string> before = ids(g);
+  Status st = g.erase("relu");
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("node 'total' still uses it"), std::string::npos) << st.error().message;
+  EXPECT_EQ(st.error().node, "relu");
+  EXPECT_EQ(ids(g), before);
+  EXPECT_EQ(g.users("relu"), (std::vector<std::string>{"total", "cat"}));
+}
+
+TEST(Graph, EraseOfAnOutputOrAMissingNodeIsAnError) {
+  Graph g = tensor_graph();
+  Status output = g.erase("scaled");
+  ASSERT_FALSE(output);
+  EXPECT_NE(output.error().message.find("it is a program output"), std::string::npos);
+  EXPECT_TRUE(g.contains("scaled"));
+  Status missing = g.erase("nothing");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("no such node"), std::string::npos);
+}
+
+// `erase(n.id)` hands erase a view into the node it destroys.
+TEST(Graph, EraseTakesAViewIntoTheErasedNode) {
+  Graph g = tensor_graph();
+  g.outputs() = {"total"};
+  Node* scaled = g.find("scaled");
+  ASSERT_TRUE(g.erase(scaled->id));
+  EXPECT_FALSE(g.contains("scaled"));
+  EXPECT_EQ(g.unique_id("scaled"), "scaled");
+}
+
+TEST(Graph, AssigningInputsUpdatesTheUseLists) {
+  Graph g = tensor_graph();
+  Node& add = *g.find("add");
+  add.inputs = {"x", "x"};
+  EXPECT_EQ(g.users("x"), std::vector<std::string>{"add"});  // once per user
+  EXPECT_TRUE(g.users("bias_bc").empty());
+  ASSERT_TRUE(g.erase("bias_bc"));  // no longer used
+  add.inputs.push_back("bias");
+  EXPECT_EQ(g.users("bias"), std::vector<std::string>{"add"});
+  add.inputs = {"x"};
+  EXPECT_TRUE(g.users("bias").empty());
+  EXPECT_EQ(g.users("x"), std::vector<std::string>{"add"});
+  Node detached = add;  // a copy belongs to no graph: editing it leaves the graph alone
+  detached.inputs = {"w"};
+  EXPECT_TRUE(g.users("w") == std::vector<std::string>{"w_bc"});
+  EXPECT_EQ(add.inputs, std::vector<std::string>{"x"});
+}
+
+TEST(Graph, CopiesAndMovesKeepTheirOwnIndex) {
+  Graph original = tensor_graph();
+  Graph copy = original;
+  copy.find("add")->inputs = {"x"};
+  EXPECT_EQ(original.users("bias_bc"), std::vector<std::string>{"add"});
+  EXPECT_TRUE(copy.users("bias_bc").empty());
+  Graph moved = std::move(copy);
+  moved.find("add")->inputs = {"x", "bias_bc"};  // the nodes still report to their (moved) graph
+  EXPECT_EQ(moved.users("bias_bc"), std::vector<std::string>{"add"});
+  EXPECT_FALSE(moved.erase("scaled"));  // an output: refused
+  Graph reassigned;
+  reassigned = std::move(moved);
+  EXPECT_EQ(reassigned.users("relu"), (std::vector<std::string>{"total", "cat"}));
+  EXPECT_EQ(reassigned.find("relu")->id, "relu");
 }
 
 TEST(Graph, UniqueIdAddsTheFirstFreeSuffix) {
@@ -96,11 +210,42 @@ TEST(Graph, UniqueIdAddsTheFirstFreeSuffix) {
   EXPECT_EQ(g.unique_id("add"), "add_2");
 }
 
+// The first free suffix, also when names are taken out of order or freed again.
+TEST(Graph, UniqueIdReusesFreedSuffixesAndSkipsTakenOnes) {
+  Graph g;
+  for (const char* id : {"v", "v_1", "v_3", "v_01", "w_2"}) add_input(g, id, {1});
+  EXPECT_EQ(g.unique_id("v"), "v_2");
+  add_input(g, "v_2", {1});
+  EXPECT_EQ(g.unique_id("v"), "v_4");  // v_3 was taken before
+  ASSERT_TRUE(g.erase("v_1"));
+  EXPECT_EQ(g.unique_id("v"), "v_1");
+  add_input(g, "v_1", {1});
+  EXPECT_EQ(g.unique_id("v"), "v_4");
+  EXPECT_EQ(g.unique_id("w"), "w");
+  EXPECT_EQ(g.unique_id("v_1"), "v_1_1");
+  EXPECT_EQ(g.unique_id("v_0"), "v_0");
+}
+
+// Many nodes named from one base: each id is the next suffix (the index makes this linear).
+TEST(Graph, UniqueIdOverManyNodes) {
+  Graph g;
+  add_input(g, "y", {1});
+  for (int i = 1; i <= 5000; ++i) {
+    std::string id = g.unique_id("y");
+    ASSERT_EQ(id, "y_" + std::to_string(i));
+    add_input(g, id, {1});
+  }
+  EXPECT_EQ(g.size(), 5001u);
+}
+
 TEST(Graph, UsersInGraphOrderOncePerUser) {
   Graph g = tensor_graph();
   g.add("sq", elementwise("multiply", {var("relu"), var("relu")}), {"relu", "relu"}, f32({16, 16}));
   EXPECT_EQ(g.users("relu"), (std::vector<std::string>{"total", "cat", "sq"}));
   EXPECT_TRUE(g.users("scaled").empty());
+  EXPECT_TRUE(g.has_users("relu"));
+  EXPECT_FALSE(g.has_users("scaled"));
+  EXPECT_FALSE(g.has_users("nothing"));
 }
 
 TEST(Graph, StageIsTheMostLoweredDialect) {
@@ -133,6 +278,13 @@ TEST(Graph, ReplaceUsesRewritesInputsOutputsAndOpReferences) {
 
   g.replace_uses("matmul", "red");
   EXPECT_EQ(g.find("relu")->op_as<ElementwiseOp>()->args[0].str(), "red");
+  // The use lists follow: matmul is free to go, red has both users.
+  EXPECT_FALSE(g.has_users("matmul"));
+  EXPECT_EQ(g.users("red"), (std::vector<std::string>{"matmul", "relu", "relu2"}));
+  EXPECT_TRUE(g.users("relu").empty());
+  EXPECT_EQ(g.users("relu2"), (std::vector<std::string>{"total", "cat"}));
+  ASSERT_TRUE(g.erase("matmul"));
+  EXPECT_EQ(g.users("red"), (std::vector<std::string>{"relu", "relu2"}));
 }
 
 TEST(Graph, ReplaceUsesRewritesKernelBodiesAndCudaArguments) {

@@ -233,8 +233,27 @@ TEST(PipelineTest, PrintsTheEffectivePipeline) {
       "  # BN: int in {32, 64, 128}, default heuristic; swizzle: bool, default heuristic; "
       "order: string, default heuristic; ratio: float, default 0.5; tiles: int-list, default heuristic\n"
       "target: {name: cuda, arch: sm_80}\n"
-      "tuner: {name: mcts, patience: 10, ucb_c: auto}\n";
+      "tuner: {name: mcts, patience: 10, ucb_c: auto}\n"
+      "threads: 1\n";
   EXPECT_EQ(print_pipeline(spec, *test_registry()), expected);
+}
+
+TEST(PipelineTest, ThreadsIsAPositiveIntegerAndRoundTrips) {
+  PipelineSpec spec = parse_ok("name: t\nthreads: 8\nstages: {torch: [canonicalize]}\n");
+  EXPECT_EQ(spec.threads, 8);
+  EXPECT_EQ(parse_ok("name: t\nstages: {}\n").threads, 1);
+  Expected<PipelineSpec> reread = parse_pipeline(print_pipeline(spec, *test_registry()), "<printed>");
+  ASSERT_TRUE(reread) << reread.error().render();
+  EXPECT_EQ(reread->threads, 8);
+  EXPECT_TRUE(same_pipeline(spec, *reread));
+  for (const char* bad : {"threads: 0", "threads: -2", "threads: many", "threads: \"4\"", "threads: 1.5",
+                          "threads: [2]", "threads: 5000"}) {
+    Expected<PipelineSpec> p = parse_pipeline(std::string("name: t\n") + bad + "\n", "bad.yaml");
+    ASSERT_FALSE(p) << bad;
+    EXPECT_NE(p.error().message.find("'threads' must be an integer from 1 to 1024"), std::string::npos)
+        << p.error().render();
+    EXPECT_EQ(p.error().loc.line, 2) << bad;
+  }
 }
 
 TEST(PipelineTest, PrintListsUnpinnedKnobsAsAuto) {

@@ -1,14 +1,19 @@
 // Graph and Node: value semantics (a copy deep-copies every op), editing, lookup and the stage;
 // also the dialect names of op.h, which graphs, printers and pipelines all share.
 //
-// Nodes live in a vector in topological order. Lookups are linear scans on purpose: node ids are
-// public and passes may rename them, so a side index could go stale; graphs are small enough
-// (a full decoder is a few thousand nodes) that a scan is not the bottleneck.
+// Nodes live in a linked list in topological order, so splicing and erasing never move the
+// others. Beside it the GraphStore keeps what makes every edit and lookup independent of the graph's
+// size: an id -> node index, the use lists (for each id, the nodes whose inputs name it) and, per
+// id prefix, the first free numeric suffix for unique_id. Node::inputs reports its edits to the
+// store; a node's id never changes while it is in a graph.
 #include "tessera/ir/graph.h"
 
 #include <algorithm>
 #include <cassert>
+#include <charconv>
+#include <list>
 #include <map>
+#include <unordered_map>
 
 namespace tessera {
 namespace {
@@ -89,6 +94,166 @@ std::optional<Dialect> parse_dialect(std::string_view s) {
   return std::nullopt;
 }
 
+// ---- GraphStore -----------------------------------------------------------------------------
+
+namespace detail {
+
+// Heterogeneous lookup, so a string_view finds a std::string key without a copy.
+struct IdHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <class V>
+using IdMap = std::unordered_map<std::string, V, IdHash, std::equal_to<>>;
+
+struct GraphStore {
+  // Order keys are spaced this far apart when appended or renumbered; insert_before takes the
+  // midpoint of its neighbours' keys and renumbers everything when two keys touch.
+  static constexpr uint64_t kOrderGap = uint64_t{1} << 32;
+
+  std::list<Node> nodes;
+  IdMap<std::list<Node>::iterator> by_id;
+  IdMap<std::vector<Node*>> uses;      // used id -> its users, once per input slot naming it
+  IdMap<int64_t> first_free_suffix;    // base -> smallest k >= 1 with base_k not a node (if > 1)
+
+  Node* find(std::string_view id) {
+    auto it = by_id.find(id);
+    return it == by_id.end() ? nullptr : &*it->second;
+  }
+  bool contains(std::string_view id) { return by_id.find(id) != by_id.end(); }
+
+  // Puts `node` before `pos` (end() appends), indexes it and records its uses.
+  Node& place(std::list<Node>::iterator pos, Node&& node) {
+    auto it = nodes.insert(pos, std::move(node));
+    Node& n = *it;
+    n.order_ = order_between(it);
+    by_id.emplace(n.id, it);
+    n.inputs.store_ = this;
+    n.inputs.node_ = &n;
+    add_uses(n);
+    on_id_taken(n.id);
+    return n;
+  }
+
+  void remove(std::list<Node>::iterator it) {
+    remove_uses(*it);
+    std::string id = it->id;
+    by_id.erase(id);
+    nodes.erase(it);
+    on_id_freed(id);
+  }
+
+  void add_uses(Node& n) {
+    for (const std::string& in : n.inputs.ids_) {
+      auto it = uses.find(in);
+      if (it == uses.end()) it = uses.emplace(in, std::vector<Node*>{}).first;
+      it->second.push_back(&n);
+    }
+  }
+
+  void remove_uses(Node& n) {
+    for (const std::string& in : n.inputs.ids_) {
+      auto it = uses.find(in);
+      if (it == uses.end()) continue;
+      std::vector<Node*>& users = it->second;
+      auto pos = std::find(users.begin(), users.end(), &n);
+      if (pos != users.end()) users.erase(pos);
+      if (users.empty()) uses.erase(it);
+    }
+  }
+
+  void set_inputs(Node& n, std::vector<std::string> ids) {
+    remove_uses(n);
+    n.inputs.ids_ = std::move(ids);
+    add_uses(n);
+  }
+
+  std::vector<Node*> users_of(std::string_view id) const {
+    auto it = uses.find(id);
+    if (it == uses.end()) return {};
+    std::vector<Node*> users = it->second;
+    std::sort(users.begin(), users.end(), [](const Node* a, const Node* b) { return a->order_ < b->order_; });
+    users.erase(std::unique(users.begin(), users.end()), users.end());
+    return users;
+  }
+
+  // ---- order keys ----
+
+  uint64_t order_between(std::list<Node>::iterator it) {
+    const uint64_t before = it == nodes.begin() ? 0 : std::prev(it)->order_;
+    auto next = std::next(it);
+    if (next == nodes.end()) return before + kOrderGap;
+    if (next->order_ - before >= 2) return before + (next->order_ - before) / 2;
+    renumber();  // numbers `it` too: it is in the list already
+    return it->order_;
+  }
+
+  void renumber() {
+    uint64_t key = 0;
+    for (Node& n : nodes) n.order_ = key += kOrderGap;
+  }
+
+  // ---- unique ids: `base_k` names, k in decimal without leading zeros ----
+
+  static bool split_suffix(std::string_view id, std::string_view& base, int64_t& k) {
+    size_t underscore = id.rfind('_');
+    if (underscore == std::string_view::npos || underscore == 0 || underscore + 1 >= id.size()) return false;
+    std::string_view digits = id.substr(underscore + 1);
+    if (digits.front() == '0' || digits.size() > 18) return false;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), k);
+    if (ec != std::errc() || end != digits.data() + digits.size()) return false;
+    base = id.substr(0, underscore);
+    return true;
+  }
+
+  static std::string suffixed(std::string_view base, int64_t k) {
+    return std::string(base) + "_" + std::to_string(k);
+  }
+
+  int64_t free_suffix(std::string_view base) const {
+    auto it = first_free_suffix.find(base);
+    return it == first_free_suffix.end() ? 1 : it->second;
+  }
+
+  void on_id_taken(std::string_view id) {
+    std::string_view base;
+    int64_t k = 0;
+    if (!split_suffix(id, base, k) || k != free_suffix(base)) return;
+    while (contains(suffixed(base, k))) ++k;
+    first_free_suffix.insert_or_assign(std::string(base), k);
+  }
+
+  void on_id_freed(std::string_view id) {
+    std::string_view base;
+    int64_t k = 0;
+    if (!split_suffix(id, base, k) || k >= free_suffix(base)) return;
+    if (k == 1) {
+      first_free_suffix.erase(first_free_suffix.find(base));
+    } else {
+      first_free_suffix.insert_or_assign(std::string(base), k);
+    }
+  }
+};
+
+}  // namespace detail
+
+// ---- NodeInputs ------------------------------------------------------------------------------
+
+NodeInputs& NodeInputs::operator=(std::vector<std::string> ids) {
+  if (store_) {
+    store_->set_inputs(*node_, std::move(ids));
+  } else {
+    ids_ = std::move(ids);
+  }
+  return *this;
+}
+
+void NodeInputs::push_back(std::string id) {
+  std::vector<std::string> ids = ids_;
+  ids.push_back(std::move(id));
+  *this = std::move(ids);
+}
+
 // ---- Node ------------------------------------------------------------------------------------
 
 Node::Node(const Node& o)
@@ -99,16 +264,42 @@ Node::Node(const Node& o)
       loc(o.loc),
       choices(o.choices) {}
 
+Node::Node(Node&& o) noexcept
+    : id(std::move(o.id)),
+      op(std::move(o.op)),
+      inputs(std::move(o.inputs)),
+      type(std::move(o.type)),
+      loc(std::move(o.loc)),
+      choices(std::move(o.choices)) {}
+
 Node& Node::operator=(const Node& o) {
   if (this != &o) *this = Node(o);  // copy, then move-assign
   return *this;
 }
 
+// A node in a graph keeps its place; its inputs are assigned through the graph.
+Node& Node::operator=(Node&& o) noexcept {
+  if (this == &o) return *this;
+  assert((inputs.store_ == nullptr || id == o.id) && "a node in a graph keeps its id");
+  id = std::move(o.id);
+  op = std::move(o.op);
+  inputs = std::move(o.inputs);
+  type = std::move(o.type);
+  loc = std::move(o.loc);
+  choices = std::move(o.choices);
+  return *this;
+}
+
 // ---- Graph -----------------------------------------------------------------------------------
 
-Graph::Graph(const Graph& o) : outputs_(o.outputs_) {
-  nodes_.reserve(o.nodes_.size());
-  for (const auto& n : o.nodes_) nodes_.push_back(std::make_unique<Node>(*n));
+Graph::Graph() : store_(std::make_unique<detail::GraphStore>()) {}
+Graph::~Graph() = default;
+
+Graph::Graph(const Graph& o) : Graph() {
+  if (o.store_) {
+    for (const Node& n : o.store_->nodes) store_->place(store_->nodes.end(), Node(n));
+  }
+  outputs_ = o.outputs_;
 }
 
 Graph& Graph::operator=(const Graph& o) {
@@ -116,102 +307,136 @@ Graph& Graph::operator=(const Graph& o) {
   return *this;
 }
 
+// The store moves as one heap object, so the nodes' pointers to it stay valid.
+Graph::Graph(Graph&& o) noexcept : store_(std::move(o.store_)), outputs_(std::move(o.outputs_)) {}
+
+Graph& Graph::operator=(Graph&& o) noexcept {
+  if (this != &o) {
+    store_ = std::move(o.store_);
+    outputs_ = std::move(o.outputs_);
+  }
+  return *this;
+}
+
+detail::GraphStore& Graph::store() {
+  if (!store_) store_ = std::make_unique<detail::GraphStore>();
+  return *store_;
+}
+
+namespace {
+
+Node make_node(std::string id, std::unique_ptr<Op> op, std::vector<std::string> inputs, TensorType type) {
+  Node node;
+  node.id = std::move(id);
+  node.op = std::move(op);
+  node.inputs = std::move(inputs);
+  node.type = std::move(type);
+  return node;
+}
+
+}  // namespace
+
 Node& Graph::add(std::string id, std::unique_ptr<Op> op, std::vector<std::string> inputs,
                  TensorType type) {
   assert(!contains(id) && "Graph::add: duplicate id (use unique_id)");
-  auto node = std::make_unique<Node>();
-  node->id = std::move(id);
-  node->op = std::move(op);
-  node->inputs = std::move(inputs);
-  node->type = std::move(type);
-  nodes_.push_back(std::move(node));
-  return *nodes_.back();
+  detail::GraphStore& s = store();
+  return s.place(s.nodes.end(), make_node(std::move(id), std::move(op), std::move(inputs), std::move(type)));
 }
 
-Node& Graph::insert_before(std::string_view before, std::string id, std::unique_ptr<Op> op,
-                           std::vector<std::string> inputs, TensorType type) {
-  assert(!contains(id) && "Graph::insert_before: duplicate id (use unique_id)");
-  auto pos =
-      std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n->id == before; });
-  assert(pos != nodes_.end() && "Graph::insert_before: no such node");
-  auto node = std::make_unique<Node>();
-  node->id = std::move(id);
-  node->op = std::move(op);
-  node->inputs = std::move(inputs);
-  node->type = std::move(type);
-  return **nodes_.insert(pos, std::move(node));  // at the end when `before` is missing
+Expected<Node*> Graph::insert_before(std::string_view before, std::string id, std::unique_ptr<Op> op,
+                                     std::vector<std::string> inputs, TensorType type) {
+  detail::GraphStore& s = store();
+  auto pos = s.by_id.find(before);
+  if (pos == s.by_id.end()) {
+    Diagnostic d = make_error("cannot insert node '" + id + "' before '" + std::string(before) + "': no such node");
+    return d.at_node(std::string(before));
+  }
+  if (s.contains(id)) {
+    Diagnostic d = make_error("cannot insert node '" + id + "': the id is taken (use unique_id)");
+    return d.at_node(id);
+  }
+  return &s.place(pos->second, make_node(std::move(id), std::move(op), std::move(inputs), std::move(type)));
 }
 
-void Graph::erase(std::string_view id) {
-  std::erase_if(nodes_, [&](const auto& n) { return n->id == id; });
+Status Graph::erase(std::string_view id_view) {
+  const std::string id(id_view);  // the view may point into the node being erased
+  detail::GraphStore& s = store();
+  auto pos = s.by_id.find(id);
+  if (pos == s.by_id.end()) return make_error("cannot erase node '" + id + "': no such node");
+  if (std::vector<Node*> users = s.users_of(id); !users.empty()) {
+    Diagnostic d = make_error("cannot erase node '" + id + "': node '" + users.front()->id + "' still uses it");
+    return d.at_node(id);
+  }
+  if (std::find(outputs_.begin(), outputs_.end(), id) != outputs_.end()) {
+    Diagnostic d = make_error("cannot erase node '" + id + "': it is a program output");
+    return d.at_node(id);
+  }
+  s.remove(pos->second);
+  return Status::ok();
 }
 
 // Beyond Node::inputs and the outputs, ops that name their inputs (elementwise args, index-map
 // sources, kernel bodies, CUDA argument lists) are rewritten too, so the graph stays consistent.
-void Graph::replace_uses(std::string_view from, const std::string& to) {
-  const std::string from_id(from);
-  for (auto& node : nodes_) {
-    bool uses = false;
-    for (std::string& input : node->inputs) {
-      if (input == from_id) {
-        input = to;
-        uses = true;
-      }
-    }
-    if (uses && node->op) rename_buffer_in_op(*node->op, from_id, to);
+void Graph::replace_uses(std::string_view from_view, const std::string& to) {
+  const std::string from(from_view);
+  if (from == to) return;
+  detail::GraphStore& s = store();
+  for (Node* user : s.users_of(from)) {
+    std::vector<std::string> ids = user->inputs.ids();
+    std::replace(ids.begin(), ids.end(), from, to);
+    s.set_inputs(*user, std::move(ids));
+    if (user->op) rename_buffer_in_op(*user->op, from, to);
   }
-  std::replace(outputs_.begin(), outputs_.end(), from_id, to);
+  std::replace(outputs_.begin(), outputs_.end(), from, to);
 }
 
-Node* Graph::find(std::string_view id) {
-  for (auto& n : nodes_) {
-    if (n->id == id) return n.get();
-  }
-  return nullptr;
-}
+Node* Graph::find(std::string_view id) { return store_ ? store_->find(id) : nullptr; }
 
-const Node* Graph::find(std::string_view id) const {
-  for (const auto& n : nodes_) {
-    if (n->id == id) return n.get();
-  }
-  return nullptr;
-}
+const Node* Graph::find(std::string_view id) const { return store_ ? store_->find(id) : nullptr; }
 
 std::string Graph::unique_id(std::string_view base) const {
-  std::string candidate(base);
-  for (int suffix = 1; contains(candidate); ++suffix) {
-    candidate = std::string(base) + "_" + std::to_string(suffix);
-  }
+  if (!contains(base)) return std::string(base);
+  int64_t k = store_->free_suffix(base);
+  std::string candidate = detail::GraphStore::suffixed(base, k);
+  while (contains(candidate)) candidate = detail::GraphStore::suffixed(base, ++k);
   return candidate;
 }
 
 std::vector<Node*> Graph::nodes() {
   std::vector<Node*> out;
-  out.reserve(nodes_.size());
-  for (auto& n : nodes_) out.push_back(n.get());
+  if (!store_) return out;
+  out.reserve(store_->nodes.size());
+  for (Node& n : store_->nodes) out.push_back(&n);
   return out;
 }
 
 std::vector<const Node*> Graph::nodes() const {
   std::vector<const Node*> out;
-  out.reserve(nodes_.size());
-  for (const auto& n : nodes_) out.push_back(n.get());
+  if (!store_) return out;
+  out.reserve(store_->nodes.size());
+  for (const Node& n : store_->nodes) out.push_back(&n);
   return out;
 }
 
+size_t Graph::size() const { return store_ ? store_->nodes.size() : 0; }
+
 std::vector<std::string> Graph::users(std::string_view id) const {
   std::vector<std::string> out;
-  for (const auto& n : nodes_) {
-    if (std::find(n->inputs.begin(), n->inputs.end(), id) != n->inputs.end()) out.push_back(n->id);
-  }
+  if (!store_) return out;
+  for (const Node* n : store_->users_of(id)) out.push_back(n->id);
   return out;
+}
+
+bool Graph::has_users(std::string_view id) const {
+  return store_ && store_->uses.find(id) != store_->uses.end();
 }
 
 // Dialect is declared in lowering order, so the most lowered dialect is the largest.
 Dialect Graph::stage() const {
   Dialect most_lowered = Dialect::Core;
-  for (const auto& n : nodes_) {
-    if (n->op && n->op->dialect() > most_lowered) most_lowered = n->op->dialect();
+  if (!store_) return most_lowered;
+  for (const Node& n : store_->nodes) {
+    if (n.op && n.op->dialect() > most_lowered) most_lowered = n.op->dialect();
   }
   return most_lowered;
 }

@@ -126,6 +126,20 @@ Expected<bool> PassContext::choose_bool(std::string_view knob, Node& node, bool 
   return std::get<bool>(*v);
 }
 
+PassContext PassContext::fork() const {
+  PassContext application = *this;
+  application.skips_.clear();
+  application.own_diags_ = std::make_shared<DiagnosticEngine>();
+  application.diags_ = application.own_diags_.get();
+  return application;
+}
+
+void PassContext::join(const PassContext& application) {
+  skips_.insert(skips_.end(), application.skips_.begin(), application.skips_.end());
+  if (application.own_diags_ && diags_ != application.diags_)
+    for (const Diagnostic& d : application.own_diags_->diagnostics()) diags_->report(d);
+}
+
 void PassContext::skip(const Node& node, std::string reason) { skips_.push_back(Skip{node.id, std::move(reason)}); }
 
 Diagnostic PassContext::error_at(const Node& node, std::string message) const {

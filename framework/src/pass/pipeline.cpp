@@ -25,7 +25,9 @@ namespace {
 
 constexpr std::array<Dialect, 6> kStages = {Dialect::Torch, Dialect::Tensor, Dialect::Loop,
                                             Dialect::Tile,  Dialect::Kernel, Dialect::Cuda};
-const std::vector<std::string> kTopLevelKeys = {"name", "plugins", "stages", "target", "tuner"};
+const std::vector<std::string> kTopLevelKeys = {"name", "plugins", "stages", "target", "tuner", "threads"};
+// More threads than this is a typo, not a machine.
+constexpr int kMaxThreads = 1024;
 const std::vector<std::string> kTargetKeys = {"name", "arch", "device"};
 constexpr std::string_view kDefaultTarget = "cuda";
 constexpr std::string_view kDefaultArch = "sm_90";
@@ -180,6 +182,8 @@ class PipelineReader {
         TESSERA_TRY(read_target(key, value, spec.target));
       } else if (k == "tuner") {
         TESSERA_TRY(read_tuner(key, value, spec.tuner));
+      } else if (k == "threads") {
+        TESSERA_TRY(read_threads(key, value, spec));
       } else {
         return error(loc_of(key), "unknown top-level key '" + k + "'" + did_you_mean(k, kTopLevelKeys))
             .note("top-level keys: " + join(kTopLevelKeys));
@@ -200,6 +204,17 @@ class PipelineReader {
     std::error_code ec;
     std::filesystem::path abs = std::filesystem::absolute(p, ec);
     return (ec ? p : abs).lexically_normal().string();
+  }
+
+  Status read_threads(const YAML::Node& key, const YAML::Node& value, PipelineSpec& spec) {
+    std::optional<AttrValue> v;
+    if (value.IsScalar() && !is_quoted_or_str(value)) v = parse_knob_value(value.Scalar());
+    const int64_t* n = v ? std::get_if<int64_t>(&*v) : nullptr;
+    if (n == nullptr || *n < 1 || *n > kMaxThreads)
+      return error(loc_of_value(key, value), "'threads' must be an integer from 1 to " + std::to_string(kMaxThreads) +
+                                                 ", got " + kind_of(value));
+    spec.threads = static_cast<int>(*n);
+    return Status::ok();
   }
 
   Status read_plugins(const YAML::Node& key, const YAML::Node& value, PipelineSpec& spec) {
@@ -678,11 +693,12 @@ std::string print_pipeline(const PipelineSpec& spec, const Registry& registry) {
     }
   }
   out += "tuner: {" + join(fields) + "}\n";
+  out += "threads: " + std::to_string(spec.threads) + "\n";
   return out;
 }
 
 bool same_pipeline(const PipelineSpec& a, const PipelineSpec& b) {
-  if (a.name != b.name || a.plugins != b.plugins) return false;
+  if (a.name != b.name || a.plugins != b.plugins || a.threads != b.threads) return false;
   auto sa = nonempty_stages(a), sb = nonempty_stages(b);
   if (sa.size() != sb.size()) return false;
   for (size_t i = 0; i < sa.size(); ++i) {

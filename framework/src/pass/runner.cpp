@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/support/unified_diff.h"
+#include "kernel_pass_application.h"
 
 namespace tessera {
 
@@ -89,19 +91,44 @@ Status dump_stage(const std::string& dir, const std::string& stem, const Graph& 
 PipelineRunner::PipelineRunner(const Registry& registry, const PipelineSpec& spec, RunnerOptions options)
     : registry_(registry), spec_(spec), opts_(std::move(options)) {}
 
+// No pass run copies the graph. A KernelPass leaves the graph untouched when it fails, so the
+// graph is its reproducer input. A whole-graph pass rewrites in place; its input is rebuilt only
+// when it fails, by replaying the pipeline (deterministic) from a copy of the runner's input, taken
+// once. Tuner and replay sources answer in order and cannot be asked twice: with one attached the
+// runner keeps a copy of the input of each whole-graph pass instead.
 Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
-  std::ostream* out = opts_.out;
-  std::ostream* err = opts_.err;
   if (!opts_.device) return make_error("internal error: the pipeline runner needs a device description");
-
   TESSERA_TRY(verify_graph(g, g.stage()));
   if (!opts_.dump_dir.empty()) TESSERA_TRY(dump_stage(opts_.dump_dir, "0_input", g));
+  std::optional<Graph> input;
+  if (!opts_.tuner && !opts_.replay) input.emplace(g);
 
-  struct Timing {
-    std::string marker;
-    double ms;
-  };
   std::vector<Timing> timings;
+  TESSERA_TRY(run_stages(g, diags, nullptr, input ? &*input : nullptr, &timings));
+
+  if (opts_.time_passes && opts_.err) {
+    std::ostream& err = *opts_.err;
+    double total = 0;
+    for (const auto& t : timings) total += t.ms;
+    err << "===-------------------------------------------===\n"
+        << "  pass execution time (total " << std::fixed << std::setprecision(3) << total << " ms)\n"
+        << "===-------------------------------------------===\n";
+    for (const auto& t : timings) {
+      double pct = total > 0 ? 100.0 * t.ms / total : 0.0;
+      err << "  " << std::setw(10) << std::setprecision(3) << t.ms << " ms  " << std::setw(5) << std::setprecision(1)
+          << pct << "%  " << t.marker << "\n";
+    }
+  }
+  return Status::ok();
+}
+
+Status PipelineRunner::run_stages(Graph& g, DiagnosticEngine& diags, const std::string* stop_before,
+                                  const Graph* input, std::vector<Timing>* timings) const {
+  // While rebuilding a failed pass's input (stop_before), nothing is printed, dumped or reported.
+  const bool quiet = stop_before != nullptr;
+  std::ostream* out = quiet ? nullptr : opts_.out;
+  std::ostream* err = quiet ? nullptr : opts_.err;
+  const int threads = std::max(spec_.threads, 1);
 
   for (Dialect stage : kStageOrder) {
     if (stage_index(stage) > stage_index(opts_.stop_after)) break;
@@ -114,6 +141,7 @@ Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
     for (const PassEntry& entry : it->second) {
       ++position;
       const std::string marker = pass_marker(stage, position, entry.name);
+      if (stop_before && marker == *stop_before) return Status::ok();
       std::unique_ptr<Pass> pass = registry_.make_pass(entry.name);
       if (!pass) {
         Diagnostic d = make_error("unknown pass '" + entry.name + "'");
@@ -122,18 +150,26 @@ Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
       }
       PassContext ctx(entry.name, marker, pass->knobs(), entry.pins, {opts_.tuner, opts_.replay},
                       opts_.device, &diags);
+      ctx.set_graph(&g);
+      auto* kernel_pass = dynamic_cast<KernelPass*>(pass.get());
+      const bool show_diff = !quiet && (opts_.verbosity >= 2 || opts_.print_diff.count(entry.name) > 0);
 
-      const Graph before = g;  // for the reproducer and the -vv diff
-      std::vector<std::pair<std::string, std::string>> before_text;
-      const bool show_diff = opts_.verbosity >= 2 || opts_.print_diff.count(entry.name) > 0;
-      if (show_diff) before_text = node_texts(g);
+      // What -vv compares: every node's printout for a whole-graph pass, only the rewritten
+      // nodes' for a kernel pass. Made only when asked for.
+      std::vector<std::pair<std::string, std::string>> before_text, after_text;
+      std::vector<AppliedNodeText> applied;
+      std::optional<Graph> snapshot;  // the pass's input, when it cannot be rebuilt by a replay
+      if (show_diff && !kernel_pass) before_text = node_texts(g);
+      if (!input && !quiet && (!kernel_pass || opts_.verify_each)) snapshot.emplace(g);
 
       auto t0 = std::chrono::steady_clock::now();
-      Status st = pass->run(g, ctx);
+      Status st = kernel_pass ? apply_kernel_pass(*kernel_pass, g, ctx, threads, show_diff ? &applied : nullptr)
+                              : pass->run(g, ctx);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      timings.push_back({marker, ms});
+      if (timings) timings->push_back({marker, ms});
+      const bool unchanged = kernel_pass && !st;  // a failed kernel pass leaves the graph as it was
 
-      if (st && opts_.verify_each) {
+      if (st && opts_.verify_each && !quiet) {
         Status v = verify_graph(g, g.stage());
         if (!v) {
           Diagnostic d = std::move(v).error();
@@ -141,15 +177,30 @@ Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
           st = Status(std::move(d));
         }
       }
-      if (!st) return fail(std::move(st).error(), marker, before);
+      if (!st) {
+        if (quiet) return st;
+        if (unchanged) return fail(std::move(st).error(), marker, g);
+        if (snapshot) return fail(std::move(st).error(), marker, *snapshot);
+        return fail(std::move(st).error(), marker, input ? rebuild_input(marker, input) : Graph(g));
+      }
 
       if (opts_.verbosity >= 1 && err) *err << "[" << marker << "] " << std::fixed << std::setprecision(3) << ms << " ms\n";
-      if (show_diff && out)
-        *out << application_diff(marker, before_text, node_texts(g), ctx.skips());
+      if (show_diff && out) {
+        if (kernel_pass) {
+          for (AppliedNodeText& a : applied) {
+            before_text.emplace_back(a.id, std::move(a.before));
+            after_text.emplace_back(a.id, std::move(a.after));
+          }
+        } else {
+          after_text = node_texts(g);
+        }
+        *out << application_diff(marker, before_text, after_text, ctx.skips());
+      }
       if (out && (opts_.print_ir_after_all || opts_.print_ir_after.count(entry.name)))
         *out << "// ----- IR after " << marker << " -----\n" << print_graph(g) << "\n";
     }
 
+    if (quiet) continue;
     Status v = verify_graph(g, stage);
     if (!v) {
       Diagnostic d = std::move(v).error();
@@ -160,20 +211,16 @@ Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
       TESSERA_TRY(dump_stage(opts_.dump_dir, std::to_string(stage_index(stage)) + "_" + std::string(dialect_name(stage)), g));
     if (opts_.on_stage_end) opts_.on_stage_end(stage, g);
   }
-
-  if (opts_.time_passes && err) {
-    double total = 0;
-    for (const auto& t : timings) total += t.ms;
-    *err << "===-------------------------------------------===\n"
-         << "  pass execution time (total " << std::fixed << std::setprecision(3) << total << " ms)\n"
-         << "===-------------------------------------------===\n";
-    for (const auto& t : timings) {
-      double pct = total > 0 ? 100.0 * t.ms / total : 0.0;
-      *err << "  " << std::setw(10) << std::setprecision(3) << t.ms << " ms  " << std::setw(5)
-           << std::setprecision(1) << pct << "%  " << t.marker << "\n";
-    }
-  }
+  if (stop_before) return make_error("internal error: pass " + *stop_before + " is not in the pipeline");
   return Status::ok();
+}
+
+Graph PipelineRunner::rebuild_input(const std::string& marker, const Graph* input) const {
+  Graph g = *input;
+  DiagnosticEngine ignored;
+  Status st = run_stages(g, ignored, &marker, nullptr, nullptr);
+  (void)st;  // the same passes succeeded a moment ago; were they to fail now, `g` is still the best guess
+  return g;
 }
 
 Status PipelineRunner::fail(Diagnostic d, const std::string& marker, const Graph& input) const {

@@ -103,36 +103,37 @@ class AsyncStager final : public StmtMutator {
   AsyncCandidate candidate_;
 };
 
-class AsyncCopyPass final : public Pass {
+class AsyncCopyPass final : public KernelPass {
  public:
   std::string_view name() const override { return "async_copy"; }
   std::string_view summary() const override { return "copy staged slabs with cp.async on sm_80 and newer"; }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"ASYNC", KnobType::Bool, {}, std::nullopt, "copy sync Stages asynchronously (cp.async)"}};
   }
 
-  Status run(Graph& g, PassContext& ctx) override {
+  Status run_on(Node& node, PassContext& ctx) override {
+    const Graph& g = ctx.graph();
+    Node* n = &node;
     const std::string& arch = ctx.device().arch;
     std::optional<int> number = arch_number(arch);
     const bool supported = number && *number >= kFirstAsyncCopyArch;
-    for (Node* n : g.nodes()) {
-      const auto* kernel = n->op_as<TileOp>();
-      if (kernel == nullptr) continue;
-      SyncStageFinder finder{AsyncCandidate(g)};
-      finder.visit(kernel->body);
-      if (!finder.found) continue;
-      if (!supported) {
-        ctx.skip(*n, "device arch '" + arch + "' has no cp.async (needs sm_80 or newer)");
-        continue;
-      }
-      TESSERA_ASSIGN_OR_RETURN(bool async, ctx.choose_bool("ASYNC", *n, true));
-      if (!async) continue;
-      AsyncStager stager{AsyncCandidate(g)};
-      auto op = std::make_unique<TileOp>(*kernel);
-      op->body = canonicalize_names(stager.mutate_body(kernel->body));
-      n->op = std::move(op);
+    const auto* kernel = n->op_as<TileOp>();
+    if (kernel == nullptr) return Status::ok();
+    SyncStageFinder finder{AsyncCandidate(g)};
+    finder.visit(kernel->body);
+    if (!finder.found) return Status::ok();
+    if (!supported) {
+      ctx.skip(*n, "device arch '" + arch + "' has no cp.async (needs sm_80 or newer)");
+      return Status::ok();
     }
+    TESSERA_ASSIGN_OR_RETURN(bool async, ctx.choose_bool("ASYNC", *n, true));
+    if (!async) return Status::ok();
+    AsyncStager stager{AsyncCandidate(g)};
+    auto op = std::make_unique<TileOp>(*kernel);
+    op->body = canonicalize_names(stager.mutate_body(kernel->body));
+    n->op = std::move(op);
     return Status::ok();
   }
 };

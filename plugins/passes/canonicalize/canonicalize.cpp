@@ -36,13 +36,13 @@ class CanonicalizePass final : public Pass {
   }
 
   Status run(Graph& g, PassContext&) override {
-    remove_dead_nodes(g);
+    TESSERA_TRY(remove_dead_nodes(g));
     canonicalize_kernel_names(g);
     return Status::ok();
   }
 
  private:
-  static void remove_dead_nodes(Graph& g) {
+  static Status remove_dead_nodes(Graph& g) {
     std::set<std::string> live(g.outputs().begin(), g.outputs().end());
     std::vector<Node*> nodes = g.nodes();
     // Nodes are in topological order, so one backward sweep sees every user before its inputs.
@@ -56,7 +56,8 @@ class CanonicalizePass final : public Pass {
       if (!live.count(n.id) && n.op_as<InputOp>() == nullptr) dead.push_back(n.id);
     }
     // Users before producers (reverse topological order), so no erased node is still referenced.
-    for (const std::string& id : dead) g.erase(id);
+    for (const std::string& id : dead) TESSERA_TRY(g.erase(id));
+    return Status::ok();
   }
 
   static void canonicalize_kernel_names(Graph& g) {

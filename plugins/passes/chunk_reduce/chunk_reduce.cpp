@@ -65,29 +65,30 @@ struct RowLoop {
   int64_t bytes_per_element = 0;
 };
 
-class ChunkReducePass final : public Pass {
+class ChunkReducePass final : public KernelPass {
  public:
   std::string_view name() const override { return "chunk_reduce"; }
   std::string_view summary() const override {
     return "split long cooperative row loops into chunks whose slabs fit in shared memory";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     std::vector<AttrValue> candidates(kChunkCandidates.begin(), kChunkCandidates.end());
     return {KnobSpec{"CHUNK", KnobType::Int, candidates, std::nullopt,
                      "elements per chunk of a long row loop (0 = do not chunk)"}};
   }
 
-  Status run(Graph& g, PassContext& ctx) override {
-    for (Node* n : g.nodes()) {
-      const auto* kernel = n->op_as<TileOp>();
-      if (kernel == nullptr) continue;
-      if (kernel->tile() == nullptr) {
-        ctx.skip(*n, "body is not one Tile statement");
-        continue;
-      }
-      TESSERA_TRY(chunk_node(g, *n, *kernel, ctx));
+  Status run_on(Node& node, PassContext& ctx) override {
+    const Graph& g = ctx.graph();
+    Node* n = &node;
+    const auto* kernel = n->op_as<TileOp>();
+    if (kernel == nullptr) return Status::ok();
+    if (kernel->tile() == nullptr) {
+      ctx.skip(*n, "body is not one Tile statement");
+      return Status::ok();
     }
+    TESSERA_TRY(chunk_node(g, *n, *kernel, ctx));
     return Status::ok();
   }
 

@@ -63,12 +63,18 @@ class ComposeIndexMapsPass final : public Pass {
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tensor}; }
 
+  // One sweep in graph order folds every chain: folding an inner map into `outer` can only make
+  // `outer` itself foldable again (its new inputs), never a node before it, so each node folds
+  // until it cannot before the sweep moves on.
   Status run(Graph& g, PassContext&) override {
-    // Each successful fold removes a node, so this terminates.
-    while (fold_one(g)) {
+    for (Node* outer : g.nodes()) {  // a fold erases only nodes before `outer`
+      while (true) {
+        Expected<bool> folded = fold_into(g, outer);
+        if (!folded) return std::move(folded).error();
+        if (!*folded) break;
+      }
     }
-    remove_identities(g);
-    return Status::ok();
+    return remove_identities(g);
   }
 
  private:
@@ -109,7 +115,7 @@ class ComposeIndexMapsPass final : public Pass {
     return true;
   }
 
-  static void remove_identities(Graph& g) {
+  static Status remove_identities(Graph& g) {
     std::vector<std::string> identities;
     for (const Node* n : g.nodes())
       if (is_identity(g, *n) && std::find(g.outputs().begin(), g.outputs().end(), n->id) == g.outputs().end())
@@ -119,8 +125,9 @@ class ComposeIndexMapsPass final : public Pass {
       std::vector<std::string> users = g.users(id);
       g.replace_uses(id, src);  // renames the reads inside the users' ops too
       for (const std::string& user_id : users) dedupe_inputs(*g.find(user_id));
-      g.erase(id);
+      TESSERA_TRY(g.erase(id));
     }
+    return Status::ok();
   }
 
   // After a rename a user may list the same input twice (mul(x, y) with y -> x); Elementwise and
@@ -133,40 +140,38 @@ class ComposeIndexMapsPass final : public Pass {
     user.inputs = std::move(unique);
   }
 
-  static bool fold_one(Graph& g) {
-    for (Node* outer : g.nodes()) {
-      const auto* outer_op = outer->op_as<IndexMapOp>();
-      if (outer_op == nullptr) continue;
-      const Node* inner = foldable_inner(g, *outer);
-      if (inner == nullptr) continue;
-      const auto& inner_op = *inner->op_as<IndexMapOp>();
-      RangeMap ranges = ranges_of(*outer_op, outer->type);
+  // Folds one inner IndexMap into `outer`; false when there is none to fold.
+  static Expected<bool> fold_into(Graph& g, Node* outer) {
+    const auto* outer_op = outer->op_as<IndexMapOp>();
+    if (outer_op == nullptr) return false;
+    const Node* inner = foldable_inner(g, *outer);
+    if (inner == nullptr) return false;
+    const auto& inner_op = *inner->op_as<IndexMapOp>();
+    RangeMap ranges = ranges_of(*outer_op, outer->type);
 
-      auto composed = std::make_unique<IndexMapOp>();
-      composed->coords = outer_op->coords;
-      for (const IndexMapSource& src : outer_op->sources) {
-        if (src.buffer != inner->id) {
-          composed->sources.push_back(src);
-          continue;
-        }
-        for (const IndexMapSource& inner_src : inner_op.sources) {
-          IndexMapSource s = compose_source(inner_src, inner_op, src.index, ranges);
-          s.predicate = conjunction(src.predicate, s.predicate);
-          if (s.predicate.defined()) s.predicate = simplify(s.predicate, ranges);
-          composed->sources.push_back(std::move(s));
-        }
+    auto composed = std::make_unique<IndexMapOp>();
+    composed->coords = outer_op->coords;
+    for (const IndexMapSource& src : outer_op->sources) {
+      if (src.buffer != inner->id) {
+        composed->sources.push_back(src);
+        continue;
       }
-      std::vector<std::string> inputs;
-      for (const IndexMapSource& s : composed->sources)
-        if (!s.buffer.empty() && std::find(inputs.begin(), inputs.end(), s.buffer) == inputs.end())
-          inputs.push_back(s.buffer);
-      std::string inner_id = inner->id;
-      outer->op = std::move(composed);
-      outer->inputs = std::move(inputs);
-      g.erase(inner_id);
-      return true;
+      for (const IndexMapSource& inner_src : inner_op.sources) {
+        IndexMapSource s = compose_source(inner_src, inner_op, src.index, ranges);
+        s.predicate = conjunction(src.predicate, s.predicate);
+        if (s.predicate.defined()) s.predicate = simplify(s.predicate, ranges);
+        composed->sources.push_back(std::move(s));
+      }
     }
-    return false;
+    std::vector<std::string> inputs;
+    for (const IndexMapSource& s : composed->sources)
+      if (!s.buffer.empty() && std::find(inputs.begin(), inputs.end(), s.buffer) == inputs.end())
+        inputs.push_back(s.buffer);
+    std::string inner_id = inner->id;
+    outer->op = std::move(composed);
+    outer->inputs = std::move(inputs);
+    TESSERA_TRY(g.erase(inner_id));
+    return true;
   }
 };
 

@@ -122,69 +122,69 @@ class Striding {
   int64_t threads_;
 };
 
-class CooperativeReducePass final : public Pass {
+class CooperativeReducePass final : public KernelPass {
  public:
   std::string_view name() const override { return "cooperative_reduce"; }
   std::string_view summary() const override {
     return "share a block's top-level loops among its threads; combine the partial accumulators";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"THREADS", KnobType::Int,
                      {int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256}, int64_t{512}, int64_t{1024}},
                      std::nullopt, "threads per block sharing the top-level loops"}};
   }
 
-  Status run(Graph& g, PassContext& ctx) override {
-    for (Node* n : g.nodes()) {
-      const auto* kernel = n->op_as<TileOp>();
-      if (kernel == nullptr) continue;
-      if (kernel->tile() == nullptr)
-        return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
-      const Tile& tile = *kernel->tile();
-      if (std::any_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == "THREAD"; })) {
-        ctx.skip(*n, "the Tile already has THREAD axes");
-        continue;
-      }
-      std::vector<const Loop*> loops;
-      top_level_loops(tile.body, loops);
-      if (loops.empty()) {
-        ctx.skip(*n, "no top-level loop to share among threads");
-        continue;
-      }
-      if (reads_buffer(tile.body, n->id)) {
-        ctx.skip(*n, "the kernel reads its own output, which other threads may write");
-        continue;
-      }
-
-      const DeviceDesc& device = ctx.device();
-      RangeMap ranges;
-      for (const TileAxis& a : tile.axes) ranges[a.name] = Interval{0, a.extent - 1};
-      int64_t longest = 0;
-      for (const Loop* loop : loops) {
-        std::optional<Interval> trip = bound_of(simplify(loop->end - loop->begin, ranges), ranges);
-        if (trip) longest = std::max(longest, trip->hi);
-      }
-      std::vector<int64_t> candidates;
-      for (int64_t c : {32, 64, 128, 256, 512, 1024})
-        if (c <= device.max_threads_per_block) candidates.push_back(c);
-      const int64_t lo = device.warp_size;
-      const int64_t hi = std::max<int64_t>(lo, device.max_threads_per_block / 4);
-      const int64_t heuristic = std::clamp(next_pow2(longest / 8), lo, hi);
-      Expected<int64_t> threads = ctx.choose_int("THREADS", *n, candidates, heuristic);
-      if (!threads) return std::move(threads).error();
-
-      std::set<std::string> taken = bound_names(kernel->body);
-      std::string thread = "t";
-      for (int i = 1; taken.count(thread); ++i) thread = "t_" + std::to_string(i);
-      Tile out;
-      out.axes.push_back(TileAxis{thread, *threads, "THREAD"});
-      out.axes.insert(out.axes.end(), tile.axes.begin(), tile.axes.end());
-      out.body = Striding(thread, *threads).rewrite(tile.body);
-      auto op = std::make_unique<TileOp>(*kernel);
-      op->body = canonicalize_names(Body{Stmt(std::move(out))});
-      n->op = std::move(op);
+  Status run_on(Node& node, PassContext& ctx) override {
+    Node* n = &node;
+    const auto* kernel = n->op_as<TileOp>();
+    if (kernel == nullptr) return Status::ok();
+    if (kernel->tile() == nullptr)
+      return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
+    const Tile& tile = *kernel->tile();
+    if (std::any_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == "THREAD"; })) {
+      ctx.skip(*n, "the Tile already has THREAD axes");
+      return Status::ok();
     }
+    std::vector<const Loop*> loops;
+    top_level_loops(tile.body, loops);
+    if (loops.empty()) {
+      ctx.skip(*n, "no top-level loop to share among threads");
+      return Status::ok();
+    }
+    if (reads_buffer(tile.body, n->id)) {
+      ctx.skip(*n, "the kernel reads its own output, which other threads may write");
+      return Status::ok();
+    }
+
+    const DeviceDesc& device = ctx.device();
+    RangeMap ranges;
+    for (const TileAxis& a : tile.axes) ranges[a.name] = Interval{0, a.extent - 1};
+    int64_t longest = 0;
+    for (const Loop* loop : loops) {
+      std::optional<Interval> trip = bound_of(simplify(loop->end - loop->begin, ranges), ranges);
+      if (trip) longest = std::max(longest, trip->hi);
+    }
+    std::vector<int64_t> candidates;
+    for (int64_t c : {32, 64, 128, 256, 512, 1024})
+      if (c <= device.max_threads_per_block) candidates.push_back(c);
+    const int64_t lo = device.warp_size;
+    const int64_t hi = std::max<int64_t>(lo, device.max_threads_per_block / 4);
+    const int64_t heuristic = std::clamp(next_pow2(longest / 8), lo, hi);
+    Expected<int64_t> threads = ctx.choose_int("THREADS", *n, candidates, heuristic);
+    if (!threads) return std::move(threads).error();
+
+    std::set<std::string> taken = bound_names(kernel->body);
+    std::string thread = "t";
+    for (int i = 1; taken.count(thread); ++i) thread = "t_" + std::to_string(i);
+    Tile out;
+    out.axes.push_back(TileAxis{thread, *threads, "THREAD"});
+    out.axes.insert(out.axes.end(), tile.axes.begin(), tile.axes.end());
+    out.body = Striding(thread, *threads).rewrite(tile.body);
+    auto op = std::make_unique<TileOp>(*kernel);
+    op->body = canonicalize_names(Body{Stmt(std::move(out))});
+    n->op = std::move(op);
     return Status::ok();
   }
 };

@@ -82,8 +82,8 @@ class Decomposer {
   Status run() {
     Expected<std::string> value = decompose();
     if (!value) return std::move(value).error();
-    finish(*value);
-    return Status::ok();
+    TESSERA_TRY(status_);
+    return finish(*value);
   }
 
  private:
@@ -97,8 +97,13 @@ class Decomposer {
   std::string add(const std::string& base, std::unique_ptr<Op> op, std::vector<std::string> inputs,
                   TensorType t) {
     std::string id = g_.unique_id(base);
-    Node& n = g_.insert_before(id_, id, std::move(op), std::move(inputs), std::move(t));
-    n.loc = loc_;
+    Expected<Node*> n = g_.insert_before(id_, id, std::move(op), std::move(inputs), std::move(t));
+    if (!n) {
+      // Ends the pass (run() returns it); the torch node's id keeps the lookups valid until then.
+      if (status_) status_ = n.status();
+      return id_;
+    }
+    (*n)->loc = loc_;
     created_.push_back(id);
     return id;
   }
@@ -654,21 +659,21 @@ class Decomposer {
 
   // Moves the computed value into the torch node (keeping its id, users and outputs): the last
   // helper node is folded into it; otherwise the torch node becomes an identity IndexMap.
-  void finish(const std::string& value) {
+  Status finish(const std::string& value) {
     Node* torch = g_.find(id_);
     Node* last = g_.find(value);
-    if (!created_.empty() && value == created_.back() && g_.users(value).empty()) {
+    if (!created_.empty() && value == created_.back() && !g_.has_users(value)) {
       torch->op = std::move(last->op);
       torch->inputs = last->inputs;
       torch->type = last->type;
-      g_.erase(value);
-      return;
+      return g_.erase(value);
     }
     auto op = std::make_unique<IndexMapOp>();
     op->coords = coord_names(out_.shape.size());
     op->sources.push_back(IndexMapSource{value, coord_exprs(out_.shape.size()), Expr(), Expr()});
     torch->op = std::move(op);
     torch->inputs = {value};
+    return Status::ok();
   }
 
   Graph& g_;
@@ -679,6 +684,7 @@ class Decomposer {
   TensorType out_;
   SourceLoc loc_;
   std::vector<std::string> created_;
+  Status status_;  // the first failed graph edit
 };
 
 class DecomposePass final : public Pass {

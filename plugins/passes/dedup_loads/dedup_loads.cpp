@@ -110,24 +110,24 @@ class LoadDeduplicator final : public StmtMutator {
   std::map<std::string, Expr> renames_;
 };
 
-class DedupLoadsPass final : public Pass {
+class DedupLoadsPass final : public KernelPass {
  public:
   std::string_view name() const override { return "dedup_loads"; }
   std::string_view summary() const override {
     return "drop repeated loads of the same element in a kernel body; reuse the first";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Loop}; }
+  Dialect input_dialect() const override { return Dialect::Loop; }
 
-  Status run(Graph& g, PassContext&) override {
-    for (Node* n : g.nodes()) {
-      const auto* kernel = n->op_as<LoopOp>();
-      if (kernel == nullptr) continue;
-      LoadDeduplicator dedup;
-      Body body = dedup.mutate_body(kernel->body);
-      auto op = std::make_unique<LoopOp>(*kernel);
-      op->body = std::move(body);
-      n->op = std::move(op);
-    }
+  Status run_on(Node& node, PassContext&) override {
+    Node* n = &node;
+    const auto* kernel = n->op_as<LoopOp>();
+    if (kernel == nullptr) return Status::ok();
+    LoadDeduplicator dedup;
+    Body body = dedup.mutate_body(kernel->body);
+    auto op = std::make_unique<LoopOp>(*kernel);
+    op->body = std::move(body);
+    n->op = std::move(op);
     return Status::ok();
   }
 };

@@ -21,7 +21,13 @@
 //   work by R * W, e.g. QK^T recomputed for every column of softmax(QK^T)·V. An elementwise producer
 //   (no loops) may be recomputed (R > 1, e.g. the seed's bias add inside the K loop) when its body
 //   has at most kMaxRecomputedStatements statements, which bounds the extra work and memory reads
-//   per intermediate read it removes. Declined fusions are reported with ctx.skip(node, reason).
+//   per intermediate read it removes. The same bound holds for what a consumer recomputes in all:
+//   each kernel counts the statements it took from recomputed producers (its own and those carried
+//   in by producers fused into it once), and a recomputing fusion that would take a consumer past
+//   kMaxRecomputedStatements is refused. Without that, a chain of cheap producers read by several
+//   kernels (a residual stream x1 = x0 + a, x2 = x1 + b, ...) would be recomputed whole in every
+//   kernel that reads its end: kernels and their work would grow with the depth of the model.
+//   Declined fusions are reported with ctx.skip(node, reason).
 //   Resulting kernel counts: the seed, RMSNorm, softmax and the gated MLP are one kernel each. The
 //   LayerNorm module is one kernel too: mean and variance are row reductions read once per row, so
 //   both hoist to the row loop; it keeps three loops over the row (mean, variance, normalize)
@@ -37,7 +43,8 @@
 // Accepts: a graph whose compute nodes are LoopOps (others are left alone).
 // Guarantees: same values at every output; node ids of consumers unchanged; merged bodies
 //   canonically named. Deterministic (graph order, no pointer-keyed maps). No knobs.
-// Tests: tests/unit/fuse_test.cpp, tests/golden/fuse/.
+// Tests: tests/unit/fuse_test.cpp, tests/golden/fuse/, tests/e2e/decoder_blocks_test.cpp (kernels do not grow
+//   with the depth of a model).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -45,6 +52,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tessera/ir/graph.h"
@@ -56,8 +64,9 @@
 namespace tessera {
 namespace {
 
-// The bound on recomputed elementwise work (see COST RULE).
+// The bounds on recomputed elementwise work (see COST RULE): per producer, and per consumer in all.
 constexpr int64_t kMaxRecomputedStatements = 16;
+constexpr int64_t kMaxRecomputedStatementsPerKernel = 2 * kMaxRecomputedStatements;
 
 std::optional<int64_t> loop_extent(const Loop& l) {
   if (!l.begin.is(ExprKind::Int) || !l.end.is(ExprKind::Int)) return std::nullopt;
@@ -483,11 +492,34 @@ class FusePass final : public Pass {
   }
   std::vector<Dialect> stages() const override { return {Dialect::Loop}; }
 
+  // A worklist in place of rescanning the graph after every fusion, with the same result: the
+  // producer taken next is always the fusible one closest to the outputs. A node is re-examined
+  // only when a fusion changed what its verdict depends on (its own body, its users or their
+  // bodies); every other node keeps the verdict it had, so the highest dirty node, once fusible,
+  // is the highest fusible node of the graph.
   Status run(Graph& g, PassContext& ctx) override {
     int fresh = 0;
     std::set<std::string> reported;
-    // Each fusion removes a node, so this terminates.
-    while (fuse_one(g, ctx, fresh, reported)) {
+    std::unordered_map<std::string, int64_t> recomputed;  // node -> statements it recomputes
+    std::vector<Node*> order = g.nodes();  // fuse only removes nodes: positions stay valid
+    std::unordered_map<std::string, size_t> position;
+    std::set<size_t> dirty;
+    for (size_t i = 0; i < order.size(); ++i) {
+      position.emplace(order[i]->id, i);
+      dirty.insert(i);
+    }
+    while (!dirty.empty()) {
+      const size_t i = *dirty.rbegin();
+      dirty.erase(i);
+      std::vector<std::string> changed;
+      Expected<bool> fused = try_fuse(g, *order[i], ctx, fresh, reported, recomputed, changed);
+      if (!fused) return std::move(fused).error();
+      if (!*fused) continue;
+      order[i] = nullptr;
+      dirty.erase(i);
+      for (const std::string& id : changed)
+        if (auto it = position.find(id); it != position.end() && order[it->second] != nullptr)
+          dirty.insert(it->second);
     }
     for (Node* n : g.nodes()) {
       auto* op = n->op_as<LoopOp>();
@@ -506,71 +538,86 @@ class FusePass final : public Pass {
     if (reported.insert(n.id + ": " + reason).second) ctx.skip(n, reason);
   }
 
-  // Fuses the last fusible producer (closest to the outputs) into all its users.
-  static bool fuse_one(Graph& g, PassContext& ctx, int& fresh, std::set<std::string>& reported) {
-    std::vector<Node*> nodes = g.nodes();
-    for (size_t i = nodes.size(); i-- > 0;) {
-      Node& p = *nodes[i];
-      if (p.op_as<LoopOp>() == nullptr || is_output(g, p.id)) continue;
-      std::vector<std::string> users = g.users(p.id);
-      if (users.empty()) continue;
-      bool all_loops = std::all_of(users.begin(), users.end(),
-                                   [&](const std::string& u) { return g.find(u)->op_as<LoopOp>() != nullptr; });
-      if (!all_loops) {
-        report(ctx, reported, p, "a user is not a Loop IR kernel");
-        continue;
-      }
-      std::string reason;
-      std::optional<ProducerShape> shape = analyze(p, reason);
-      if (!shape) {
-        report(ctx, reported, p, "not fusible: " + reason);
-        continue;
-      }
-      // Inline tentatively into every user, then apply the cost rule to the total.
-      std::vector<Body> bodies;
-      double factor = 0;
-      bool ok = true;
-      int trial_fresh = fresh;
-      for (const std::string& u : users) {
-        Inliner inl(p.id, *shape, trial_fresh);
-        bodies.push_back(inl.run(g.find(u)->op_as<LoopOp>()->body));
-        factor += inl.recompute_factor();
-        ok = ok && inl.ok();
-      }
-      if (!ok) {
-        report(ctx, reported, p, "not fusible: a consumer loop has no constant range");
-        continue;
-      }
-      const double kEps = 1e-9;
-      if (shape->has_loop && factor > 1 + kEps) {
-        report(ctx, reported, p,
-               "cost: fusing recomputes its reduction " + format_factor(factor) + "x per element (bound 1x)");
-        continue;
-      }
-      if (!shape->has_loop && factor > 1 + kEps && shape->statements > kMaxRecomputedStatements) {
-        report(ctx, reported, p,
-               "cost: recomputing " + std::to_string(shape->statements) + " statements " + format_factor(factor) +
-                   "x per element (bound " + std::to_string(kMaxRecomputedStatements) + " statements)");
-        continue;
-      }
-      fresh = trial_fresh;
-      for (size_t k = 0; k < users.size(); ++k) {
-        Node& user = *g.find(users[k]);
-        auto& op = *user.op_as<LoopOp>();
-        op.body = canonicalize_names(bodies[k]);
-        op.name = "merged_" + user.id;
-        std::vector<std::string> inputs;
-        for (const std::string& in : user.inputs) {
-          const std::vector<std::string>& add = in == p.id ? p.inputs : std::vector<std::string>{in};
-          for (const std::string& a : add)
-            if (std::find(inputs.begin(), inputs.end(), a) == inputs.end()) inputs.push_back(a);
-        }
-        user.inputs = std::move(inputs);
-      }
-      g.erase(p.id);
-      return true;
+  // Fuses producer `p` into all its users when it is fusible (true), else reports why not
+  // (false). After a fusion `changed` lists the nodes whose verdict may have changed: the users
+  // (their bodies grew) and their inputs (their users' bodies grew; p's inputs gained users).
+  static Expected<bool> try_fuse(Graph& g, Node& p, PassContext& ctx, int& fresh, std::set<std::string>& reported,
+                                 std::unordered_map<std::string, int64_t>& recomputed,
+                                 std::vector<std::string>& changed) {
+    if (p.op_as<LoopOp>() == nullptr || is_output(g, p.id)) return false;
+    std::vector<std::string> users = g.users(p.id);
+    if (users.empty()) return false;
+    bool all_loops = std::all_of(users.begin(), users.end(),
+                                 [&](const std::string& u) { return g.find(u)->op_as<LoopOp>() != nullptr; });
+    if (!all_loops) {
+      report(ctx, reported, p, "a user is not a Loop IR kernel");
+      return false;
     }
-    return false;
+    std::string reason;
+    std::optional<ProducerShape> shape = analyze(p, reason);
+    if (!shape) {
+      report(ctx, reported, p, "not fusible: " + reason);
+      return false;
+    }
+    // Inline tentatively into every user, then apply the cost rule to the total.
+    std::vector<Body> bodies;
+    double factor = 0;
+    bool ok = true;
+    int trial_fresh = fresh;
+    for (const std::string& u : users) {
+      Inliner inl(p.id, *shape, trial_fresh);
+      bodies.push_back(inl.run(g.find(u)->op_as<LoopOp>()->body));
+      factor += inl.recompute_factor();
+      ok = ok && inl.ok();
+    }
+    if (!ok) {
+      report(ctx, reported, p, "not fusible: a consumer loop has no constant range");
+      return false;
+    }
+    const double kEps = 1e-9;
+    if (shape->has_loop && factor > 1 + kEps) {
+      report(ctx, reported, p,
+             "cost: fusing recomputes its reduction " + format_factor(factor) + "x per element (bound 1x)");
+      return false;
+    }
+    if (!shape->has_loop && factor > 1 + kEps && shape->statements > kMaxRecomputedStatements) {
+      report(ctx, reported, p,
+             "cost: recomputing " + std::to_string(shape->statements) + " statements " + format_factor(factor) +
+                 "x per element (bound " + std::to_string(kMaxRecomputedStatements) + " statements)");
+      return false;
+    }
+    // What each user recomputes afterwards: p's statements when p is recomputed, else whatever p
+    // itself recomputed.
+    const bool recomputes = factor > 1 + kEps;
+    const int64_t carried = recomputes ? shape->statements : recomputed[p.id];
+    for (const std::string& u : users) {
+      if (recomputes && recomputed[u] + carried > kMaxRecomputedStatementsPerKernel) {
+        report(ctx, reported, p,
+               "cost: consumer " + u + " already recomputes " + std::to_string(recomputed[u]) +
+                   " statements of other kernels; " + std::to_string(carried) + " more exceed the bound (" +
+                   std::to_string(kMaxRecomputedStatementsPerKernel) + " statements)");
+        return false;
+      }
+    }
+    for (const std::string& u : users) recomputed[u] += carried;
+    fresh = trial_fresh;
+    for (size_t k = 0; k < users.size(); ++k) {
+      Node& user = *g.find(users[k]);
+      auto& op = *user.op_as<LoopOp>();
+      op.body = canonicalize_names(bodies[k]);
+      op.name = "merged_" + user.id;
+      std::vector<std::string> inputs;
+      for (const std::string& in : user.inputs) {
+        const std::vector<std::string>& add = in == p.id ? p.inputs.ids() : std::vector<std::string>{in};
+        for (const std::string& a : add)
+          if (std::find(inputs.begin(), inputs.end(), a) == inputs.end()) inputs.push_back(a);
+      }
+      changed.push_back(user.id);
+      changed.insert(changed.end(), inputs.begin(), inputs.end());
+      user.inputs = std::move(inputs);
+    }
+    TESSERA_TRY(g.erase(p.id));
+    return true;
   }
 };
 

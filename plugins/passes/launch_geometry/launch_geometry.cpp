@@ -150,13 +150,14 @@ SplitAxis split(const TileAxis& axis, int64_t threads, std::set<std::string>& ta
   return s;
 }
 
-class LaunchGeometryPass final : public Pass {
+class LaunchGeometryPass final : public KernelPass {
  public:
   std::string_view name() const override { return "launch_geometry"; }
   std::string_view summary() const override {
     return "bind every parallel axis to threads or blocks; guard the tails";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {
         KnobSpec{"BN", KnobType::Int, {int64_t{1}, int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256},
@@ -168,29 +169,28 @@ class LaunchGeometryPass final : public Pass {
     };
   }
 
-  Status run(Graph& g, PassContext& ctx) override {
-    for (Node* n : g.nodes()) {
-      const auto* kernel = n->op_as<TileOp>();
-      if (kernel == nullptr) continue;
-      if (kernel->tile() == nullptr)
-        return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
-      const Tile& tile = *kernel->tile();
-      size_t parallel = 0;
-      for (const TileAxis& a : tile.axes) parallel += a.binding == "PARALLEL";
-      if (parallel == 0) {
-        ctx.skip(*n, "no parallel axis to bind");
-        continue;
-      }
-      if (parallel != tile.axes.size()) {
-        ctx.skip(*n, "some axes are bound already");
-        continue;
-      }
-      Expected<Tile> bound = bind(tile, *n, ctx);
-      if (!bound) return std::move(bound).error();
-      auto op = std::make_unique<TileOp>(*kernel);
-      op->body = canonicalize_names(Body{Stmt(std::move(*bound))});
-      n->op = std::move(op);
+  Status run_on(Node& node, PassContext& ctx) override {
+    Node* n = &node;
+    const auto* kernel = n->op_as<TileOp>();
+    if (kernel == nullptr) return Status::ok();
+    if (kernel->tile() == nullptr)
+      return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
+    const Tile& tile = *kernel->tile();
+    size_t parallel = 0;
+    for (const TileAxis& a : tile.axes) parallel += a.binding == "PARALLEL";
+    if (parallel == 0) {
+      ctx.skip(*n, "no parallel axis to bind");
+      return Status::ok();
     }
+    if (parallel != tile.axes.size()) {
+      ctx.skip(*n, "some axes are bound already");
+      return Status::ok();
+    }
+    Expected<Tile> bound = bind(tile, *n, ctx);
+    if (!bound) return std::move(bound).error();
+    auto op = std::make_unique<TileOp>(*kernel);
+    op->body = canonicalize_names(Body{Stmt(std::move(*bound))});
+    n->op = std::move(op);
     return Status::ok();
   }
 

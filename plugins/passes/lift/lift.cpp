@@ -221,24 +221,29 @@ class Lifter {
   int loads_ = 0;
 };
 
-class LiftPass final : public Pass {
+class LiftPass final : public KernelPass {
  public:
   std::string_view name() const override { return "lift"; }
   std::string_view summary() const override {
     return "lower every Tensor IR node to a Loop IR loop nest (one LoopOp per node)";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Loop}; }
+  Dialect input_dialect() const override { return Dialect::Tensor; }
+  // Every compute node not lifted yet: one of another dialect is an error naming it.
+  bool applies_to(const Node& n) const override {
+    return n.op && n.dialect() != Dialect::Core && n.dialect() != Dialect::Loop;
+  }
 
-  Status run(Graph& g, PassContext& ctx) override {
-    for (Node* n : g.nodes()) {
-      if (n->op_as<InputOp>() != nullptr || n->op_as<ConstantOp>() != nullptr || n->op_as<LoopOp>() != nullptr)
-        continue;
-      TESSERA_ASSIGN_OR_RETURN(Body body, Lifter(g, *n, ctx).lift());
-      auto op = std::make_unique<LoopOp>();
-      op->name = n->id;
-      op->body = canonicalize_names(body);
-      n->op = std::move(op);
-    }
+  Status run_on(Node& node, PassContext& ctx) override {
+    const Graph& g = ctx.graph();
+    Node* n = &node;
+    if (n->op_as<InputOp>() != nullptr || n->op_as<ConstantOp>() != nullptr || n->op_as<LoopOp>() != nullptr)
+      return Status::ok();
+    TESSERA_ASSIGN_OR_RETURN(Body body, Lifter(g, *n, ctx).lift());
+    auto op = std::make_unique<LoopOp>();
+    op->name = n->id;
+    op->body = canonicalize_names(body);
+    n->op = std::move(op);
     return Status::ok();
   }
 };

@@ -461,23 +461,24 @@ class KernelBuilder {
   int counter_ = 0;
 };
 
-class MaterializePass final : public Pass {
+class MaterializePass final : public KernelPass {
  public:
   std::string_view name() const override { return "materialize"; }
   std::string_view summary() const override {
     return "lower Tile IR to Kernel IR: shared memory, copies, barriers, shuffles, launch geometry";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Kernel}; }
+  Dialect input_dialect() const override { return Dialect::Tile; }
 
-  Status run(Graph& g, PassContext& ctx) override {
-    for (Node* n : g.nodes()) {
-      const auto* tile = n->op_as<TileOp>();
-      if (tile == nullptr) continue;
-      KernelBuilder builder(g, *n, *tile, ctx);
-      Expected<std::unique_ptr<KernelOp>> kernel = builder.build();
-      if (!kernel) return kernel.error();
-      n->op = std::move(*kernel);
-    }
+  Status run_on(Node& node, PassContext& ctx) override {
+    const Graph& g = ctx.graph();
+    Node* n = &node;
+    const auto* tile = n->op_as<TileOp>();
+    if (tile == nullptr) return Status::ok();
+    KernelBuilder builder(g, *n, *tile, ctx);
+    Expected<std::unique_ptr<KernelOp>> kernel = builder.build();
+    if (!kernel) return kernel.error();
+    n->op = std::move(*kernel);
     return Status::ok();
   }
 };

@@ -332,26 +332,27 @@ class ExistingStageBytes final : public StmtVisitor {
   std::map<std::string, int64_t> by_name_;
 };
 
-class StageInputsPass final : public Pass {
+class StageInputsPass final : public KernelPass {
  public:
   std::string_view name() const override { return "stage_inputs"; }
   std::string_view summary() const override { return "stage reused input slabs of a Tile kernel in shared memory"; }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"STAGE", KnobType::String, {}, std::nullopt,
                      "input buffers to stage in shared memory: none, or a comma-joined list (per node)"}};
   }
 
-  Status run(Graph& g, PassContext& ctx) override {
-    for (Node* n : g.nodes()) {
-      const auto* kernel = n->op_as<TileOp>();
-      if (kernel == nullptr) continue;
-      if (kernel->tile() == nullptr) {
-        ctx.skip(*n, "body is not one Tile statement");
-        continue;
-      }
-      TESSERA_TRY(stage_node(g, *n, *kernel, ctx));
+  Status run_on(Node& node, PassContext& ctx) override {
+    const Graph& g = ctx.graph();
+    Node* n = &node;
+    const auto* kernel = n->op_as<TileOp>();
+    if (kernel == nullptr) return Status::ok();
+    if (kernel->tile() == nullptr) {
+      ctx.skip(*n, "body is not one Tile statement");
+      return Status::ok();
     }
+    TESSERA_TRY(stage_node(g, *n, *kernel, ctx));
     return Status::ok();
   }
 

@@ -69,23 +69,23 @@ Stmt tile_of(const Body& loop_body) {
   return Tile{std::move(axes), substitute_and_simplify(*body, dropped, std::move(ranges))};
 }
 
-class TileifyPass final : public Pass {
+class TileifyPass final : public KernelPass {
  public:
   std::string_view name() const override { return "tileify"; }
   std::string_view summary() const override {
     return "make a Tile IR kernel of every Loop IR kernel; its outer free loops become parallel axes";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  Dialect input_dialect() const override { return Dialect::Loop; }
 
-  Status run(Graph& g, PassContext&) override {
-    for (Node* n : g.nodes()) {
-      const auto* loop = n->op_as<LoopOp>();
-      if (loop == nullptr) continue;
-      auto op = std::make_unique<TileOp>();
-      op->name = "k_" + n->id + (has_reduce_loop(loop->body) ? "_reduce" : "");
-      op->body = canonicalize_names(Body{tile_of(loop->body)});
-      n->op = std::move(op);
-    }
+  Status run_on(Node& node, PassContext&) override {
+    Node* n = &node;
+    const auto* loop = n->op_as<LoopOp>();
+    if (loop == nullptr) return Status::ok();
+    auto op = std::make_unique<TileOp>();
+    op->name = "k_" + n->id + (has_reduce_loop(loop->body) ? "_reduce" : "");
+    op->body = canonicalize_names(Body{tile_of(loop->body)});
+    n->op = std::move(op);
     return Status::ok();
   }
 };

@@ -310,38 +310,39 @@ class BodyWalker {
   int64_t k_;
 };
 
-class VectorizeLoadsPass final : public Pass {
+class VectorizeLoadsPass final : public KernelPass {
  public:
   std::string_view name() const override { return "vectorize_loads"; }
   std::string_view summary() const override {
     return "merge K consecutive per-thread accesses of a serial loop into vector loads and stores";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Kernel}; }
+  Dialect input_dialect() const override { return Dialect::Kernel; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"WIDTH", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}}, std::nullopt,
                      "elements per vector access (1 disables)"}};
   }
 
-  Status run(Graph& g, PassContext& ctx) override {
-    for (Node* n : g.nodes()) {
-      const auto* kernel = n->op_as<KernelOp>();
-      if (kernel == nullptr) continue;
-      LoopVectorizer vec(g, bound_names(kernel->body));
-      BodyWalker probe(*n, nullptr, vec, 1);
-      probe.walk(kernel->body, launch_ranges(*kernel));
-      if (probe.widest == 1) {
-        ctx.skip(*n, "no serial loop with an aligned f32 access at [.., c + v]");
-        continue;
-      }
-      Expected<int64_t> width = ctx.choose_int("WIDTH", *n, {1, 2, 4}, probe.widest);
-      if (!width) return std::move(width).error();
-      if (*width == 1) continue;
-      BodyWalker rewriter(*n, &ctx, vec, *width);
-      Body body = rewriter.walk(kernel->body, launch_ranges(*kernel));
-      auto op = std::make_unique<KernelOp>(*kernel);
-      op->body = canonicalize_names(body);
-      n->op = std::move(op);
+  Status run_on(Node& node, PassContext& ctx) override {
+    const Graph& g = ctx.graph();
+    Node* n = &node;
+    const auto* kernel = n->op_as<KernelOp>();
+    if (kernel == nullptr) return Status::ok();
+    LoopVectorizer vec(g, bound_names(kernel->body));
+    BodyWalker probe(*n, nullptr, vec, 1);
+    probe.walk(kernel->body, launch_ranges(*kernel));
+    if (probe.widest == 1) {
+      ctx.skip(*n, "no serial loop with an aligned f32 access at [.., c + v]");
+      return Status::ok();
     }
+    Expected<int64_t> width = ctx.choose_int("WIDTH", *n, {1, 2, 4}, probe.widest);
+    if (!width) return std::move(width).error();
+    if (*width == 1) return Status::ok();
+    BodyWalker rewriter(*n, &ctx, vec, *width);
+    Body body = rewriter.walk(kernel->body, launch_ranges(*kernel));
+    auto op = std::make_unique<KernelOp>(*kernel);
+    op->body = canonicalize_names(body);
+    n->op = std::move(op);
     return Status::ok();
   }
 };

@@ -25,26 +25,30 @@
 namespace tessera {
 namespace {
 
-class EmitCudaPass final : public Pass {
+class EmitCudaPass final : public KernelPass {
  public:
   std::string_view name() const override { return "emit_cuda"; }
   std::string_view summary() const override {
     return "renders every Kernel IR node as a CUDA C++ kernel (CudaOp: source, grid, block, args)";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Cuda}; }
+  Dialect input_dialect() const override { return Dialect::Kernel; }
+  // Every compute node that is not CUDA yet, so that one of another dialect is an error naming it.
+  bool applies_to(const Node& n) const override {
+    return n.op && n.dialect() != Dialect::Core && n.dialect() != Dialect::Cuda;
+  }
 
-  Status run(Graph& g, PassContext& ctx) override {
+  Status run_on(Node& node, PassContext& ctx) override {
+    const Graph& g = ctx.graph();
+    Node* n = &node;
     const CudaEmitLimits limits{ctx.device().smem_per_block_static, ctx.device().max_threads_per_block};
-    for (Node* n : g.nodes()) {
-      const Dialect d = n->dialect();
-      if (d == Dialect::Core || d == Dialect::Cuda) continue;
-      if (d != Dialect::Kernel)
-        return ctx.error_at(*n, "emit_cuda needs Kernel IR, but this node is " + std::string(dialect_name(d)) +
-                                    " IR (lower it with materialize first)");
-      Expected<CudaOp> cuda = emit_cuda_kernel(g, *n, limits);
-      if (!cuda) return ctx.error_at(*n, cuda.error().message);
-      n->op = std::make_unique<CudaOp>(std::move(*cuda));
-    }
+    const Dialect d = n->dialect();
+    if (d != Dialect::Kernel)
+      return ctx.error_at(*n, "emit_cuda needs Kernel IR, but this node is " + std::string(dialect_name(d)) +
+                                  " IR (lower it with materialize first)");
+    Expected<CudaOp> cuda = emit_cuda_kernel(g, *n, limits);
+    if (!cuda) return ctx.error_at(*n, cuda.error().message);
+    n->op = std::make_unique<CudaOp>(std::move(*cuda));
     return Status::ok();
   }
 };

@@ -10,6 +10,8 @@
 // only from its PassContext (pinned knobs, target description) — never from the environment.
 // It reports declined matches with ctx.skip(node, reason) so `-vv` can show them; the runner diffs
 // each node's printout before/after the pass to show what changed.
+//
+// Most passes rewrite one kernel at a time: those derive from KernelPass and implement run_on.
 #pragma once
 
 #include <string_view>
@@ -33,6 +35,33 @@ class Pass {
   virtual std::vector<Dialect> stages() const = 0;
   virtual std::vector<KnobSpec> knobs() const { return {}; }
   virtual Status run(Graph& g, PassContext& ctx) = 0;
+};
+
+// A pass that rewrites each kernel on its own:
+//
+//   class TileifyPass final : public KernelPass {
+//     Dialect input_dialect() const override { return Dialect::Loop; }
+//     Status run_on(Node& node, PassContext& ctx) override { ... node.op = ...; }
+//   };
+//
+// run_on is applied to every node the pass applies_to (by default: the nodes in input_dialect()),
+// each time on a copy of the node; ctx.graph() is the graph as it was before the pass, so no
+// application sees another's result. Once every application succeeded the copies replace the
+// nodes, in graph order; when one fails, the first failure in graph order is the pass's error and
+// the graph is left as it was. So the applications may run on several threads (pipeline setting
+// `threads:`) and the result is the same bytes for any thread count: run_on must keep its state
+// local (it may run concurrently on one pass object) and must not add or remove nodes.
+// Afterwards each node it was applied to must be in one of the pass's stages(): a node the pass
+// could not lower is an error naming it.
+class KernelPass : public Pass {
+ public:
+  // The dialect of the kernels this pass reads (Loop for tileify, Tile for materialize, ...).
+  virtual Dialect input_dialect() const = 0;
+  virtual bool applies_to(const Node& node) const { return node.op && node.dialect() == input_dialect(); }
+  // Rewrites one kernel: may change its op, type, inputs and recorded choices.
+  virtual Status run_on(Node& node, PassContext& ctx) = 0;
+  // Applies run_on to every node, one at a time (the runner's `threads: 1`).
+  Status run(Graph& g, PassContext& ctx) final;
 };
 
 }  // namespace tessera

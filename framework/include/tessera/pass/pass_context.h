@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,10 @@ class PassContext {
   std::string_view marker() const { return marker_; }
   // The device the schedule is for. Heuristics read numbers from here, never hard-code them.
   const DeviceDesc& device() const { return *device_; }
+  // The graph the pass runs on, for lookups (input types, users); set by whoever runs the pass.
+  // For a KernelPass it is the graph as it was before the pass.
+  const Graph& graph() const { return *graph_; }
+  void set_graph(const Graph* g) { graph_ = g; }
 
   // Decides `knob` for `node`, in this order: the pinned YAML value (which must be among
   // `candidates`), the tuner's trajectory, the tuning-database replay, then `heuristic`.
@@ -60,6 +65,15 @@ class PassContext {
   Diagnostic error_at(const Node& node, std::string message) const;
   DiagnosticEngine& diagnostics() { return *diags_; }
 
+  // A context for one application of a KernelPass: the same pass, pins, sources, device and
+  // graph, with its own skips and diagnostics, which join() appends to this context's (the
+  // runner joins in graph order, so the result does not depend on which thread ran what).
+  PassContext fork() const;
+  void join(const PassContext& application);
+  // Whether choose() consults a tuner or replay source. Those answer in the order they are asked,
+  // so the applications of a kernel pass then run one at a time.
+  bool has_choice_sources() const { return sources_.tuner != nullptr || sources_.replay != nullptr; }
+
  private:
   std::string pass_name_, marker_;
   std::vector<KnobSpec> knobs_;
@@ -68,6 +82,8 @@ class PassContext {
   const DeviceDesc* device_;
   DiagnosticEngine* diags_;
   std::vector<Skip> skips_;
+  const Graph* graph_ = nullptr;
+  std::shared_ptr<DiagnosticEngine> own_diags_;  // a fork's diagnostics, until joined
 };
 
 }  // namespace tessera

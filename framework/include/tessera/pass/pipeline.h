@@ -8,6 +8,7 @@
 //       - launch_geometry: {BN: 128}          # pinned knob; `auto` or omitted = heuristic/tuner
 //   target: {name: cuda, arch: sm_90, device: h100}
 //   tuner:  {name: mcts, patience: 60}
+//   threads: 4                                # kernel pass applications at once (default 1)
 //
 // Parsing happens in two steps: parse_pipeline checks the YAML and its shape (unknown keys, wrong
 // node kinds); validate_pipeline checks it against the loaded plugins (unknown pass, pass in the
@@ -56,6 +57,8 @@ struct PipelineSpec {
   std::map<Dialect, std::vector<PassEntry>> stages;  // keys: Torch .. Cuda, never Core
   TargetSpec target;
   TunerSpec tuner;
+  // How many nodes a kernel pass rewrites at once. The output is the same for any value.
+  int threads = 1;
   std::string source_text;  // the YAML text, so validation errors can show the offending line
 
   // The furthest stage with at least one pass (Torch when none).

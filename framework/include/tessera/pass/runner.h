@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tessera/ir/graph.h"
 #include "tessera/pass/pipeline.h"
@@ -41,10 +42,21 @@ class PipelineRunner {
 
   // Runs every stage up to options.stop_after. On a pass failure the returned diagnostic names the
   // pass marker and node, shows the IR around the failure, and names the reproducer written
-  // (input graph JSON + effective pipeline YAML).
+  // (input graph JSON + effective pipeline YAML). Kernel passes apply to up to `threads` nodes at
+  // once (the pipeline's setting); the result is the same for any count.
   Status run(Graph& g, DiagnosticEngine& diags);
 
  private:
+  struct Timing {
+    std::string marker;
+    double ms;
+  };
+  // The stages in order; with `stop_before` (a pass marker) stops right before that pass and
+  // prints, dumps and verifies nothing. `input` is what rebuild_input replays from.
+  Status run_stages(Graph& g, DiagnosticEngine& diags, const std::string* stop_before, const Graph* input,
+                    std::vector<Timing>* timings) const;
+  // The input of the pass at `marker`, by replaying the pipeline from `input` up to it.
+  Graph rebuild_input(const std::string& marker, const Graph* input) const;
   // Decorates a pass failure (marker, node IR) and writes the reproducer named in its notes.
   Status fail(Diagnostic d, const std::string& marker, const Graph& input) const;
 

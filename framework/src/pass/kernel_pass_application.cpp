@@ -1,0 +1,110 @@
+// KernelPass: each application works on a copy of its node and sees the graph as it was before
+// the pass; the copies are committed in graph order once all succeeded. This is what makes the
+// result independent of the thread count and leaves the graph untouched when the pass fails (so a
+// reproducer needs no snapshot).
+#include "kernel_pass_application.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <optional>
+#include <thread>
+
+#include "tessera/ir/printer.h"
+
+namespace tessera {
+
+namespace {
+
+struct Application {
+  std::optional<Node> node;  // the rewritten copy
+  std::optional<PassContext> ctx;
+  Status status;
+  std::string before, after;
+};
+
+std::string dialect_list(const std::vector<Dialect>& dialects) {
+  std::string s;
+  for (size_t i = 0; i < dialects.size(); ++i) s += (i ? " or " : "") + std::string(dialect_name(dialects[i]));
+  return s;
+}
+
+// Runs the pass on a copy of `original`; checks that the copy is a node of a dialect the pass
+// produces and still the same node.
+void apply_one(KernelPass& pass, const Node& original, const PassContext& ctx, bool record_text, Application& out) {
+  out.ctx.emplace(ctx.fork());
+  out.node.emplace(original);
+  Node& copy = *out.node;
+  if (record_text) out.before = print_node(ctx.graph(), original);
+  try {
+    out.status = pass.run_on(copy, *out.ctx);
+  } catch (const std::exception& e) {
+    out.status = out.ctx->error_at(original, "internal error in " + std::string(pass.name()) + ": " + e.what());
+  }
+  if (!out.status) return;
+  if (copy.id != original.id) {
+    out.status = out.ctx->error_at(original, "internal error: " + std::string(pass.name()) + " renamed the node to '" +
+                                                 copy.id + "' (a kernel pass rewrites a node in place)");
+    return;
+  }
+  const std::vector<Dialect> produced = pass.stages();
+  if (!copy.op || std::find(produced.begin(), produced.end(), copy.dialect()) == produced.end()) {
+    std::string now = copy.op ? std::string(dialect_name(copy.dialect())) + " IR" : "no op";
+    out.status = out.ctx->error_at(original, std::string(pass.name()) + " could not lower node '" + original.id +
+                                                 "': it is left as " + now + ", and the pass produces " +
+                                                 dialect_list(produced) + " IR");
+    return;
+  }
+  if (record_text) out.after = print_node(ctx.graph(), copy);
+}
+
+}  // namespace
+
+Status apply_kernel_pass(KernelPass& pass, Graph& g, PassContext& ctx, int threads,
+                         std::vector<AppliedNodeText>* texts) {
+  ctx.set_graph(&g);
+  std::vector<Node*> targets;
+  for (Node* n : g.nodes())
+    if (pass.applies_to(*n)) targets.push_back(n);
+  std::vector<Application> applications(targets.size());
+  const bool record_text = texts != nullptr;
+
+  // Choice sources answer in the order they are asked: keep it the graph order.
+  size_t workers = ctx.has_choice_sources() ? 1 : static_cast<size_t>(std::max(threads, 1));
+  workers = std::min(workers, targets.size());
+  if (workers <= 1) {
+    for (size_t k = 0; k < targets.size(); ++k) apply_one(pass, *targets[k], ctx, record_text, applications[k]);
+  } else {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t k = next++; k < targets.size(); k = next++)
+        apply_one(pass, *targets[k], ctx, record_text, applications[k]);
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(workers - 1);
+    for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+  }
+
+  for (Application& a : applications) {
+    ctx.join(*a.ctx);
+    if (!a.status) return std::move(a.status);
+  }
+  for (size_t k = 0; k < targets.size(); ++k) {
+    Node& n = *targets[k];
+    Node& rewritten = *applications[k].node;
+    n.op = std::move(rewritten.op);
+    n.type = std::move(rewritten.type);
+    n.loc = std::move(rewritten.loc);
+    n.choices = std::move(rewritten.choices);
+    if (!(n.inputs == rewritten.inputs)) n.inputs = rewritten.inputs.ids();
+    if (record_text)
+      texts->push_back({n.id, std::move(applications[k].before), std::move(applications[k].after)});
+  }
+  return Status::ok();
+}
+
+Status KernelPass::run(Graph& g, PassContext& ctx) { return apply_kernel_pass(*this, g, ctx, 1, nullptr); }
+
+}  // namespace tessera
