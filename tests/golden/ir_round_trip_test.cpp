@@ -1,0 +1,109 @@
+// Printed IR parses back: for every printed Loop, Tile or Kernel IR graph in the goldens (every
+// `#### input` and `#### expected` section of tests/golden/<folder>/*.txt that is one, and the
+// printer goldens of tests/golden/ir/), print_graph(parse_graph(text)) == text; and the statement
+// golden tests/golden/ir/stmt_kinds.txt parses back with parse_body.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "support/cli_runner.h"
+#include "support/golden_sections.h"
+#include "tessera/ir/parser.h"
+#include "tessera/ir/printer.h"
+#include "tessera/ir/stmt.h"
+#include "tessera/support/unified_diff.h"
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+namespace {
+
+const fs::path kGoldenRoot = fs::path(TESSERA_SOURCE_DIR) / "tests" / "golden";
+
+// Whether `text` is a whole printed graph at the Loop, Tile or Kernel stage: it ends with the
+// `return` line, holds at least one kernel block, and every unindented line is a declaration, a
+// `# knobs:` line, a kernel header or the return line (a Torch/Tensor node line `x = ...`, a CUDA
+// block, `-vv` diff markers or `--print-ir-after` banners make it something else).
+bool is_printed_kernel_graph(const std::string& text) {
+  std::istringstream is(text);
+  std::string line, last;
+  bool kernel = false;
+  while (std::getline(is, line)) {
+    if (line.empty() || line[0] == ' ') continue;
+    last = line;
+    if (line.rfind("=== ", 0) == 0 || line.rfind("kernel ", 0) == 0) {
+      kernel = true;
+      continue;
+    }
+    if (line.rfind("# knobs: ", 0) == 0 || line.rfind("return", 0) == 0) continue;
+    size_t colon = line.find(": ");
+    size_t equals = line.find(" = ");
+    bool declaration = colon != std::string::npos && (equals == std::string::npos || colon < equals) &&
+                       line.find(' ') > colon;
+    if (!declaration) return false;
+  }
+  return kernel && last.rfind("return", 0) == 0;
+}
+
+struct Printout {
+  std::string where;  // file (section)
+  std::string text;
+};
+
+std::vector<Printout> golden_printouts() {
+  std::vector<Printout> out;
+  for (const auto& dir : fs::directory_iterator(kGoldenRoot)) {
+    if (!dir.is_directory()) continue;
+    for (const auto& f : fs::directory_iterator(dir.path())) {
+      if (f.path().extension() != ".txt") continue;
+      const std::string text = test::read_file(f.path().string());
+      if (dir.path().filename() == "ir") {
+        if (is_printed_kernel_graph(text)) out.push_back({f.path().string(), text});
+        continue;
+      }
+      for (const auto& s : test::parse_golden_sections(text)) {
+        if ((s.name == "input" || s.name == "expected") && is_printed_kernel_graph(s.text)) {
+          out.push_back({f.path().string() + " (#### " + s.name + ")", s.text});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(IrRoundTrip, EveryGoldenPrintoutParsesBackToTheSameText) {
+  const auto printouts = golden_printouts();
+  // The goldens hold dozens of kernel printouts; far fewer means the filter above broke.
+  ASSERT_GE(printouts.size(), 1u);
+  for (const Printout& p : printouts) {
+    auto g = parse_graph(p.text, p.where);
+    if (!g) {
+      ADD_FAILURE() << p.where << " does not parse:\n" << g.error().render();
+      continue;
+    }
+    const std::string again = print_graph(*g);
+    if (again != p.text) {
+      ADD_FAILURE() << p.where << ": printer(parser(text)) differs (--- golden, +++ reprinted):\n"
+                    << unified_diff(p.text, again);
+    }
+  }
+}
+
+TEST(IrRoundTrip, StatementKindsGoldenParsesBack) {
+  const std::string path = (kGoldenRoot / "ir" / "stmt_kinds.txt").string();
+  const std::string text = test::read_file(path);
+  auto body = parse_body(text, path);
+  ASSERT_TRUE(body) << body.error().render();
+  EXPECT_EQ(print_body(*body), text);
+}
+
+TEST(IrRoundTrip, TheFilterTellsGraphsFromOtherPrintouts) {
+  EXPECT_TRUE(is_printed_kernel_graph("x: (4,) float32\n\n=== k(x) -> y: (4,) float32 ===\n  Sync()\n\nreturn y\n"));
+  EXPECT_FALSE(is_printed_kernel_graph("x: (4,) float32\n\nrelu = relu(x) -> (4,) float32\n\nreturn relu\n"));
+  EXPECT_FALSE(is_printed_kernel_graph("x: (4,) float32\n\nreturn x\n"));
+  EXPECT_FALSE(is_printed_kernel_graph(">>> l:001_lift\n=== k(x) -> y: (4,) float32 ===\n  Sync()\nreturn y\n"));
+}
+
+}  // namespace
+}  // namespace tessera
