@@ -1,4 +1,4 @@
-// Printed IR parses back: for every printed Loop, Tile or Kernel IR graph in the goldens (every
+// Printed IR parses back: for every printed Tensor, Loop, Tile or Kernel IR graph in the goldens (every
 // `#### input` and `#### expected` section of tests/golden/<folder>/*.txt that is one, and the
 // printer goldens of tests/golden/ir/), print_graph(parse_graph(text)) == text; and the statement
 // golden tests/golden/ir/stmt_kinds.txt parses back with parse_body.
@@ -21,29 +21,35 @@ namespace {
 
 const fs::path kGoldenRoot = fs::path(TESSERA_SOURCE_DIR) / "tests" / "golden";
 
-// Whether `text` is a whole printed graph at the Loop, Tile or Kernel stage: it ends with the
-// `return` line, holds at least one kernel block, and every unindented line is a declaration, a
-// `# knobs:` line, a kernel header or the return line (a Torch/Tensor node line `x = ...`, a CUDA
-// block, `-vv` diff markers or `--print-ir-after` banners make it something else).
-bool is_printed_kernel_graph(const std::string& text) {
+// Whether `text` is a whole printed graph at the Tensor, Loop, Tile or Kernel stage: it ends with
+// the `return` line, holds at least one node, and every unindented line is a declaration, a
+// `# knobs:` line, a Tensor IR node line, a kernel header or the return line (a CUDA block, `-vv`
+// diff markers or `--print-ir-after` banners make it something else). Torch IR printouts look like
+// Tensor IR lines; the caller leaves them out by where they come from.
+bool is_printed_graph(const std::string& text) {
   std::istringstream is(text);
   std::string line, last;
-  bool kernel = false;
+  bool node = false;
   while (std::getline(is, line)) {
     if (line.empty() || line[0] == ' ') continue;
     last = line;
     if (line.rfind("=== ", 0) == 0 || line.rfind("kernel ", 0) == 0) {
-      kernel = true;
+      node = true;
       continue;
     }
     if (line.rfind("# knobs: ", 0) == 0 || line.rfind("return", 0) == 0) continue;
     size_t colon = line.find(": ");
     size_t equals = line.find(" = ");
+    size_t space = line.find(' ');
+    if (equals != std::string::npos && equals == space && line.find(" -> (") != std::string::npos) {
+      node = true;  // `name = rhs -> (shape) dtype`
+      continue;
+    }
     bool declaration = colon != std::string::npos && (equals == std::string::npos || colon < equals) &&
-                       line.find(' ') > colon;
+                       space > colon;
     if (!declaration) return false;
   }
-  return kernel && last.rfind("return", 0) == 0;
+  return node && last.rfind("return", 0) == 0;
 }
 
 struct Printout {
@@ -59,11 +65,19 @@ std::vector<Printout> golden_printouts() {
       if (f.path().extension() != ".txt") continue;
       const std::string text = test::read_file(f.path().string());
       if (dir.path().filename() == "ir") {
-        if (is_printed_kernel_graph(text)) out.push_back({f.path().string(), text});
+        if (f.path().stem() != "torch_graph" && is_printed_graph(text)) {
+          out.push_back({f.path().string(), text});
+        }
         continue;
       }
-      for (const auto& s : test::parse_golden_sections(text)) {
-        if ((s.name == "input" || s.name == "expected") && is_printed_kernel_graph(s.text)) {
+      const auto sections = test::parse_golden_sections(text);
+      bool torch_stage = false;  // `--ir torch` prints Torch IR, which is not read back
+      for (const auto& s : sections) {
+        if (s.name == "args" && s.text.find("--ir torch") != std::string::npos) torch_stage = true;
+      }
+      if (torch_stage) continue;
+      for (const auto& s : sections) {
+        if ((s.name == "input" || s.name == "expected") && is_printed_graph(s.text)) {
           out.push_back({f.path().string() + " (#### " + s.name + ")", s.text});
         }
       }
@@ -99,10 +113,11 @@ TEST(IrRoundTrip, StatementKindsGoldenParsesBack) {
 }
 
 TEST(IrRoundTrip, TheFilterTellsGraphsFromOtherPrintouts) {
-  EXPECT_TRUE(is_printed_kernel_graph("x: (4,) float32\n\n=== k(x) -> y: (4,) float32 ===\n  Sync()\n\nreturn y\n"));
-  EXPECT_FALSE(is_printed_kernel_graph("x: (4,) float32\n\nrelu = relu(x) -> (4,) float32\n\nreturn relu\n"));
-  EXPECT_FALSE(is_printed_kernel_graph("x: (4,) float32\n\nreturn x\n"));
-  EXPECT_FALSE(is_printed_kernel_graph(">>> l:001_lift\n=== k(x) -> y: (4,) float32 ===\n  Sync()\nreturn y\n"));
+  EXPECT_TRUE(is_printed_graph("x: (4,) float32\n\n=== k(x) -> y: (4,) float32 ===\n  Sync()\n\nreturn y\n"));
+  EXPECT_TRUE(is_printed_graph("x: (4,) float32\n\nrelu = relu(x) -> (4,) float32\n\nreturn relu\n"));
+  EXPECT_FALSE(is_printed_graph("x: (4,) float32\n\n// kernel k_y  grid=(1, 1, 1)\nreturn y\n"));
+  EXPECT_FALSE(is_printed_graph("x: (4,) float32\n\nreturn x\n"));
+  EXPECT_FALSE(is_printed_graph(">>> l:001_lift\n=== k(x) -> y: (4,) float32 ===\n  Sync()\nreturn y\n"));
 }
 
 }  // namespace

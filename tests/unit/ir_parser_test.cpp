@@ -188,9 +188,18 @@ TEST(IrParserErrors, VectorWidthMustMatch) {
   EXPECT_EQ(parsed.error().loc.col, 14);
 }
 
-TEST(IrParserErrors, TorchAndTensorLinesAreRefusedWithAReason) {
-  expect_graph_error({"tensor line", "x: (4,) float32\n\nrelu = relu(x) -> (4,) float32\n\nreturn relu\n",
-                      "Torch and Tensor IR lines do not parse back", 3, 1});
+TEST(IrParserErrors, TorchAttributesAreRefusedWithAReason) {
+  expect_graph_error({"torch line", "x: (4,) float32\n\ns = softmax(x, dim=-1) -> (4,) float32\n\nreturn s\n",
+                      "unexpected argument 'dim'", 3, 16});
+}
+
+TEST(IrParser, TensorGraphRoundTrips) {
+  const Graph g = tensor_graph();
+  const std::string printed = print_graph(g);
+  auto parsed = parse_graph(printed, "tensor.tir");
+  ASSERT_TRUE(parsed) << parsed.error().render();
+  EXPECT_EQ(print_graph(*parsed), printed);
+  EXPECT_TRUE(structurally_equal(*parsed, g)) << printed;
 }
 
 TEST(IrParserErrors, NestingDepthIsBoundedWithoutRecursingPastIt) {

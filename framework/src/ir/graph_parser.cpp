@@ -1,8 +1,9 @@
-// Graph parser: the inverse of print_graph (printer.cpp) for Loop, Tile and Kernel IR.
+// Graph parser: the inverse of print_graph (printer.cpp) for Tensor, Loop, Tile and Kernel IR.
 //
 //   graph       := line*  where each top-level (unindented) line is one of
 //     decl        NAME ': ' type [' = param ' PATH | ' = const'] ['  # ' provenance]
 //     knobs       '# knobs: ' PASS '.' KNOB '=' VALUE ' (' SOURCE ')' {', ' ...}   (for the next node)
+//     tensor node NAME ' = ' RHS ' -> ' type    (Elementwise, Reduce, Gather, IndexMap; see tensor_node)
 //     loop block  '=== ' NAME '(' [NAME {', ' NAME}] ') -> ' NAME ': ' type ' ===' + indented body
 //     kernel      'kernel ' NAME {' ' FIELD '=' VALUE} '  inputs: ' NAMES '  outputs: ' NAME ': ' type
 //                 + indented body; FIELDs are grid and block (Kernel IR); none means Tile IR
@@ -14,6 +15,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <algorithm>
 #include <set>
 
 #include "ir_text_reader.h"
@@ -218,11 +220,8 @@ class GraphReader {
   Status declaration(LineCursor& c, std::vector<KnobChoice> choices) {
     size_t start = c.pos();
     TESSERA_ASSIGN_OR_RETURN(std::string id, new_node(c));
-    if (c.peek("=")) {
-      return c.error_at(start, c.line().text.size() - start,
-                        "Torch and Tensor IR lines do not parse back; read a graph at the Loop, "
-                        "Tile or Kernel stage (or its JSON, --emit json)");
-    }
+    if (c.accept("=")) return tensor_node(c, id, std::move(choices));
+    (void)start;
     TESSERA_TRY(c.expect(":"));
     TESSERA_ASSIGN_OR_RETURN(TensorType t, type(c));
     std::unique_ptr<Op> op;
@@ -255,6 +254,167 @@ class GraphReader {
     }
     TESSERA_TRY(c.expect_end());
     Node& n = graph_.add(id, std::move(op), {}, std::move(t));
+    n.choices = std::move(choices);
+    return Status::ok();
+  }
+
+  // ---- Tensor IR: `ID = RHS -> (shape) dtype` ------------------------------------------------
+
+  // A name followed by `[`: the buffer of an IndexMap source (the cursor stays put otherwise).
+  std::optional<std::string> buffer_access(LineCursor& c) {
+    size_t mark = (c.skip_spaces(), c.pos());
+    if (!ir_text::is_name_start(c.peek_char())) return std::nullopt;
+    auto name = c.name("a buffer");
+    if (name && c.peek("[")) return *name;
+    c.reset(mark);
+    return std::nullopt;
+  }
+
+  // One IndexMap source: `buf[i, j]` or a value expression (`-inf`, `j`).
+  Status index_map_source(LineCursor& c, IndexMapSource& src) {
+    if (auto buffer = buffer_access(c)) {
+      src.buffer = *buffer;
+      TESSERA_TRY(c.expect("["));
+      TESSERA_ASSIGN_OR_RETURN(src.index, ir_text::read_expr_list(c, ']', limits_));
+      return c.expect("]");
+    }
+    TESSERA_ASSIGN_OR_RETURN(src.value, ir_text::read_expr(c, limits_));
+    return Status::ok();
+  }
+
+  // Whether the call at the cursor (after its name) has a keyword argument, e.g. `(x, axis=1)`.
+  bool has_keyword_argument(LineCursor& c) {
+    size_t mark = c.pos();
+    bool found = false;
+    if (c.accept("(")) {
+      for (bool first = true; !found && c.peek_char() != ')' && (first || c.accept(",")); first = false) {
+        if (keyword_follows(c)) found = true;
+        else if (!ir_text::read_expr(c, limits_)) break;
+      }
+    }
+    c.reset(mark);
+    return found;
+  }
+
+  // Whether `NAME=` (a keyword argument, not `==`) is at the cursor; does not move it.
+  bool keyword_follows(LineCursor& c) {
+    size_t mark = (c.skip_spaces(), c.pos());
+    bool keyword = ir_text::is_name_start(c.peek_char()) && c.name("").has_value() && c.peek("=") &&
+                   !c.peek("==");
+    c.reset(mark);
+    return keyword;
+  }
+
+  // The right-hand side of a Tensor IR node (printer.cpp's line_rhs): Elementwise `fn(args)`,
+  // Reduce `fn(x, axis=N[, keepdim=False])`, Gather `gather(t, ids, axis=N)`, IndexMap `x[i, j]`,
+  // a value expression, or `select(pred: source, .., source)`. An IndexMap's coordinates are not
+  // printed: they are i, j, k, l, m, n, c6, .. in output-dimension order, as decompose names them.
+  // A node's inputs are the buffers it names, each once, in order.
+  Status tensor_node(LineCursor& c, const std::string& id, std::vector<KnobChoice> choices) {
+    std::unique_ptr<Op> op;
+    std::vector<std::string> inputs;
+    auto use = [&](const std::string& name) -> Status {
+      if (!graph_.contains(name)) {
+        return c.error("unknown buffer '" + name + "' (no node of that name above)");
+      }
+      if (std::find(inputs.begin(), inputs.end(), name) == inputs.end()) inputs.push_back(name);
+      return Status::ok();
+    };
+    auto index_map = std::make_unique<IndexMapOp>();
+    size_t mark = (c.skip_spaces(), c.pos());
+    std::optional<std::string> fn;
+    if (ir_text::is_name_start(c.peek_char())) {
+      auto name = c.name("an op");
+      if (name && c.peek("(")) fn = *name;
+    }
+    bool expression_function = fn && (*fn == "min" || *fn == "max" || parse_dtype(*fn));
+    if (fn && *fn == "select") {
+      TESSERA_TRY(c.expect("("));
+      do {
+        IndexMapSource src;
+        size_t case_start = (c.skip_spaces(), c.pos());
+        if (!buffer_access(c)) {
+          TESSERA_ASSIGN_OR_RETURN(Expr e, ir_text::read_expr(c, limits_));
+          if (c.accept(":")) {
+            src.predicate = e;
+            TESSERA_TRY(index_map_source(c, src));
+          } else {
+            src.value = e;
+          }
+        } else {
+          c.reset(case_start);
+          TESSERA_TRY(index_map_source(c, src));
+        }
+        if (!src.buffer.empty()) TESSERA_TRY(use(src.buffer));
+        index_map->sources.push_back(std::move(src));
+      } while (c.accept(","));
+      TESSERA_TRY(c.expect(")"));
+      op = std::move(index_map);
+    } else if (fn && !(expression_function && !has_keyword_argument(c))) {
+      // min / max with `axis=` reduce; without, they are an IndexMap's value expression.
+      TESSERA_TRY(c.expect("("));
+      ExprList args;
+      int64_t axis = 0;
+      bool keepdim = true, has_axis = false;
+      for (bool first = true; c.peek_char() != ')' && (first || c.accept(",")); first = false) {
+        size_t col = (c.skip_spaces(), c.pos());
+        if (!keyword_follows(c)) {
+          TESSERA_ASSIGN_OR_RETURN(Expr arg, ir_text::read_expr(c, limits_));
+          args.push_back(std::move(arg));
+          continue;
+        }
+        TESSERA_ASSIGN_OR_RETURN(std::string key, c.name("axis= or keepdim="));
+        TESSERA_TRY(c.expect("="));
+        if (key == "axis") {
+          TESSERA_ASSIGN_OR_RETURN(axis, c.integer("an axis"));
+          has_axis = true;
+        } else if (key == "keepdim" && c.accept_word("False")) {
+          keepdim = false;
+        } else {
+          return c.error_at(col, key.size(),
+                            "unexpected argument '" + key +
+                                "' (Tensor IR takes axis= and keepdim=False; Torch IR does not "
+                                "parse back, read its JSON, --emit json)");
+        }
+      }
+      TESSERA_TRY(c.expect(")"));
+      for (const Expr& a : args) {
+        if (a.is(ExprKind::Var)) TESSERA_TRY(use(a.name()));
+      }
+      if (*fn == "gather" && has_axis) {
+        auto gather = std::make_unique<GatherOp>();
+        gather->axis = axis;
+        op = std::move(gather);
+      } else if (has_axis) {
+        auto reduce = std::make_unique<ReduceOp>();
+        reduce->fn = *fn;
+        reduce->axis = axis;
+        reduce->keepdim = keepdim;
+        op = std::move(reduce);
+      } else {
+        auto elementwise = std::make_unique<ElementwiseOp>();
+        elementwise->fn = *fn;
+        elementwise->args = std::move(args);
+        op = std::move(elementwise);
+      }
+    } else {
+      c.reset(mark);
+      IndexMapSource src;
+      TESSERA_TRY(index_map_source(c, src));
+      if (!src.buffer.empty()) TESSERA_TRY(use(src.buffer));
+      index_map->sources.push_back(std::move(src));
+      op = std::move(index_map);
+    }
+    TESSERA_TRY(c.expect("->"));
+    TESSERA_ASSIGN_OR_RETURN(TensorType t, type(c));
+    TESSERA_TRY(c.expect_end());
+    if (auto* map = dynamic_cast<IndexMapOp*>(op.get())) {
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        static const char* kNames[] = {"i", "j", "k", "l", "m", "n"};
+        map->coords.push_back(d < 6 ? kNames[d] : "c" + std::to_string(d));
+      }
+    }
+    Node& n = graph_.add(id, std::move(op), std::move(inputs), std::move(t));
     n.choices = std::move(choices);
     return Status::ok();
   }

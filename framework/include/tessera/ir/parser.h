@@ -1,11 +1,12 @@
 // Reading printed IR back: the inverse of print_graph (printer.h) and print_body (stmt.h).
 //
-// parse_graph reads what print_graph prints for a graph at the Loop, Tile or Kernel stage: the
-// declarations of inputs and constants, `# knobs:` lines, `=== name(inputs) -> out: type ===`
-// Loop IR blocks, `kernel ...` Tile and Kernel IR blocks with every statement kind, and the
-// `return` line. For every such printout, print_graph(parse_graph(text)) == text. Torch and Tensor
-// IR lines and CUDA blocks are reported as errors (use the JSON form for those stages). The
-// grammar is in docs/ir.md.
+// parse_graph reads what print_graph prints for a graph at the Tensor, Loop, Tile or Kernel stage:
+// the declarations of inputs and constants, `# knobs:` lines, Tensor IR node lines, `=== name(inputs)
+// -> out: type ===` Loop IR blocks, `kernel ...` Tile and Kernel IR blocks with every statement
+// kind, and the `return` line. For every such printout, print_graph(parse_graph(text)) == text.
+// One-line nodes are read as Tensor IR: Torch IR prints the same way for elementwise calls and is
+// not read back (its attributes are errors), nor are CUDA blocks: use the JSON form for those
+// stages. The grammar is in docs/ir.md.
 //
 // Errors are located values: `file:line:col: error: expected ...` with the line and a caret.
 // Input size is bounded by ParseLimits (nesting depth, line count), so no input can exhaust the
@@ -26,7 +27,7 @@ struct ParseLimits {
   size_t max_lines = 4'000'000;     // lines of one text
 };
 
-// A whole printed graph (Loop, Tile or Kernel IR). Every buffer a statement names must be a graph
+// A whole printed graph (Tensor, Loop, Tile or Kernel IR). Every buffer a statement names must be a graph
 // node or a buffer the kernel declares (Stage, Smem, TmaDescriptor, MbarrierInit).
 Expected<Graph> parse_graph(std::string_view text, const std::string& file, ParseLimits limits = {});
 
