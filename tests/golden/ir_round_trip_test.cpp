@@ -1,4 +1,4 @@
-// Printed IR parses back: for every printed Tensor, Loop, Tile or Kernel IR graph in the goldens (every
+// Printed IR parses back: for every printed Torch, Tensor, Loop, Tile or Kernel IR graph in the goldens (every
 // `#### input` and `#### expected` section of tests/golden/<folder>/*.txt that is one, and the
 // printer goldens of tests/golden/ir/), print_graph(parse_graph(text)) == text; and the statement
 // golden tests/golden/ir/stmt_kinds.txt parses back with parse_body.
@@ -21,11 +21,10 @@ namespace {
 
 const fs::path kGoldenRoot = fs::path(TESSERA_SOURCE_DIR) / "tests" / "golden";
 
-// Whether `text` is a whole printed graph at the Tensor, Loop, Tile or Kernel stage: it ends with
+// Whether `text` is a whole printed graph at the Torch, Tensor, Loop, Tile or Kernel stage: it ends with
 // the `return` line, holds at least one node, and every unindented line is a declaration, a
 // `# knobs:` line, a Tensor IR node line, a kernel header or the return line (a CUDA block, `-vv`
-// diff markers or `--print-ir-after` banners make it something else). Torch IR printouts look like
-// Tensor IR lines; the caller leaves them out by where they come from.
+// diff markers or `--print-ir-after` banners make it something else).
 bool is_printed_graph(const std::string& text) {
   std::istringstream is(text);
   std::string line, last;
@@ -65,18 +64,10 @@ std::vector<Printout> golden_printouts() {
       if (f.path().extension() != ".txt") continue;
       const std::string text = test::read_file(f.path().string());
       if (dir.path().filename() == "ir") {
-        if (f.path().stem() != "torch_graph" && is_printed_graph(text)) {
-          out.push_back({f.path().string(), text});
-        }
+        if (is_printed_graph(text)) out.push_back({f.path().string(), text});
         continue;
       }
-      const auto sections = test::parse_golden_sections(text);
-      bool torch_stage = false;  // `--ir torch` prints Torch IR, which is not read back
-      for (const auto& s : sections) {
-        if (s.name == "args" && s.text.find("--ir torch") != std::string::npos) torch_stage = true;
-      }
-      if (torch_stage) continue;
-      for (const auto& s : sections) {
+      for (const auto& s : test::parse_golden_sections(text)) {
         if ((s.name == "input" || s.name == "expected") && is_printed_graph(s.text)) {
           out.push_back({f.path().string() + " (#### " + s.name + ")", s.text});
         }

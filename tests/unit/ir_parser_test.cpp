@@ -188,9 +188,32 @@ TEST(IrParserErrors, VectorWidthMustMatch) {
   EXPECT_EQ(parsed.error().loc.col, 14);
 }
 
-TEST(IrParserErrors, TorchAttributesAreRefusedWithAReason) {
-  expect_graph_error({"torch line", "x: (4,) float32\n\ns = softmax(x, dim=-1) -> (4,) float32\n\nreturn s\n",
-                      "unexpected argument 'dim'", 3, 16});
+TEST(IrParserErrors, OneGraphIsAtOneStage) {
+  expect_graph_error({"torch and tensor lines",
+                      "x: (4, 8) float32\n\nx_bc = x[i, j] -> (4, 8) float32\n"
+                      "s = softmax(x_bc, dim=-1) -> (4, 8) float32\n\nreturn s\n",
+                      "a Tensor IR node in a graph whose line 4 is Torch IR", 3, 1});
+}
+
+TEST(IrParser, TorchGraphRoundTrips) {
+  const Graph g = torch_graph();
+  const std::string printed = print_graph(g);
+  auto parsed = parse_graph(printed, "torch.tir");
+  ASSERT_TRUE(parsed) << parsed.error().render();
+  EXPECT_EQ(print_graph(*parsed), printed);
+  EXPECT_TRUE(structurally_equal(*parsed, g)) << printed;
+  EXPECT_EQ(parsed->stage(), Dialect::Torch);
+}
+
+TEST(IrParser, AnElementwiseOnlyGraphReadsAsTensorIr) {
+  auto parsed = parse_graph("x: (4,) float32\n\nr = relu(x) -> (4,) float32\n\nreturn r\n", "ew.tir");
+  ASSERT_TRUE(parsed) << parsed.error().render();
+  EXPECT_EQ(parsed->stage(), Dialect::Tensor);
+  // A broadcasting operand is Torch IR only.
+  auto torch = parse_graph("x: (4,) float32\nb: () float32\n\nr = add(x, b) -> (4,) float32\n\nreturn r\n",
+                           "bc.tir");
+  ASSERT_TRUE(torch) << torch.error().render();
+  EXPECT_EQ(torch->stage(), Dialect::Torch);
 }
 
 TEST(IrParser, TensorGraphRoundTrips) {

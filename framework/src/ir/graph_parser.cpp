@@ -1,9 +1,10 @@
-// Graph parser: the inverse of print_graph (printer.cpp) for Tensor, Loop, Tile and Kernel IR.
+// Graph parser: the inverse of print_graph (printer.cpp) for Torch, Tensor, Loop, Tile and Kernel
+// IR.
 //
 //   graph       := line*  where each top-level (unindented) line is one of
 //     decl        NAME ': ' type [' = param ' PATH | ' = const'] ['  # ' provenance]
 //     knobs       '# knobs: ' PASS '.' KNOB '=' VALUE ' (' SOURCE ')' {', ' ...}   (for the next node)
-//     tensor node NAME ' = ' RHS ' -> ' type    (Elementwise, Reduce, Gather, IndexMap; see tensor_node)
+//     node line   NAME ' = ' RHS ' -> ' type    (Torch or Tensor IR; see tensor_node)
 //     loop block  '=== ' NAME '(' [NAME {', ' NAME}] ') -> ' NAME ': ' type ' ===' + indented body
 //     kernel      'kernel ' NAME {' ' FIELD '=' VALUE} '  inputs: ' NAMES '  outputs: ' NAME ': ' type
 //                 + indented body; FIELDs are grid and block (Kernel IR); none means Tile IR
@@ -75,6 +76,7 @@ class GraphReader {
       return LineCursor(last, file_).error_at(
           last.text.size(), 1, "expected a 'return' line at the end of the graph (the text is truncated)");
     }
+    TESSERA_TRY(finish_one_line_nodes());
     return std::move(graph_);
   }
 
@@ -305,17 +307,24 @@ class GraphReader {
     return keyword;
   }
 
-  // The right-hand side of a Tensor IR node (printer.cpp's line_rhs): Elementwise `fn(args)`,
-  // Reduce `fn(x, axis=N[, keepdim=False])`, Gather `gather(t, ids, axis=N)`, IndexMap `x[i, j]`,
-  // a value expression, or `select(pred: source, .., source)`. An IndexMap's coordinates are not
-  // printed: they are i, j, k, l, m, n, c6, .. in output-dimension order, as decompose names them.
-  // A node's inputs are the buffers it names, each once, in order.
+  // The right-hand side of a one-line node (printer.cpp's line_rhs). Tensor IR: Elementwise
+  // `fn(args)`, Reduce `fn(x, axis=N[, keepdim=False])`, Gather `gather(t, ids, axis=N)`, IndexMap
+  // `x[i, j]`, a value expression, or `select(pred: source, .., source)`; an IndexMap's
+  // coordinates are not printed: they are i, j, k, l, m, n, c6, .. in output-dimension order, as
+  // decompose names them; a node's inputs are the buffers it names, each once, in order.
+  // Torch IR: `target(args, key=value)`, where a literal argument is a scalar at its position and
+  // the inputs are the names in order.
+  //
+  // An elementwise call prints the same in both dialects, so a call line is read both ways and the
+  // graph decides (finish_one_line_nodes): it is Torch IR when some line can only be Torch IR (a
+  // keyword other than axis / keepdim, or an operand whose shape is not the output's: Tensor IR
+  // operands are already broadcast), else Tensor IR.
   Status tensor_node(LineCursor& c, const std::string& id, std::vector<KnobChoice> choices) {
     std::unique_ptr<Op> op;
     std::vector<std::string> inputs;
-    auto use = [&](const std::string& name) -> Status {
+    auto use = [&](const std::string& name, size_t col) -> Status {
       if (!graph_.contains(name)) {
-        return c.error("unknown buffer '" + name + "' (no node of that name above)");
+        return c.error_at(col, name.size(), "unknown buffer '" + name + "' (no node of that name above)");
       }
       if (std::find(inputs.begin(), inputs.end(), name) == inputs.end()) inputs.push_back(name);
       return Status::ok();
@@ -328,6 +337,10 @@ class GraphReader {
       if (name && c.peek("(")) fn = *name;
     }
     bool expression_function = fn && (*fn == "min" || *fn == "max" || parse_dtype(*fn));
+    OneLineReading torch;
+    bool call = false;
+    ExprList args;
+    std::vector<size_t> arg_cols;
     if (fn && *fn == "select") {
       TESSERA_TRY(c.expect("("));
       do {
@@ -337,6 +350,7 @@ class GraphReader {
           TESSERA_ASSIGN_OR_RETURN(Expr e, ir_text::read_expr(c, limits_));
           if (c.accept(":")) {
             src.predicate = e;
+            case_start = (c.skip_spaces(), c.pos());
             TESSERA_TRY(index_map_source(c, src));
           } else {
             src.value = e;
@@ -345,43 +359,58 @@ class GraphReader {
           c.reset(case_start);
           TESSERA_TRY(index_map_source(c, src));
         }
-        if (!src.buffer.empty()) TESSERA_TRY(use(src.buffer));
+        if (!src.buffer.empty()) TESSERA_TRY(use(src.buffer, case_start));
         index_map->sources.push_back(std::move(src));
       } while (c.accept(","));
       TESSERA_TRY(c.expect(")"));
       op = std::move(index_map);
     } else if (fn && !(expression_function && !has_keyword_argument(c))) {
       // min / max with `axis=` reduce; without, they are an IndexMap's value expression.
+      call = true;
       TESSERA_TRY(c.expect("("));
-      ExprList args;
+      torch.op = std::make_unique<TorchOp>();
+      torch.op->target = *fn;
       int64_t axis = 0;
-      bool keepdim = true, has_axis = false;
+      bool keepdim = true, has_axis = false, tensor_keywords = true;
       for (bool first = true; c.peek_char() != ')' && (first || c.accept(",")); first = false) {
         size_t col = (c.skip_spaces(), c.pos());
         if (!keyword_follows(c)) {
           TESSERA_ASSIGN_OR_RETURN(Expr arg, ir_text::read_expr(c, limits_));
           args.push_back(std::move(arg));
+          arg_cols.push_back(col);
           continue;
         }
-        TESSERA_ASSIGN_OR_RETURN(std::string key, c.name("axis= or keepdim="));
+        TESSERA_ASSIGN_OR_RETURN(std::string key, c.name("a keyword argument"));
         TESSERA_TRY(c.expect("="));
-        if (key == "axis") {
-          TESSERA_ASSIGN_OR_RETURN(axis, c.integer("an axis"));
+        TESSERA_ASSIGN_OR_RETURN(AttrValue value, attr_value(c));
+        if (key == "axis" && std::holds_alternative<int64_t>(value)) {
+          axis = std::get<int64_t>(value);
           has_axis = true;
-        } else if (key == "keepdim" && c.accept_word("False")) {
+        } else if (key == "keepdim" && value == AttrValue(false)) {
           keepdim = false;
         } else {
-          return c.error_at(col, key.size(),
-                            "unexpected argument '" + key +
-                                "' (Tensor IR takes axis= and keepdim=False; Torch IR does not "
-                                "parse back, read its JSON, --emit json)");
+          tensor_keywords = false;
+          torch.forced_at = col;
         }
+        torch.op->attrs.set(key, std::move(value));
       }
       TESSERA_TRY(c.expect(")"));
-      for (const Expr& a : args) {
-        if (a.is(ExprKind::Var)) TESSERA_TRY(use(a.name()));
+      for (size_t a = 0; a < args.size(); ++a) {
+        if (args[a].is(ExprKind::Var)) {
+          TESSERA_TRY(use(args[a].name(), arg_cols[a]));
+          torch.inputs.push_back(args[a].name());
+        } else if (args[a].is_const()) {
+          double v = args[a].is(ExprKind::Float) ? args[a].float_value()
+                                                 : static_cast<double>(args[a].int_value());
+          torch.op->scalar_args.emplace_back(static_cast<int64_t>(a), v);
+        } else {
+          torch.op.reset();  // an expression argument: Tensor IR only
+          break;
+        }
       }
-      if (*fn == "gather" && has_axis) {
+      if (!tensor_keywords) {
+        op = nullptr;  // read as Torch IR below
+      } else if (*fn == "gather" && has_axis) {
         auto gather = std::make_unique<GatherOp>();
         gather->axis = axis;
         op = std::move(gather);
@@ -394,14 +423,14 @@ class GraphReader {
       } else {
         auto elementwise = std::make_unique<ElementwiseOp>();
         elementwise->fn = *fn;
-        elementwise->args = std::move(args);
+        elementwise->args = args;
         op = std::move(elementwise);
       }
     } else {
       c.reset(mark);
       IndexMapSource src;
       TESSERA_TRY(index_map_source(c, src));
-      if (!src.buffer.empty()) TESSERA_TRY(use(src.buffer));
+      if (!src.buffer.empty()) TESSERA_TRY(use(src.buffer, mark));
       index_map->sources.push_back(std::move(src));
       op = std::move(index_map);
     }
@@ -414,8 +443,44 @@ class GraphReader {
         map->coords.push_back(d < 6 ? kNames[d] : "c" + std::to_string(d));
       }
     }
+    if (call && op && dynamic_cast<ElementwiseOp*>(op.get()) != nullptr) {
+      for (size_t a = 0; a < args.size(); ++a) {
+        if (args[a].is(ExprKind::Var) && !(graph_.find(args[a].name())->type.shape == t.shape)) {
+          torch.forced_at = arg_cols[a];  // a broadcasting operand: only Torch IR does that
+        }
+      }
+    }
+    if (!op) {
+      if (!torch.op) return c.error_at(mark, c.pos() - mark, "neither a Tensor IR nor a Torch IR node");
+      op = std::move(torch.op);
+      inputs = torch.inputs;
+      torch.forced_at = torch.forced_at ? torch.forced_at : mark;
+    }
+    if (torch.forced_at && !forced_torch_line_) forced_torch_line_ = &c.line();
+    torch.line = &c.line();
     Node& n = graph_.add(id, std::move(op), std::move(inputs), std::move(t));
     n.choices = std::move(choices);
+    one_line_.emplace_back(id, std::move(torch));
+    return Status::ok();
+  }
+
+  // Once every line is read: when some line can only be Torch IR, every one-line node takes its
+  // Torch IR reading (an IndexMap line then has none: the text mixes the two dialects).
+  Status finish_one_line_nodes() {
+    if (forced_torch_line_ == nullptr) return Status::ok();
+    for (auto& [id, reading] : one_line_) {
+      Node* n = graph_.find(id);
+      if (n->op_as<TorchOp>() != nullptr) continue;
+      if (!reading.op) {
+        LineCursor c(*reading.line, file_);
+        return c.error_at(0, reading.line->text.size(),
+                          "a Tensor IR node in a graph whose line " +
+                              std::to_string(forced_torch_line_->number) +
+                              " is Torch IR; a printed graph is at one stage");
+      }
+      n->op = std::move(reading.op);
+      n->inputs = std::move(reading.inputs);
+    }
     return Status::ok();
   }
 
@@ -588,11 +653,21 @@ class GraphReader {
     return c.expect_end();
   }
 
+  // The Torch IR reading of a one-line node, kept until the graph's stage is known.
+  struct OneLineReading {
+    std::unique_ptr<TorchOp> op;  // null when the line cannot be Torch IR
+    std::vector<std::string> inputs;
+    size_t forced_at = 0;         // nonzero: the column that makes the line Torch IR only
+    const TextLine* line = nullptr;
+  };
+
   const std::vector<TextLine>& lines_;
   const std::string& file_;
   const ParseLimits& limits_;
   size_t next_ = 0;
   Graph graph_;
+  std::vector<std::pair<std::string, OneLineReading>> one_line_;
+  const TextLine* forced_torch_line_ = nullptr;
 };
 
 }  // namespace

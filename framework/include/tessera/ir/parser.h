@@ -1,12 +1,12 @@
 // Reading printed IR back: the inverse of print_graph (printer.h) and print_body (stmt.h).
 //
-// parse_graph reads what print_graph prints for a graph at the Tensor, Loop, Tile or Kernel stage:
-// the declarations of inputs and constants, `# knobs:` lines, Tensor IR node lines, `=== name(inputs)
-// -> out: type ===` Loop IR blocks, `kernel ...` Tile and Kernel IR blocks with every statement
-// kind, and the `return` line. For every such printout, print_graph(parse_graph(text)) == text.
-// One-line nodes are read as Tensor IR: Torch IR prints the same way for elementwise calls and is
-// not read back (its attributes are errors), nor are CUDA blocks: use the JSON form for those
-// stages. The grammar is in docs/ir.md.
+// parse_graph reads what print_graph prints for a graph at the Torch, Tensor, Loop, Tile or Kernel
+// stage: the declarations of inputs and constants, `# knobs:` lines, one-line Torch and Tensor IR
+// nodes, `=== name(inputs) -> out: type ===` Loop IR blocks, `kernel ...` Tile and Kernel IR blocks
+// with every statement kind, and the `return` line. For every such printout,
+// print_graph(parse_graph(text)) == text. An elementwise call prints the same in Torch and Tensor
+// IR: a graph is read as Torch IR when one of its lines can only be Torch IR, else as Tensor IR
+// (docs/ir.md). CUDA blocks do not parse back (use the JSON form). The grammar is in docs/ir.md.
 //
 // Errors are located values: `file:line:col: error: expected ...` with the line and a caret.
 // Input size is bounded by ParseLimits (nesting depth, line count), so no input can exhaust the
@@ -27,7 +27,7 @@ struct ParseLimits {
   size_t max_lines = 4'000'000;     // lines of one text
 };
 
-// A whole printed graph (Tensor, Loop, Tile or Kernel IR). Every buffer a statement names must be a graph
+// A whole printed graph (Torch, Tensor, Loop, Tile or Kernel IR). Every buffer a statement names must be a graph
 // node or a buffer the kernel declares (Stage, Smem, TmaDescriptor, MbarrierInit).
 Expected<Graph> parse_graph(std::string_view text, const std::string& file, ParseLimits limits = {});
 
