@@ -16,9 +16,12 @@
 //                         an exact printout would be brittle
 //
 // Exactly one of input / program / from-ir; at least one of expected / check.
-// Regenerate the `expected` sections after an intended change with scripts/update-goldens.sh and
-// review the diff like code; `input` and `check` sections are written by hand (or copied from a
-// `--print-ir-after` printout) and are never rewritten.
+// Regenerate after an intended change with scripts/update-goldens.sh and review the diff like code:
+// it rewrites every `expected` section with the new output and reprints every `input` section
+// (parse, then print: a change of the printed form reaches the inputs); `check` sections are
+// written by hand and never rewritten. A new case's input is a printout taken just before the
+// pass, e.g. `tessera compile -c '...' --print-ir-after PREVIOUS_PASS` or `--ir STAGE`, cut down
+// to what the case needs.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -30,6 +33,8 @@
 #include "support/cli_runner.h"
 #include "support/file_check.h"
 #include "support/golden_sections.h"
+#include "tessera/ir/parser.h"
+#include "tessera/ir/printer.h"
 #include "tessera/support/unified_diff.h"
 
 namespace fs = std::filesystem;
@@ -101,10 +106,19 @@ TEST_P(PassGolden, MatchesExpectedOutput) {
   ASSERT_EQ(r.exit_code, 0) << "tessera compile failed:\n" << r.err;
 
   if (const char* update = std::getenv("TESSERA_UPDATE_GOLDENS"); update && std::string(update) == "1") {
-    if (!s.count("expected")) return;
+    // `expected` becomes the new output; `input` is reprinted (parse, print), so a change of the
+    // printed form reaches the inputs too; `check` lines are left as written.
     std::string rewritten;
-    for (const auto& section : sections)
-      rewritten += "#### " + section.name + "\n" + (section.name == "expected" ? r.out : section.text);
+    for (const auto& section : sections) {
+      std::string text = section.text;
+      if (section.name == "expected") text = r.out;
+      if (section.name == "input") {
+        auto g = tessera::parse_graph(section.text, c.file.string());
+        ASSERT_TRUE(g) << g.error().render();
+        text = tessera::print_graph(*g);
+      }
+      rewritten += "#### " + section.name + "\n" + text;
+    }
     std::ofstream(c.file, std::ios::binary) << rewritten;
     return;
   }
