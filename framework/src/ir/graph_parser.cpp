@@ -592,7 +592,8 @@ class GraphReader {
     std::string name;
     TESSERA_ASSIGN_OR_RETURN(name, c.name("a kernel name"));
     // Header fields before `inputs:`: a Kernel IR kernel's launch geometry. A header without
-    // fields is a Tile IR kernel.
+    // fields is a Tile IR kernel. A new field (cluster dims, dynamic shared memory, parameters)
+    // is one more branch here and a member of the op built below.
     std::optional<std::vector<int64_t>> grid, block;
     while (!c.peek("inputs:")) {
       c.skip_spaces();

@@ -10,9 +10,11 @@
 // without a transport is `sync`, a Combine without a scope is `block`, an MbarrierArrive without
 // `tx=` has 0 bytes, a loop without `unroll N` has unroll 0.
 //
-// Extension points for typed values (a value type before a definition, `bf16 in0 = load ..`, or
-// a register array `acc0: f32[4][8]`): definition() reads every defined name, so a type prefix or
-// suffix is parsed there once and stored by the kind's reader.
+// Extension points. A value type before a definition (`bf16 in0 = load ..`) or after it (a
+// register array `acc0: f32[4][8]`): definition() reads every name a statement defines, so the
+// type is read there once and stored by the kind's reader; classify() must skip a leading dtype
+// word before it reads the first name. A new statement kind: a line in classify() (its opening
+// keyword or right-hand side) and a read(Kind<K>) overload.
 #include <type_traits>
 
 #include "ir_text_reader.h"
