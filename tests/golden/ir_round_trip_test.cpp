@@ -95,6 +95,32 @@ TEST(IrRoundTrip, EveryGoldenPrintoutParsesBackToTheSameText) {
   }
 }
 
+// Damaged printouts are errors, never crashes: every golden printout cut after each of its lines,
+// and with one character deleted at each position of its first kernel's lines.
+TEST(IrRoundTrip, TruncatedAndDamagedPrintoutsFailCleanly) {
+  size_t errors = 0;
+  for (const Printout& p : golden_printouts()) {
+    std::vector<size_t> line_ends;
+    for (size_t i = 0; i < p.text.size(); ++i)
+      if (p.text[i] == '\n') line_ends.push_back(i + 1);
+    for (size_t end : line_ends) {
+      auto g = parse_graph(std::string_view(p.text).substr(0, end), p.where);
+      if (!g) {
+        ++errors;
+        EXPECT_GT(g.error().loc.line, 0) << p.where << ": an error without a location:\n" << g.error().render();
+      }
+    }
+    const size_t damaged_span = std::min<size_t>(p.text.size(), 300);
+    for (size_t at = 0; at < damaged_span; ++at) {
+      std::string damaged = p.text;
+      damaged.erase(at, 1);
+      auto g = parse_graph(damaged, p.where);
+      if (!g) ++errors;
+    }
+  }
+  EXPECT_GT(errors, 1000u);  // most damage is caught (the rest still reads as some valid graph)
+}
+
 TEST(IrRoundTrip, StatementKindsGoldenParsesBack) {
   const std::string path = (kGoldenRoot / "ir" / "stmt_kinds.txt").string();
   const std::string text = test::read_file(path);

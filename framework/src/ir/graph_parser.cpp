@@ -60,6 +60,9 @@ class GraphReader {
       } else if (c.accept_word("kernel")) {
         TESSERA_TRY(kernel_block(c, std::move(pending)));
       } else if (c.accept_word("return")) {
+        if (!pending.empty()) {
+          return c.error_at(0, c.line().text.size(), "expected a node after the '# knobs:' line above");
+        }
         TESSERA_TRY(outputs(c));
         returned = true;
         ++next_;
