@@ -4,7 +4,7 @@
 //   graph       := line*  where each top-level (unindented) line is one of
 //     decl        NAME ': ' type [' = param ' PATH | ' = const'] ['  # ' provenance]
 //     knobs       '# knobs: ' PASS '.' KNOB '=' VALUE ' (' SOURCE ')' {', ' ...}   (for the next node)
-//     node line   NAME ' = ' RHS ' -> ' type    (Torch or Tensor IR; see tensor_node)
+//     node line   NAME ' = ' RHS ' -> ' type    (Torch or Tensor IR; see one_line_node)
 //     loop block  '=== ' NAME '(' [NAME {', ' NAME}] ') -> ' NAME ': ' type ' ===' + indented body
 //     kernel      'kernel ' NAME {' ' FIELD '=' VALUE} '  inputs: ' NAMES '  outputs: ' NAME ': ' type
 //                 + indented body; FIELDs are grid and block (Kernel IR); none means Tile IR
@@ -222,11 +222,10 @@ class GraphReader {
     return out;
   }
 
+  // An input or constant declaration (`x: type ...`), or a one-line node (`x = rhs -> type`).
   Status declaration(LineCursor& c, std::vector<KnobChoice> choices) {
-    size_t start = c.pos();
     TESSERA_ASSIGN_OR_RETURN(std::string id, new_node(c));
-    if (c.accept("=")) return tensor_node(c, id, std::move(choices));
-    (void)start;
+    if (c.accept("=")) return one_line_node(c, id, std::move(choices));
     TESSERA_TRY(c.expect(":"));
     TESSERA_ASSIGN_OR_RETURN(TensorType t, type(c));
     std::unique_ptr<Op> op;
@@ -322,7 +321,7 @@ class GraphReader {
   // graph decides (finish_one_line_nodes): it is Torch IR when some line can only be Torch IR (a
   // keyword other than axis / keepdim, or an operand whose shape is not the output's: Tensor IR
   // operands are already broadcast), else Tensor IR.
-  Status tensor_node(LineCursor& c, const std::string& id, std::vector<KnobChoice> choices) {
+  Status one_line_node(LineCursor& c, const std::string& id, std::vector<KnobChoice> choices) {
     std::unique_ptr<Op> op;
     std::vector<std::string> inputs;
     auto use = [&](const std::string& name, size_t col) -> Status {
