@@ -1,4 +1,4 @@
-// Loading the program to compile (frontend or graph JSON) and resolving --ir.
+// Loading the program to compile (frontend, printed IR or graph JSON) and resolving --ir.
 #include "compile_program.h"
 
 #include <fstream>
@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tessera/frontend/frontend.h"
+#include "tessera/ir/parser.h"
 #include "tessera/ir/serialize.h"
 
 namespace tessera::cli {
@@ -13,7 +14,7 @@ namespace tessera::cli {
 void add_program_options(po::options_description& desc, ProgramSource& src) {
   desc.add_options()
       ("expr,c", po::value(&src.expr)->value_name("EXPR"), "program text (PyTorch-style expression or module)")
-      ("from-ir", po::value(&src.from_ir)->value_name("FILE"), "start from a graph JSON (a dump or a reproducer)")
+      ("from-ir", po::value(&src.from_ir)->value_name("FILE"), "start from a graph: printed Loop/Tile/Kernel IR (--ir output) or graph JSON (a dump or a reproducer)")
       ("frontend", po::value(&src.frontend)->value_name("NAME"), "frontend for -c (default torch_expr)");
 }
 
@@ -30,7 +31,11 @@ std::optional<Graph> load_program(Session& s, const ProgramSource& src, std::ost
     }
     std::stringstream ss;
     ss << f.rdbuf();
-    auto g = graph_from_json_text(ss.str(), src.from_ir);
+    // JSON is an object; printed IR never starts with `{`. So the content decides, not the name.
+    const std::string text = ss.str();
+    size_t first = text.find_first_not_of(" \t\r\n");
+    bool json = first != std::string::npos && text[first] == '{';
+    auto g = json ? graph_from_json_text(text, src.from_ir) : parse_graph(text, src.from_ir);
     if (!g) {
       report(err, g.error());
       return std::nullopt;

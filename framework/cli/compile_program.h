@@ -15,7 +15,7 @@ namespace tessera::cli {
 
 struct ProgramSource {
   std::string expr;        // -c EXPR
-  std::string from_ir;     // --from-ir FILE (graph JSON)
+  std::string from_ir;     // --from-ir FILE (printed IR or graph JSON)
   std::string frontend = "torch_expr";
 };
 

@@ -257,6 +257,28 @@ TEST(Cli, DumpDirHoldsEveryStageAsTextAndJson) {
   EXPECT_EQ(again.out, r.out);
 }
 
+TEST(Cli, FromIrReadsPrintedIrAndResumesThePipeline) {
+  TempDir tmp;
+  auto loop = run_cli({"compile", "-c", kRmsNorm, "--ir", "loop"});
+  ASSERT_EQ(loop.exit_code, 0) << loop.err;
+  // The printed text is detected by content (not `{`), whatever the file is called.
+  const std::string file = tmp.write("rms_norm.json.txt", loop.out);
+  auto again = run_cli({"compile", "--from-ir", file, "--ir", "loop"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, loop.out);
+  // Resuming from the printed Loop IR gives what the whole pipeline gives.
+  auto resumed = run_cli({"compile", "--from-ir", file, "--ir", "kernel"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(resumed.out, run_cli({"compile", "-c", kRmsNorm, "--ir", "kernel"}).out);
+
+  auto bad = run_cli({"compile", "--from-ir", tmp.write("bad.tir", "x: (4,) float32\n\n"
+                                                                  "=== k(x) -> y: (4,) float32 ===\n"
+                                                                  "  in0 = load q[0]\n\nreturn y\n")});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("bad.tir:4:14: error: unknown buffer 'q'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("    in0 = load q[0]\n               ^"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, PassFailureNamesPassNodeAndWritesAReproducer) {
   TempDir tmp;
   auto p = tmp.write("p.yaml", "name: failing\nstages:\n  torch: [canonicalize, probe_fail]\n");

@@ -5,7 +5,7 @@
 //   p_weight: (2048,) float32 = param up.weight  # randn seed=7
 //                                                            blank line
 //   add = add(x, bias_bc) -> (16, 64) float32                torch/tensor nodes: one line each
-//   === merged_relu -> relu ===                              loop/tile/kernel/cuda: a block,
+//   === merged_relu(x, w) -> relu: (16, 16) float32 ===      loop/tile/kernel/cuda: a block,
 //     for a0 in 0..16:  # free                               separated by blank lines
 //                                                            blank line
 //   return relu
@@ -133,11 +133,14 @@ std::string line_rhs(const Node& n) {
   return n.op ? std::string(n.op->kind()) + "(" + join(n.inputs) + ")" : "<no op>";
 }
 
+// The header carries what the body does not say, so a printed kernel parses back (ir/parser.h):
+// the node's inputs and its output's type (`name: type`, as in the declarations above).
 std::string kernel_block(const Node& n, const KernelLikeOp& op) {
-  std::string io = "inputs: " + join(n.inputs) + "  outputs: " + n.id;
+  const std::string output = n.id + ": " + n.type.str();
+  std::string io = "inputs: " + join(n.inputs) + "  outputs: " + output;
   std::string header;
   if (n.op_as<LoopOp>() != nullptr) {
-    header = "=== " + op.name + " -> " + n.id + " ===";
+    header = "=== " + op.name + "(" + join(n.inputs) + ") -> " + output + " ===";
   } else if (const auto* kernel = n.op_as<KernelOp>()) {
     header = "kernel " + op.name + "  grid=" + int_tuple(kernel->grid) +
              " block=" + int_tuple(kernel->block) + "  " + io;

@@ -1,0 +1,726 @@
+// Statement parser: the inverse of the statement printer (stmt_printer.cpp), one line per
+// statement, nested bodies indented by two more spaces.
+//
+// A line is first classified by its shape (classify below: `for `, `if `, `Tile(`, `NAME = load`,
+// `NAME <- `, `BUF[..] = `, ...), then read by the parser of that kind. The dispatch is a switch
+// generated from TESSERA_STMT_KINDS with one `read(Kind<K>)` overload per kind and no generic
+// fallback, so a kind added to the list without a parser here fails to compile.
+//
+// Fields the printer leaves out when they hold their default come back as that default: a Stage
+// without a transport is `sync`, a Combine without a scope is `block`, an MbarrierArrive without
+// `tx=` has 0 bytes, a loop without `unroll N` has unroll 0.
+//
+// Extension points. A value type before a definition (`bf16 in0 = load ..`) or after it (a
+// register array `acc0: f32[4][8]`): definition() reads every name a statement defines, so the
+// type is read there once and stored by the kind's reader; classify() must skip a leading dtype
+// word before it reads the first name. A new statement kind: a line in classify() (its opening
+// keyword or right-hand side) and a read(Kind<K>) overload.
+#include <type_traits>
+
+#include "ir_text_reader.h"
+#include "tessera/ir/parser.h"
+
+namespace tessera::ir_text {
+
+template <class K> struct Kind {};
+
+class StmtReader {
+ public:
+  StmtReader(BodyReader& body, size_t& next, int depth)
+      : body_(body), next_(next), depth_(depth), line_(body.lines_[next]),
+        c_(line_, body.file_) {}
+
+  Expected<Stmt> read() {
+    TESSERA_ASSIGN_OR_RETURN(StmtKind kind, classify());
+    c_.reset(line_.indent);
+    ++next_;  // the statement's own line; nested bodies follow
+    switch (kind) {
+#define TESSERA_X(K) \
+  case StmtKind::K: return read(Kind<K>{});
+      TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+    }
+    return c_.error("unhandled statement kind");
+  }
+
+ private:
+  // ---- classification ---------------------------------------------------------------------
+
+  Expected<StmtKind> classify() {
+    struct Prefix {
+      std::string_view text;
+      StmtKind kind;
+    };
+    // Statements that open with a keyword or a call.
+    static constexpr Prefix kCalls[] = {
+        {"for", StmtKind::Loop},
+        {"if", StmtKind::Cond},
+        {"Smem", StmtKind::Smem},
+        {"Tile", StmtKind::Tile},
+        {"StridedLoop", StmtKind::StridedLoop},
+        {"Combine", StmtKind::Combine},
+        {"AsyncWait", StmtKind::AsyncWait},
+        {"Sync", StmtKind::Sync},
+        {"CpAsyncCopy", StmtKind::CpAsyncCopy},
+        {"CpAsyncCommit", StmtKind::CpAsyncCommit},
+        {"CpAsyncWait", StmtKind::CpAsyncWait},
+        {"TmaLoad", StmtKind::TmaLoad},
+        {"MbarrierArrive", StmtKind::MbarrierArrive},
+        {"MbarrierWait", StmtKind::MbarrierWait},
+        {"TreeHalve", StmtKind::TreeHalve},
+    };
+    for (const Prefix& p : kCalls) {
+      size_t mark = c_.pos();
+      if (c_.accept_word(p.text)) {
+        c_.reset(mark);
+        return p.kind;
+      }
+    }
+    if (c_.peek_char() == '(') return StmtKind::VectorLoad;
+    if (c_.peek("else")) return c_.error("'else:' without a matching 'if'");
+    TESSERA_ASSIGN_OR_RETURN(std::string first, c_.name("a statement"));
+    if (c_.peek("[")) {
+      // `BUF[..] = value` or `BUF[..] = storeK(..)`
+      std::string_view rest = c_.line().text.substr(c_.pos());
+      size_t eq = rest.find("] = store");
+      if (eq != std::string_view::npos) {
+        std::string_view after = rest.substr(eq + 9);
+        size_t digits = 0;
+        while (digits < after.size() && after[digits] >= '0' && after[digits] <= '9') ++digits;
+        if (digits > 0 && digits < after.size() && after[digits] == '(') return StmtKind::VectorStore;
+      }
+      return StmtKind::Write;
+    }
+    if (c_.peek("<-")) return StmtKind::Accum;
+    if (!c_.accept("=")) return c_.expected("'=', '<-' or '[' after '" + first + "'");
+    // `NAME = ...`: the right-hand side says which kind.
+    static constexpr Prefix kDefinitions[] = {
+        {"load", StmtKind::Load},
+        {"init", StmtKind::Init},
+        {"select", StmtKind::Select},
+        {"Stage", StmtKind::Stage},
+        {"TmaDescriptor", StmtKind::TmaDescriptor},
+        {"MbarrierInit", StmtKind::MbarrierInit},
+        {"WarpShuffle", StmtKind::WarpShuffle},
+    };
+    for (const Prefix& p : kDefinitions) {
+      size_t mark = c_.pos();
+      if (c_.accept_word(p.text)) {
+        c_.reset(mark);
+        return p.kind;
+      }
+    }
+    // `v0 = add(in0, in1)` applies an elementwise function; anything else is an index `Let`
+    // (`a0 = threadIdx.x % 32`, `a1 = min(a0, 7)`: expression functions are never elementwise
+    // function names, which are maximum / minimum).
+    size_t mark = c_.pos();
+    if (is_name_start(c_.peek_char())) {
+      auto fn = c_.name("a function");
+      bool expression_function = fn && (*fn == "min" || *fn == "max" || parse_dtype(*fn));
+      if (fn && c_.peek("(") && !expression_function) {
+        c_.reset(mark);
+        return StmtKind::Assign;
+      }
+    }
+    c_.reset(mark);
+    return StmtKind::Let;
+  }
+
+  // ---- grammar helpers --------------------------------------------------------------------
+
+  // A name the statement defines (a value, an accumulator, an axis, a local buffer).
+  Expected<std::string> definition(std::string_view what) { return c_.name(what); }
+
+  // A buffer the statement reads or writes: a graph node or a buffer the kernel declared.
+  Expected<std::string> buffer_use() {
+    c_.skip_spaces();
+    size_t col = c_.pos();
+    TESSERA_ASSIGN_OR_RETURN(std::string name, c_.name("a buffer name"));
+    BufferScope* scope = body_.buffers_;
+    if (scope != nullptr && !scope->known.count(name)) {
+      return c_.error_at(col, name.size(),
+                         "unknown buffer '" + name +
+                             "' (not a graph node, nor declared by a Stage, Smem, TmaDescriptor or "
+                             "MbarrierInit before this line)");
+    }
+    return name;
+  }
+
+  void declare_buffer(const std::string& name) {
+    if (body_.buffers_ != nullptr) body_.buffers_->known.insert(name);
+  }
+
+  Expected<Expr> expr() { return read_expr(c_, body_.limits_, depth_); }
+
+  // `[e, e]` after a buffer name.
+  Expected<ExprList> index() {
+    TESSERA_TRY(c_.expect("["));
+    TESSERA_ASSIGN_OR_RETURN(ExprList out, read_expr_list(c_, ']', body_.limits_, depth_));
+    TESSERA_TRY(c_.expect("]"));
+    return out;
+  }
+
+  // `(e, e)` (an origin, coordinates).
+  Expected<ExprList> expr_tuple() {
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(ExprList out, read_expr_list(c_, ')', body_.limits_, depth_));
+    TESSERA_TRY(c_.expect(")"));
+    return out;
+  }
+
+  // `[1, 2]` or `(1, 2)`: a list of integers closed by `close`.
+  Expected<std::vector<int64_t>> int_list(char open, char close, std::string_view what) {
+    TESSERA_TRY(c_.expect(std::string(1, open)));
+    std::vector<int64_t> out;
+    if (c_.peek_char() != close) {
+      do {
+        TESSERA_ASSIGN_OR_RETURN(int64_t v, c_.integer(what));
+        out.push_back(v);
+      } while (c_.accept(","));
+    }
+    TESSERA_TRY(c_.expect(std::string(1, close)));
+    return out;
+  }
+
+  // `key=INT`
+  Expected<int64_t> int_field(std::string_view key) {
+    TESSERA_TRY(c_.expect_word(key));
+    TESSERA_TRY(c_.expect("="));
+    return c_.integer("an integer for '" + std::string(key) + "'");
+  }
+
+  // `key=NAME`
+  Expected<std::string> word_field(std::string_view key) {
+    TESSERA_TRY(c_.expect_word(key));
+    TESSERA_TRY(c_.expect("="));
+    return c_.name("a name for '" + std::string(key) + "'");
+  }
+
+  // `  # reduce, unroll 4` after a loop header's colon: (role, unroll).
+  Status loop_comment(std::string& role, int64_t& unroll) {
+    if (!c_.accept("#")) return c_.expect_end();
+    if (!c_.peek("unroll")) {
+      TESSERA_ASSIGN_OR_RETURN(role, c_.name("a loop role (free, reduce)"));
+      if (!c_.accept(",")) return c_.expect_end();
+    }
+    TESSERA_TRY(c_.expect_word("unroll"));
+    TESSERA_ASSIGN_OR_RETURN(unroll, c_.integer("an unroll factor"));
+    return c_.expect_end();
+  }
+
+  // The indented body after a line ending in `:`. A statement that opens a body needs at least
+  // one statement in it; end of text or a line that is not deeper says the block is truncated.
+  Expected<Body> nested_body(std::string_view opener) {
+    size_t indent = line_.indent + 2;
+    const auto& lines = body_.lines_;
+    if (next_ >= lines.size() || lines[next_].indent <= line_.indent) {
+      return c_.error_at(line_.indent, opener.size(),
+                         "expected an indented block after '" + std::string(opener) + "'" +
+                             (next_ >= lines.size() ? " (the text ends here)" : ""));
+    }
+    if (depth_ + 1 > body_.limits_.max_depth) {
+      return c_.error_at(line_.indent, opener.size(),
+                         "statements nested deeper than " + std::to_string(body_.limits_.max_depth) +
+                             " levels");
+    }
+    return body_.read(next_, indent, depth_ + 1);
+  }
+
+  // ---- one reader per statement kind ------------------------------------------------------
+
+  Expected<Stmt> read(Kind<Load>) {
+    Load s;
+    TESSERA_ASSIGN_OR_RETURN(s.dst, definition("a value name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("load"));
+    TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
+    TESSERA_ASSIGN_OR_RETURN(s.index, index());
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Assign>) {
+    Assign s;
+    TESSERA_ASSIGN_OR_RETURN(s.dst, definition("a value name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.op, c_.name("a function name"));
+    TESSERA_ASSIGN_OR_RETURN(s.args, expr_tuple());
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Select>) {
+    Select s;
+    TESSERA_ASSIGN_OR_RETURN(s.dst, definition("a value name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("select"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.cond, expr());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.then_value, expr());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.else_value, expr());
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Init>) {
+    Init s;
+    TESSERA_ASSIGN_OR_RETURN(s.acc, definition("an accumulator name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("init"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.value, expr());
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Accum>) {
+    Accum s;
+    TESSERA_ASSIGN_OR_RETURN(s.acc, c_.name("an accumulator name"));
+    TESSERA_TRY(c_.expect("<-"));
+    TESSERA_ASSIGN_OR_RETURN(s.op, c_.name("an accumulate op (add, mul, max, min)"));
+    TESSERA_TRY(c_.expect("("));
+    c_.skip_spaces();
+    size_t col = c_.pos();
+    TESSERA_ASSIGN_OR_RETURN(std::string again, c_.name("the accumulator name"));
+    if (again != s.acc) {
+      return c_.error_at(col, again.size(),
+                         "expected the accumulator '" + s.acc + "' as the first operand, found '" +
+                             again + "'");
+    }
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.value, expr());
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Write>) {
+    Write s;
+    TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
+    TESSERA_ASSIGN_OR_RETURN(s.index, index());
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.value, expr());
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Loop>) {
+    Loop s;
+    TESSERA_TRY(c_.expect_word("for"));
+    TESSERA_ASSIGN_OR_RETURN(s.var, definition("a loop variable"));
+    TESSERA_TRY(c_.expect_word("in"));
+    TESSERA_ASSIGN_OR_RETURN(s.begin, expr());
+    TESSERA_TRY(c_.expect(".."));
+    TESSERA_ASSIGN_OR_RETURN(s.end, expr());
+    TESSERA_TRY(c_.expect(":"));
+    TESSERA_TRY(loop_comment(s.role, s.unroll));
+    TESSERA_ASSIGN_OR_RETURN(s.body, nested_body("for"));
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Cond>) {
+    Cond s;
+    TESSERA_TRY(c_.expect_word("if"));
+    TESSERA_ASSIGN_OR_RETURN(s.cond, expr());
+    TESSERA_TRY(c_.expect(":"));
+    TESSERA_TRY(c_.expect_end());
+    TESSERA_ASSIGN_OR_RETURN(s.then_body, nested_body("if"));
+    const auto& lines = body_.lines_;
+    if (next_ < lines.size() && lines[next_].indent == line_.indent) {
+      const TextLine& else_line = lines[next_];
+      LineCursor e(else_line, body_.file_);
+      if (e.accept_word("else")) {
+        TESSERA_TRY(e.expect(":"));
+        TESSERA_TRY(e.expect_end());
+        StmtReader else_reader(body_, next_, depth_);
+        ++next_;
+        TESSERA_ASSIGN_OR_RETURN(s.else_body, else_reader.nested_body("else"));
+      }
+    }
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Tile>) {
+    Tile s;
+    TESSERA_TRY(c_.expect_word("Tile"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_TRY(c_.expect_word("axes"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect("("));
+    if (c_.peek_char() != ')') {
+      do {
+        TileAxis a;
+        TESSERA_ASSIGN_OR_RETURN(a.name, definition("an axis name"));
+        TESSERA_TRY(c_.expect(":"));
+        TESSERA_ASSIGN_OR_RETURN(a.extent, c_.integer("an axis extent"));
+        TESSERA_TRY(c_.expect("="));
+        TESSERA_ASSIGN_OR_RETURN(a.binding, c_.name("a binding (THREAD, BLOCK, PARALLEL, ...)"));
+        s.axes.push_back(std::move(a));
+      } while (c_.accept(","));
+    }
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect(":"));
+    TESSERA_TRY(c_.expect_end());
+    TESSERA_ASSIGN_OR_RETURN(s.body, nested_body("Tile"));
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<StridedLoop>) {
+    StridedLoop s;
+    TESSERA_TRY(c_.expect_word("StridedLoop"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.var, definition("a loop variable"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.begin, expr());
+    TESSERA_TRY(c_.expect(";"));
+    TESSERA_TRY(c_.expect("<"));
+    TESSERA_ASSIGN_OR_RETURN(s.end, expr());
+    TESSERA_TRY(c_.expect(";"));
+    TESSERA_TRY(c_.expect("+="));
+    TESSERA_ASSIGN_OR_RETURN(s.step, expr());
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect(":"));
+    TESSERA_TRY(loop_comment(s.role, s.unroll));
+    TESSERA_ASSIGN_OR_RETURN(s.body, nested_body("StridedLoop"));
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Stage>) {
+    Stage s;
+    TESSERA_ASSIGN_OR_RETURN(s.dst, definition("a staged buffer name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("Stage"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(c_.expect_word("origin"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.origin, expr_tuple());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(c_.expect_word("slab"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect("("));
+    if (c_.peek_char() != ')') {
+      do {
+        SlabDim d;
+        TESSERA_ASSIGN_OR_RETURN(d.axis, c_.name("a slab axis"));
+        TESSERA_TRY(c_.expect(":"));
+        TESSERA_ASSIGN_OR_RETURN(d.extent, c_.integer("a slab extent"));
+        TESSERA_TRY(c_.expect("@"));
+        TESSERA_ASSIGN_OR_RETURN(d.source_dim, c_.integer("a source dimension"));
+        s.slab.push_back(std::move(d));
+      } while (c_.accept(","));
+    }
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect(")"));
+    s.transport = "sync";
+    if (!c_.at_end() && !c_.peek("pad")) {
+      TESSERA_ASSIGN_OR_RETURN(s.transport, c_.name("a transport (buffered, async, tma)"));
+    }
+    if (!c_.at_end()) {
+      TESSERA_ASSIGN_OR_RETURN(s.pad, int_field("pad"));
+    }
+    TESSERA_TRY(c_.expect_end());
+    declare_buffer(s.dst);
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Combine>) {
+    Combine s;
+    TESSERA_TRY(c_.expect_word("Combine"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.acc, c_.name("an accumulator name"));
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.op, word_field("op"));
+    s.scope = "block";
+    if (c_.accept(",")) {
+      TESSERA_ASSIGN_OR_RETURN(s.scope, word_field("scope"));
+    }
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<AsyncWait>) {
+    AsyncWait s;
+    TESSERA_TRY(c_.expect_word("AsyncWait"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.keep, int_field("keep"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Let>) {
+    Let s;
+    TESSERA_ASSIGN_OR_RETURN(s.var, definition("an index name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.value, expr());
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<Smem>) {
+    Smem s;
+    TESSERA_TRY(c_.expect_word("Smem"));
+    TESSERA_ASSIGN_OR_RETURN(s.name, definition("a shared buffer name"));
+    TESSERA_TRY(c_.expect(":"));
+    c_.skip_spaces();
+    size_t col = c_.pos();
+    TESSERA_ASSIGN_OR_RETURN(std::string dtype, c_.name("an element type (f32, bf16, ...)"));
+    std::optional<DType> dt = parse_dtype(dtype);
+    if (!dt) return c_.error_at(col, dtype.size(), "unknown element type '" + dtype + "'");
+    s.dtype = *dt;
+    TESSERA_ASSIGN_OR_RETURN(s.shape, int_list('[', ']', "a dimension"));
+    TESSERA_TRY(c_.expect_end());
+    declare_buffer(s.name);
+    return Stmt(std::move(s));
+  }
+
+  // `Name()`: the statements without fields.
+  Status empty_call(std::string_view name) {
+    TESSERA_TRY(c_.expect_word(name));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_TRY(c_.expect(")"));
+    return c_.expect_end();
+  }
+
+  Expected<Stmt> read(Kind<Sync>) {
+    TESSERA_TRY(empty_call("Sync"));
+    return Stmt(Sync{});
+  }
+
+  Expected<Stmt> read(Kind<CpAsyncCopy>) {
+    CpAsyncCopy s;
+    TESSERA_TRY(c_.expect_word("CpAsyncCopy"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.dst, buffer_use());
+    TESSERA_ASSIGN_OR_RETURN(s.dst_index, index());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.src, buffer_use());
+    TESSERA_ASSIGN_OR_RETURN(s.src_index, index());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.bytes, int_field("bytes"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<CpAsyncCommit>) {
+    TESSERA_TRY(empty_call("CpAsyncCommit"));
+    return Stmt(CpAsyncCommit{});
+  }
+
+  Expected<Stmt> read(Kind<CpAsyncWait>) {
+    CpAsyncWait s;
+    TESSERA_TRY(c_.expect_word("CpAsyncWait"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.keep, int_field("keep"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<TmaDescriptor>) {
+    TmaDescriptor s;
+    TESSERA_ASSIGN_OR_RETURN(s.name, definition("a tensor map name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("TmaDescriptor"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(c_.expect_word("box"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.box, int_list('(', ')', "a box extent"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    declare_buffer(s.name);
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<TmaLoad>) {
+    TmaLoad s;
+    TESSERA_TRY(c_.expect_word("TmaLoad"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.dst, buffer_use());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.desc, buffer_use());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(c_.expect_word("coords"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.coords, expr_tuple());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(c_.expect_word("mbar"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.barrier, buffer_use());
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<MbarrierInit>) {
+    MbarrierInit s;
+    TESSERA_ASSIGN_OR_RETURN(s.name, definition("a barrier name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("MbarrierInit"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.count, int_field("count"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    declare_buffer(s.name);
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<MbarrierArrive>) {
+    MbarrierArrive s;
+    TESSERA_TRY(c_.expect_word("MbarrierArrive"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.barrier, buffer_use());
+    if (c_.accept(",")) {
+      TESSERA_ASSIGN_OR_RETURN(s.tx_bytes, int_field("tx"));
+    }
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<MbarrierWait>) {
+    MbarrierWait s;
+    TESSERA_TRY(c_.expect_word("MbarrierWait"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.barrier, buffer_use());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(c_.expect_word("phase"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.phase, expr());
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<WarpShuffle>) {
+    WarpShuffle s;
+    TESSERA_ASSIGN_OR_RETURN(s.dst, definition("a value name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("WarpShuffle"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.src, expr());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.mode, c_.name("a shuffle mode (xor, down, up, idx)"));
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.offset, c_.integer("a lane offset"));
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.width, int_field("width"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<TreeHalve>) {
+    TreeHalve s;
+    TESSERA_TRY(c_.expect_word("TreeHalve"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(c_.expect_word("tid"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.tid, expr());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.count, int_field("n"));
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.op, word_field("op"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  // `loadK` / `storeK` read at `col`: the width must match the number of values.
+  Status check_vector_width(const std::string& word, std::string_view stem, size_t count,
+                            size_t col) {
+    const std::string want = std::string(stem) + std::to_string(count);
+    if (word == want) return Status::ok();
+    return c_.error_at(col, word.size(),
+                       "expected '" + want + "' for " + std::to_string(count) + " values, found '" +
+                           word + "'");
+  }
+
+  Expected<Stmt> read(Kind<VectorLoad>) {
+    VectorLoad s;
+    TESSERA_TRY(c_.expect("("));
+    do {
+      TESSERA_ASSIGN_OR_RETURN(std::string d, definition("a value name"));
+      s.dsts.push_back(std::move(d));
+    } while (c_.accept(","));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect("="));
+    c_.skip_spaces();
+    size_t col = c_.pos();
+    TESSERA_ASSIGN_OR_RETURN(std::string word, c_.name("'loadN'"));
+    TESSERA_TRY(check_vector_width(word, "load", s.dsts.size(), col));
+    TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
+    TESSERA_ASSIGN_OR_RETURN(s.index, index());
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<VectorStore>) {
+    VectorStore s;
+    TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
+    TESSERA_ASSIGN_OR_RETURN(s.index, index());
+    TESSERA_TRY(c_.expect("="));
+    c_.skip_spaces();
+    size_t col = c_.pos();
+    TESSERA_ASSIGN_OR_RETURN(std::string word, c_.name("'storeN'"));
+    TESSERA_ASSIGN_OR_RETURN(s.values, expr_tuple());
+    TESSERA_TRY(check_vector_width(word, "store", s.values.size(), col));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  BodyReader& body_;
+  size_t& next_;
+  int depth_;
+  const TextLine& line_;
+  LineCursor c_;
+};
+
+Expected<Body> BodyReader::read(size_t& next, size_t indent, int depth) {
+  Body body;
+  while (next < lines_.size()) {
+    const TextLine& line = lines_[next];
+    if (line.indent < indent) break;
+    if (line.indent > indent) {
+      LineCursor c(line, file_);
+      return c.error_at(0, line.indent,
+                        "unexpected indentation: expected " + std::to_string(indent) +
+                            " spaces, found " + std::to_string(line.indent));
+    }
+    StmtReader reader(*this, next, depth);
+    TESSERA_ASSIGN_OR_RETURN(Stmt s, reader.read());
+    body.push_back(std::move(s));
+  }
+  return body;
+}
+
+}  // namespace tessera::ir_text
+
+namespace tessera {
+
+Expected<Body> parse_body(std::string_view text, const std::string& file, ParseLimits limits) {
+  TESSERA_ASSIGN_OR_RETURN(auto lines, ir_text::split_lines(text, file, limits));
+  ir_text::BodyReader reader(lines, file, limits, nullptr);
+  size_t next = 0;
+  TESSERA_ASSIGN_OR_RETURN(Body body, reader.read(next, 0, 0));
+  if (next < lines.size()) {
+    ir_text::LineCursor c(lines[next], file);
+    return c.error_at(0, lines[next].indent, "unexpected indentation");
+  }
+  return body;
+}
+
+}  // namespace tessera
