@@ -57,6 +57,12 @@ struct KernelGraph {
 
 TensorType f32(Shape s) { return TensorType{std::move(s), DType::F32}; }
 
+std::vector<std::string> arg_names(const CudaOp& op) {
+  std::vector<std::string> names;
+  for (const KernelParam& p : op.params) names.push_back(p.name);
+  return names;
+}
+
 // relu(x + bias) over 1000 elements, one thread each, with a tail guard.
 Graph elementwise_kernel() {
   KernelGraph k;
@@ -236,7 +242,7 @@ TEST_F(CudaEmitterTest, ElementwiseKernelSource) {
   EXPECT_EQ(op.grid, (std::vector<int64_t>{4, 1, 1}));
   EXPECT_EQ(op.block, (std::vector<int64_t>{256, 1, 1}));
   EXPECT_EQ(op.dynamic_smem, 0);
-  EXPECT_EQ(op.args, (std::vector<std::string>{"x", "bias", "relu"}));
+  EXPECT_EQ(arg_names(op), (std::vector<std::string>{"x", "bias", "relu"}));
   EXPECT_EQ(op.source, R"(__device__ __forceinline__ float tessera_relu(float x) {
   return (x > 0.0f || x != x) ? x : 0.0f;
 }
@@ -256,7 +262,7 @@ extern "C" __global__ __launch_bounds__(256) void k_relu(const float* __restrict
 
 TEST_F(CudaEmitterTest, RmsNormKernelSource) {
   CudaOp op = emit_last(rms_norm_kernel());
-  EXPECT_EQ(op.args, (std::vector<std::string>{"x", "p_weight", "rms_norm"}));
+  EXPECT_EQ(arg_names(op), (std::vector<std::string>{"x", "p_weight", "rms_norm"}));
   EXPECT_EQ(op.source, R"(extern "C" __global__ __launch_bounds__(256) void k_rms_norm_reduce(const float* __restrict__ x, const float* __restrict__ p_weight, float* __restrict__ rms_norm) {
   __shared__ __align__(16) float x_smem[2048];
   __shared__ __align__(16) float acc0_smem[256];
@@ -339,7 +345,7 @@ extern "C" __global__ __launch_bounds__(32) void k_amax_reduce(const float* __re
 
 TEST_F(CudaEmitterTest, DtypesConvertOnLoadAndStore) {
   CudaOp op = emit_last(dtype_kernel());
-  EXPECT_EQ(op.args, (std::vector<std::string>{"h", "b", "m", "ids", "out"}));
+  EXPECT_EQ(arg_names(op), (std::vector<std::string>{"h", "b", "m", "ids", "out"}));
   EXPECT_EQ(op.source, R"(#include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
@@ -468,7 +474,7 @@ TEST_F(CudaEmitterTest, BufferNamesThatAreNotUsableInCAreRenamed) {
            {Let{"a0", v("threadIdx.x")}, Load{"in0", "int", {v("a0")}}, Load{"in1", "v0", {v("a0")}},
             Assign{"v0", "sub", {v("in0"), v("in1")}}, Write{"float", {v("a0")}, v("v0")}});
   CudaOp op = emit_last(std::move(k.g));
-  EXPECT_EQ(op.args, (std::vector<std::string>{"int", "v0", "float"}));  // graph names bind the launch
+  EXPECT_EQ(arg_names(op), (std::vector<std::string>{"int", "v0", "float"}));  // graph names bind the launch
   EXPECT_NE(op.source.find("(const float* __restrict__ buf_int, const float* __restrict__ buf_v0, float* "
                            "__restrict__ buf_float)"),
             std::string::npos)
@@ -486,16 +492,21 @@ Graph one_statement_kernel(Body body, Shape out_shape = {4}) {
 }
 
 TEST_F(CudaEmitterTest, TmaAndMbarrierAreReportedNotMistranslated) {
-  std::string e = emit_error(one_statement_kernel(
-      {Smem{"x_smem", DType::F32, {4}}, TmaDescriptor{"tmap_x", "x", {4}},
-       MbarrierInit{"bar0", 1}, TmaLoad{"x_smem", "tmap_x", {i(0)}, "bar0"}}));
+  Graph g = one_statement_kernel(
+      {Smem{"x_smem", DType::F32, {4}}, MbarrierInit{"bar0", 1}, TmaLoad{"x_smem", "tmap_x", {i(0)}, "bar0"}});
+  KernelParam tmap;
+  tmap.name = "tmap_x";
+  tmap.kind = ParamKind::TensorMap;
+  tmap.tensor_map = TensorMapSpec{"x", {4}};
+  g.find("y")->op_as<KernelOp>()->params.push_back(tmap);
+  std::string e = emit_error(std::move(g));
   EXPECT_NE(e.find("at node 'y'"), std::string::npos) << e;
-  EXPECT_NE(e.find("kernel k_y, statement `tmap_x = TmaDescriptor(x, box=(4))`: TmaDescriptor is not supported "
+  EXPECT_NE(e.find("kernel k_y, statement `bar0 = MbarrierInit(count=1)`: MbarrierInit is not supported "
                    "by emit_cuda yet"),
             std::string::npos)
       << e;
-  e = emit_error(one_statement_kernel({MbarrierInit{"bar0", 1}}));
-  EXPECT_NE(e.find("MbarrierInit is not supported by emit_cuda yet"), std::string::npos) << e;
+  e = emit_error(one_statement_kernel({TmaLoad{"x_smem", "tmap_x", {i(0)}, "bar0"}}));
+  EXPECT_NE(e.find("TmaLoad is not supported by emit_cuda yet"), std::string::npos) << e;
 }
 
 TEST_F(CudaEmitterTest, BadStatementsAreErrorsNamingNodeAndStatement) {

@@ -63,7 +63,6 @@ inline Body every_stmt_kind_body() {
   Body body;
   body.push_back(Smem{"x_smem", DType::F32, {2, 2048}});
   body.push_back(Smem{"acc0_smem", DType::F32, {256}});
-  body.push_back(TmaDescriptor{"tmap_x", "x", {1, 64}});
   body.push_back(MbarrierInit{"bar0", 1});
   body.push_back(Tile{{TileAxis{"a0", 256, "THREAD"}, TileAxis{"a1", 32, "BLOCK"}}, tile_body});
   return body;
@@ -269,6 +268,13 @@ inline Graph kernel_graph() {
   return g;
 }
 
+inline KernelParam buffer_param(std::string name, bool written = false) {
+  KernelParam p;
+  p.name = std::move(name);
+  p.written = written;
+  return p;
+}
+
 inline Graph cuda_graph() {
   Graph g;
   add_rms_norm_inputs(g);
@@ -277,7 +283,7 @@ inline Graph cuda_graph() {
   op->grid = {32, 1, 1};
   op->block = {256, 1, 1};
   op->dynamic_smem = 1024;
-  op->args = {"x", "p_weight", "rms_norm"};
+  op->params = {buffer_param("x"), buffer_param("p_weight"), buffer_param("rms_norm", true)};
   op->source =
       "extern \"C\" __global__ __launch_bounds__(256) void k_rms_norm_reduce(\n"
       "    const float* x, const float* p_weight, float* rms_norm) {\n"

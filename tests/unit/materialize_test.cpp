@@ -91,12 +91,29 @@ TEST_F(MaterializeTest, RejectsMoreThreadsThanTheDeviceAllows) {
                "128 threads per block; device testdev allows at most 64");
 }
 
-TEST_F(MaterializeTest, RejectsSharedMemoryAboveTheStaticLimit) {
-  device_.smem_per_block_static = 1024;  // 128 f32 + 4 pad = 528 bytes fit; two rows do not
+TEST_F(MaterializeTest, RejectsSharedMemoryAboveThePerBlockLimit) {
+  device_.smem_per_block_static = 512;
+  device_.smem_per_block = 1024;  // 128 f32 + 4 pad = 528 bytes fit; two rows do not
   Body stage = {Stage{"x_smem", "x", {var("a1"), lit(0)}, {SlabDim{"a2", 2, 0}, SlabDim{"a3", 128, 1}},
                       "sync", 4}};
   expect_error(one_tile(copy_tile({TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 32, "BLOCK"}}, stage)),
-               "needs 1056 bytes of shared memory; device testdev allows 1024");
+               "needs 1056 bytes of shared memory; device testdev allows 1024 bytes per block");
+}
+
+TEST_F(MaterializeTest, SharedMemoryAboveTheStaticLimitBecomesDynamic) {
+  Body stage = {Stage{"x_smem", "x", {var("a1"), lit(0)}, {SlabDim{"a2", 1, 0}, SlabDim{"a3", 128, 1}},
+                      "sync", 4}};
+  for (int64_t static_limit : {1024, 512}) {
+    device_.smem_per_block_static = static_limit;
+    device_.smem_per_block = 1024;
+    Graph g = one_tile(copy_tile({TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 32, "BLOCK"}}, stage));
+    Status s = materialize(g);
+    ASSERT_TRUE(s) << s.message();
+    // 132 f32 = 528 bytes: static arrays within a 1024-byte static limit, one dynamic array past 512.
+    EXPECT_EQ(kernel_of(g)->dynamic_smem, static_limit == 512 ? 528 : 0);
+    Status verified = verify_graph(g, Dialect::Kernel);
+    EXPECT_TRUE(verified) << verified.message();
+  }
 }
 
 TEST_F(MaterializeTest, RejectsCollectiveUnderThreadDependentCondition) {

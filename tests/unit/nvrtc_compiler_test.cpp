@@ -92,7 +92,11 @@ Graph cuda_graph(const std::string& kernel, const std::string& source) {
   auto op = std::make_unique<CudaOp>();
   op->name = kernel;
   op->source = source;
-  op->args = {"x", "y"};
+  KernelParam x, y;
+  x.name = "x";
+  y.name = "y";
+  y.written = true;
+  op->params = {x, y};
   g.add("y", std::move(op), {"x"}, TensorType{{4}, DType::F32});
   g.outputs() = {"y"};
   return g;

@@ -27,7 +27,7 @@ class SmemPassesTest : public test::BuiltPluginsTest {
   void SetUp() override {
     ASSERT_TRUE(load_error_.empty()) << load_error_;
     device_.arch = "sm_90";
-    device_.smem_per_block_static = 49152;
+    device_.smem_per_block = 49152;
     device_.warp_size = 32;
   }
 
@@ -144,7 +144,7 @@ TEST_F(SmemPassesTest, SingleUseCoalescedInputIsACandidateButNotStagedByTheHeuri
 
 TEST_F(SmemPassesTest, StagingRespectsTheSharedMemoryBudget) {
   // Two reused 1024-float rows (4 KB each) under a 6 KB budget: only one fits.
-  device_.smem_per_block_static = 6 * 1024;
+  device_.smem_per_block = 6 * 1024;
   Body reduce = {Load{"in0", "x", {var("a1"), var("a2")}}, Load{"in1", "y", {var("a1"), var("a2")}},
                  Assign{"v0", "mul", {var("in0"), var("in1")}}, Accum{"acc0", "add", var("v0")}};
   Body free = {Load{"in2", "x", {var("a1"), var("a3")}}, Load{"in3", "y", {var("a1"), var("a3")}},
@@ -164,7 +164,7 @@ TEST_F(SmemPassesTest, StagingRespectsTheSharedMemoryBudget) {
   EXPECT_NE(s.message().find("not among the candidates"), std::string::npos) << s.message();
 
   // A slab larger than the whole budget is never a candidate.
-  device_.smem_per_block_static = 2 * 1024;
+  device_.smem_per_block = 2 * 1024;
   Graph small = kernel_graph({{"x", {4, 1024}}, {"y", {4, 1024}}}, {4, 1024}, tile);
   ASSERT_TRUE(run_pass("stage_inputs", small));
   EXPECT_EQ(body_text(small).find("Stage("), std::string::npos) << body_text(small);
@@ -250,14 +250,14 @@ TEST_F(SmemPassesTest, PadRemovesTheBankConflictOfATransposedAccess) {
 
 TEST_F(SmemPassesTest, PadStaysWithinTheBudgetAndSkipsOneDimensionalSlabs) {
   // The unpadded 4 KB slab exactly fills the budget: no pad fits, so 0 is the only candidate.
-  device_.smem_per_block_static = 32 * 32 * 4;
+  device_.smem_per_block = 32 * 32 * 4;
   Graph g = kernel_graph({{"x", {32, 32}}}, {32, 32}, transpose_tile());
   ASSERT_TRUE(run_pass("pad_smem", g));
   EXPECT_EQ(tile_of(g).body[0].as<Stage>()->pad, 0);
   Graph pinned = kernel_graph({{"x", {32, 32}}}, {32, 32}, transpose_tile());
   EXPECT_FALSE(run_pass("pad_smem", pinned, {KnobPin{"PAD", int64_t{1}, {}}}));
 
-  device_.smem_per_block_static = 49152;
+  device_.smem_per_block = 49152;
 
   Graph row = kernel_graph({{"x", {8, 2048}}}, {8, 2048}, row_kernel(8, 2048));
   ASSERT_TRUE(run_pass("stage_inputs", row));

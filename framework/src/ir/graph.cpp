@@ -64,8 +64,15 @@ void rename_buffer_in_op(Op& op, const std::string& from, const std::string& to)
   } else if (auto* kernel = dynamic_cast<KernelLikeOp*>(&op)) {
     BufferRenamer renamer(from, to);
     kernel->body = renamer.mutate_body(kernel->body);
+    if (auto* k = dynamic_cast<KernelOp*>(&op)) {
+      for (KernelParam& p : k->params)
+        if (p.kind == ParamKind::TensorMap && p.tensor_map.buffer == from) p.tensor_map.buffer = to;
+    }
   } else if (auto* cuda = dynamic_cast<CudaOp*>(&op)) {
-    std::replace(cuda->args.begin(), cuda->args.end(), from, to);
+    for (KernelParam& p : cuda->params) {
+      if (p.kind == ParamKind::Buffer && p.name == from) p.name = to;
+      if (p.kind == ParamKind::TensorMap && p.tensor_map.buffer == from) p.tensor_map.buffer = to;
+    }
   }
 }
 

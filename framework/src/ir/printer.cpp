@@ -142,18 +142,37 @@ std::string kernel_block(const Node& n, const KernelLikeOp& op) {
   if (n.op_as<LoopOp>() != nullptr) {
     header = "=== " + op.name + "(" + join(n.inputs) + ") -> " + output + " ===";
   } else if (const auto* kernel = n.op_as<KernelOp>()) {
+    // The launch, then the buffers, then the params the node does not imply (scalars, tensor maps);
+    // a kernel without cluster, dynamic smem or such params prints as it always has.
     header = "kernel " + op.name + "  grid=" + int_tuple(kernel->grid) +
-             " block=" + int_tuple(kernel->block) + "  " + io;
+             " block=" + int_tuple(kernel->block);
+    if (!kernel->cluster.empty()) header += " cluster=" + int_tuple(kernel->cluster);
+    if (kernel->dynamic_smem > 0) header += " smem=" + std::to_string(kernel->dynamic_smem) + " dynamic";
+    header += "  " + io;
+    if (!kernel->params.empty()) {
+      std::vector<std::string> params;
+      for (const KernelParam& p : kernel->params) params.push_back(p.str());
+      header += "  params: " + join(params);
+    }
   } else {
     header = "kernel " + op.name + "  " + io;
   }
   return header + "\n" + print_body(op.body, 1);
 }
 
+// Buffer arguments print as their names; scalars and tensor maps with their types.
+std::string cuda_args(const CudaOp& op) {
+  std::vector<std::string> args;
+  for (const KernelParam& p : op.params) args.push_back(p.kind == ParamKind::Buffer ? p.name : p.str());
+  return join(args);
+}
+
 std::string cuda_block(const CudaOp& op) {
   std::string text = "// kernel " + op.name + "  grid=" + int_tuple(op.grid) +
-                     " block=" + int_tuple(op.block) + " smem=" + std::to_string(op.dynamic_smem) +
-                     "  args: " + join(op.args) + "\n" + op.source;
+                     " block=" + int_tuple(op.block) +
+                     (op.cluster.empty() ? "" : " cluster=" + int_tuple(op.cluster)) +
+                     " smem=" + std::to_string(op.dynamic_smem) + "  args: " + cuda_args(op) + "\n" +
+                     op.source;
   if (!text.empty() && text.back() != '\n') text += '\n';
   return text;
 }

@@ -85,6 +85,21 @@ json field_to_json(const Stmt& s) {
   return nullptr;
 }
 
+json params_to_json(const std::vector<KernelParam>& params) {
+  json out = json::array();
+  for (const KernelParam& p : params) {
+    json tmap = nullptr;
+    if (p.kind == ParamKind::TensorMap) tmap = {{"buffer", p.tensor_map.buffer}, {"box", p.tensor_map.box}};
+    out.push_back({{"name", p.name},
+                   {"kind", std::string(param_kind_name(p.kind))},
+                   {"dtype", std::string(dtype_short_name(p.dtype))},
+                   {"written", p.written},
+                   {"range", p.range ? json::array({p.range->lo, p.range->hi}) : json(nullptr)},
+                   {"tensor_map", tmap}});
+  }
+  return out;
+}
+
 json attr_to_json(const AttrValue& v) {
   if (const bool* b = std::get_if<bool>(&v)) return *b;
   if (const int64_t* i = std::get_if<int64_t>(&v)) return *i;
@@ -150,14 +165,18 @@ json op_to_json(const Op& op) {
     if (const auto* k = dynamic_cast<const KernelOp*>(&op)) {
       j["grid"] = k->grid;
       j["block"] = k->block;
+      j["cluster"] = k->cluster;
+      j["dynamic_smem"] = k->dynamic_smem;
+      j["params"] = params_to_json(k->params);
     }
     j["body"] = body_to_json(o->body);
   } else if (const auto* o = dynamic_cast<const CudaOp*>(&op)) {
     j["name"] = o->name;
     j["grid"] = o->grid;
     j["block"] = o->block;
+    j["cluster"] = o->cluster;
     j["dynamic_smem"] = o->dynamic_smem;
-    j["args"] = o->args;
+    j["params"] = params_to_json(o->params);
     j["source"] = o->source;
   }
   return j;
@@ -443,6 +462,39 @@ class JsonReader {
     return obj.finish();
   }
 
+  // {"name", "kind", "dtype", "written", "range": [lo, hi] | null, "tensor_map": {...} | null}
+  Status read(const json& j, const std::string& path, KernelParam& out) {
+    TESSERA_TRY(expect_object(j, path));
+    ObjectReader obj(*this, j, path);
+    std::string kind;
+    TESSERA_TRY(obj.required("name", out.name));
+    TESSERA_TRY(obj.required("kind", kind));
+    std::optional<ParamKind> k = parse_param_kind(kind);
+    if (!k) return malformed(child_path(path, "kind"), "unknown parameter kind '" + kind + "'");
+    out.kind = *k;
+    TESSERA_TRY(obj.required("dtype", out.dtype));
+    TESSERA_TRY(obj.required("written", out.written));
+    const json* range = obj.take("range");
+    if (range == nullptr) return malformed(path, "missing key 'range'");
+    if (!range->is_null()) {
+      std::vector<int64_t> bounds;
+      TESSERA_TRY(read(*range, child_path(path, "range"), bounds));
+      if (bounds.size() != 2) return malformed(child_path(path, "range"), "expected [lo, hi]");
+      out.range = Interval{bounds[0], bounds[1]};
+    }
+    const json* tmap = obj.take("tensor_map");
+    if (tmap == nullptr) return malformed(path, "missing key 'tensor_map'");
+    if (!tmap->is_null()) {
+      const std::string tmap_path = child_path(path, "tensor_map");
+      TESSERA_TRY(expect_object(*tmap, tmap_path));
+      ObjectReader spec(*this, *tmap, tmap_path);
+      TESSERA_TRY(spec.required("buffer", out.tensor_map.buffer));
+      TESSERA_TRY(spec.required("box", out.tensor_map.box));
+      TESSERA_TRY(spec.finish());
+    }
+    return obj.finish();
+  }
+
   Status read(const json& j, const std::string& path, TensorType& out) {
     TESSERA_TRY(expect_object(j, path));
     ObjectReader obj(*this, j, path);
@@ -638,6 +690,9 @@ Status JsonReader::read(const json& j, const std::string& path, std::unique_ptr<
     TESSERA_TRY(obj.required("name", op->name));
     TESSERA_TRY(obj.required("grid", op->grid));
     TESSERA_TRY(obj.required("block", op->block));
+    TESSERA_TRY(obj.required("cluster", op->cluster));
+    TESSERA_TRY(obj.required("dynamic_smem", op->dynamic_smem));
+    TESSERA_TRY(obj.required("params", op->params));
     TESSERA_TRY(obj.required("body", op->body));
     result = std::move(op);
   } else if (kind == "cuda") {
@@ -645,8 +700,9 @@ Status JsonReader::read(const json& j, const std::string& path, std::unique_ptr<
     TESSERA_TRY(obj.required("name", op->name));
     TESSERA_TRY(obj.required("grid", op->grid));
     TESSERA_TRY(obj.required("block", op->block));
+    TESSERA_TRY(obj.required("cluster", op->cluster));
     TESSERA_TRY(obj.required("dynamic_smem", op->dynamic_smem));
-    TESSERA_TRY(obj.required("args", op->args));
+    TESSERA_TRY(obj.required("params", op->params));
     TESSERA_TRY(obj.required("source", op->source));
     result = std::move(op);
   } else {
@@ -792,14 +848,16 @@ bool ops_equal(const Op* a, const Op* b) {
     const auto* y = dynamic_cast<const KernelLikeOp*>(b);
     if (const auto* kx = dynamic_cast<const KernelOp*>(a)) {
       const auto* ky = dynamic_cast<const KernelOp*>(b);
-      if (kx->grid != ky->grid || kx->block != ky->block) return false;
+      if (kx->grid != ky->grid || kx->block != ky->block || kx->cluster != ky->cluster ||
+          kx->dynamic_smem != ky->dynamic_smem || kx->params != ky->params)
+        return false;
     }
     return x->name == y->name && structurally_equal(x->body, y->body);
   }
   if (const auto* x = dynamic_cast<const CudaOp*>(a)) {
     const auto* y = dynamic_cast<const CudaOp*>(b);
     return x->name == y->name && x->source == y->source && x->grid == y->grid &&
-           x->block == y->block && x->dynamic_smem == y->dynamic_smem && x->args == y->args;
+           x->block == y->block && x->cluster == y->cluster && x->dynamic_smem == y->dynamic_smem && x->params == y->params;
   }
   return false;  // an op class this file does not know: never claim equality
 }

@@ -138,9 +138,6 @@ class StmtPrinter {
   void print_kind(const CpAsyncWait& s) {
     line("CpAsyncWait(keep=" + std::to_string(s.keep) + ")");
   }
-  void print_kind(const TmaDescriptor& s) {
-    line(s.name + " = TmaDescriptor(" + s.buffer + ", box=(" + join(s.box) + "))");
-  }
   void print_kind(const TmaLoad& s) {
     line("TmaLoad(" + s.dst + ", " + s.desc + ", coords=(" + join(s.coords) +
          "), mbar=" + s.barrier + ")");

@@ -13,8 +13,10 @@
 #include "tessera/ir/verifier.h"
 #include "stmt_reflection.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace tessera {
 namespace {
@@ -59,6 +61,7 @@ std::string first_line(const std::string& text) {
 struct GraphBuffers {
   std::set<std::string> inputs;
   std::string output;
+  const std::vector<KernelParam>* params = nullptr;  // a KernelOp's scalars and tensor maps
 };
 
 class BodyVerifier {
@@ -71,7 +74,24 @@ class BodyVerifier {
       return make_error(std::string(dialect_name(dialect_)) + " IR has no statement bodies")
           .at_node(node_id_);
     }
-    return verify_in_new_scope(body, {});
+    // Scalar params are values (integer ones usable in index expressions) and tensor-map params
+    // are what TmaLoad names, bound around the whole body; nothing may redefine them.
+    Frame params;
+    if (buffers_ != nullptr && buffers_->params != nullptr) {
+      for (const KernelParam& p : *buffers_->params) {
+        if (p.kind == ParamKind::Scalar) {
+          params[p.name] = dtype_is_float(p.dtype) ? FieldRole::DefValue : FieldRole::DefAxis;
+        } else if (p.kind == ParamKind::TensorMap) {
+          params[p.name] = FieldRole::DefBuffer;
+          tensor_maps_.insert(p.name);
+        }
+      }
+    }
+    for (const auto& [name, role] : params) param_names_.insert(name);
+    frames_.push_back(std::move(params));
+    Status status = verify_in_new_scope(body, {});
+    frames_.pop_back();
+    return status;
   }
 
  private:
@@ -144,7 +164,15 @@ class BodyVerifier {
 
   Status check_uses(const char* field_name, const std::string& name, FieldRole role) {
     if (role == FieldRole::UseName) return check_name_use(field_name, name);
-    if (role == FieldRole::UseBuffer) return check_buffer_use(name);
+    if (role == FieldRole::UseBuffer) {
+      // A tensor map is a descriptor, not memory: only TmaLoad's `desc` names one, and it must.
+      const bool wants_tensor_map = std::string_view(field_name) == "desc";
+      if (buffers_ != nullptr && wants_tensor_map != (tensor_maps_.count(name) > 0)) {
+        return fail(wants_tensor_map ? "'" + name + "' is not a tensor-map parameter of the kernel"
+                                     : "tensor map '" + name + "' is used as a buffer");
+      }
+      return check_buffer_use(name);
+    }
     return Status::ok();
   }
 
@@ -226,6 +254,7 @@ class BodyVerifier {
   Status bind_defs(const std::string& name, FieldRole role, Frame& frame) {
     if (!is_def(role)) return Status::ok();
     if (name.empty()) return fail("defines an empty name");
+    if (param_names_.count(name)) return fail("'" + name + "' is a kernel parameter and cannot be redefined");
     if (!frame.emplace(name, role).second)
       return fail("'" + name + "' is defined twice in one scope");
     return Status::ok();
@@ -269,6 +298,7 @@ class BodyVerifier {
   std::string node_id_;
   const GraphBuffers* buffers_;
   std::vector<Frame> frames_;
+  std::set<std::string> param_names_, tensor_maps_;
   const Stmt* current_ = nullptr;
 };
 
@@ -276,8 +306,77 @@ Diagnostic node_error(const Node& n, const std::string& message) {
   return make_error(message).at_node(n.id);
 }
 
+// Three positive sizes within CUDA's limits (architectural, the same on every device Tessera
+// targets: grid.x < 2^31, grid.y/z <= 65535, block.x/y <= 1024, block.z <= 64, 1024 threads per
+// block, at most 16 blocks per cluster); a cluster divides the grid.
+Status verify_launch(const Node& n, const std::vector<int64_t>& grid, const std::vector<int64_t>& block,
+                     const std::vector<int64_t>& cluster, int64_t dynamic_smem) {
+  for (const auto* dims : {&grid, &block}) {
+    bool ok = dims->size() == 3;
+    for (int64_t v : *dims) ok = ok && v > 0;
+    if (!ok) return node_error(n, "kernel launch geometry must be three positive sizes");
+  }
+  const int64_t grid_limit[3] = {(int64_t{1} << 31) - 1, 65535, 65535}, block_limit[3] = {1024, 1024, 64};
+  for (size_t i = 0; i < 3; ++i) {
+    if (grid[i] > grid_limit[i] || block[i] > block_limit[i])
+      return node_error(n, "kernel launch geometry exceeds CUDA's limits (grid " + std::to_string(grid_limit[0]) +
+                               ", 65535, 65535; block 1024, 1024, 64)");
+  }
+  if (block[0] * block[1] * block[2] > 1024) return node_error(n, "a block has more than 1024 threads");
+  if (!cluster.empty()) {
+    bool ok = cluster.size() == 3;
+    for (int64_t v : cluster) ok = ok && v > 0;
+    if (!ok) return node_error(n, "a cluster must be three positive sizes (or absent)");
+    if (cluster[0] * cluster[1] * cluster[2] > 16) return node_error(n, "a cluster has more than 16 blocks");
+    for (size_t i = 0; i < 3; ++i) {
+      if (grid[i] % cluster[i] != 0) return node_error(n, "the cluster does not divide the grid");
+    }
+  }
+  if (dynamic_smem < 0) return node_error(n, "dynamic shared memory is negative");
+  return Status::ok();
+}
+
+// A KernelOp's own params: scalars and tensor maps (buffers are the node's inputs and output),
+// unique names that no buffer or hardware index takes.
+Status verify_params(const Graph& g, const Node& n, const std::vector<KernelParam>& params) {
+  std::set<std::string> names(n.inputs.begin(), n.inputs.end());
+  names.insert(n.id);
+  for (const KernelParam& p : params) {
+    const std::string what = "kernel parameter '" + p.name + "'";
+    if (p.name.empty()) return node_error(n, "a kernel parameter has no name");
+    if (is_hardware_index(p.name) || !names.insert(p.name).second)
+      return node_error(n, what + " repeats the name of a buffer, another parameter or a hardware index");
+    switch (p.kind) {
+      case ParamKind::Buffer:
+        return node_error(n, what + " is a buffer; a kernel's buffers are its node's inputs and output");
+      case ParamKind::Scalar:
+        if (!is_scalar_param_type(p.dtype)) return node_error(n, what + " must be i32, i64 or f32");
+        if (p.range && (dtype_is_float(p.dtype) || p.range->lo > p.range->hi))
+          return node_error(n, what + " has a range, which needs an integer type and lo <= hi");
+        break;
+      case ParamKind::TensorMap: {
+        const TensorMapSpec& spec = p.tensor_map;
+        const Node* buffer = g.find(spec.buffer);
+        if (buffer == nullptr || (spec.buffer != n.id && !std::count(n.inputs.begin(), n.inputs.end(), spec.buffer)))
+          return node_error(n, what + " covers '" + spec.buffer + "', which is neither an input nor the output");
+        if (static_cast<int64_t>(spec.box.size()) != buffer->type.rank() || spec.box.empty() || spec.box.size() > 5)
+          return node_error(n, what + " needs a box of one to five dimensions, one per dimension of '" + spec.buffer + "'");
+        for (size_t i = 0; i < spec.box.size(); ++i) {
+          if (spec.box[i] < 1 || spec.box[i] > 256 || spec.box[i] > buffer->type.dim(static_cast<int64_t>(i)))
+            return node_error(n, what + " has a box dimension outside 1..min(256, the buffer's size)");
+        }
+        if (p.dtype != buffer->type.dtype)
+          return node_error(n, what + " has dtype " + std::string(dtype_short_name(p.dtype)) + " but '" +
+                                   spec.buffer + "' is " + std::string(dtype_short_name(buffer->type.dtype)));
+        break;
+      }
+    }
+  }
+  return Status::ok();
+}
+
 // Op-specific rules that do not need statement bodies.
-Status verify_op(const Node& n) {
+Status verify_op(const Graph& g, const Node& n) {
   std::set<std::string> inputs(n.inputs.begin(), n.inputs.end());
   if (const auto* op = n.op_as<ElementwiseOp>()) {
     for (const Expr& arg : op->args) {
@@ -314,16 +413,19 @@ Status verify_op(const Node& n) {
       }
     }
   } else if (const auto* op = n.op_as<KernelOp>()) {
-    for (const auto* dims : {&op->grid, &op->block}) {
-      bool ok = dims->size() == 3;
-      for (int64_t v : *dims) ok = ok && v > 0;
-      if (!ok) return node_error(n, "kernel launch geometry must be three positive sizes");
+    TESSERA_TRY(verify_launch(n, op->grid, op->block, op->cluster, op->dynamic_smem));
+    if (op->dynamic_smem > 0 && op->dynamic_smem < smem_layout_bytes(op->body)) {
+      return node_error(n, "dynamic shared memory of " + std::to_string(op->dynamic_smem) +
+                               " bytes does not hold the kernel's Smem arrays (" +
+                               std::to_string(smem_layout_bytes(op->body)) + " bytes)");
     }
+    TESSERA_TRY(verify_params(g, n, op->params));
   } else if (const auto* op = n.op_as<CudaOp>()) {
-    for (const auto* dims : {&op->grid, &op->block}) {
-      bool ok = dims->size() == 3;
-      for (int64_t v : *dims) ok = ok && v > 0;
-      if (!ok) return node_error(n, "kernel launch geometry must be three positive sizes");
+    TESSERA_TRY(verify_launch(n, op->grid, op->block, op->cluster, op->dynamic_smem));
+    std::set<std::string> names;
+    for (const KernelParam& p : op->params) {
+      if (p.name.empty() || !names.insert(p.name).second)
+        return node_error(n, "kernel argument '" + p.name + "' is empty or listed twice");
     }
   }
   return Status::ok();
@@ -355,9 +457,10 @@ Status verify_graph(const Graph& g, Dialect expected) {
       return node_error(*n, "node is in " + std::string(dialect_name(d)) + " IR, expected " +
                                 std::string(dialect_name(expected)) + " IR");
     }
-    TESSERA_TRY(verify_op(*n));
+    TESSERA_TRY(verify_op(g, *n));
     if (const auto* kernel = n->op_as<KernelLikeOp>()) {
       GraphBuffers buffers{std::set<std::string>(n->inputs.begin(), n->inputs.end()), n->id};
+      if (const auto* k = n->op_as<KernelOp>()) buffers.params = &k->params;
       TESSERA_TRY(BodyVerifier(d, n->id, &buffers).verify(kernel->body));
     }
   }

@@ -9,7 +9,7 @@
 // Accepts: Tile IR (TileOp nodes whose body is one Tile); other nodes are left alone.
 // Knob CHUNK (int; 0 = off, else C among 256..8192, a multiple of T and below the longest N).
 //   Heuristic: off when every such loop's row slab (N times the bytes of one element of every
-//   buffer loaded in the loop with an index that follows v) fits in device.smem_per_block_static;
+//   buffer loaded in the loop with an index that follows v) fits in device.smem_per_block;
 //   otherwise the largest C whose chunk slab fits. Loops with N <= C are left whole.
 // Guarantees: same values computed (the chunks partition [0, N) and each thread visits the same
 //   elements in the same order); names canonical.
@@ -117,7 +117,7 @@ class ChunkReducePass final : public KernelPass {
       ctx.skip(n, "no StridedLoop over a row at the top of the Tile");
       return Status::ok();
     }
-    const int64_t budget = ctx.device().smem_per_block_static;
+    const int64_t budget = ctx.device().smem_per_block;
     int64_t longest = 0, widest = 0, step = loops[0].step;
     bool fits = true;
     for (const RowLoop& l : loops) {

@@ -1,7 +1,9 @@
 // materialize: lowers Tile IR kernels to Kernel IR (hardware primitives + launch geometry).
 //
 // Rewrites: every TileOp node becomes a KernelOp with the same id, inputs, type and name;
-//   grid = (product of the BLOCK extents, 1, 1), block = (product of the THREAD extents = T, 1, 1).
+//   grid = (product of the BLOCK extents, 1, 1), block = (product of the THREAD extents = T, 1, 1);
+//   dynamic_smem = the Smem layout's bytes (smem_layout) when they exceed the device's
+//   smem_per_block_static (the static __shared__ limit), else 0 (static arrays).
 //   The body becomes, in order:
 //     - one `Smem` per Stage (source dtype, slab extents, pad added to the last) and per block
 //       Combine that needs one, in order of appearance (Kernel IR wants every Smem at the top);
@@ -32,7 +34,7 @@
 // Accepts: graphs whose compute nodes are TileOps with one Tile statement each (other nodes are left
 //   alone). Errors (naming the node): a PARALLEL axis ("run launch_geometry before materialize"),
 //   an unknown binding, more threads than device().max_threads_per_block, shared memory above
-//   device().smem_per_block_static, a collective statement (Stage, Combine, AsyncWait) under a
+//   device().smem_per_block (the opt-in maximum), a collective statement (Stage, Combine, AsyncWait) under a
 //   thread-dependent loop or condition, a tma Stage, a Combine over T threads that is neither a power
 //   of two below 32 nor a multiple of 32, an accumulation into an accumulator after its block Combine.
 // Guarantees: the result verifies as Kernel IR and computes what the Tile IR means (docs/ir.md).
@@ -167,19 +169,14 @@ class KernelBuilder {
       TESSERA_TRY(lower_stmt(s, outer, out));
     }
 
-    int64_t smem_bytes = 0;
-    for (const Stmt& s : smem_) {
-      const auto* sm = s.as<Smem>();
-      int64_t elems = 1;
-      for (int64_t d : sm->shape) elems *= d;
-      smem_bytes += elems * dtype_bytes(sm->dtype);
-    }
-    if (smem_bytes > ctx_.device().smem_per_block_static) {
+    // Static __shared__ arrays up to the device's static limit; beyond it, one dynamic array the
+    // Smem statements are carved from (up to the opt-in maximum, raised when the kernel loads).
+    const int64_t smem_bytes = smem_layout_bytes(smem_);
+    if (smem_bytes > ctx_.device().smem_per_block) {
       return ctx_.error_at(node_, "the kernel needs " + std::to_string(smem_bytes) +
                                       " bytes of shared memory; device " + ctx_.device().name +
-                                      " allows " +
-                                      std::to_string(ctx_.device().smem_per_block_static) +
-                                      " bytes of static shared memory per block");
+                                      " allows " + std::to_string(ctx_.device().smem_per_block) +
+                                      " bytes per block");
     }
 
     Body body = smem_;
@@ -192,6 +189,7 @@ class KernelBuilder {
     op->name = tile_op_.name;
     op->grid = {blocks, 1, 1};
     op->block = {threads, 1, 1};
+    if (smem_bytes > ctx_.device().smem_per_block_static) op->dynamic_smem = smem_bytes;
     op->body = canonicalize_names(body);
     return op;
   }

@@ -10,7 +10,7 @@
 // land in 32 banks of 4 bytes; a bank's conflict degree is the number of distinct words it serves.
 // Accepts: Tile IR; kernels whose Stages are all 1-D are skipped with a reason.
 // Knob PAD (int; candidates 0, 1, 2, 4, 8 whose padded Stages still fit together in
-//   device.smem_per_block_static). Heuristic: the smallest pad with the fewest conflicts (summed
+//   device.smem_per_block). Heuristic: the smallest pad with the fewest conflicts (summed
 //   over the padded Stages' worst loads). One pad per kernel.
 // Guarantees: same values (padding is never read); names canonical.
 // Tests: tests/golden/pad_smem/, tests/unit/smem_passes_test.cpp.
@@ -198,7 +198,7 @@ class PadSmemPass final : public KernelPass {
       }
       int64_t total = 0;
       for (const auto& [name, b] : bytes_by_name) total += b;
-      if (total > ctx.device().smem_per_block_static) continue;
+      if (total > ctx.device().smem_per_block) continue;
       candidates.push_back(pad);
       int64_t cost = 0;
       for (const StagedAccess* a : padded) cost += worst_conflict(*a, pad, threads, ctx.device().warp_size);

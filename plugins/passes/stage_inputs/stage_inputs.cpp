@@ -13,7 +13,7 @@
 // index v - b), or is uniform (dim not in the slab); all loads must agree on the origin.
 // Accepts: Tile IR (TileOp nodes whose body is one Tile); other nodes are left alone.
 // Knob STAGE (string; candidates "none" and the subsets of the candidate buffers, comma-joined in
-//   input order, whose slabs fit together in device.smem_per_block_static minus existing Stages).
+//   input order, whose slabs fit together in device.smem_per_block minus existing Stages).
 //   Heuristic: the reused candidates (loaded by >= 2 statements, or an element read by several
 //   threads or iterations), added in input order while they fit.
 // Guarantees: same values loaded; slabs may cover elements past x's bounds (tails), which the
@@ -454,7 +454,7 @@ class StageInputsPass final : public KernelPass {
     const Tile& tile = *kernel.tile();
     ExistingStageBytes existing(g);
     existing.visit(tile.body);
-    const int64_t budget = ctx.device().smem_per_block_static - existing.total();
+    const int64_t budget = ctx.device().smem_per_block - existing.total();
     std::vector<BufferPlan> plans = plan(g, n, tile, budget);
 
     std::vector<const BufferPlan*> candidates;

@@ -166,24 +166,55 @@ class CudaEmitter {
     out.name = op_.name;
     out.grid = op_.grid;
     out.block = op_.block;
-    out.dynamic_smem = 0;
+    out.cluster = op_.cluster;
+    out.dynamic_smem = op_.dynamic_smem;
+    if (op_.dynamic_smem < 0) return error("dynamic shared memory is negative");
+    TESSERA_ASSIGN_OR_RETURN(out.params, kernel_signature(g_, node_));
     std::vector<std::string> params;
-    for (const std::string& id : node_.inputs) {
-      if (buffers_.count(id)) continue;  // an input listed twice is one argument
-      TESSERA_TRY(add_global(id, false));
-      out.args.push_back(id);
+    bool uses_tensor_map = false;
+    for (const KernelParam& p : out.params) {
+      switch (p.kind) {
+        case ParamKind::Buffer: {
+          TESSERA_TRY(add_global(p.name, p.written));
+          const Buffer& b = buffers_.at(p.name);
+          params.push_back((b.writable ? "" : "const ") + c_type(b.dtype) + "* __restrict__ " + b.cname);
+          use_dtype(b.dtype);
+          break;
+        }
+        case ParamKind::Scalar: {
+          // The body names a scalar as a Var, so its C name must be its IR name.
+          if (!is_identifier(p.name) || is_reserved(p.name) || used_cnames_.count(p.name))
+            return error("scalar parameter '" + p.name + "' cannot be a C identifier here");
+          if (!is_scalar_param_type(p.dtype)) return error("scalar parameter '" + p.name + "' must be i32, i64 or f32");
+          used_cnames_.insert(p.name);
+          params.push_back(c_type(p.dtype) + " " + p.name);
+          bind(p.name, dtype_is_float(p.dtype) ? Ty::Float : Ty::Int);
+          if (p.range) ranges_[p.name] = *p.range;
+          break;
+        }
+        case ParamKind::TensorMap:
+          if (!is_identifier(p.name) || is_reserved(p.name) || used_cnames_.count(p.name))
+            return error("tensor-map parameter '" + p.name + "' cannot be a C identifier here");
+          used_cnames_.insert(p.name);
+          params.push_back("const __grid_constant__ CUtensorMap " + p.name);
+          uses_tensor_map = true;
+          break;
+      }
     }
-    TESSERA_TRY(add_global(node_.id, true));
-    out.args.push_back(node_.id);
-    for (const std::string& id : out.args) {
-      const Buffer& b = buffers_.at(id);
-      params.push_back((b.writable ? "" : "const ") + c_type(b.dtype) + "* __restrict__ " + b.cname);
-      use_dtype(b.dtype);
+    if (op_.dynamic_smem > 0) {
+      smem_slots_ = smem_layout(op_.body);
+      const int64_t needed = smem_layout_bytes(op_.body);
+      if (needed > op_.dynamic_smem)
+        return error("the Smem arrays need " + std::to_string(needed) + " bytes but the kernel declares " +
+                     std::to_string(op_.dynamic_smem) + " bytes of dynamic shared memory");
+      if (limits_.max_smem_bytes > 0 && op_.dynamic_smem > limits_.max_smem_bytes)
+        return error("dynamic shared memory of " + std::to_string(op_.dynamic_smem) + " bytes exceeds the device's " +
+                     std::to_string(limits_.max_smem_bytes) + "-byte limit per block");
     }
 
     indent_ = 1;
     TESSERA_TRY(emit_body(op_.body, /*top_level=*/true));
-    if (limits_.static_smem_bytes > 0 && smem_bytes_ > limits_.static_smem_bytes)
+    if (op_.dynamic_smem == 0 && limits_.static_smem_bytes > 0 && smem_bytes_ > limits_.static_smem_bytes)
       return error("static shared memory of " + std::to_string(smem_bytes_) + " bytes exceeds the device's " +
                    std::to_string(limits_.static_smem_bytes) + "-byte limit for static __shared__ arrays");
 
@@ -191,6 +222,10 @@ class CudaEmitter {
     if (uses_half_) src += "#include <cuda_fp16.h>\n";
     if (uses_bf16_) src += "#include <cuda_bf16.h>\n";
     std::string helpers;
+    // The driver's opaque descriptor (cuda.h spells it the same way; NVRTC sources do not include
+    // cuda.h): 128 bytes, 64-byte aligned, passed by value.
+    if (uses_tensor_map)
+      helpers += "typedef struct __align__(64) CUtensorMap_st { unsigned long long opaque[16]; } CUtensorMap;\n";
     for (int h = 0; h < kHelperCount; ++h)
       if (helpers_.count(static_cast<Helper>(h))) helpers += kHelperText[h];
     if (!src.empty()) src += "\n";
@@ -638,9 +673,26 @@ class CudaEmitter {
       smem_bytes_ += b.elements * dtype_bytes(b.dtype);
       std::vector<std::string> dims;
       for (int64_t d : st->shape) dims.push_back(std::to_string(d));
-      // 16-byte alignment so cp.async of 16 bytes and float4 accesses may target it.
-      line("__shared__ __align__(16) " + c_type(b.dtype) + " " + b.cname + "[" + std::to_string(b.elements) + "];" +
-           (st->shape.size() > 1 ? "  // [" + join(dims, ", ") + "]" : ""));
+      const std::string shape_note = st->shape.size() > 1 ? "  // [" + join(dims, ", ") + "]" : "";
+      if (op_.dynamic_smem > 0) {
+        // Carved from the one dynamic array at its smem_layout offset (16-byte aligned, like the
+        // static arrays below).
+        if (!declared_dynamic_smem_) {
+          line("extern __shared__ __align__(16) unsigned char tessera_smem[];");
+          declared_dynamic_smem_ = true;
+        }
+        int64_t offset = -1;
+        for (const SmemSlot& slot : smem_slots_)
+          if (slot.name == st->name) offset = slot.offset;
+        if (offset < 0) return error_at(s, "Smem '" + st->name + "' is not in the kernel's shared-memory layout");
+        line(c_type(b.dtype) + "* " + b.cname + " = reinterpret_cast<" + c_type(b.dtype) + "*>(tessera_smem + " +
+             std::to_string(offset) + ");  // " + std::to_string(b.elements) + " elements" +
+             (st->shape.size() > 1 ? ", [" + join(dims, ", ") + "]" : ""));
+      } else {
+        // 16-byte alignment so cp.async of 16 bytes and float4 accesses may target it.
+        line("__shared__ __align__(16) " + c_type(b.dtype) + " " + b.cname + "[" + std::to_string(b.elements) + "];" +
+             shape_note);
+      }
       buffers_[st->name] = std::move(b);
       return Status::ok();
     }
@@ -664,7 +716,7 @@ class CudaEmitter {
     if (const auto* st = s.as<TreeHalve>()) return emit_tree_halve(s, *st);
     if (const auto* st = s.as<VectorLoad>()) return emit_vector_load(s, *st);
     if (const auto* st = s.as<VectorStore>()) return emit_vector_store(s, *st);
-    if (s.is<TmaDescriptor>() || s.is<TmaLoad>() || s.is<MbarrierInit>() || s.is<MbarrierArrive>() ||
+    if (s.is<TmaLoad>() || s.is<MbarrierInit>() || s.is<MbarrierArrive>() ||
         s.is<MbarrierWait>())
       return error_at(s, std::string(stmt_kind_name(s.kind())) + " is not supported by emit_cuda yet");
     return error_at(s, std::string(stmt_kind_name(s.kind())) +
@@ -831,6 +883,8 @@ class CudaEmitter {
   std::set<Helper> helpers_;
   bool uses_half_ = false, uses_bf16_ = false;
   int64_t smem_bytes_ = 0;
+  std::vector<SmemSlot> smem_slots_;  // the dynamic layout, when op_.dynamic_smem > 0
+  bool declared_dynamic_smem_ = false;
   std::string body_;
   int indent_ = 1;
   std::string expr_error_;

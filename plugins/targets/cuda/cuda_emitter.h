@@ -12,13 +12,15 @@ namespace tessera {
 
 // Device limits the emitted kernel must respect (read from the DeviceDesc; 0 = unchecked).
 struct CudaEmitLimits {
-  int64_t static_smem_bytes = 0;
+  int64_t static_smem_bytes = 0;      // static __shared__ arrays (smem_per_block_static)
   int64_t max_threads_per_block = 0;
+  int64_t max_smem_bytes = 0;         // dynamic shared memory, opt-in maximum (smem_per_block)
 };
 
-// The CudaOp for `node` (whose op is a KernelOp) of `g`: source, grid, block, dynamic_smem = 0 and
-// args = the node's input buffers in input order, then its output. An error names the node and,
-// where one is at fault, the statement.
+// The CudaOp for `node` (whose op is a KernelOp) of `g`: source, grid, block, cluster,
+// dynamic_smem (the KernelOp's: its Smem arrays are then carved from one extern __shared__ array)
+// and params = kernel_signature (buffers: the node's inputs, then its output; then its scalars and
+// tensor maps). An error names the node and, where one is at fault, the statement.
 Expected<CudaOp> emit_cuda_kernel(const Graph& g, const Node& node, const CudaEmitLimits& limits);
 
 }  // namespace tessera

@@ -4,9 +4,13 @@
 // Running: the graph's buffers are planned by liveness (BufferPlan), one cuMemAlloc per slot;
 // inputs and constants are converted to their dtype's bytes (TensorBytes) and uploaded; each
 // kernel's cubin (from Target::build) is loaded as a module; kernels launch in graph order on one
-// stream with their grid, block and dynamic shared memory (the opt-in limit is raised with
+// stream with their 3-D grid, block and dynamic shared memory (the opt-in limit is raised with
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES past the default per-block limit), each followed
 // by a synchronize so a fault names its kernel; outputs are downloaded and converted back.
+// Arguments follow CudaOp::params (LaunchArgs, launch_args.h): buffers' device addresses, scalars
+// from the caller converted to their types, tensor maps encoded with cuTensorMapEncodeTiled from
+// their buffer's address when the kernel loads. A kernel with cluster dims launches through
+// cuLaunchKernelEx with the cluster-dimension attribute.
 // Timing: see docs/targets.md "### Benchmarking" (CUDA events, warm-up until the median is stable,
 // optional CUDA graph replay and L2 flush).
 // Every driver error names the call and, where one is at fault, the kernel and node.
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "buffer_plan.h"
+#include "launch_args.h"
 #include "tensor_bytes.h"
 #include "tessera/eval/constant_data.h"
 
@@ -46,8 +51,7 @@ struct CudaRuntime::Loaded {
     const Node* node = nullptr;
     const CudaOp* op = nullptr;
     CUfunction fn = nullptr;
-    std::vector<CUdeviceptr> args;
-    std::vector<void*> params;  // points into args
+    LaunchArgs args;
     int registers = 0;
     int64_t static_smem = 0;
     int64_t bytes = 0;
@@ -65,13 +69,34 @@ struct CudaRuntime::Loaded {
     if (stream) api->stream_destroy(stream);
   }
 
-  Status launch(const Kernel& k) const {
+  Status launch(Kernel& k) const {
     const CudaOp& op = *k.op;
+    if (!op.cluster.empty()) {
+      // Clusters are launch geometry like the grid: a launch attribute, not a property of the source.
+      CUlaunchAttribute cluster{};
+      cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      cluster.value.clusterDim.x = static_cast<unsigned>(op.cluster[0]);
+      cluster.value.clusterDim.y = static_cast<unsigned>(op.cluster[1]);
+      cluster.value.clusterDim.z = static_cast<unsigned>(op.cluster[2]);
+      CUlaunchConfig config{};
+      config.gridDimX = static_cast<unsigned>(op.grid[0]);
+      config.gridDimY = static_cast<unsigned>(op.grid[1]);
+      config.gridDimZ = static_cast<unsigned>(op.grid[2]);
+      config.blockDimX = static_cast<unsigned>(op.block[0]);
+      config.blockDimY = static_cast<unsigned>(op.block[1]);
+      config.blockDimZ = static_cast<unsigned>(op.block[2]);
+      config.sharedMemBytes = static_cast<unsigned>(op.dynamic_smem);
+      config.hStream = stream;
+      config.attrs = &cluster;
+      config.numAttrs = 1;
+      TESSERA_CU(*api, launch_kernel_ex, kernel_what(*k.node, op), &config, k.fn, k.args.kernel_params(), nullptr);
+      return Status::ok();
+    }
     TESSERA_CU(*api, launch_kernel, kernel_what(*k.node, op), k.fn, static_cast<unsigned>(op.grid[0]),
                static_cast<unsigned>(op.grid[1]), static_cast<unsigned>(op.grid[2]),
                static_cast<unsigned>(op.block[0]), static_cast<unsigned>(op.block[1]),
                static_cast<unsigned>(op.block[2]), static_cast<unsigned>(op.dynamic_smem), stream,
-               const_cast<void**>(k.params.data()), nullptr);
+               k.args.kernel_params(), nullptr);
     return Status::ok();
   }
 };
@@ -120,7 +145,7 @@ CudaRuntime::~CudaRuntime() {
 
 Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g, const ValueMap& inputs,
                                                                  const std::vector<KernelBuild>& builds,
-                                                                 bool keep_uploaded) {
+                                                                 const ScalarArgs& scalars, bool keep_uploaded) {
   const DriverApi& cu = *api_;
   const std::vector<BufferUse> uses = BufferPlan::uses_of(g);
   TESSERA_ASSIGN_OR_RETURN(BufferPlan plan, BufferPlan::plan(uses, keep_uploaded));
@@ -186,13 +211,38 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
         TESSERA_CU(cu, func_set_attribute, what, k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                    static_cast<int>(op->dynamic_smem));
       }
-      for (const std::string& arg : op->args) {
-        auto it = l->buffer.find(arg);
-        if (it == l->buffer.end())
-          return make_error("target cuda: " + what + ": argument '" + arg + "' is no buffer of the graph").at_node(n->id);
-        k.args.push_back(it->second);
+      LaunchArgValues values;
+      values.scalars = scalars;
+      for (const KernelParam& p : op->params) {
+        if (p.kind == ParamKind::Scalar) continue;
+        const std::string& buffer = p.kind == ParamKind::Buffer ? p.name : p.tensor_map.buffer;
+        auto it = l->buffer.find(buffer);
+        const Node* buffer_node = g.find(buffer);
+        if (it == l->buffer.end() || buffer_node == nullptr)
+          return make_error("target cuda: " + what + ": argument " + p.str() + " names no buffer of the graph")
+              .at_node(n->id);
+        if (p.kind == ParamKind::Buffer) {
+          values.buffers[p.name] = static_cast<uint64_t>(it->second);
+          continue;
+        }
+        // The launch owns the descriptor: encoded here from the buffer's final address.
+        Expected<TensorMapEncoding> e = encode_tensor_map(p, buffer_node->type, static_cast<uint64_t>(it->second));
+        if (!e) return make_error("target cuda: " + what + ": " + e.error().message).at_node(n->id);
+        static const CUtensorMapDataType kTypes[] = {CU_TENSOR_MAP_DATA_TYPE_FLOAT32, CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                                     CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_DATA_TYPE_INT32,
+                                                     CU_TENSOR_MAP_DATA_TYPE_INT64, CU_TENSOR_MAP_DATA_TYPE_UINT8};
+        CUtensorMap map;
+        TESSERA_CU(cu, tensor_map_encode_tiled, what + ", tensor map " + p.name, &map,
+                   kTypes[static_cast<int>(e->data_type)], e->rank, reinterpret_cast<void*>(e->address),
+                   e->global_dim.data(), e->global_strides.data(), e->box_dim.data(), e->element_strides.data(),
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        static_assert(sizeof(CUtensorMap) == sizeof(TensorMapBytes));
+        std::memcpy(values.tensor_maps[p.name].opaque.data(), &map, sizeof map);
       }
-      for (CUdeviceptr& p : k.args) k.params.push_back(&p);
+      Expected<LaunchArgs> args = LaunchArgs::pack(op->params, values);
+      if (!args) return make_error("target cuda: " + what + ": " + args.error().message).at_node(n->id);
+      k.args = std::move(*args);
       for (const std::string& in : n->inputs) k.bytes += bytes_of[in];
       k.bytes += bytes_of[n->id];
       l->kernels.push_back(std::move(k));
@@ -208,12 +258,13 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
   return l;
 }
 
-Expected<TargetRun> CudaRuntime::run(const Graph& g, const ValueMap& inputs, const std::vector<KernelBuild>& builds) {
+Expected<TargetRun> CudaRuntime::run(const Graph& g, const ValueMap& inputs, const std::vector<KernelBuild>& builds,
+                                     const ScalarArgs& scalars) {
   const DriverApi& cu = *api_;
   TESSERA_CU(cu, ctx_set_current, "device 0", ctx_);
-  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Loaded> l, load(g, inputs, builds, /*keep_uploaded=*/false));
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Loaded> l, load(g, inputs, builds, scalars, /*keep_uploaded=*/false));
   TargetRun run;
-  for (const Loaded::Kernel& k : l->kernels) {
+  for (Loaded::Kernel& k : l->kernels) {
     if (Status s = l->launch(k); !s) return std::move(s).error().at_node(k.node->id);
     if (Status s = cu.check(cu.stream_synchronize(l->stream), "cuStreamSynchronize", kernel_what(*k.node, *k.op)); !s)
       return std::move(s).error().at_node(k.node->id);
@@ -232,10 +283,10 @@ Expected<TargetRun> CudaRuntime::run(const Graph& g, const ValueMap& inputs, con
 }
 
 Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs, const std::vector<KernelBuild>& builds,
-                                         const BenchOptions& options) {
+                                         const BenchOptions& options, const ScalarArgs& scalars) {
   const DriverApi& cu = *api_;
   TESSERA_CU(cu, ctx_set_current, "device 0", ctx_);
-  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Loaded> l, load(g, inputs, builds, /*keep_uploaded=*/true));
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Loaded> l, load(g, inputs, builds, scalars, /*keep_uploaded=*/true));
 
   // Driver objects of the measurement, released on every path.
   struct Timing {
@@ -303,7 +354,7 @@ Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs,
   BenchReport report;
   report.device = device_.full_name;
   report.flushed_l2 = flush;
-  for (const Loaded::Kernel& k : l->kernels) {
+  for (Loaded::Kernel& k : l->kernels) {
     const std::string what = kernel_what(*k.node, *k.op);
     Expected<Stats> s = measure([&] { return l->launch(k); }, what);
     if (!s) return std::move(s).error().at_node(k.node->id);
@@ -324,7 +375,7 @@ Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs,
   }
 
   auto launch_all = [&]() -> Status {
-    for (const Loaded::Kernel& k : l->kernels)
+    for (Loaded::Kernel& k : l->kernels)
       if (Status s = l->launch(k); !s) return s;
     return Status::ok();
   };
@@ -356,11 +407,11 @@ Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::open(std::shared_ptr<const D
   return make_error(std::string(kNoCudaPrefix) + "this build of the cuda plugin has no CUDA toolkit headers");
 }
 CudaRuntime::~CudaRuntime() = default;
-Expected<TargetRun> CudaRuntime::run(const Graph&, const ValueMap&, const std::vector<KernelBuild>&) {
+Expected<TargetRun> CudaRuntime::run(const Graph&, const ValueMap&, const std::vector<KernelBuild>&, const ScalarArgs&) {
   return make_error(std::string(kNoCudaPrefix) + "this build of the cuda plugin has no CUDA toolkit headers");
 }
 Expected<BenchReport> CudaRuntime::bench(const Graph&, const ValueMap&, const std::vector<KernelBuild>&,
-                                         const BenchOptions&) {
+                                         const BenchOptions&, const ScalarArgs&) {
   return make_error(std::string(kNoCudaPrefix) + "this build of the cuda plugin has no CUDA toolkit headers");
 }
 

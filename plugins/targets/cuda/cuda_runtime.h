@@ -23,18 +23,21 @@ class CudaRuntime {
   const DeviceDesc& device() const { return device_; }
 
   // Runs every kernel of `g` once, in graph order, with the cubins of `builds` (Target::build's
-  // result for `g`, same order), and downloads the graph outputs.
-  Expected<TargetRun> run(const Graph& g, const ValueMap& inputs, const std::vector<KernelBuild>& builds);
+  // result for `g`, same order) and `scalars` for the kernels' scalar parameters, and downloads the
+  // graph outputs.
+  Expected<TargetRun> run(const Graph& g, const ValueMap& inputs, const std::vector<KernelBuild>& builds,
+                          const ScalarArgs& scalars = {});
   // Times every kernel and the whole program (see docs/targets.md "### Benchmarking").
   Expected<BenchReport> bench(const Graph& g, const ValueMap& inputs, const std::vector<KernelBuild>& builds,
-                              const BenchOptions& options);
+                              const BenchOptions& options, const ScalarArgs& scalars = {});
 
  private:
   explicit CudaRuntime(std::shared_ptr<const DriverApi> api) : api_(std::move(api)) {}
 #if TESSERA_HAVE_CUDA
   struct Loaded;
   Expected<std::unique_ptr<Loaded>> load(const Graph& g, const ValueMap& inputs,
-                                         const std::vector<KernelBuild>& builds, bool keep_uploaded);
+                                         const std::vector<KernelBuild>& builds, const ScalarArgs& scalars,
+                                         bool keep_uploaded);
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
 #endif

@@ -51,7 +51,7 @@ class CudaTarget final : public Target {
   Expected<TargetRun> execute(const Graph& g, const ValueMap& inputs, const TargetOptions& options) override {
     TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<CudaRuntime> rt, open_runtime());
     TESSERA_ASSIGN_OR_RETURN(std::vector<KernelBuild> builds, build(g, for_device(options, rt->device())));
-    Expected<TargetRun> run = rt->run(g, inputs, builds);
+    Expected<TargetRun> run = rt->run(g, inputs, builds, options.scalars);
     if (run)
       for (const KernelBuild& b : builds)
         if (!b.cache_warning.empty()) {
@@ -65,7 +65,7 @@ class CudaTarget final : public Target {
                               const BenchOptions& bench_options) override {
     TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<CudaRuntime> rt, open_runtime());
     TESSERA_ASSIGN_OR_RETURN(std::vector<KernelBuild> builds, build(g, for_device(options, rt->device())));
-    return rt->bench(g, inputs, builds, bench_options);
+    return rt->bench(g, inputs, builds, bench_options, options.scalars);
   }
 
   Expected<std::vector<KernelBuild>> build(const Graph& g, const TargetOptions& options) override {

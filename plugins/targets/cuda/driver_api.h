@@ -34,6 +34,8 @@ inline constexpr const char* kNoCudaPrefix = "no CUDA driver / GPU found: ";
   X(func_set_attribute, "cuFuncSetAttribute", cuFuncSetAttribute)                     \
   X(func_get_attribute, "cuFuncGetAttribute", cuFuncGetAttribute)                     \
   X(launch_kernel, "cuLaunchKernel", cuLaunchKernel)                                  \
+  X(launch_kernel_ex, "cuLaunchKernelEx", cuLaunchKernelEx)                           \
+  X(tensor_map_encode_tiled, "cuTensorMapEncodeTiled", cuTensorMapEncodeTiled)        \
   X(mem_alloc, "cuMemAlloc", cuMemAlloc)                                              \
   X(mem_free, "cuMemFree", cuMemFree)                                                 \
   X(memcpy_htod, "cuMemcpyHtoD", cuMemcpyHtoD)                                        \

@@ -50,6 +50,8 @@ class BlockExecutor {
       std::fill(regs_[static_cast<size_t>(kGridDimX + d)].begin(), regs_[static_cast<size_t>(kGridDimX + d)].end(),
                 static_cast<double>(op.grid[static_cast<size_t>(d)]));
     }
+    for (const auto& [slot, value] : program.scalar_slots)
+      std::fill(regs_[static_cast<size_t>(slot)].begin(), regs_[static_cast<size_t>(slot)].end(), value);
     fill_literals(program_.body);
   }
 

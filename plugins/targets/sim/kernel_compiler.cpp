@@ -36,7 +36,8 @@ class KernelCompiler {
     }
   }
 
-  Expected<KernelProgram> compile() {
+  Expected<KernelProgram> compile(const std::vector<ScalarBinding>& scalars) {
+    for (const ScalarBinding& b : scalars) program_.scalar_slots.emplace_back(define(b.name, b.is_int), b.value);
     // Smem buffers are declared at the top level, before their uses (docs/ir.md, Kernel IR).
     TESSERA_ASSIGN_OR_RETURN(program_.body, compile_body(op_.body, /*top_level=*/true));
     program_.slot_count = static_cast<int>(slot_is_int_.size());
@@ -294,8 +295,9 @@ class KernelCompiler {
 
 }  // namespace
 
-Expected<KernelProgram> compile_kernel(const Node& node, const KernelOp& op, const std::vector<GlobalBuffer>& globals) {
-  return KernelCompiler(node, op, globals).compile();
+Expected<KernelProgram> compile_kernel(const Node& node, const KernelOp& op, const std::vector<GlobalBuffer>& globals,
+                                       const std::vector<ScalarBinding>& scalars) {
+  return KernelCompiler(node, op, globals).compile(scalars);
 }
 
 }  // namespace tessera::sim

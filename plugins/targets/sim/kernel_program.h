@@ -83,15 +83,25 @@ enum HardwareSlot : int {
   kHardwareSlots
 };
 
+// A scalar kernel parameter's value, bound to its register before the body runs.
+struct ScalarBinding {
+  std::string name;
+  double value = 0.0;  // integer parameters hold integral values
+  bool is_int = true;
+};
+
 struct KernelProgram {
   std::vector<SimStmt> body;
   std::vector<SmemDecl> smem;
+  std::vector<std::pair<int, double>> scalar_slots;  // (register slot, value)
   int slot_count = kHardwareSlots;
   int temp_count = 0;
 };
 
-// Compiles `op`'s body; `globals` lists the buffers the kernel may name (inputs and output).
-Expected<KernelProgram> compile_kernel(const Node& node, const KernelOp& op, const std::vector<GlobalBuffer>& globals);
+// Compiles `op`'s body; `globals` lists the buffers the kernel may name (inputs and output),
+// `scalars` the values of its scalar parameters (names the body may use as values).
+Expected<KernelProgram> compile_kernel(const Node& node, const KernelOp& op, const std::vector<GlobalBuffer>& globals,
+                                       const std::vector<ScalarBinding>& scalars = {});
 
 // The first line of a statement's printout, without indentation: how errors quote statements.
 std::string stmt_text(const Stmt& s);

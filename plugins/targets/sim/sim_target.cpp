@@ -12,8 +12,14 @@
 //   naming the kernel, the statement, the block and thread, and the offending index.
 // Tests: tests/unit/sim_target_test.cpp (hand-built kernels; the differential corpus through the
 //   tile passes and materialize).
+// Kernel parameters: scalars take their values from TargetOptions::scalars (by name; a missing
+//   value, an i32 overflow or a value outside the declared range is an error); tensor maps are
+//   carried but TMA copies are not simulated. Shared memory: the Smem arrays must fit the
+//   device's static limit, or, with dynamic_smem, the declared dynamic bytes and the opt-in limit.
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 #include <utility>
 #include <vector>
 
@@ -84,7 +90,50 @@ class SimTarget final : public Target {
       return make_error(prefix + std::to_string(threads) + " threads per block exceed the device's " +
                         std::to_string(limit))
           .at_node(n.id);
+    // Shared memory as the hardware would take it: static arrays within the static limit, or one
+    // dynamic array that holds the smem_layout and fits the opt-in maximum.
+    const int64_t layout = smem_layout_bytes(k.body);
+    if (k.dynamic_smem < 0) return make_error(prefix + "dynamic shared memory is negative").at_node(n.id);
+    if (k.dynamic_smem > 0 && layout > k.dynamic_smem)
+      return make_error(prefix + "the Smem arrays need " + std::to_string(layout) + " bytes but the kernel declares " +
+                        std::to_string(k.dynamic_smem) + " bytes of dynamic shared memory")
+          .at_node(n.id);
+    if (options.device != nullptr) {
+      const bool dynamic = k.dynamic_smem > 0;
+      const int64_t bytes = dynamic ? k.dynamic_smem : layout;
+      const int64_t smem_limit = dynamic ? options.device->smem_per_block : options.device->smem_per_block_static;
+      if (bytes > smem_limit)
+        return make_error(prefix + std::to_string(bytes) + " bytes of " + (dynamic ? "dynamic" : "static") +
+                          " shared memory exceed the device's " + std::to_string(smem_limit))
+            .at_node(n.id);
+    }
     return Status::ok();
+  }
+
+  // The values of `k`'s scalar parameters from options.scalars, checked against their types and
+  // declared ranges.
+  static Expected<std::vector<sim::ScalarBinding>> scalar_bindings(const Node& n, const KernelOp& k,
+                                                                   const TargetOptions& options) {
+    std::vector<sim::ScalarBinding> out;
+    for (const KernelParam& p : k.params) {
+      if (p.kind != ParamKind::Scalar) continue;
+      auto prefix = "sim: kernel " + k.name + " (node " + n.id + "): scalar parameter " + p.str() + ": ";
+      auto it = options.scalars.find(p.name);
+      if (it == options.scalars.end()) return make_error(prefix + "no value given").at_node(n.id);
+      sim::ScalarBinding b{p.name, 0.0, !dtype_is_float(p.dtype)};
+      if (const auto* i = std::get_if<int64_t>(&it->second)) {
+        if (p.dtype == DType::I32 && (*i < INT32_MIN || *i > INT32_MAX))
+          return make_error(prefix + std::to_string(*i) + " does not fit in i32").at_node(n.id);
+        if (p.range && !p.range->contains(*i))
+          return make_error(prefix + "the value " + std::to_string(*i) + " is outside its declared range").at_node(n.id);
+        b.value = b.is_int ? static_cast<double>(*i) : static_cast<double>(static_cast<float>(*i));
+      } else {
+        if (b.is_int) return make_error(prefix + "needs an integer value").at_node(n.id);
+        b.value = static_cast<double>(static_cast<float>(std::get<double>(it->second)));
+      }
+      out.push_back(std::move(b));
+    }
+    return out;
   }
 
   static Status run_kernel(const Node& n, const KernelOp& k, ValueMap& values, const TargetOptions& options) {
@@ -97,7 +146,8 @@ class SimTarget final : public Target {
       globals.push_back(sim::GlobalBuffer{in, &it->second, false});
     }
     globals.push_back(sim::GlobalBuffer{n.id, &values[n.id], true});
-    TESSERA_ASSIGN_OR_RETURN(sim::KernelProgram program, sim::compile_kernel(n, k, globals));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<sim::ScalarBinding> scalars, scalar_bindings(n, k, options));
+    TESSERA_ASSIGN_OR_RETURN(sim::KernelProgram program, sim::compile_kernel(n, k, globals, scalars));
     return sim::launch_kernel(n, k, program, globals);
   }
 };

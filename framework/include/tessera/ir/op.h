@@ -21,6 +21,7 @@
 
 #include "tessera/ir/attr.h"
 #include "tessera/ir/expr.h"
+#include "tessera/ir/kernel_abi.h"
 #include "tessera/ir/stmt.h"
 
 namespace tessera {
@@ -164,10 +165,17 @@ class TileOp final : public KernelLikeOp {
   std::unique_ptr<Op> clone() const override { return std::make_unique<TileOp>(*this); }
 };
 
+// A kernel of hardware primitives and its launch (docs/ir.md "Kernel parameters and launch").
 class KernelOp final : public KernelLikeOp {
  public:
   std::vector<int64_t> grid{1, 1, 1};
   std::vector<int64_t> block{1, 1, 1};
+  std::vector<int64_t> cluster;     // thread-block cluster dims (sm_90+); empty = no cluster
+  // 0: every Smem is a static __shared__ array. Else the bytes of the kernel's one dynamic shared
+  // array, from which the Smem statements are carved in order (smem_layout); it must hold them.
+  int64_t dynamic_smem = 0;
+  // Scalar and tensor-map parameters, after the buffers the node implies (kernel_signature).
+  std::vector<KernelParam> params;
   Dialect dialect() const override { return Dialect::Kernel; }
   std::string_view kind() const override { return "kernel"; }
   std::unique_ptr<Op> clone() const override { return std::make_unique<KernelOp>(*this); }
@@ -181,8 +189,9 @@ class CudaOp final : public Op {
   std::string source;               // complete CUDA C++ translation unit
   std::vector<int64_t> grid{1, 1, 1};
   std::vector<int64_t> block{1, 1, 1};
+  std::vector<int64_t> cluster;     // empty = no cluster; else launched with a cluster attribute
   int64_t dynamic_smem = 0;         // bytes
-  std::vector<std::string> args;    // buffer names in kernel-argument order
+  std::vector<KernelParam> params;  // every kernel argument in order: buffers, scalars, tensor maps
   Dialect dialect() const override { return Dialect::Cuda; }
   std::string_view kind() const override { return "cuda"; }
   std::unique_ptr<Op> clone() const override { return std::make_unique<CudaOp>(*this); }

@@ -285,18 +285,8 @@ struct CpAsyncWait {
   template <class S, class F> static void reflect(S& s, F&& f) { f("keep", s.keep, FieldRole::Data); }
 };
 
-// `tmap_x = TmaDescriptor(x, box=(1, 64))`
-struct TmaDescriptor {
-  std::string name, buffer;
-  std::vector<int64_t> box;
-  template <class S, class F> static void reflect(S& s, F&& f) {
-    f("name", s.name, FieldRole::DefBuffer);
-    f("buffer", s.buffer, FieldRole::UseBuffer);
-    f("box", s.box, FieldRole::Data);
-  }
-};
-
-// `TmaLoad(x_smem, tmap_x, coords=(0, a1), mbar=bar0)`
+// `TmaLoad(x_smem, tmap_x, coords=(0, a1), mbar=bar0)`: `desc` names a tensor-map parameter of
+// the kernel (KernelParam); the host object it stands for belongs to the launch, not the body.
 struct TmaLoad {
   std::string dst, desc;
   ExprList coords;
@@ -399,7 +389,7 @@ struct VectorStore {
   /* Loop IR */ X(Load) X(Assign) X(Select) X(Init) X(Accum) X(Write) X(Loop) X(Cond) \
   /* Tile IR */ X(Tile) X(StridedLoop) X(Stage) X(Combine) X(AsyncWait)       \
   /* Kernel IR */ X(Let) X(Smem) X(Sync) X(CpAsyncCopy) X(CpAsyncCommit)      \
-  X(CpAsyncWait) X(TmaDescriptor) X(TmaLoad) X(MbarrierInit) X(MbarrierArrive) \
+  X(CpAsyncWait) X(TmaLoad) X(MbarrierInit) X(MbarrierArrive) \
   X(MbarrierWait) X(WarpShuffle) X(TreeHalve) X(VectorLoad) X(VectorStore)
 
 enum class StmtKind : uint8_t {

@@ -15,7 +15,7 @@ struct DeviceDesc {
   std::string full_name;     // "NVIDIA H100 80GB HBM3"
   std::string arch;          // sm_90
   int sm_count = 0;
-  int64_t smem_per_block = 0;        // bytes usable by one block (opt-in maximum)
+  int64_t smem_per_block = 49152;    // bytes usable by one block (opt-in maximum, dynamic smem)
   int64_t smem_per_block_static = 49152;  // bytes of statically declared __shared__ per block
   int64_t smem_per_sm = 0;           // bytes
   int64_t regs_per_sm = 0;

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "tessera/eval/tensor_value.h"
@@ -20,11 +22,18 @@
 
 namespace tessera {
 
+// The value of a scalar kernel parameter (KernelParam of kind scalar), as the caller gives it:
+// an integer for i32/i64 parameters, an integer or a double for f32 ones.
+using ScalarValue = std::variant<int64_t, double>;
+// By parameter name; every kernel of the program with a scalar parameter of that name gets it.
+using ScalarArgs = std::map<std::string, ScalarValue>;
+
 struct TargetOptions {
   std::string arch;                 // sm_90, ...
   const DeviceDesc* device = nullptr;
   std::string cache_dir;
   bool want_ptx = false;            // build() also returns each kernel's PTX (KernelBuild::ptx)
+  ScalarArgs scalars;               // the values of the kernels' scalar parameters
 };
 
 // One kernel launch a target performed, in launch order (what `tessera run` lists).

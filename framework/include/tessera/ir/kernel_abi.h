@@ -1,0 +1,84 @@
+// The kernel ABI: typed parameters of Kernel IR and CUDA IR kernels, and the layout of dynamic
+// shared memory (docs/ir.md "Kernel parameters and launch").
+//
+// A kernel's parameters, in argument order, are its buffers (the node's inputs, each once, in
+// input order, read-only; then the node's output, written) followed by the parameters the KernelOp
+// declares itself: scalars (i32, i64, f32 values passed by value; the body names them as Vars) and
+// tensor maps (a `const __grid_constant__ CUtensorMap` the host builds from a global buffer and a
+// box before the launch; TmaLoad names it). Buffers are implied by the node so that the graph's
+// dataflow stays the one source of truth; CudaOp stores the whole list (its source is fixed).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/ir/expr.h"
+#include "tessera/ir/stmt.h"
+#include "tessera/ir/type.h"
+#include "tessera/support/status.h"
+
+namespace tessera {
+
+class Graph;
+struct Node;
+
+enum class ParamKind : uint8_t { Buffer, Scalar, TensorMap };
+
+std::string_view param_kind_name(ParamKind k);  // "buffer", "scalar", "tensor_map"
+std::optional<ParamKind> parse_param_kind(std::string_view s);
+
+// The host-side description of a tensor map: which global buffer it covers and the box (tile) one
+// TMA copy moves, outermost dimension first like the buffer's shape. The launch owns it: the
+// runtime encodes it (cuTensorMapEncodeTiled) with the buffer's address before every launch.
+struct TensorMapSpec {
+  std::string buffer;
+  std::vector<int64_t> box;
+  bool operator==(const TensorMapSpec&) const = default;
+};
+
+struct KernelParam {
+  std::string name;
+  ParamKind kind = ParamKind::Buffer;
+  // Buffer: element type. Scalar: i32, i64 or f32. Tensor map: the covered buffer's element type.
+  DType dtype = DType::F32;
+  bool written = false;             // buffer: the kernel writes it (else `const`)
+  std::optional<Interval> range;    // integer scalar: declared values [lo, hi] (else unknown)
+  TensorMapSpec tensor_map;         // tensor map only
+
+  // "x: const f32*", "y: f32*", "pos: i32 in [0, 2047]", "scale: f32",
+  // "tmap_x: tensor_map(x, box=(1, 64))".
+  std::string str() const;
+  bool operator==(const KernelParam&) const = default;
+};
+
+// Whether `t` may be a scalar parameter's type (i32, i64, f32).
+bool is_scalar_param_type(DType t);
+
+// The full signature of a Kernel IR node: its buffers (inputs once each, in input order, const;
+// then its output, written; dtypes from the graph) followed by the KernelOp's own params.
+// Errors name the node when it is not a KernelOp or an input is not a node of `g`.
+Expected<std::vector<KernelParam>> kernel_signature(const Graph& g, const Node& node);
+
+// ---- shared memory ---------------------------------------------------------------------------
+
+// Every Smem array starts on this boundary (cp.async of 16 bytes and float4 accesses need it).
+inline constexpr int64_t kSmemAlign = 16;
+
+// Where one Smem array of a kernel lives in its shared memory.
+struct SmemSlot {
+  std::string name;
+  int64_t offset = 0;  // bytes from the start of the kernel's dynamic shared memory
+  int64_t bytes = 0;
+};
+
+// The top-level Smem statements of `body` in order, each at the next kSmemAlign-aligned offset:
+// how a kernel with dynamic shared memory carves its one `extern __shared__` array (and how the
+// static arrays of any kernel add up). Nested Smem statements are not Kernel IR and are ignored.
+std::vector<SmemSlot> smem_layout(const Body& body);
+// The end of the last slot (0 without Smem): the bytes a kernel's shared memory needs.
+int64_t smem_layout_bytes(const Body& body);
+
+}  // namespace tessera
