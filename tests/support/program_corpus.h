@@ -115,6 +115,17 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "x=torch.zeros(3,5); torch.max(x, 1)[1]"},
       {"EmbeddingIsAGather",
        "ids=torch.randint(0, 10, (3, 5)); nn.Embedding(10, 8)(ids)"},
+      // Typed values: integer arithmetic stays i64, mixed int/float promotes to float, comparisons
+      // are bool (cast when they feed arithmetic), and the SwiGLU product of an LLM MLP.
+      {"IntegerArithmetic",
+       "ids=torch.randint(0, 10, (4, 6)); ids * 3 + 1"},
+      {"MixedIntFloat",
+       "ids=torch.randint(0, 10, (4, 6)); x=torch.randn(4, 6); x * ids + (ids > 4).float()"},
+      {"IntMaskSumAndSelect",
+       "x=torch.randn(4, 6); y=torch.randn(4, 6); m=(x > 0).int() * (y < 0.5).int(); "
+       "torch.where(m == 1, x, y) + m.sum(-1, keepdim=True)"},
+      {"SwiGLUProduct",
+       "import torch.nn.functional as F; g=torch.randn(4, 2048); u=torch.randn(4, 2048); F.silu(g) * u"},
       {"ModuleWithRotateHalf",
        "class Block(nn.Module):\n"
        "    def __init__(self):\n"

@@ -4,7 +4,9 @@
 // actually produce vector accesses of that width, WIDTH = 1 none. Printouts: tests/golden/vectorize_loads/.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -126,6 +128,64 @@ TEST_P(VectorizeLoadsTest, EveryWidthMatchesTheScalarKernelAndTheReference) {
           << "WIDTH " << width << " vs reference: " << vs_reference->str() << "\n" << print_graph(g);
     }
   }
+}
+
+// bf16 rows move 16 bytes per access: under the default pipeline a bf16 RMSNorm stages its row with
+// 8-element (128-bit) global loads and writes the scaled row with 8-element stores, computes in f32,
+// matches the reference that rounds every op's output to bf16 (as PyTorch eager does) at the bf16
+// tolerance, and the emitted CUDA (uint4 accesses of __nv_bfloat16 elements) compiles for sm_90.
+TEST_F(VectorizeLoadsTest, Bf16RmsNormUses128BitAccessesAndMatchesEagerRounding) {
+  const Graph torch = trace("nn.RMSNorm(2048)(torch.randn(1,4,2048))", DType::BF16);
+  ASSERT_FALSE(HasFailure());
+  auto spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+  ASSERT_TRUE(spec) << spec.error().render();
+  Graph kernel = torch;
+  Status st = lower(kernel, *spec, Dialect::Kernel, device_, std::nullopt, /*verify_each=*/true);
+  ASSERT_TRUE(st) << st.error().render();
+
+  struct Bf16Vectors final : StmtVisitor {
+    int loads8 = 0, stores8 = 0;
+    void visit_VectorLoad(const VectorLoad& s) override {
+      loads8 += s.dsts.size() == 8 && s.type == ValueType::scalar(DType::BF16);
+    }
+    void visit_VectorStore(const VectorStore& s) override { stores8 += s.values.size() == 8; }
+  } found;
+  for (const Node* n : kernel.nodes())
+    if (const auto* k = n->op_as<KernelOp>()) found.visit(k->body);
+  EXPECT_GT(found.loads8, 0) << print_graph(kernel);
+  EXPECT_GT(found.stores8, 0) << print_graph(kernel);
+
+  ValueMap inputs = make_inputs(torch, 7);
+  auto expected = evaluate_reference(torch, inputs);
+  ASSERT_TRUE(expected) << expected.error().render();
+  auto ran = simulate(kernel, inputs);
+  ASSERT_TRUE(ran) << ran.error().render() << "\n" << print_graph(kernel);
+  for (const std::string& out : torch.outputs()) {
+    auto cmp = compare_output(*expected, ran->outputs, out);
+    ASSERT_TRUE(cmp) << cmp.error().render();
+    EXPECT_LE(default_output_rtol(DType::BF16), 2e-2);
+    EXPECT_TRUE(cmp->within(default_output_rtol(DType::BF16))) << cmp->str() << "\n" << print_graph(kernel);
+  }
+
+  Graph cuda = torch;
+  st = lower(cuda, *spec, Dialect::Cuda, device_);
+  ASSERT_TRUE(st) << st.error().render();
+  std::string sources;
+  for (const Node* n : cuda.nodes())
+    if (const auto* op = n->op_as<CudaOp>()) sources += op->source;
+  EXPECT_NE(sources.find("const uint4 tessera_vec = *reinterpret_cast<const uint4*>(&"), std::string::npos) << sources;
+  EXPECT_NE(sources.find("*reinterpret_cast<uint4*>(&"), std::string::npos) << sources;
+  EXPECT_NE(sources.find("reinterpret_cast<const __nv_bfloat16*>(&tessera_vec)"), std::string::npos) << sources;
+  EXPECT_NE(sources.find("__bfloat162float("), std::string::npos) << sources;
+#ifdef TESSERA_HAVE_CUDA
+  auto target = host_->registry().make_target("cuda");
+  ASSERT_NE(target, nullptr);
+  const std::string cache = ::testing::TempDir() + "/tessera_bf16_rms_norm_cache";
+  std::filesystem::remove_all(cache);
+  auto built = target->build(cuda, TargetOptions{"sm_90", device_, cache});
+  std::filesystem::remove_all(cache);
+  EXPECT_TRUE(built) << (built ? "" : built.error().render()) << "\n" << sources;
+#endif
 }
 
 // A row sum (vector loads), a softmax (vector loads and a vector store in the free loop) and a

@@ -9,15 +9,17 @@
 namespace tessera::eval {
 
 std::optional<CompiledExpr> compile_expr(const Expr& e, const std::function<int(const std::string&)>& lookup,
-                                         std::string& unbound) {
+                                         std::string& unbound, const ArrayDimsLookup& array_dims) {
   if (!e.defined()) {
     unbound.clear();
     return std::nullopt;
   }
   CompiledExpr c;
-  c.kind = e.kind();
+  // Index variables and SSA values live in one environment here: both are slots.
+  c.kind = e.is(ExprKind::Value) ? ExprKind::Var : e.kind();
   switch (e.kind()) {
     case ExprKind::Var:
+    case ExprKind::Value:
       c.slot = lookup(e.name());
       if (c.slot < 0) {
         unbound = e.name();
@@ -27,10 +29,20 @@ std::optional<CompiledExpr> compile_expr(const Expr& e, const std::function<int(
     case ExprKind::Int: c.literal = {static_cast<double>(e.int_value()), true}; return c;
     case ExprKind::Float: c.literal = {e.float_value(), false}; return c;
     case ExprKind::Cast: c.cast_to = e.cast_type(); break;
+    case ExprKind::Element: {
+      c.slot = lookup(e.name());
+      const std::vector<int64_t>* dims = array_dims ? array_dims(e.name()) : nullptr;
+      if (c.slot < 0 || dims == nullptr || dims->size() != e.operands().size()) {
+        unbound = e.name() + "[...] (not a register array of that rank)";
+        return std::nullopt;
+      }
+      c.dims = *dims;
+      break;
+    }
     default: break;
   }
   for (const Expr& op : e.operands()) {
-    std::optional<CompiledExpr> sub = compile_expr(op, lookup, unbound);
+    std::optional<CompiledExpr> sub = compile_expr(op, lookup, unbound, array_dims);
     if (!sub) return std::nullopt;
     c.operands.push_back(std::move(*sub));
   }
@@ -54,6 +66,18 @@ Scalar eval_expr(const CompiledExpr& c, const std::vector<Scalar>& env, bool& fa
     case ExprKind::Select: {
       Scalar cond = arg(0);
       return cond.v != 0.0 ? arg(1) : arg(2);  // only the chosen branch, like a guarded load
+    }
+    case ExprKind::Element: {
+      int64_t flat = 0;
+      for (size_t d = 0; d < c.dims.size(); ++d) {
+        double i = arg(d).v;
+        if (!(i >= 0 && i < static_cast<double>(c.dims[d]))) {
+          fault = true;
+          return {0.0, false};
+        }
+        flat = flat * c.dims[d] + static_cast<int64_t>(i);
+      }
+      return env[static_cast<size_t>(c.slot + flat)];
     }
     default: break;
   }

@@ -14,6 +14,9 @@ const std::map<std::string, ElementwiseFn>& elementwise_fns() {
   using A = const std::vector<double>&;
   static const std::map<std::string, ElementwiseFn> fns = {
       {"identity", {1, [](A a) { return a[0]; }}},
+      // A conversion: the value is unchanged here; the typed definition it feeds (Assign's result
+      // type) does the rounding to f16/bf16 or the truncation to an integer.
+      {"cast", {1, [](A a) { return a[0]; }}},
       {"neg", {1, [](A a) { return -a[0]; }}},
       {"exp", {1, [](A a) { return std::exp(a[0]); }}},
       {"log", {1, [](A a) { return std::log(a[0]); }}},

@@ -4,6 +4,7 @@
 #include "tessera/eval/loop_interpreter.h"
 
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,8 +41,18 @@ struct CompiledStmt {
   std::vector<CompiledExpr> exprs;
   const ElementwiseFn* fn = nullptr;
   AccumKind accum = AccumKind::Fn;
+  DType type = DType::F32;  // the dtype of the value it defines or accumulates
+  std::vector<int64_t> dims;  // Init / Accum of a register array: its shape (elements are slots slot..)
   std::vector<CompiledStmt> body, else_body;
 };
+
+// A value as its type holds it. f32 values keep double precision here (the reference's precision),
+// half types are rounded to their storage format, integers and booleans conformed.
+Scalar typed_scalar(double v, DType type) {
+  if (type == DType::F32) return Scalar{v, false};
+  if (dtype_is_float(type)) return Scalar{round_to_storage(v, type), false};
+  return Scalar{conform_to_dtype(v, type), true};
+}
 
 std::string first_line(const std::string& s) {
   size_t nl = s.find('\n');
@@ -80,9 +91,11 @@ class KernelCompiler {
   int slot_count() const { return next_slot_; }
 
  private:
-  int define(const std::string& name) {
+  int define(const std::string& name, int64_t slots = 1) {
     scope_.emplace_back(name, next_slot_);
-    return next_slot_++;
+    int first = next_slot_;
+    next_slot_ += static_cast<int>(slots);
+    return first;
   }
   int lookup(const std::string& name) const {
     for (auto it = scope_.rbegin(); it != scope_.rend(); ++it)
@@ -92,7 +105,12 @@ class KernelCompiler {
 
   Expected<CompiledExpr> compile_expr(const Expr& e, const Stmt& s) {
     std::string unbound;
-    auto c = eval::compile_expr(e, [&](const std::string& name) { return lookup(name); }, unbound);
+    auto c = eval::compile_expr(
+        e, [&](const std::string& name) { return lookup(name); }, unbound,
+        [&](const std::string& name) -> const std::vector<int64_t>* {
+          auto it = arrays_.find(name);
+          return it == arrays_.end() ? nullptr : &it->second;
+        });
     if (c) return std::move(*c);
     if (unbound.empty()) return stmt_error(node_, s, "an expression is undefined");
     return stmt_error(node_, s, "uses '" + unbound + "', which is not bound here");
@@ -129,23 +147,39 @@ class KernelCompiler {
     if (const auto* st = s.as<Load>()) {
       TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
       TESSERA_TRY(compile_exprs(st->index, s, c));
+      c.type = st->type.dtype;
       c.slot = define(st->dst);
     } else if (const auto* st = s.as<Assign>()) {
       TESSERA_TRY(compile_exprs(st->args, s, c));
       Expected<const ElementwiseFn*> fn = find_elementwise_fn(st->op, st->args.size());
       if (!fn) return stmt_error(node_, s, fn.error().message);
       c.fn = *fn;
+      c.type = st->type.dtype;
       c.slot = define(st->dst);
     } else if (const auto* st = s.as<Select>()) {
       TESSERA_TRY(compile_exprs({st->cond, st->then_value, st->else_value}, s, c));
+      c.type = st->type.dtype;
       c.slot = define(st->dst);
     } else if (const auto* st = s.as<Init>()) {
       TESSERA_TRY(compile_exprs({st->value}, s, c));
-      c.slot = define(st->acc);
+      c.type = st->type.dtype;
+      c.dims = st->type.array;
+      acc_types_[st->acc] = c.type;
+      if (st->type.is_array()) arrays_[st->acc] = st->type.array;
+      else arrays_.erase(st->acc);
+      c.slot = define(st->acc, st->type.array_elements());
     } else if (const auto* st = s.as<Accum>()) {
       TESSERA_TRY(compile_exprs({st->value}, s, c));
       c.slot = lookup(st->acc);
       if (c.slot < 0) return stmt_error(node_, s, "accumulates into '" + st->acc + "', which has no init in scope");
+      c.type = acc_types_[st->acc];
+      auto array = arrays_.find(st->acc);
+      const size_t rank = array == arrays_.end() ? 0 : array->second.size();
+      if (st->index.size() != rank)
+        return stmt_error(node_, s, "indexes '" + st->acc + "' with " + std::to_string(st->index.size()) +
+                                        " index expression(s) but it has rank " + std::to_string(rank));
+      if (rank > 0) c.dims = array->second;
+      TESSERA_TRY(compile_exprs(st->index, s, c));
       if (st->op == "add") c.accum = AccumKind::Add;
       else if (st->op == "mul") c.accum = AccumKind::Mul;
       else if (st->op == "max" || st->op == "maximum") c.accum = AccumKind::Max;
@@ -181,6 +215,8 @@ class KernelCompiler {
   const Node& node_;
   std::vector<BufferSlot>& buffers_;
   std::vector<std::pair<std::string, int>> scope_;
+  std::map<std::string, DType> acc_types_;
+  std::map<std::string, std::vector<int64_t>> arrays_;  // register arrays in scope -> their shape
   int next_slot_ = 0;
 };
 
@@ -205,7 +241,7 @@ class KernelRunner {
   Expected<Scalar> eval(const CompiledExpr& e, const CompiledStmt& s) {
     bool fault = false;
     Scalar v = eval_expr(e, env_, fault);
-    if (fault) return stmt_error(node_, *s.source, "integer division or modulo by zero");
+    if (fault) return stmt_error(node_, *s.source, "integer division or modulo by zero, or a register array index out of bounds");
     return v;
   }
 
@@ -243,7 +279,7 @@ class KernelRunner {
             return stmt_error(node_, *s.source, "reads output element " + index_str(index_) + " before it is written");
           v = out_.data[static_cast<size_t>(off)];
         }
-        env_[static_cast<size_t>(s.slot)] = Scalar{v, b.is_int};
+        env_[static_cast<size_t>(s.slot)] = typed_scalar(v, s.type);
         return Status::ok();
       }
       case StmtKind::Assign: {
@@ -252,16 +288,22 @@ class KernelRunner {
           TESSERA_ASSIGN_OR_RETURN(Scalar a, eval(s.exprs[i], s));
           args_[i] = a.v;
         }
-        env_[static_cast<size_t>(s.slot)] = Scalar{s.fn->apply(args_), false};
+        env_[static_cast<size_t>(s.slot)] = typed_scalar(s.fn->apply(args_), s.type);
         return Status::ok();
       }
       case StmtKind::Select: {
         TESSERA_ASSIGN_OR_RETURN(Scalar cond, eval(s.exprs[0], s));
         TESSERA_ASSIGN_OR_RETURN(Scalar v, eval(s.exprs[cond.v != 0.0 ? 1 : 2], s));
-        env_[static_cast<size_t>(s.slot)] = v;
+        env_[static_cast<size_t>(s.slot)] = typed_scalar(v.v, s.type);
         return Status::ok();
       }
-      case StmtKind::Init:
+      case StmtKind::Init: {
+        TESSERA_ASSIGN_OR_RETURN(Scalar v, eval(s.exprs[0], s));
+        int64_t elements = 1;
+        for (int64_t d : s.dims) elements *= d;
+        for (int64_t i = 0; i < elements; ++i) env_[static_cast<size_t>(s.slot + i)] = typed_scalar(v.v, s.type);
+        return Status::ok();
+      }
       case StmtKind::Let: {
         TESSERA_ASSIGN_OR_RETURN(Scalar v, eval(s.exprs[0], s));
         env_[static_cast<size_t>(s.slot)] = v;
@@ -269,7 +311,16 @@ class KernelRunner {
       }
       case StmtKind::Accum: {
         TESSERA_ASSIGN_OR_RETURN(Scalar x, eval(s.exprs[0], s));
-        Scalar& slot = env_[static_cast<size_t>(s.slot)];
+        int64_t flat = 0;
+        for (size_t d = 0; d < s.dims.size(); ++d) {
+          TESSERA_ASSIGN_OR_RETURN(Scalar i, eval(s.exprs[1 + d], s));
+          if (!(i.v >= 0 && i.v < static_cast<double>(s.dims[d])))
+            return stmt_error(node_, *s.source, "register array index " + std::to_string(i.v) + " of dimension " +
+                                                    std::to_string(d) + " is out of bounds (size " +
+                                                    std::to_string(s.dims[d]) + ")");
+          flat = flat * s.dims[d] + static_cast<int64_t>(i.v);
+        }
+        Scalar& slot = env_[static_cast<size_t>(s.slot + flat)];
         double& acc = slot.v;
         switch (s.accum) {
           case AccumKind::Add: acc += x.v; break;
@@ -278,7 +329,7 @@ class KernelRunner {
           case AccumKind::Min: acc = std::isnan(x.v) || std::isnan(acc) ? NAN : std::min(acc, x.v); break;
           case AccumKind::Fn: acc = s.fn->apply({acc, x.v}); break;
         }
-        slot.is_int = slot.is_int && x.is_int && s.accum != AccumKind::Fn;
+        slot = typed_scalar(acc, s.type);
         return Status::ok();
       }
       case StmtKind::Write: {

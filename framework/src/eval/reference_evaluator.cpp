@@ -1,4 +1,5 @@
-// evaluate_reference: runs Torch IR in double precision. Each target of docs/torch-ops.md has its
+// evaluate_reference: runs Torch IR in double precision, rounding each f16/bf16 op's output to
+// its dtype as PyTorch eager stores it. Each target of docs/torch-ops.md has its
 // own direct implementation here (loops over indices, no shared decomposition), so a wrong
 // decomposition cannot hide behind the same mistake in the oracle.
 #include "tessera/eval/reference_evaluator.h"
@@ -694,7 +695,13 @@ Expected<ValueMap> evaluate_reference(const Graph& graph, const ValueMap& inputs
       TESSERA_ASSIGN_OR_RETURN(const TensorValue* v, operand_value(n, next_input++, values));
       call.operands.push_back(v);
     }
-    return fn->second(call);
+    // Like PyTorch eager, each op's result is stored in its dtype: a bf16/f16 op rounds its output
+    // (and the next op reads the rounded value). f32 results stay in double: the reference is the
+    // exact answer that f32 kernels approximate.
+    Expected<TensorValue> result = fn->second(call);
+    if (result && (n.type.dtype == DType::BF16 || n.type.dtype == DType::F16))
+      for (double& v : result->data) v = round_to_storage(v, n.type.dtype);
+    return result;
   });
 }
 

@@ -14,7 +14,7 @@ namespace tessera {
 // The node is immutable after construction and shared between trees.
 struct ExprNode {
   ExprKind kind = ExprKind::Int;
-  std::string name;       // Var
+  std::string name;       // Var, Value, Element
   int64_t int_value = 0;  // Int
   double float_value = 0; // Float
   DType cast_type = DType::F32;  // Cast
@@ -51,7 +51,7 @@ uint64_t compute_hash(const Expr& e) {
   if (!e.defined()) return 0;
   uint64_t h = fnv_byte(kFnvOffset, static_cast<uint8_t>(e.kind()));
   switch (e.kind()) {
-    case ExprKind::Var: h = fnv_string(h, e.name()); break;
+    case ExprKind::Var: case ExprKind::Value: case ExprKind::Element: h = fnv_string(h, e.name()); break;
     case ExprKind::Int: h = fnv_u64(h, static_cast<uint64_t>(e.int_value())); break;
     case ExprKind::Float: h = fnv_u64(h, std::bit_cast<uint64_t>(e.float_value())); break;
     case ExprKind::Cast: h = fnv_byte(h, static_cast<uint8_t>(e.cast_type())); break;
@@ -149,7 +149,17 @@ void print(const Expr& e, std::string& out) {
     return;
   }
   switch (e.kind()) {
-    case ExprKind::Var: out += e.name(); return;
+    case ExprKind::Var: case ExprKind::Value: out += e.name(); return;
+    case ExprKind::Element: {
+      out += e.name();
+      out += '[';
+      for (size_t i = 0; i < e.operands().size(); ++i) {
+        if (i > 0) out += ", ";
+        print(e.operand(i), out);
+      }
+      out += ']';
+      return;
+    }
     case ExprKind::Int: out += std::to_string(e.int_value()); return;
     case ExprKind::Float: out += float_literal_str(e.float_value()); return;
     case ExprKind::Min: print_call("min", e, out); return;
@@ -201,6 +211,21 @@ Expr Expr::var(std::string name) {
   auto n = std::make_shared<ExprNode>();
   n->kind = ExprKind::Var;
   n->name = std::move(name);
+  return Expr(std::move(n));
+}
+
+Expr Expr::value(std::string name) {
+  auto n = std::make_shared<ExprNode>();
+  n->kind = ExprKind::Value;
+  n->name = std::move(name);
+  return Expr(std::move(n));
+}
+
+Expr Expr::element(std::string name, std::vector<Expr> index) {
+  auto n = std::make_shared<ExprNode>();
+  n->kind = ExprKind::Element;
+  n->name = std::move(name);
+  n->operands = std::move(index);
   return Expr(std::move(n));
 }
 
@@ -258,7 +283,7 @@ ExprKind Expr::kind() const {
 }
 
 const std::string& Expr::name() const {
-  assert(is(ExprKind::Var));
+  assert(is_name() || is(ExprKind::Element));
   return node_->name;
 }
 
@@ -301,7 +326,9 @@ bool structurally_equal(const Expr& a, const Expr& b) {
   if (!a.defined() || !b.defined()) return false;
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case ExprKind::Var: if (a.name() != b.name()) return false; break;
+    case ExprKind::Var: case ExprKind::Value: case ExprKind::Element:
+      if (a.name() != b.name()) return false;
+      break;
     case ExprKind::Int: if (a.int_value() != b.int_value()) return false; break;
     case ExprKind::Float:
       // Bitwise, so nan equals nan and 0.0 differs from -0.0 (they print differently).
@@ -326,9 +353,20 @@ namespace {
 
 Expr substitute_impl(const Expr& e, const std::map<std::string, Expr>& map) {
   if (!e.defined()) return e;
-  if (e.is(ExprKind::Var)) {
+  if (e.is_name()) {
     auto it = map.find(e.name());
-    return it == map.end() ? e : it->second;
+    if (it == map.end()) return e;
+    // Renaming a Value to a bare name keeps it in the value namespace.
+    if (e.is(ExprKind::Value) && it->second.is(ExprKind::Var)) return Expr::value(it->second.name());
+    return it->second;
+  }
+  if (e.is(ExprKind::Element)) {  // the array's name renames like a Value; indices substitute
+    std::string name = e.name();
+    auto it = map.find(name);
+    if (it != map.end() && it->second.is_name()) name = it->second.name();
+    std::vector<Expr> index;
+    for (const Expr& op : e.operands()) index.push_back(substitute_impl(op, map));
+    return Expr::element(std::move(name), std::move(index));
   }
   const auto& ops = e.operands();
   if (ops.empty()) return e;
@@ -351,10 +389,11 @@ Expr substitute_impl(const Expr& e, const std::map<std::string, Expr>& map) {
 
 void collect_vars(const Expr& e, std::set<std::string>& seen, std::vector<std::string>& out) {
   if (!e.defined()) return;
-  if (e.is(ExprKind::Var)) {
+  if (e.is_name()) {
     if (seen.insert(e.name()).second) out.push_back(e.name());
     return;
   }
+  if (e.is(ExprKind::Element) && seen.insert(e.name()).second) out.push_back(e.name());
   for (const Expr& op : e.operands()) collect_vars(op, seen, out);
 }
 

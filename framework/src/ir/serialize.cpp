@@ -1,14 +1,17 @@
 // JSON (de)serialization of Exprs, statement bodies, ops and whole graphs; graph equality.
 //
 // Format (version kGraphJsonVersion):
-//   graph   {"version": 1, "nodes": [node...], "outputs": ["relu"]}
+//   graph   {"version": 2, "nodes": [node...], "outputs": ["relu"]}; version 1 (before values
+//           were typed) is rejected with the version message rather than guessed at
 //   node    {"id", "op": {"kind": "<Op::kind()>", ...op fields}, "inputs": [...],
 //            "type": {"shape": [16, 64], "dtype": "f32"}, optional "loc" and "choices"}
 //   stmt    {"kind": "Load", <one key per reflected field>}: written and read generically
 //   expr    an s-expression: a Var is its name ("a0"), an Int or Float a JSON number (floats keep
 //           their ".0"), a non-finite float {"float": "inf" | "-inf" | "nan"}, anything else
 //           [kind, operands...], e.g. ["Add", ["Mul", "a1", 2048], "a2"] or ["Cast", "f16", "v0"];
-//           an undefined Expr is null.
+//           an SSA value reference ["Value", "v0"], a register array element
+//           ["Element", "acc0", 1, "a3"]; an undefined Expr is null.
+//   type    a value type in its printed form: "f32", "bf16", "bf16x2", "f32[4][8]"
 //   attrs   [[key, value], ...] in printing order; values are JSON booleans, integers, floats,
 //           strings or integer arrays, which keeps the AttrValue alternative.
 //
@@ -47,6 +50,7 @@ json double_to_json(double v) {
 json field_to_json(const std::string& s) { return s; }
 json field_to_json(int64_t v) { return v; }
 json field_to_json(DType t) { return std::string(dtype_short_name(t)); }
+json field_to_json(const ValueType& t) { return t.str(); }
 json field_to_json(const Expr& e) { return expr_to_json(e); }
 json field_to_json(const Stmt& s);
 template <class T>
@@ -344,6 +348,16 @@ class JsonReader {
     return Status::ok();
   }
 
+  // A value type in its printed form ("f32", "bf16x2", "f32[4][8]").
+  Status read(const json& j, const std::string& path, ValueType& out) {
+    std::string name;
+    TESSERA_TRY(read(j, path, name));
+    std::optional<ValueType> t = parse_value_type(name);
+    if (!t) return malformed(path, "unknown value type '" + name + "'");
+    out = *t;
+    return Status::ok();
+  }
+
   Status read(const json& j, const std::string& path, Dim& out) {
     int64_t size = 0;
     TESSERA_TRY(read(j, path, size));
@@ -585,6 +599,25 @@ class JsonReader {
     std::optional<ExprKind> kind = parse_expr_kind(kind_name);
     if (!kind || *kind == ExprKind::Var || *kind == ExprKind::Int || *kind == ExprKind::Float) {
       return malformed(item_path(path, 0), "unknown expression kind '" + kind_name + "'");
+    }
+    if (*kind == ExprKind::Element) {  // ["Element", name, index...]: a register array element
+      if (j.size() < 3 || !j[1].is_string() || j[1].get_ref<const std::string&>().empty())
+        return malformed(path, "Element takes a name and at least one index");
+      std::vector<Expr> index;
+      for (size_t i = 2; i < j.size(); ++i) {
+        Expr op;
+        TESSERA_TRY(read(j[i], item_path(path, i), op));
+        if (!op.defined()) return malformed(item_path(path, i), "operand must not be null");
+        index.push_back(std::move(op));
+      }
+      out = Expr::element(j[1].get<std::string>(), std::move(index));
+      return Status::ok();
+    }
+    if (*kind == ExprKind::Value) {  // ["Value", name]: an SSA value reference
+      if (j.size() != 2 || !j[1].is_string() || j[1].get_ref<const std::string&>().empty())
+        return malformed(path, "Value takes one name");
+      out = Expr::value(j[1].get<std::string>());
+      return Status::ok();
     }
     size_t first_operand = 1;
     DType cast_to = DType::F32;
@@ -870,6 +903,12 @@ json expr_to_json(const Expr& e) {
   if (!e.defined()) return nullptr;
   switch (e.kind()) {
     case ExprKind::Var: return e.name();
+    case ExprKind::Value: return json::array({"Value", e.name()});
+    case ExprKind::Element: {
+      json out = json::array({"Element", e.name()});
+      for (const Expr& operand : e.operands()) out.push_back(expr_to_json(operand));
+      return out;
+    }
     case ExprKind::Int: return e.int_value();
     case ExprKind::Float: return double_to_json(e.float_value());
     default: break;

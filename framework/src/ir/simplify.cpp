@@ -2,7 +2,9 @@
 // rewriting to a canonical simplified form (simplify).
 //
 // Typing convention: Vars are integers (loop axes, thread indices, sizes); float values enter an
-// expression only through Float literals and casts to a float dtype. Integer rules (reassociation,
+// expression only through Float literals, casts to a float dtype and Values (SSA value references,
+// which are opaque here whatever their type: never folded, never bounded, never reassociated as
+// integers). Integer rules (reassociation,
 // x*0, x-x, the div/mod rules) are applied only to expressions without float parts; float parts
 // get constant folding and the exact identities (x+0, x-0, x*1, x/1) only.
 //
@@ -75,7 +77,7 @@ bool is_logic(ExprKind k) { return k == ExprKind::And || k == ExprKind::Or || k 
 bool is_float_valued(const Expr& e) {
   if (!e.defined()) return false;
   switch (e.kind()) {
-    case ExprKind::Float: return true;
+    case ExprKind::Float: case ExprKind::Value: case ExprKind::Element: return true;
     case ExprKind::Var: case ExprKind::Int: return false;
     case ExprKind::Cast: return dtype_is_float(e.cast_type());
     case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne:
@@ -439,6 +441,7 @@ class Simplifier {
     switch (e.kind()) {
       case ExprKind::Int:
       case ExprKind::Float:
+      case ExprKind::Value:
         return e;
       case ExprKind::Var:
         return fold_by_bounds(e);
@@ -466,6 +469,7 @@ class Simplifier {
       case ExprKind::Not: r = not_(ops[0]); break;
       case ExprKind::Select: r = select(ops[0], ops[1], ops[2]); break;
       case ExprKind::Cast: r = cast(e.cast_type(), ops[0]); break;
+      case ExprKind::Element: return Expr::element(e.name(), std::move(ops));  // opaque; indices simplified
       default: r = e; break;
     }
     return fold_by_bounds(r);
@@ -829,7 +833,7 @@ std::optional<Interval> bound_of(const Expr& e, const RangeMap& ranges) {
       return it->second;
     }
     case ExprKind::Int: return Interval{e.int_value(), e.int_value()};
-    case ExprKind::Float: return std::nullopt;
+    case ExprKind::Float: case ExprKind::Value: case ExprKind::Element: return std::nullopt;
     case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne:
     case ExprKind::And: case ExprKind::Or: case ExprKind::Not:
       return Interval{0, 1};

@@ -30,6 +30,13 @@ std::string loop_comment(const std::string& role, int64_t unroll) {
   return parts.empty() ? std::string() : "  # " + join(parts);
 }
 
+// `in0`, or `bf16 in0` / `f32[4][8] acc0`: the type prefix is left out for f32 scalars, so f32
+// programs print as they did before values were typed.
+std::string typed(const ValueType& type, const std::string& name) {
+  if (type == ValueType{}) return name;
+  return type.str() + " " + name;
+}
+
 class StmtPrinter {
  public:
   explicit StmtPrinter(int indent) : indent_(indent) {}
@@ -68,14 +75,15 @@ class StmtPrinter {
   }
 
   // ---- Loop IR ----
-  void print_kind(const Load& s) { line(s.dst + " = load " + access(s.buffer, s.index)); }
-  void print_kind(const Assign& s) { line(s.dst + " = " + s.op + "(" + join(s.args) + ")"); }
+  void print_kind(const Load& s) { line(typed(s.type, s.dst) + " = load " + access(s.buffer, s.index)); }
+  void print_kind(const Assign& s) { line(typed(s.type, s.dst) + " = " + s.op + "(" + join(s.args) + ")"); }
   void print_kind(const Select& s) {
-    line(s.dst + " = select(" + join(ExprList{s.cond, s.then_value, s.else_value}) + ")");
+    line(typed(s.type, s.dst) + " = select(" + join(ExprList{s.cond, s.then_value, s.else_value}) + ")");
   }
-  void print_kind(const Init& s) { line(s.acc + " = init(" + s.value.str() + ")"); }
+  void print_kind(const Init& s) { line(typed(s.type, s.acc) + " = init(" + s.value.str() + ")"); }
   void print_kind(const Accum& s) {
-    line(s.acc + " <- " + s.op + "(" + s.acc + ", " + s.value.str() + ")");
+    std::string target = s.index.empty() ? s.acc : access(s.acc, s.index);
+    line(target + " <- " + s.op + "(" + target + ", " + s.value.str() + ")");
   }
   void print_kind(const Write& s) { line(access(s.buffer, s.index) + " = " + s.value.str()); }
   void print_kind(const Loop& s) {
@@ -154,7 +162,7 @@ class StmtPrinter {
     line("MbarrierWait(" + s.barrier + ", phase=" + s.phase.str() + ")");
   }
   void print_kind(const WarpShuffle& s) {
-    line(s.dst + " = WarpShuffle(" + s.src.str() + ", " + s.mode + ", " + std::to_string(s.offset) +
+    line(typed(s.type, s.dst) + " = WarpShuffle(" + s.src.str() + ", " + s.mode + ", " + std::to_string(s.offset) +
          ", width=" + std::to_string(s.width) + ")");
   }
   void print_kind(const TreeHalve& s) {
@@ -162,7 +170,7 @@ class StmtPrinter {
          ", op=" + s.op + ")");
   }
   void print_kind(const VectorLoad& s) {
-    line("(" + join(s.dsts) + ") = load" + std::to_string(s.dsts.size()) + " " +
+    line(typed(s.type, "(" + join(s.dsts) + ")") + " = load" + std::to_string(s.dsts.size()) + " " +
          access(s.buffer, s.index));
   }
   void print_kind(const VectorStore& s) {

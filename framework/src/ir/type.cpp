@@ -82,4 +82,45 @@ std::string TensorType::str() const {
   return out;
 }
 
+int64_t ValueType::array_elements() const {
+  int64_t n = 1;
+  for (int64_t d : array) n *= d;
+  return n;
+}
+
+std::string ValueType::str() const {
+  std::string s(dtype_short_name(dtype));
+  if (lanes != 1) s += "x" + std::to_string(lanes);
+  for (int64_t d : array) s += "[" + std::to_string(d) + "]";
+  return s;
+}
+
+std::optional<ValueType> parse_value_type(std::string_view s) {
+  ValueType t;
+  size_t bracket = s.find('[');
+  std::string_view head = s.substr(0, bracket);
+  if (head.size() > 2 && head.substr(head.size() - 2) == "x2" &&
+      (head.substr(0, head.size() - 2) == "f16" || head.substr(0, head.size() - 2) == "bf16")) {
+    t.lanes = 2;
+    head = head.substr(0, head.size() - 2);
+  }
+  std::optional<DType> d = parse_dtype(head);
+  if (!d) return std::nullopt;
+  t.dtype = *d;
+  while (bracket != std::string_view::npos && bracket < s.size()) {
+    size_t close = s.find(']', bracket);
+    if (close == std::string_view::npos || close == bracket + 1) return std::nullopt;
+    int64_t extent = 0;
+    for (size_t i = bracket + 1; i < close; ++i) {
+      if (s[i] < '0' || s[i] > '9' || extent > (int64_t{1} << 40)) return std::nullopt;
+      extent = extent * 10 + (s[i] - '0');
+    }
+    if (extent <= 0) return std::nullopt;
+    t.array.push_back(extent);
+    bracket = close + 1;
+    if (bracket < s.size() && s[bracket] != '[') return std::nullopt;
+  }
+  return t;
+}
+
 }  // namespace tessera

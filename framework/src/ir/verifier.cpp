@@ -10,11 +10,19 @@
 // UseBuffer fields must not name a local value; when the graph is known they must name one of the
 // node's inputs, its own output, or a buffer the body declares (Smem, Stage, TMA, barrier), and
 // Write/VectorStore may only target the node's own output or a declared buffer.
+//
+// Types (docs/ir.md "Value types"): a Load (VectorLoad) has its buffer's storage dtype; a Write
+// (VectorStore) of a named value stores a value of the buffer's dtype; an Assign's named operands
+// have its result type (comparisons and logical ops: operands agree with each other, result bool;
+// `where`: a bool condition; `cast`: any); an Accum adds a value of the accumulator's type; an
+// SSA value reference (Expr Value) never names an index variable. Literals take their context's
+// type. Conversions are explicit `cast` Assigns.
 #include "tessera/ir/verifier.h"
 #include "stmt_reflection.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -62,6 +70,210 @@ struct GraphBuffers {
   std::set<std::string> inputs;
   std::string output;
   const std::vector<KernelParam>* params = nullptr;  // a KernelOp's scalars and tensor maps
+  std::map<std::string, DType> dtypes;  // inputs and output
+};
+
+bool is_predicate_op(const std::string& op) {
+  return op == "lt" || op == "le" || op == "eq" || op == "ne" || op == "gt" || op == "ge" ||
+         op == "logical_and" || op == "logical_or" || op == "logical_not";
+}
+
+// Checks the typing rules above over a body whose names the BodyVerifier already checked.
+// Canonical bodies bind each name once, so one flat map of value types serves every scope.
+class TypeVerifier final : public StmtVisitor {
+ public:
+  TypeVerifier(Dialect dialect, std::string node_id, const GraphBuffers* buffers)
+      : dialect_(dialect), node_id_(std::move(node_id)) {
+    if (buffers != nullptr) buffer_dtypes_ = buffers->dtypes;
+    // Scalar kernel parameters: integer ones are index variables, floating-point ones values.
+    if (buffers != nullptr && buffers->params != nullptr)
+      for (const KernelParam& p : *buffers->params)
+        if (p.kind == ParamKind::Scalar) {
+          if (dtype_is_float(p.dtype)) types_[p.name] = ValueType::scalar(p.dtype);
+          else axes_.insert(p.name);
+        }
+  }
+
+  Status verify(const Body& body) {
+    visit(body);
+    return status_;
+  }
+
+  void visit_Load(const Load& s) override {
+    check_storage(s.buffer, s.type, "loads");
+    define(s.dst, s.type);
+  }
+  void visit_VectorLoad(const VectorLoad& s) override {
+    check_storage(s.buffer, s.type, "loads");
+    for (const std::string& d : s.dsts) define(d, s.type);
+  }
+  void visit_Assign(const Assign& s) override {
+    for (const Expr& a : s.args) check_elements(a);
+    if (s.op == "cast") {
+      if (s.args.size() == 1) require_value(s.args[0]);
+    } else if (is_predicate_op(s.op)) {
+      if (!(s.type == ValueType::scalar(DType::Bool))) fail_at("a comparison or logical op produces bool, not " + s.type.str());
+      std::optional<ValueType> first;
+      for (const Expr& a : s.args) {
+        std::optional<ValueType> t = type_of(a);
+        if (t && first && !(*t == *first))
+          fail_at("compares operands of types " + first->str() + " and " + t->str() + " (cast one of them)");
+        if (t && !first) first = t;
+      }
+    } else {
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        ValueType want = s.op == "where" && i == 0 ? ValueType::scalar(DType::Bool) : s.type;
+        expect(s.args[i], want, "operand " + std::to_string(i) + " of " + s.op);
+      }
+    }
+    define(s.dst, s.type);
+  }
+  void visit_Select(const Select& s) override {
+    for (const Expr* e : {&s.cond, &s.then_value, &s.else_value}) check_elements(*e);
+    expect(s.then_value, s.type, "the selected value");
+    expect(s.else_value, s.type, "the selected value");
+    define(s.dst, s.type);
+  }
+  void visit_Init(const Init& s) override {
+    for (int64_t d : s.type.array)
+      if (d <= 0) fail_at("register array dimensions must be positive");
+    define(s.acc, s.type);
+  }
+  void visit_Accum(const Accum& s) override {
+    check_elements(s.value);
+    auto it = types_.find(s.acc);
+    if (it == types_.end()) return;
+    expect(s.value, it->second.element(), "the accumulated value");
+    if (s.index.size() != it->second.array.size()) {
+      fail_at("accumulates into " + s.acc + " (" + it->second.str() + ") with " + std::to_string(s.index.size()) +
+              " index expression(s)");
+      return;
+    }
+    check_array_index(s.acc, it->second, s.index);
+  }
+  void visit_WarpShuffle(const WarpShuffle& s) override {
+    expect(s.src, s.type, "the shuffled value");
+    define(s.dst, s.type);
+  }
+  void visit_Write(const Write& s) override {
+    check_elements(s.value);
+    auto it = buffer_dtypes_.find(s.buffer);
+    if (it != buffer_dtypes_.end()) expect(s.value, ValueType::scalar(it->second), "the value written to " + s.buffer);
+  }
+  void visit_VectorStore(const VectorStore& s) override {
+    auto it = buffer_dtypes_.find(s.buffer);
+    if (it != buffer_dtypes_.end())
+      for (const Expr& v : s.values) expect(v, ValueType::scalar(it->second), "a value stored to " + s.buffer);
+  }
+  void visit_Smem(const Smem& s) override { buffer_dtypes_[s.name] = s.dtype; }
+  void visit_Stage(const Stage& s) override {
+    auto it = buffer_dtypes_.find(s.buffer);
+    if (it != buffer_dtypes_.end()) buffer_dtypes_[s.dst] = it->second;
+  }
+  void visit_Loop(const Loop& s) override {
+    axes_.insert(s.var);
+    if (s.unroll > 0) unrolled_.insert(s.var);
+    StmtVisitor::visit_Loop(s);
+  }
+  void visit_StridedLoop(const StridedLoop& s) override {
+    axes_.insert(s.var);
+    if (s.unroll > 0) unrolled_.insert(s.var);
+    StmtVisitor::visit_StridedLoop(s);
+  }
+  void visit_Let(const Let& s) override { axes_.insert(s.var); }
+  void visit_Tile(const Tile& s) override {
+    for (const TileAxis& a : s.axes) axes_.insert(a.name);
+    StmtVisitor::visit_Tile(s);
+  }
+
+ private:
+  void define(const std::string& name, const ValueType& t) {
+    current_name_ = name;
+    types_[name] = t;
+  }
+
+  // Register arrays are read element by element, each index a constant in bounds or an axis of an
+  // unrolled loop (so every element is a register after unrolling).
+  void check_array_index(const std::string& name, const ValueType& t, const ExprList& index) {
+    for (size_t d = 0; d < index.size() && d < t.array.size(); ++d) {
+      const Expr& i = index[d];
+      if (i.is(ExprKind::Int)) {
+        if (i.int_value() < 0 || i.int_value() >= t.array[d])
+          fail_at("index " + std::to_string(i.int_value()) + " of dimension " + std::to_string(d) + " of " + name +
+                  " (" + t.str() + ") is out of bounds");
+      } else if (!(i.is(ExprKind::Var) && unrolled_.count(i.name()))) {
+        fail_at("index '" + i.str() + "' of " + name + " is neither a constant nor the axis of an unrolled loop");
+      }
+    }
+  }
+
+  void check_elements(const Expr& e) {
+    if (!e.defined()) return;
+    if (e.is(ExprKind::Element)) {
+      auto it = types_.find(e.name());
+      if (it == types_.end()) return;
+      if (e.operands().size() != it->second.array.size()) {
+        fail_at("reads " + e.str() + " but " + e.name() + " has type " + it->second.str());
+        return;
+      }
+      check_array_index(e.name(), it->second, e.operands());
+      return;
+    }
+    if (e.is_name()) {
+      auto it = types_.find(e.name());
+      if (it != types_.end() && it->second.is_array())
+        fail_at("uses the register array " + e.name() + " (" + it->second.str() + ") without an element index");
+      return;
+    }
+    for (const Expr& op : e.operands()) check_elements(op);
+  }
+
+  // The type of a named value (Value, a Var naming one, or an array Element); nullopt otherwise.
+  std::optional<ValueType> type_of(const Expr& e) {
+    if (e.defined() && e.is(ExprKind::Element)) {
+      auto it = types_.find(e.name());
+      if (it == types_.end()) return std::nullopt;
+      return it->second.element();
+    }
+    if (!e.defined() || !e.is_name()) return std::nullopt;
+    if (e.is(ExprKind::Value) && axes_.count(e.name())) {
+      fail_at("'" + e.name() + "' is an index variable, not a value");
+      return std::nullopt;
+    }
+    auto it = types_.find(e.name());
+    if (it == types_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  void require_value(const Expr& e) { (void)type_of(e); }
+
+  void expect(const Expr& e, const ValueType& want, const std::string& what) {
+    std::optional<ValueType> t = type_of(e);
+    if (t && !(*t == want)) fail_at(what + " has type " + t->str() + ", expected " + want.str() + " (cast it)");
+  }
+
+  void check_storage(const std::string& buffer, const ValueType& t, const std::string& verb) {
+    auto it = buffer_dtypes_.find(buffer);
+    if (it != buffer_dtypes_.end() && t.dtype != it->second)
+      fail_at(verb + " " + t.str() + " from '" + buffer + "', whose elements are " +
+              std::string(dtype_short_name(it->second)));
+  }
+
+  void fail_at(const std::string& problem) {
+    if (!status_) return;
+    status_ = make_error(std::string(dialect_name(dialect_)) + " IR: " +
+                         (current_name_.empty() ? std::string() : "after '" + current_name_ + "': ") + problem)
+                  .at_node(node_id_);
+  }
+
+  Dialect dialect_;
+  std::string node_id_;
+  std::map<std::string, DType> buffer_dtypes_;
+  std::map<std::string, ValueType> types_;
+  std::set<std::string> axes_;
+  std::set<std::string> unrolled_;  // axes of loops with an unroll request
+  std::string current_name_;
+  Status status_;
 };
 
 class BodyVerifier {
@@ -91,7 +303,8 @@ class BodyVerifier {
     frames_.push_back(std::move(params));
     Status status = verify_in_new_scope(body, {});
     frames_.pop_back();
-    return status;
+    TESSERA_TRY(status);
+    return TypeVerifier(dialect_, node_id_, buffers_).verify(body);
   }
 
  private:
@@ -461,6 +674,9 @@ Status verify_graph(const Graph& g, Dialect expected) {
     if (const auto* kernel = n->op_as<KernelLikeOp>()) {
       GraphBuffers buffers{std::set<std::string>(n->inputs.begin(), n->inputs.end()), n->id};
       if (const auto* k = n->op_as<KernelOp>()) buffers.params = &k->params;
+      buffers.dtypes[n->id] = n->type.dtype;
+      for (const std::string& input : n->inputs)
+        if (const Node* in = g.find(input)) buffers.dtypes[input] = in->type.dtype;
       TESSERA_TRY(BodyVerifier(d, n->id, &buffers).verify(kernel->body));
     }
   }

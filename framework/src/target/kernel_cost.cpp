@@ -21,7 +21,8 @@ double trips(const Expr& begin, const Expr& end, int64_t step) {
 double count_ops(const Body& body) {
   double ops = 0;
   for (const Stmt& s : body) {
-    if (s.is<Assign>() || s.is<Accum>()) {
+    // A cast is a conversion, not arithmetic.
+    if ((s.is<Assign>() && s.as<Assign>()->op != "cast") || s.is<Accum>()) {
       ops += 1;
     } else if (const auto* l = s.as<Loop>()) {
       ops += trips(l->begin, l->end, 1) * count_ops(l->body);

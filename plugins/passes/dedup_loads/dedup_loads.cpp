@@ -53,11 +53,11 @@ class LoadDeduplicator final : public StmtMutator {
         ExprList index;
         for (const Expr& e : load->index) index.push_back(mutate_expr(e));
         if (const Available* first = find(load->buffer, index)) {
-          renames_[load->dst] = Expr::var(first->name);
+          renames_[load->dst] = Expr::value(first->name);
           continue;
         }
         forget_names(bound_names(s));
-        out.push_back(Load{load->dst, load->buffer, index});
+        out.push_back(Load{load->dst, load->buffer, index, load->type});
         available_.push_back(Available{load->buffer, std::move(index), load->dst});
         continue;
       }

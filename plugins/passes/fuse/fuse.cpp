@@ -107,12 +107,12 @@ class Rewriter {
     return out;
   }
   Stmt stmt(const Stmt& s) const {
-    if (const auto* p = s.as<Load>()) return Load{name(p->dst), p->buffer, exprs(p->index)};
-    if (const auto* p = s.as<Assign>()) return Assign{name(p->dst), p->op, exprs(p->args)};
+    if (const auto* p = s.as<Load>()) return Load{name(p->dst), p->buffer, exprs(p->index), p->type};
+    if (const auto* p = s.as<Assign>()) return Assign{name(p->dst), p->op, exprs(p->args), p->type};
     if (const auto* p = s.as<Select>())
-      return Select{name(p->dst), expr(p->cond), expr(p->then_value), expr(p->else_value)};
-    if (const auto* p = s.as<Init>()) return Init{name(p->acc), expr(p->value)};
-    if (const auto* p = s.as<Accum>()) return Accum{name(p->acc), p->op, expr(p->value)};
+      return Select{name(p->dst), expr(p->cond), expr(p->then_value), expr(p->else_value), p->type};
+    if (const auto* p = s.as<Init>()) return Init{name(p->acc), expr(p->value), p->type};
+    if (const auto* p = s.as<Accum>()) return Accum{name(p->acc), p->op, expr(p->value), exprs(p->index)};
     if (const auto* p = s.as<Write>()) return Write{p->buffer, exprs(p->index), expr(p->value)};
     if (const auto* p = s.as<Loop>()) {
       Loop l = *p;

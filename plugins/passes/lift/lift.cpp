@@ -14,6 +14,12 @@
 //     sources become nested `if predicate:` blocks, each loading only its own source (a source
 //     whose predicate is false may be out of bounds); a literal source writes the literal;
 //   - Gather: `in0 = load ids[..]`, `in1 = load table[.., i64(in0), ..]`, write.
+// Typing (PyTorch eager semantics, docs/ir.md "Value types"): every load has its buffer's storage
+// dtype; f16/bf16 operands are cast to f32 (`v0 = cast(in0)` typed f32) and the op computes in f32
+// ("opmath"); integer and bool ops stay in their dtype; comparisons and logical ops produce bool;
+// `where` takes a bool condition; reductions accumulate floats in f32 and integers in the node's
+// dtype; a result whose type differs from the node's dtype is cast to it before the write (the
+// per-op rounding of eager PyTorch). f32 programs have no casts.
 // Bound names are canonical (a0.., in0.., v0.., acc0..; canonicalize_names).
 // Accepts: a graph whose compute nodes are Tensor IR ops (as decompose emits them); LoopOp nodes
 //   already present are left alone. Any other op is an error naming the node.
@@ -22,8 +28,10 @@
 // Tests: tests/unit/lift_test.cpp (differential over the decompose corpus, structure, errors) and
 //   tests/golden/lift/ (printouts).
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +63,23 @@ Body nest(const std::vector<int64_t>& extents, Body inner) {
   return inner;
 }
 
+bool is_predicate(const std::string& fn) {
+  return fn == "lt" || fn == "le" || fn == "eq" || fn == "ne" || fn == "gt" || fn == "ge" ||
+         fn == "logical_and" || fn == "logical_or" || fn == "logical_not";
+}
+
+// The dtype two operands are computed in (PyTorch type promotion over the categories bool < int <
+// float; half precision computes in f32).
+DType promote(DType a, DType b) {
+  if (dtype_is_float(a) || dtype_is_float(b)) return DType::F32;
+  if (a == DType::I64 || b == DType::I64) return DType::I64;
+  if (a == DType::I32 || b == DType::I32) return DType::I32;
+  return DType::Bool;
+}
+
+// The type arithmetic on a value of storage dtype `t` happens in.
+DType compute_dtype(DType t) { return dtype_is_float(t) ? DType::F32 : t; }
+
 std::vector<int64_t> extents_of(const Shape& shape) {
   std::vector<int64_t> out;
   for (const Dim& d : shape) out.push_back(d.value());
@@ -83,13 +108,46 @@ class Lifter {
   }
 
   std::string next_load() { return "in" + std::to_string(loads_++); }
+  std::string next_value() { return "v" + std::to_string(values_++); }
+
+  // `value` (of dtype `from`) as dtype `to`: itself, or a cast Assign appended to `body`.
+  Expr converted(Body& body, Expr value, DType from, DType to) {
+    if (from == to) return value;
+    std::string dst = next_value();
+    body.push_back(Assign{dst, "cast", {std::move(value)}, ValueType::scalar(to)});
+    return Expr::value(dst);
+  }
 
   Expected<Body> elementwise(const ElementwiseOp& op) {
     const size_t rank = n_.type.shape.size();
-    Body inner;
-    ExprList args;
+    const DType out_dtype = n_.type.dtype;
+    // The dtype of each argument as stored (literals take the computation's type).
+    std::vector<std::optional<DType>> arg_dtypes;
     for (const Expr& arg : op.args) {
       if (!arg.defined()) return error("elementwise argument is undefined");
+      std::optional<DType> t;
+      for (const std::string& name : free_vars(arg)) {
+        TESSERA_ASSIGN_OR_RETURN(const Node* in, input_node(name));
+        t = t ? promote(*t, in->type.dtype) : in->type.dtype;
+      }
+      arg_dtypes.push_back(t);
+    }
+    // operand_dtype: what each (non-condition) operand is cast to; result_dtype: the Assign's type.
+    DType operand_dtype = compute_dtype(out_dtype);
+    DType result_dtype = compute_dtype(out_dtype);
+    if (is_predicate(op.fn) || op.fn == "where") {
+      std::optional<DType> joined;
+      for (size_t i = op.fn == "where" ? 1 : 0; i < arg_dtypes.size(); ++i)
+        if (arg_dtypes[i]) joined = joined ? promote(*joined, *arg_dtypes[i]) : compute_dtype(*arg_dtypes[i]);
+      operand_dtype = joined ? *joined : DType::F32;
+      if (op.fn.rfind("logical_", 0) == 0) operand_dtype = DType::Bool;
+      result_dtype = op.fn == "where" ? operand_dtype : DType::Bool;
+    }
+    Body inner;
+    ExprList args;
+    for (size_t a = 0; a < op.args.size(); ++a) {
+      const Expr& arg = op.args[a];
+      const DType want = op.fn == "where" && a == 0 ? DType::Bool : operand_dtype;
       // One load per argument: `mul(x, x)` loads x twice, as written; dedup_loads merges them.
       std::map<std::string, Expr> loaded;  // operand id -> the value it was loaded into
       for (const std::string& name : free_vars(arg)) {
@@ -104,13 +162,15 @@ class Lifter {
                        " but elementwise operands must have the output shape " + shape_str(n_.type.shape));
         }
         std::string dst = next_load();
-        inner.push_back(Load{dst, name, std::move(index)});
-        loaded.emplace(name, Expr::var(dst));
+        inner.push_back(Load{dst, name, std::move(index), ValueType::scalar(in->type.dtype)});
+        loaded.emplace(name, converted(inner, Expr::value(dst), in->type.dtype, want));
       }
       args.push_back(substitute(arg, loaded));
     }
-    inner.push_back(Assign{"v0", op.fn, std::move(args)});
-    inner.push_back(Write{n_.id, axis_vars(rank), Expr::var("v0")});
+    std::string result = next_value();
+    inner.push_back(Assign{result, op.fn, std::move(args), ValueType::scalar(result_dtype)});
+    Expr out = converted(inner, Expr::value(result), result_dtype, out_dtype);
+    inner.push_back(Write{n_.id, axis_vars(rank), out});
     return nest(extents_of(n_.type.shape), std::move(inner));
   }
 
@@ -122,12 +182,21 @@ class Lifter {
     if (axis < 0 || axis >= rank)
       return error("reduce axis " + std::to_string(op.axis) + " is out of range for input of shape " +
                    shape_str(in->type.shape));
+    // Floats accumulate in f32 (also for f16/bf16 inputs), integers in the node's dtype.
+    const DType acc_dtype = dtype_is_float(in->type.dtype) ? DType::F32 : n_.type.dtype;
+    const bool int_acc = !dtype_is_float(acc_dtype);
     std::string accum_op;
-    double identity = 0.0;
-    if (op.fn == "sum") accum_op = "add", identity = 0.0;
-    else if (op.fn == "prod") accum_op = "mul", identity = 1.0;
-    else if (op.fn == "max") accum_op = "max", identity = -std::numeric_limits<double>::infinity();
-    else if (op.fn == "min") accum_op = "min", identity = std::numeric_limits<double>::infinity();
+    Expr identity;
+    if (op.fn == "sum") accum_op = "add", identity = int_acc ? Expr::int_(0) : Expr::float_(0.0);
+    else if (op.fn == "prod") accum_op = "mul", identity = int_acc ? Expr::int_(1) : Expr::float_(1.0);
+    else if (op.fn == "max")
+      accum_op = "max", identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::min()
+                                                                                : acc_dtype == DType::Bool ? 0 : std::numeric_limits<int64_t>::min())
+                                           : Expr::float_(-std::numeric_limits<double>::infinity());
+    else if (op.fn == "min")
+      accum_op = "min", identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::max()
+                                                                                : acc_dtype == DType::Bool ? 1 : std::numeric_limits<int64_t>::max())
+                                           : Expr::float_(std::numeric_limits<double>::infinity());
     else return error("unknown reduce function '" + op.fn + "' (expected sum, max, min or prod)");
 
     // Free axes a0.. cover the input dims except `axis`, in order; the reduce axis comes last.
@@ -149,11 +218,13 @@ class Lifter {
     if (write_index.size() != n_.type.shape.size())
       return error("reducing " + shape_str(in->type.shape) + " over axis " + std::to_string(op.axis) +
                    " does not give the node's type " + n_.type.str());
-    Body reduce_body{Load{"in0", in->id, std::move(load_index)},
-                     Accum{"acc0", accum_op, Expr::var("in0")}};
-    Body inner{Init{"acc0", Expr::float_(identity)},
-               free_loop(reduce_var, in->type.dim(axis), std::move(reduce_body), "reduce"),
-               Write{n_.id, std::move(write_index), Expr::var("acc0")}};
+    Body reduce_body{Load{"in0", in->id, std::move(load_index), ValueType::scalar(in->type.dtype)}};
+    Expr x = converted(reduce_body, Expr::value("in0"), in->type.dtype, acc_dtype);
+    reduce_body.push_back(Accum{"acc0", accum_op, x});
+    Body inner{Init{"acc0", identity, ValueType::scalar(acc_dtype)},
+               free_loop(reduce_var, in->type.dim(axis), std::move(reduce_body), "reduce")};
+    Expr out = converted(inner, Expr::value("acc0"), acc_dtype, n_.type.dtype);
+    inner.push_back(Write{n_.id, std::move(write_index), out});
     return nest(free_extents, std::move(inner));
   }
 
@@ -171,7 +242,10 @@ class Lifter {
     ExprList index;
     for (const Expr& e : src.index) index.push_back(substitute(e, coords));
     std::string dst = next_load();
-    return Body{Load{dst, src.buffer, std::move(index)}, Write{n_.id, std::move(out_index), Expr::var(dst)}};
+    Body body{Load{dst, src.buffer, std::move(index), ValueType::scalar(in->type.dtype)}};
+    Expr out = converted(body, Expr::value(dst), in->type.dtype, n_.type.dtype);
+    body.push_back(Write{n_.id, std::move(out_index), out});
+    return body;
   }
 
   Expected<Body> index_map(const IndexMapOp& op) {
@@ -208,10 +282,12 @@ class Lifter {
     ExprList out_index = axis_vars(n_.type.shape.size());
     ExprList ids_index(out_index.begin() + axis, out_index.begin() + axis + static_cast<int64_t>(ids_rank));
     ExprList table_index(out_index.begin(), out_index.begin() + axis);
-    table_index.push_back(Expr::cast(DType::I64, Expr::var("in0")));
+    table_index.push_back(Expr::cast(DType::I64, Expr::value("in0")));
     table_index.insert(table_index.end(), out_index.begin() + axis + static_cast<int64_t>(ids_rank), out_index.end());
-    Body inner{Load{"in0", ids->id, std::move(ids_index)}, Load{"in1", table->id, std::move(table_index)},
-               Write{n_.id, std::move(out_index), Expr::var("in1")}};
+    Body inner{Load{"in0", ids->id, std::move(ids_index), ValueType::scalar(ids->type.dtype)},
+               Load{"in1", table->id, std::move(table_index), ValueType::scalar(table->type.dtype)}};
+    Expr out = converted(inner, Expr::value("in1"), table->type.dtype, n_.type.dtype);
+    inner.push_back(Write{n_.id, std::move(out_index), out});
     return nest(extents_of(n_.type.shape), std::move(inner));
   }
 
@@ -219,6 +295,7 @@ class Lifter {
   const Node& n_;
   PassContext& ctx_;
   int loads_ = 0;
+  int values_ = 0;
 };
 
 class LiftPass final : public KernelPass {

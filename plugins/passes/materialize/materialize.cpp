@@ -104,6 +104,7 @@ class KernelBuilder {
       }
     }
     if (tile == nullptr) return ctx_.error_at(node_, "the kernel has no Tile statement");
+    collect_accumulator_types(tile_op_.body);
 
     // Launch geometry and the axis decodes.
     int64_t threads = 1, blocks = 1;
@@ -340,8 +341,8 @@ class KernelBuilder {
       copy.push_back(CpAsyncCopy{st.dst, coords, st.buffer, src_index, dtype_bytes(type.dtype)});
     } else {  // sync, buffered: the data is visible after the Stage
       std::string value = fresh("in_" + st.dst);
-      copy.push_back(Load{value, st.buffer, src_index});
-      copy.push_back(Write{st.dst, coords, Expr::var(value)});
+      copy.push_back(Load{value, st.buffer, src_index, ValueType::scalar(type.dtype)});
+      copy.push_back(Write{st.dst, coords, Expr::value(value)});
     }
     if (guard.defined()) copy = {Cond{guard, std::move(copy), {}}};
 
@@ -372,27 +373,33 @@ class KernelBuilder {
                                       std::to_string(kWarp) + " or a multiple of it");
     }
     int64_t width = std::min(t, kWarp);
+    const ValueType acc_type = accumulator_type(st.acc);
+    if (!acc_type.is_scalar()) {
+      return ctx_.error_at(node_, "`" + first_line(self) + "`: materialize combines scalar accumulators only, not " +
+                                      acc_type.str());
+    }
     for (int64_t offset = kWarp / 2; offset >= 1; offset /= 2) {
       if (offset >= width) continue;
       std::string v = fresh(st.acc + "_shfl");
-      out.push_back(WarpShuffle{v, Expr::var(st.acc), "xor", offset, width});
-      out.push_back(Accum{st.acc, st.op, Expr::var(v)});
+      out.push_back(WarpShuffle{v, Expr::value(st.acc), "xor", offset, width, acc_type});
+      out.push_back(Accum{st.acc, st.op, Expr::value(v)});
     }
     if (!block_scope || t <= kWarp) return Status::ok();
 
     // Warp totals meet in shared memory; a tree over the T/32 slots leaves the total in slot 0.
     int64_t warps = t / kWarp;
     std::string buf = fresh_buffer(st.acc + "_smem");
-    TESSERA_TRY(declare_smem(Smem{buf, DType::F32, {warps}}));
+    // The scratch holds the accumulator's own type.
+    TESSERA_TRY(declare_smem(Smem{buf, acc_type.dtype, {warps}}));
     out.push_back(Cond{Expr::binary(ExprKind::Eq, tid_ % kWarp, Expr::int_(0)),
-                       {Write{buf, {tid_ / kWarp}, Expr::var(st.acc)}},
+                       {Write{buf, {tid_ / kWarp}, Expr::value(st.acc)}},
                        {}});
     out.push_back(Sync{});
     out.push_back(TreeHalve{buf, tid_, warps, st.op});
     std::string total = fresh(st.acc + "_b");
-    out.push_back(Load{total, buf, {Expr::int_(0)}});
+    out.push_back(Load{total, buf, {Expr::int_(0)}, acc_type});
     if (scope.in_loop) out.push_back(Sync{});
-    scope.renames[st.acc] = Expr::var(total);
+    scope.renames[st.acc] = Expr::value(total);
     scope.uniform.insert(total);
     return Status::ok();
   }
@@ -438,6 +445,21 @@ class KernelBuilder {
     return inner;
   }
 
+  // Accumulator names are unique in a kernel (canonical names), so one map serves every scope.
+  void collect_accumulator_types(const Body& body) {
+    struct Collector final : StmtVisitor {
+      std::map<std::string, ValueType>* out = nullptr;
+      void visit_Init(const Init& s) override { (*out)[s.acc] = s.type; }
+    } collector;
+    collector.out = &acc_types_;
+    collector.visit(body);
+  }
+
+  ValueType accumulator_type(const std::string& acc) const {
+    auto it = acc_types_.find(acc);
+    return it == acc_types_.end() ? ValueType{} : it->second;
+  }
+
   static void bind_range(Scope& scope, const std::string& var, const Expr& begin, const Expr& end) {
     std::optional<Interval> b = bound_of(begin, scope.ranges), e = bound_of(end, scope.ranges);
     if (b && e && e->hi - 1 >= b->lo) {
@@ -455,6 +477,7 @@ class KernelBuilder {
   Expr tid_;
   std::map<std::string, Expr> decodes_;
   std::set<std::string> used_buffers_;
+  std::map<std::string, ValueType> acc_types_;
   Body smem_;
   int counter_ = 0;
 };

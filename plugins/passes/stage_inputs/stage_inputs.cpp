@@ -574,7 +574,7 @@ class StageInputsPass final : public KernelPass {
           continue;
         }
         const LoadSite& site = grp->loads[seen[load->buffer]++];
-        out.push_back(Load{load->dst, load->buffer + "_smem", site.smem_index});
+        out.push_back(Load{load->dst, load->buffer + "_smem", site.smem_index, load->type});
       } else if (const auto* sl = s.as<StridedLoop>()) {
         StridedLoop copy = *sl;
         copy.body = replace_in(sl->body, groups_of, scope, seen);

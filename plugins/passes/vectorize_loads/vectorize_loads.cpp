@@ -4,7 +4,8 @@
 // code (Load, Assign, Select, Init, Accum, Write only) becomes `for v in 0..N/K` whose body is the
 // old body replicated K times (lane j stands for old iteration `v * K + j`; names bound in the body
 // get a per-lane copy), in program order, except that
-//   - every load `x[.., c + v]` from a global f32 buffer (last index exactly `c + v`, `c` and the
+//   - every load `x[.., c + v]` from a global f32, bf16 or f16 buffer whose K elements fit one
+//     access of at most 16 bytes (f32: K <= 4; bf16/f16: K <= 8) (last index exactly `c + v`, `c` and the
 //     other indices free of v, `c` provably a multiple of K, last dim extent a multiple of K so the
 //     row start is aligned too) becomes one `(d0, .., dK-1) = loadK x[.., c + v * K]` where lane 0
 //     loaded it, and
@@ -20,11 +21,16 @@
 // Safety: a loop is skipped (ctx.skip, with the reason) when its body holds any other statement
 // (Cond, nested loops, collectives, shuffles, Let), when a buffer is both loaded and written in it or
 // written by two statements (the vector accesses move loads earlier and writes later), or when no
-// access can be vectorized. StridedLoops are left alone: a thread's consecutive iterations are
-// `step` elements apart. Elementwise kernels with threads on the innermost axis have no serial
-// loop, so the pass leaves them alone.
-// Knob WIDTH (1, 2, 4; heuristic: 4 when some loop of the kernel can take it, else 2, else 1; asked
-//   only for kernels with a loop it can rewrite): K. A loop that cannot take the chosen K is skipped.
+// access can be vectorized. Elementwise kernels with one element per thread have no loop, so the
+// pass leaves them alone.
+// Thread-strided loops `StridedLoop(v = t; < N; += T)` (t ranging over [0, T)) with a straight-line
+// body that accumulates nothing (staging copies, the scaled row of a norm, elementwise tails) are
+// rewritten the same way with each thread taking K consecutive elements per step
+// (`StridedLoop(v = t; < N/K; += T)`, lane j at v * K + j): all elements are still handled once,
+// by possibly different threads.
+// Knob WIDTH (1, 2, 4, 8; heuristic: the widest K some loop of the kernel can take, so 16-byte
+//   accesses: 4 x f32, 8 x bf16/f16; asked only for kernels with a loop it can rewrite): K. A loop
+//   that cannot take the chosen K is skipped.
 // Accepts: Kernel IR (KernelOp nodes; other nodes are left alone).
 // Guarantees: the kernel computes the same values in the same order; vector accesses are aligned as
 //   docs/ir.md requires; unroll requests are divided by K (dropped when K does not divide them); the
@@ -95,7 +101,10 @@ class LoopVectorizer {
   bool vectorizable(const std::string& buffer, const ExprList& index, const std::string& v, int64_t k,
                     const RangeMap& ranges) const {
     const Node* node = g_.find(buffer);
-    if (node == nullptr || node->type.dtype != DType::F32 || index.empty()) return false;
+    if (node == nullptr || index.empty()) return false;
+    const DType t = node->type.dtype;
+    if (t != DType::F32 && t != DType::BF16 && t != DType::F16) return false;
+    if (k * dtype_bytes(t) > 16) return false;  // the widest access is 16 bytes (uint4 / float4)
     if (node->type.rank() != static_cast<int64_t>(index.size())) return false;
     if (node->type.dim(node->type.rank() - 1) % k != 0) return false;
     for (size_t i = 0; i + 1 < index.size(); ++i) {
@@ -138,7 +147,8 @@ class LoopVectorizer {
         return p;
       }
     }
-    if (p.vector_stmts.empty()) p.why_not = "no access is an aligned f32 global access at [.., c + " + loop.var + "]";
+    if (p.vector_stmts.empty())
+      p.why_not = "no access is an aligned f32/bf16/f16 global access of at most 16 bytes at [.., c + " + loop.var + "]";
     return p;
   }
 
@@ -156,7 +166,7 @@ class LoopVectorizer {
       for (const std::string& name : bound_names(loop.body)) {
         std::string fresh = fresh_name(name + "_" + std::to_string(j));
         lane_names[static_cast<size_t>(j)][name] = fresh;
-        subst[name] = Expr::var(fresh);
+        subst[name] = Expr::var(fresh);  // renames a Value as a Value (substitute)
       }
     }
     auto sub = [&](const Expr& e, int64_t j) { return simplify(substitute(e, lane_subst[static_cast<size_t>(j)]), ranges); };
@@ -178,9 +188,9 @@ class LoopVectorizer {
         const bool vector = p.vector_stmts.count(i) != 0;
         if (const auto* load = s.as<Load>()) {
           if (!vector) {
-            out.push_back(Load{renamed(load->dst, j), load->buffer, sub_all(load->index, j)});
+            out.push_back(Load{renamed(load->dst, j), load->buffer, sub_all(load->index, j), load->type});
           } else if (j == 0) {  // lane 0's index c + v * K is the vector's start
-            VectorLoad vl{{}, load->buffer, sub_all(load->index, 0)};
+            VectorLoad vl{{}, load->buffer, sub_all(load->index, 0), load->type};
             for (int64_t l = 0; l < k; ++l) vl.dsts.push_back(renamed(load->dst, l));
             out.push_back(std::move(vl));
           }
@@ -193,13 +203,13 @@ class LoopVectorizer {
             out.push_back(std::move(vs));
           }
         } else if (const auto* a = s.as<Assign>()) {
-          out.push_back(Assign{renamed(a->dst, j), a->op, sub_all(a->args, j)});
+          out.push_back(Assign{renamed(a->dst, j), a->op, sub_all(a->args, j), a->type});
         } else if (const auto* sel = s.as<Select>()) {
-          out.push_back(Select{renamed(sel->dst, j), sub(sel->cond, j), sub(sel->then_value, j), sub(sel->else_value, j)});
+          out.push_back(Select{renamed(sel->dst, j), sub(sel->cond, j), sub(sel->then_value, j), sub(sel->else_value, j), sel->type});
         } else if (const auto* init = s.as<Init>()) {
-          out.push_back(Init{renamed(init->acc, j), sub(init->value, j)});
+          out.push_back(Init{renamed(init->acc, j), sub(init->value, j), init->type});
         } else if (const auto* acc = s.as<Accum>()) {
-          out.push_back(Accum{renamed(acc->acc, j), acc->op, sub(acc->value, j)});
+          out.push_back(Accum{renamed(acc->acc, j), acc->op, sub(acc->value, j), sub_all(acc->index, j)});
         }
       }
     }
@@ -254,6 +264,10 @@ class BodyWalker {
       } else if (const auto* loop = s.as<Loop>()) {
         out.push_back(walk_loop(*loop, s, ranges));
       } else if (const auto* sl = s.as<StridedLoop>()) {
+        if (std::optional<Stmt> vectorized = walk_strided(*sl, ranges)) {
+          out.push_back(std::move(*vectorized));
+          continue;
+        }
         RangeMap inner = ranges;
         auto lo = bound_of(sl->begin, ranges);
         auto hi = bound_of(sl->end, ranges);
@@ -274,6 +288,36 @@ class BodyWalker {
   }
 
  private:
+  // A thread-strided loop `StridedLoop(v = t; < N; += T)` whose start t takes every value of
+  // [0, T) over the block (the threads partition [0, N)) and whose straight-line body accumulates
+  // nothing: each thread takes K consecutive elements per step instead, `StridedLoop(v = t; < N/K;
+  // += T)` with lane j at v * K + j, so its contiguous accesses become vector accesses. Every element
+  // is still handled exactly once; which thread handles it changes, which no such body observes
+  // (no Accum; shared-memory data is exchanged across barriers only). nullopt: left as it is.
+  std::optional<Stmt> walk_strided(const StridedLoop& sl, const RangeMap& ranges) {
+    const Expr step = simplify(sl.step, ranges);
+    const std::optional<Interval> start = bound_of(sl.begin, ranges);
+    if (!step.is(ExprKind::Int) || !sl.end.is(ExprKind::Int) || !start || start->lo != 0 ||
+        start->hi != step.int_value() - 1)
+      return std::nullopt;
+    for (const Stmt& st : sl.body)
+      if (st.is<Accum>() || st.is<Init>()) return std::nullopt;
+    const Loop as_loop{sl.var, Expr::int_(0), sl.end, sl.role, sl.unroll, sl.body};
+    if (k_ == 1) {
+      for (int64_t k : {8, 4, 2}) {
+        if (vec_.plan(as_loop, k, ranges).why_not.empty()) {
+          widest = std::max(widest, k);
+          break;
+        }
+      }
+      return std::nullopt;
+    }
+    LoopPlan p = vec_.plan(as_loop, k_, ranges);
+    if (!p.why_not.empty()) return std::nullopt;
+    Loop rewritten = vec_.rewrite(as_loop, k_, p, ranges);
+    return Stmt(StridedLoop{sl.var, sl.begin, rewritten.end, sl.step, sl.role, rewritten.unroll, rewritten.body});
+  }
+
   Stmt walk_loop(const Loop& loop, const Stmt& self, const RangeMap& ranges) {
     RangeMap inner = ranges;
     auto lo = bound_of(loop.begin, ranges);
@@ -288,7 +332,7 @@ class BodyWalker {
       return copy;
     }
     if (k_ == 1) {
-      for (int64_t k : {4, 2}) {
+      for (int64_t k : {8, 4, 2}) {
         if (vec_.plan(loop, k, ranges).why_not.empty()) {
           widest = std::max(widest, k);
           break;
@@ -319,7 +363,7 @@ class VectorizeLoadsPass final : public KernelPass {
   std::vector<Dialect> stages() const override { return {Dialect::Kernel}; }
   Dialect input_dialect() const override { return Dialect::Kernel; }
   std::vector<KnobSpec> knobs() const override {
-    return {KnobSpec{"WIDTH", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}}, std::nullopt,
+    return {KnobSpec{"WIDTH", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}}, std::nullopt,
                      "elements per vector access (1 disables)"}};
   }
 
@@ -332,10 +376,10 @@ class VectorizeLoadsPass final : public KernelPass {
     BodyWalker probe(*n, nullptr, vec, 1);
     probe.walk(kernel->body, launch_ranges(*kernel));
     if (probe.widest == 1) {
-      ctx.skip(*n, "no serial loop with an aligned f32 access at [.., c + v]");
+      ctx.skip(*n, "no serial loop with an aligned f32/bf16/f16 access at [.., c + v]");
       return Status::ok();
     }
-    Expected<int64_t> width = ctx.choose_int("WIDTH", *n, {1, 2, 4}, probe.widest);
+      Expected<int64_t> width = ctx.choose_int("WIDTH", *n, {1, 2, 4, 8}, probe.widest);
     if (!width) return std::move(width).error();
     if (*width == 1) return Status::ok();
     BodyWalker rewriter(*n, &ctx, vec, *width);

@@ -1,12 +1,17 @@
 // CudaEmitter: Kernel IR -> CUDA C++ source, with exactly the semantics of docs/ir.md "Kernel IR"
 // (the sim target is the oracle). One statement per line, two-space indent, deterministic.
 //
-// Typing: values (in*, v*, acc*) are `float`; loop, Let and hardware indices are `int`. An Expr is
-// printed with the evaluator's typing rule (integral iff all operands are), so floor division and
-// modulo become C's `/` and `%` only where bound_of proves both operands non-negative, else the
-// preamble helpers tessera_floordiv / tessera_floormod. Buffers are flat pointers: multi-dim
-// indices are flattened row-major with the node (or Smem) shape. Loads convert the element to
-// float, writes convert back to the buffer's dtype.
+// Typing: each value (in*, v*, acc*) is declared with the C type of its ValueType (`float`,
+// `__nv_bfloat16`, `__half`, `int`, `long long`, `bool`); loop, Let and hardware indices are `int`.
+// Arithmetic is printed in float (f32 values, and half values read through __bfloat162float /
+// __half2float) or in integers (integer and bool values); a definition converts the computed text
+// to its declared type (`__float2bfloat16(...)`), so a `cast` Assign is just a typed definition.
+// An Expr is printed with the evaluator's typing rule (integral iff all operands are), so floor
+// division and modulo become C's `/` and `%` only where bound_of proves both operands
+// non-negative, else the preamble helpers tessera_floordiv / tessera_floormod. Buffers are flat
+// pointers: multi-dim indices are flattened row-major with the node (or Smem) shape. A load or
+// write whose value type is the buffer's dtype moves the element as it is; otherwise it converts
+// through float.
 #include "cuda_emitter.h"
 
 #include <algorithm>
@@ -14,6 +19,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -378,10 +384,22 @@ class CudaEmitter {
       return {"0", kAtom, Ty::Int};
     }
     switch (e.kind()) {
+      case ExprKind::Value: return print_value_name(e.name());
+      case ExprKind::Element: {  // `acc0[1][a3]`; read through float like a value of its dtype
+        std::string text = e.name();
+        for (const Expr& i : e.operands()) text += "[" + index(i).text + "]";
+        Printed name = print_value_name(e.name());
+        auto it = value_types_.find(e.name());
+        if (it == value_types_.end()) return name;
+        if (it->second == DType::F16) return {"__half2float(" + text + ")", kAtom, Ty::Float};
+        if (it->second == DType::BF16) return {"__bfloat162float(" + text + ")", kAtom, Ty::Float};
+        return {text, kAtom, name.type};
+      }
       case ExprKind::Var: {
         const std::string& n = e.name();
         // Hardware indices are unsigned in CUDA; the IR's index arithmetic is signed.
         if (is_hardware_index(n)) return {"(int)" + n, kUnary, Ty::Int};
+        if (value_types_.count(n)) return print_value_name(n);  // hand-built IR naming a value as a Var
         auto it = names_.find(n);
         if (it == names_.end()) {
           expr_problem("'" + n + "' is not bound here");
@@ -391,6 +409,8 @@ class CudaEmitter {
       }
       case ExprKind::Int: {
         int64_t v = e.int_value();
+        // -9223372036854775808LL is not a C literal (the magnitude does not fit): spell it out.
+        if (v == std::numeric_limits<int64_t>::min()) return {"(-9223372036854775807LL - 1)", kAtom, Ty::Int};
         std::string t = std::to_string(v) + (v > INT_MAX || v < INT_MIN ? "LL" : "");
         return {t, v < 0 ? kUnary : kAtom, Ty::Int};
       }
@@ -514,7 +534,7 @@ class CudaEmitter {
       if (!arity(2)) return std::nullopt;
       return A(0) + " " + it->second + " " + A(1) + " ? 1.0f : 0.0f";
     }
-    if (fn == "identity" && arity(1)) return args[0].text;
+    if ((fn == "identity" || fn == "cast") && arity(1)) return args[0].text;
     if (fn == "neg" && arity(1)) return "-" + N(0);
     if (fn == "reciprocal" && arity(1)) return "1.0f / " + A(0);
     if (fn == "sigmoid" && arity(1)) return "1.0f / (1.0f + expf(-" + N(0) + "))";
@@ -537,6 +557,53 @@ class CudaEmitter {
   void directive(const std::string& text) { body_ += text + "\n"; }  // preprocessor lines: column 0
 
   void bind(const std::string& name, Ty t) { names_[name] = t; }
+
+  // Binds an SSA value of dtype `t`: half values are read through float, others as they are.
+  void bind_value(const std::string& name, DType t) {
+    use_dtype(t);
+    names_[name] = dtype_is_float(t) ? Ty::Float : Ty::Int;
+    value_types_[name] = t;
+  }
+
+  Printed print_value_name(const std::string& n) {
+    auto it = value_types_.find(n);
+    if (it == value_types_.end() || !names_.count(n)) {
+      expr_problem("'" + n + "' is not bound here");
+      return {n, kAtom, Ty::Float};
+    }
+    switch (it->second) {
+      case DType::F16: return {"__half2float(" + n + ")", kAtom, Ty::Float};
+      case DType::BF16: return {"__bfloat162float(" + n + ")", kAtom, Ty::Float};
+      case DType::F32: return {n, kAtom, Ty::Float};
+      default: return {n, kAtom, Ty::Int};
+    }
+  }
+
+  // The initializer of a value of dtype `t` from the computed text `p`.
+  std::string convert_to(DType t, const Printed& p) {
+    switch (t) {
+      case DType::F32: return p.type == Ty::Float ? p.text : "(float)" + wrap(p, p.prec > kUnary);
+      case DType::F16: return "__float2half(" + p.text + ")";
+      case DType::BF16: return "__float2bfloat16(" + p.text + ")";
+      case DType::I32: return p.type == Ty::Int ? p.text : "(int)" + wrap(p, p.prec > kUnary);
+      case DType::I64: return "(long long)" + wrap(p, p.prec > kUnary);
+      case DType::Bool: return p.type == Ty::Int ? wrap(p, p.prec >= kEq) + " != 0" : wrap(p, p.prec >= kEq) + " != 0.0f";
+    }
+    return p.text;
+  }
+
+  // `float v0` / `__nv_bfloat16 in0` / `float acc0[4][8]`.
+  std::string declare(const ValueType& t, const std::string& name) {
+    std::string type = c_type(t.dtype);
+    if (t.is_packed()) type = t.dtype == DType::BF16 ? "__nv_bfloat162" : "__half2";
+    std::string dims;
+    for (int64_t d : t.array) dims += "[" + std::to_string(d) + "]";
+    return type + " " + name + dims;
+  }
+
+  // The arguments of an Assign of result type `t`: float arithmetic for float results, integer
+  // arithmetic (values as they are) otherwise.
+  Printed arg(const Expr& e, DType t) { return dtype_is_float(t) ? value(e) : print(e); }
 
   Status emit_nested(const Body& b) {
     auto saved_names = names_;
@@ -575,39 +642,57 @@ class CudaEmitter {
     if (const auto* st = s.as<Load>()) {
       const Buffer* buf = buffer(st->buffer);
       if (!buf) return checked(s);
-      line("float " + st->dst + " = " + load_text(*buf, element(*buf, st->index)) + ";");
-      bind(st->dst, Ty::Float);
+      std::string elem = element(*buf, st->index);
+      if (st->type.dtype == buf->dtype) line(declare(st->type, st->dst) + " = " + elem + ";");
+      else line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, {load_text(*buf, elem), kAtom, Ty::Float}) + ";");
+      bind_value(st->dst, st->type.dtype);
       return Status::ok();
     }
     if (const auto* st = s.as<Assign>()) {
       std::vector<Printed> args;
-      for (const Expr& a : st->args) args.push_back(value(a));
+      for (const Expr& a : st->args) args.push_back(arg(a, st->type.dtype));
       std::optional<std::string> text = call_fn(st->op, args);
       if (!text)
         return error_at(s, "unknown elementwise function '" + st->op + "' with " + std::to_string(args.size()) +
                                " arguments");
-      line("float " + st->dst + " = " + *text + ";");
-      bind(st->dst, Ty::Float);
+      Ty computed = dtype_is_float(st->type.dtype) || args.empty() ? Ty::Float : args[0].type;
+      for (const Printed& p : args) computed = p.type == Ty::Float ? Ty::Float : computed;
+      line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, {*text, kTernary, computed}) + ";");
+      bind_value(st->dst, st->type.dtype);
       return Status::ok();
     }
     if (const auto* st = s.as<Select>()) {
-      Printed c = print(st->cond), a = value(st->then_value), e = value(st->else_value);
-      line("float " + st->dst + " = " + wrap(c, c.prec >= kTernary) + " ? " + wrap(a, a.prec >= kTernary) + " : " +
-           wrap(e, e.prec > kTernary) + ";");
-      bind(st->dst, Ty::Float);
+      Printed c = print(st->cond), a = arg(st->then_value, st->type.dtype), e = arg(st->else_value, st->type.dtype);
+      Printed chosen{wrap(c, c.prec >= kTernary) + " ? " + wrap(a, a.prec >= kTernary) + " : " + wrap(e, e.prec > kTernary),
+                     kTernary, join_type(a, e)};
+      line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, chosen) + ";");
+      bind_value(st->dst, st->type.dtype);
       return Status::ok();
     }
     if (const auto* st = s.as<Init>()) {
-      line("float " + st->acc + " = " + value(st->value).text + ";");
-      bind(st->acc, Ty::Float);
+      std::string init = convert_to(st->type.dtype, arg(st->value, st->type.dtype));
+      if (st->type.is_array()) {
+        // Every element starts at the identity; the unrolled fill keeps the array in registers.
+        std::string first = st->acc;
+        for (size_t d = 0; d < st->type.array.size(); ++d) first += "[0]";
+        line(declare(st->type, st->acc) + ";");
+        line("#pragma unroll");
+        line("for (int tessera_i = 0; tessera_i < " + std::to_string(st->type.array_elements()) +
+             "; ++tessera_i) (&" + first + ")[tessera_i] = " + init + ";");
+      } else {
+        line(declare(st->type, st->acc) + " = " + init + ";");
+      }
+      bind_value(st->acc, st->type.dtype);
       return Status::ok();
     }
     if (const auto* st = s.as<Accum>()) {
       Printed v = value(st->value);
       if (!names_.count(st->acc)) return error_at(s, "accumulator '" + st->acc + "' is not initialized here");
-      if (st->op == "add") line(st->acc + " += " + v.text + ";");
-      else if (st->op == "mul") line(st->acc + " *= " + v.text + ";");
-      else if (auto c = combine(st->op, st->acc, v.text)) line(st->acc + " = " + *c + ";");
+      std::string target = st->acc;
+      for (const Expr& i : st->index) target += "[" + index(i).text + "]";
+      if (st->op == "add") line(target + " += " + v.text + ";");
+      else if (st->op == "mul") line(target + " *= " + v.text + ";");
+      else if (auto c = combine(st->op, target, v.text)) line(target + " = " + *c + ";");
       else return error_at(s, "unknown accumulation op '" + st->op + "' (expected add, mul, max or min)");
       return Status::ok();
     }
@@ -616,7 +701,7 @@ class CudaEmitter {
       if (!buf) return checked(s);
       if (!buf->writable) return error_at(s, "'" + st->buffer + "' is an input of this kernel and is read-only");
       std::string lhs = element(*buf, st->index);
-      line(lhs + " = " + store_text(*buf, value(st->value)) + ";");
+      line(lhs + " = " + stored(*buf, st->value) + ";");
       return Status::ok();
     }
     if (const auto* st = s.as<Loop>()) {
@@ -707,10 +792,10 @@ class CudaEmitter {
       if (it == intrinsics.end()) return error_at(s, "unknown shuffle mode '" + st->mode + "' (expected xor, down, up or idx)");
       if (st->width < 1 || st->width > 32 || (st->width & (st->width - 1)) != 0)
         return error_at(s, "shuffle width must be a power of two up to 32");
-      Printed src = value(st->src);
-      line("float " + st->dst + " = " + it->second + "(0xffffffff, " + src.text + ", " + std::to_string(st->offset) +
+      Printed src = arg(st->src, st->type.dtype);
+      line(declare(st->type, st->dst) + " = " + it->second + "(0xffffffff, " + src.text + ", " + std::to_string(st->offset) +
            ", " + std::to_string(st->width) + ");");
-      bind(st->dst, Ty::Float);
+      bind_value(st->dst, st->type.dtype);
       return Status::ok();
     }
     if (const auto* st = s.as<TreeHalve>()) return emit_tree_halve(s, *st);
@@ -821,14 +906,47 @@ class CudaEmitter {
     return Status::ok();
   }
 
+  // The text written to an element of `b`: a value of the buffer's dtype as it is, anything else
+  // converted from float.
+  std::string stored(const Buffer& b, const Expr& v) {
+    if (v.is_name()) {
+      auto it = value_types_.find(v.name());
+      if (it != value_types_.end() && it->second == b.dtype && names_.count(v.name())) return v.name();
+    }
+    return store_text(b, value(v));
+  }
+
   static bool vectorizable(const Buffer& b, size_t k) { return b.dtype == DType::F32 && (k == 2 || k == 4); }
+
+  // 16-bit elements move as raw bits: K of them in one `unsigned int` (K = 2), `uint2` (4) or
+  // `uint4` (8, a 128-bit access), reinterpreted element-wise.
+  static std::optional<std::string> raw_vector_type(const Buffer& b, size_t k) {
+    if (b.dtype != DType::BF16 && b.dtype != DType::F16) return std::nullopt;
+    if (k == 2) return "unsigned int";
+    if (k == 4) return "uint2";
+    if (k == 8) return "uint4";
+    return std::nullopt;
+  }
 
   Status emit_vector_load(const Stmt& s, const VectorLoad& st) {
     const Buffer* buf = buffer(st.buffer);
     TESSERA_TRY(checked(s));
     const size_t k = st.dsts.size();
     if (k == 0) return error_at(s, "a vector load needs at least one destination");
-    if (vectorizable(*buf, k)) {
+    std::optional<std::string> raw = raw_vector_type(*buf, k);
+    if (raw && st.type.dtype == buf->dtype) {
+      std::string elem = element(*buf, st.index);
+      TESSERA_TRY(checked(s));
+      const std::string et = c_type(buf->dtype);
+      line(et + " " + join(st.dsts, ", ") + ";");
+      line("{");
+      ++indent_;
+      line("const " + *raw + " tessera_vec = *reinterpret_cast<const " + *raw + "*>(&" + elem + ");");
+      line("const " + et + "* tessera_elems = reinterpret_cast<const " + et + "*>(&tessera_vec);");
+      for (size_t i = 0; i < k; ++i) line(st.dsts[i] + " = tessera_elems[" + std::to_string(i) + "];");
+      --indent_;
+      line("}");
+    } else if (vectorizable(*buf, k)) {
       std::string elem = element(*buf, st.index);
       TESSERA_TRY(checked(s));
       std::string vec = "float" + std::to_string(k);
@@ -842,11 +960,14 @@ class CudaEmitter {
       line("}");
     } else {
       for (size_t i = 0; i < k; ++i) {
-        line("float " + st.dsts[i] + " = " + load_text(*buf, element(*buf, st.index, static_cast<int64_t>(i))) + ";");
+        std::string elem = element(*buf, st.index, static_cast<int64_t>(i));
+        if (st.type.dtype == buf->dtype) line(declare(st.type, st.dsts[i]) + " = " + elem + ";");
+        else line(declare(st.type, st.dsts[i]) + " = " + convert_to(st.type.dtype, {load_text(*buf, elem), kAtom, Ty::Float}) + ";");
         TESSERA_TRY(checked(s));
       }
     }
-    for (const std::string& d : st.dsts) bind(d, Ty::Float);
+    for (const std::string& d : st.dsts)
+      bind_value(d, vectorizable(*buf, k) && !(raw && st.type.dtype == buf->dtype) ? DType::F32 : st.type.dtype);
     return Status::ok();
   }
 
@@ -859,7 +980,18 @@ class CudaEmitter {
     std::vector<Printed> values;
     for (const Expr& v : st.values) values.push_back(value(v));
     TESSERA_TRY(checked(s));
-    if (vectorizable(*buf, k)) {
+    if (std::optional<std::string> raw = raw_vector_type(*buf, k)) {
+      const std::string et = c_type(buf->dtype);
+      std::string elem = element(*buf, st.index);
+      line("{");
+      ++indent_;
+      line(*raw + " tessera_vec;");
+      line(et + "* tessera_elems = reinterpret_cast<" + et + "*>(&tessera_vec);");
+      for (size_t i = 0; i < k; ++i) line("tessera_elems[" + std::to_string(i) + "] = " + stored(*buf, st.values[i]) + ";");
+      line("*reinterpret_cast<" + *raw + "*>(&" + elem + ") = tessera_vec;");
+      --indent_;
+      line("}");
+    } else if (vectorizable(*buf, k)) {
       std::vector<std::string> texts;
       for (const Printed& p : values) texts.push_back(p.text);
       std::string vec = "float" + std::to_string(k);
@@ -879,6 +1011,7 @@ class CudaEmitter {
   std::map<std::string, Buffer> buffers_;
   std::set<std::string> used_cnames_;
   std::map<std::string, Ty> names_;  // scalar names bound in the current scope
+  std::map<std::string, DType> value_types_;  // SSA values (and accumulators) -> their dtype
   RangeMap ranges_;                   // known ranges of integer names (for `/` and `%`)
   std::set<Helper> helpers_;
   bool uses_half_ = false, uses_bf16_ = false;

@@ -17,6 +17,12 @@ using Mask = std::vector<uint8_t>;
 
 double to_float(double v) { return static_cast<double>(static_cast<float>(v)); }
 
+// A computed value as a register of `type` holds it: floats rounded to float and then to their
+// storage format (bf16, f16), integers truncated, booleans 0/1.
+double as_type(double v, DType type) {
+  return dtype_is_float(type) ? round_to_storage(to_float(v), type) : conform_to_dtype(v, type);
+}
+
 int64_t count_active(const Mask& m) {
   int64_t n = 0;
   for (uint8_t b : m) n += b;
@@ -112,6 +118,21 @@ class BlockExecutor {
       const double* b = node.operands[1] >= 0 ? result_of(e.nodes[static_cast<size_t>(node.operands[1])]) : nullptr;
       const double* c = node.operands[2] >= 0 ? result_of(e.nodes[static_cast<size_t>(node.operands[2])]) : nullptr;
       const bool ints = node.is_int;
+      if (node.kind == ExprKind::Element) {
+        const double* idx[3] = {a, b, c};
+        for (size_t l = 0; l < n; ++l) {
+          int64_t flat = 0;
+          bool in_bounds = true;
+          for (size_t d = 0; d < node.dims.size(); ++d) {
+            const double i = idx[d][l];
+            in_bounds = in_bounds && i >= 0 && i < static_cast<double>(node.dims[d]);
+            flat = flat * node.dims[d] + (in_bounds ? static_cast<int64_t>(i) : 0);
+          }
+          if (!in_bounds) fault_[l] = 1;
+          r[l] = regs_[static_cast<size_t>(node.slot + flat)][l];
+        }
+        continue;
+      }
       switch (node.kind) {
         case ExprKind::Add: for (size_t l = 0; l < n; ++l) r[l] = a[l] + b[l]; break;
         case ExprKind::Sub: for (size_t l = 0; l < n; ++l) r[l] = a[l] - b[l]; break;
@@ -154,7 +175,7 @@ class BlockExecutor {
     if (e.may_fault)
       for (int l = 0; l < lanes_; ++l)
         if (mask[static_cast<size_t>(l)] && fault_[static_cast<size_t>(l)])
-          return fail(s, l, "integer division or modulo by zero");
+          return fail(s, l, "integer division or modulo by zero, or a register array index out of bounds");
     return result_of(e.nodes.back());
   }
 
@@ -313,6 +334,17 @@ class BlockExecutor {
     return Status::ok();
   }
 
+  // Integer accumulators: exact (to 2^53).
+  static double combine_exact(AccumOp op, double acc, double x) {
+    switch (op) {
+      case AccumOp::Add: return acc + x;
+      case AccumOp::Mul: return acc * x;
+      case AccumOp::Max: return std::max(acc, x);
+      case AccumOp::Min: return std::min(acc, x);
+    }
+    return acc;
+  }
+
   double combine(AccumOp op, double acc, double x) const {
     switch (op) {
       case AccumOp::Add: return to_float(acc + x);
@@ -405,7 +437,7 @@ class BlockExecutor {
           for (size_t i = 0; i < args.size(); ++i) a[i] = args[i][l];
           Expected<double> r = apply_elementwise_fn(s.fn, a);
           if (!r) return fail(s, static_cast<int>(l), r.error().message);
-          dst[l] = to_float(*r);
+          dst[l] = as_type(*r, s.value_type);
         }
         return Status::ok();
       }
@@ -413,23 +445,39 @@ class BlockExecutor {
         TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> v, eval_all(s.exprs, mask, s));
         std::vector<double>& dst = regs_[static_cast<size_t>(s.slot)];
         for (size_t l = 0; l < n; ++l)
-          if (mask[l]) dst[l] = to_float(v[0][l] != 0.0 ? v[1][l] : v[2][l]);
+          if (mask[l]) dst[l] = as_type(v[0][l] != 0.0 ? v[1][l] : v[2][l], s.value_type);
         return Status::ok();
       }
       case StmtKind::Init:
       case StmtKind::Let: {
         TESSERA_ASSIGN_OR_RETURN(const double* v, eval(s.exprs[0], mask, s));
-        std::vector<double>& dst = regs_[static_cast<size_t>(s.slot)];
         const bool round = s.kind == StmtKind::Init;
+        int64_t registers = 1;
+        for (int64_t d : s.dims) registers *= d;
+        for (int64_t r = 0; r < registers; ++r) {
+          std::vector<double>& dst = regs_[static_cast<size_t>(s.slot + r)];
         for (size_t l = 0; l < n; ++l)
-          if (mask[l]) dst[l] = round ? to_float(v[l]) : v[l];
+            if (mask[l]) dst[l] = round ? as_type(v[l], s.value_type) : v[l];
+        }
         return Status::ok();
       }
       case StmtKind::Accum: {
         TESSERA_ASSIGN_OR_RETURN(const double* v, eval(s.exprs[0], mask, s));
-        std::vector<double>& acc = regs_[static_cast<size_t>(s.slot)];
-        for (size_t l = 0; l < n; ++l)
-          if (mask[l]) acc[l] = combine(s.accum, acc[l], v[l]);
+        TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> index, eval_all(s.index, mask, s));
+        for (size_t l = 0; l < n; ++l) {
+          if (!mask[l]) continue;
+          int64_t flat = 0;
+          for (size_t d = 0; d < s.dims.size(); ++d) {
+            const double i = index[d][l];
+            if (!(i >= 0 && i < static_cast<double>(s.dims[d])))
+              return fail(s, static_cast<int>(l), "register array index " + std::to_string(i) + " of dimension " +
+                                                      std::to_string(d) + " is out of bounds");
+            flat = flat * s.dims[d] + static_cast<int64_t>(i);
+          }
+          std::vector<double>& acc = regs_[static_cast<size_t>(s.slot + flat)];
+          acc[l] = dtype_is_float(s.value_type) ? as_type(combine(s.accum, acc[l], v[l]), s.value_type)
+                                                : conform_to_dtype(combine_exact(s.accum, acc[l], v[l]), s.value_type);
+        }
         return Status::ok();
       }
       case StmtKind::Loop: return run_loop(s, mask, false);

@@ -51,9 +51,9 @@ class KernelCompiler {
         .at_node(node_.id);
   }
 
-  int define(const std::string& name, bool is_int) {
+  int define(const std::string& name, bool is_int, int64_t registers = 1) {
     int slot = static_cast<int>(slot_is_int_.size());
-    slot_is_int_.push_back(is_int);
+    for (int64_t i = 0; i < registers; ++i) slot_is_int_.push_back(is_int);
     scope_.emplace_back(name, slot);
     return slot;
   }
@@ -67,13 +67,30 @@ class KernelCompiler {
   Expected<int> lower_expr(const Expr& e, LaneExpr& out, const Stmt& s) {
     if (!e.defined()) return error(s, "an expression is undefined");
     LaneExprNode n;
-    n.kind = e.kind();
+    // Index variables and SSA values are both register slots here.
+    n.kind = e.is(ExprKind::Value) ? ExprKind::Var : e.kind();
     switch (e.kind()) {
       case ExprKind::Var:
+      case ExprKind::Value:
         n.slot = lookup(e.name());
         if (n.slot < 0) return error(s, "uses '" + e.name() + "', which is not bound here");
         n.is_int = slot_is_int_[static_cast<size_t>(n.slot)];
         break;
+      case ExprKind::Element: {
+        n.slot = lookup(e.name());
+        auto array = arrays_.find(e.name());
+        if (n.slot < 0 || array == arrays_.end() || array->second.size() != e.operands().size())
+          return error(s, "reads " + e.str() + ", but " + e.name() + " is not a register array of that rank here");
+        if (e.operands().size() > 3) return error(s, "register arrays have at most 3 dimensions in the simulator");
+        for (size_t i = 0; i < e.operands().size(); ++i) {
+          TESSERA_ASSIGN_OR_RETURN(n.operands[i], lower_expr(e.operand(i), out, s));
+        }
+        n.dims = array->second;
+        n.is_int = slot_is_int_[static_cast<size_t>(n.slot)];
+        out.may_fault = true;  // an index out of bounds
+        n.temp = temps_++;
+        break;
+      }
       case ExprKind::Int: n.literal = static_cast<double>(e.int_value()); n.is_int = true; break;
       case ExprKind::Float: n.literal = static_cast<float>(e.float_value()); break;
       default: {
@@ -164,25 +181,43 @@ class KernelCompiler {
     if (const auto* st = s.as<Load>()) {
       TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
       TESSERA_TRY(compile_exprs(st->index, s, c.index));
-      c.slot = define(st->dst, false);
+      c.value_type = st->type.dtype;
+      c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
     } else if (const auto* st = s.as<Assign>()) {
       TESSERA_TRY(compile_exprs(st->args, s, c.exprs));
       // Checks the name and arity once here; the executor applies it per lane.
       Expected<double> probe = apply_elementwise_fn(st->op, std::vector<double>(st->args.size(), 1.0));
       if (!probe) return error(s, probe.error().message);
       c.fn = st->op;
-      c.slot = define(st->dst, false);
+      c.value_type = st->type.dtype;
+      c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
     } else if (const auto* st = s.as<Select>()) {
       TESSERA_TRY(compile_exprs({st->cond, st->then_value, st->else_value}, s, c.exprs));
-      c.slot = define(st->dst, false);
+      c.value_type = st->type.dtype;
+      c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
     } else if (const auto* st = s.as<Init>()) {
       TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
-      c.slot = define(st->acc, false);
+      if (st->type.array.size() > 3) return error(s, "register arrays have at most 3 dimensions in the simulator");
+      c.value_type = st->type.dtype;
+      c.dims = st->type.array;
+      if (st->type.is_array()) arrays_[st->acc] = st->type.array;
+      else arrays_.erase(st->acc);
+      c.slot = define(st->acc, !dtype_is_float(st->type.dtype), st->type.array_elements());
+      acc_type_[c.slot] = st->type.dtype;
     } else if (const auto* st = s.as<Accum>()) {
       TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
       c.slot = lookup(st->acc);
       if (c.slot < 0) return error(s, "accumulates into '" + st->acc + "', which has no init in scope");
       TESSERA_ASSIGN_OR_RETURN(c.accum, accum_op(st->op, s));
+      auto type = acc_type_.find(c.slot);
+      if (type != acc_type_.end()) c.value_type = type->second;
+      auto array = arrays_.find(st->acc);
+      const size_t rank = array == arrays_.end() ? 0 : array->second.size();
+      if (st->index.size() != rank)
+        return error(s, "indexes '" + st->acc + "' with " + std::to_string(st->index.size()) +
+                            " index expression(s) but it has rank " + std::to_string(rank));
+      if (rank > 0) c.dims = array->second;
+      TESSERA_TRY(compile_exprs(st->index, s, c.index));
     } else if (const auto* st = s.as<Write>()) {
       TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), true, s));
       TESSERA_TRY(compile_exprs(st->index, s, c.index));
@@ -246,7 +281,8 @@ class KernelCompiler {
       if (st->offset < 0) return error(s, "offset must be non-negative");
       c.count = st->offset;
       c.width = st->width;
-      c.slot = define(st->dst, false);
+      c.value_type = st->type.dtype;
+      c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
     } else if (const auto* st = s.as<TreeHalve>()) {
       c.buffer = BufferRef{true, lookup_smem(st->buffer)};
       if (c.buffer.index < 0) return error(s, "'" + st->buffer + "' is not a declared Smem buffer");
@@ -262,7 +298,8 @@ class KernelCompiler {
       TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
       if (st->index.empty()) return error(s, "a vector access needs an index");
       TESSERA_TRY(compile_exprs(st->index, s, c.index));
-      for (const std::string& d : st->dsts) c.slots.push_back(define(d, false));
+      c.value_type = st->type.dtype;
+      for (const std::string& d : st->dsts) c.slots.push_back(define(d, !dtype_is_float(st->type.dtype)));
     } else if (const auto* st = s.as<VectorStore>()) {
       if (st->values.empty()) return error(s, "a vector store needs at least one value");
       TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), true, s));
@@ -290,6 +327,8 @@ class KernelCompiler {
   KernelProgram program_;
   std::vector<std::pair<std::string, int>> scope_;
   std::vector<bool> slot_is_int_;
+  std::map<int, DType> acc_type_;  // accumulator slot -> its dtype (Accum rounds to it)
+  std::map<std::string, std::vector<int64_t>> arrays_;  // register arrays -> their shape
   int temps_ = 0;
 };
 

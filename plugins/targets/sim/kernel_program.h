@@ -25,6 +25,7 @@ struct LaneExprNode {
   DType cast_to = DType::F32;
   int operands[3] = {-1, -1, -1};
   int temp = -1;
+  std::vector<int64_t> dims;  // Element: the register array's shape (registers slot.., row-major)
 };
 
 // An Expr compiled for lane vectors; the result is the last node.
@@ -47,6 +48,8 @@ struct SimStmt {
   StmtKind kind = StmtKind::Sync;
   const Stmt* source = nullptr;  // the statement, for error messages
   int slot = -1;                 // the register it defines or updates
+  DType value_type = DType::F32; // the element dtype of the value it defines (values are rounded to it)
+  std::vector<int64_t> dims;     // Init / Accum of a register array: its shape; Accum's element is `index`
   std::vector<int> slots;        // VectorLoad destinations
   BufferRef buffer;              // Load/Write/Vector*/TreeHalve buffer, CpAsyncCopy destination
   BufferRef src_buffer;          // CpAsyncCopy source

@@ -1,7 +1,15 @@
 // Expr: the index and scalar expression language shared by every IR below Tensor IR.
 //
-// An Expr is an immutable, reference-counted tree. Vars name loop axes (a0), SSA values (v0),
-// accumulators (acc0) or hardware indices (threadIdx.x). Integer division and modulo are *floor*
+// An Expr is an immutable, reference-counted tree. Two namespaces of names:
+//   - Var: an integer index variable: a loop axis (a0), a Let variable, a hardware index
+//     (threadIdx.x) or a kernel scalar parameter. The simplifier reasons about these as integers.
+//   - Value: a reference to an SSA value or accumulator of Loop/Tile/Kernel IR (in0, v1, acc0),
+//     typed by its definition (ValueType). Opaque to the simplifier and to bound_of: a Value is
+//     never treated as an integer index, whatever its type.
+//   - Element: one element of a register array value (`acc0[1, a3]`): a name plus index operands
+//     (constants or unrolled loop axes). Opaque to the simplifier like a Value; its index operands
+//     are integer index expressions.
+// Var and Value print as their bare name. Integer division and modulo are *floor*
 // division/modulo (Python semantics); for the non-negative indices the IR produces they coincide
 // with C's. Comparisons and logic produce booleans (used by Select and guards).
 //
@@ -22,10 +30,10 @@ namespace tessera {
 // The one list of expression kinds. Binary arithmetic, comparisons and logic take two operands,
 // Not one, Select three (cond, then, else), Cast one (with a dtype).
 #define TESSERA_EXPR_KINDS(X) \
-  X(Var) X(Int) X(Float)       \
+  X(Var) X(Value) X(Int) X(Float) \
   X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) \
   X(Lt) X(Le) X(Eq) X(Ne) X(And) X(Or) X(Not)     \
-  X(Select) X(Cast)
+  X(Select) X(Cast) X(Element)
 
 enum class ExprKind : uint8_t {
 #define TESSERA_X(K) K,
@@ -42,6 +50,8 @@ class Expr {
  public:
   Expr() = default;  // the undefined expression; defined() is false
   static Expr var(std::string name);
+  static Expr value(std::string name);  // an SSA value reference (see the namespaces above)
+  static Expr element(std::string name, std::vector<Expr> index);  // `acc0[1, a3]`
   static Expr int_(int64_t v);
   static Expr float_(double v);
   static Expr binary(ExprKind k, Expr a, Expr b);
@@ -55,7 +65,8 @@ class Expr {
   ExprKind kind() const;
   bool is(ExprKind k) const { return defined() && kind() == k; }
   bool is_const() const { return is(ExprKind::Int) || is(ExprKind::Float); }
-  const std::string& name() const;        // Var only
+  const std::string& name() const;        // Var, Value or Element (the array's name)
+  bool is_name() const { return is(ExprKind::Var) || is(ExprKind::Value); }
   int64_t int_value() const;               // Int only
   double float_value() const;              // Float only
   DType cast_type() const;                 // Cast only
@@ -90,9 +101,11 @@ inline Expr operator%(Expr a, int64_t b) { return std::move(a) % Expr::int_(b); 
 bool structurally_equal(const Expr& a, const Expr& b);
 uint64_t structural_hash(const Expr& e);
 
-// Replaces every Var whose name is a key of `map` by the mapped expression.
+// Replaces every Var or Value whose name is a key of `map` by the mapped expression (SSA and
+// index names never collide: both come from the one set of names a kernel binds). A Value mapped
+// to a bare Var is renamed and stays a Value, so renaming maps may be built with Expr::var.
 Expr substitute(const Expr& e, const std::map<std::string, Expr>& map);
-// Names of all Vars in `e`, in first-occurrence order.
+// Names of all Vars and Values in `e`, in first-occurrence order.
 std::vector<std::string> free_vars(const Expr& e);
 
 // ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 
 namespace tessera {
 
-constexpr int kGraphJsonVersion = 1;
+constexpr int kGraphJsonVersion = 2;  // 2: typed values (ValueType fields, Value and Element expressions)
 
 nlohmann::json graph_to_json(const Graph& g);
 Expected<Graph> graph_from_json(const nlohmann::json& j);

@@ -70,14 +70,16 @@ struct SlabDim {
 
 // ---- Loop IR ---------------------------------------------------------------------------------
 
-// `in0 = load x[a0, a2]`
+// `in0 = load x[a0, a2]`; `bf16 in0 = load x[a0, a2]` (the type prefix is printed unless f32)
 struct Load {
   std::string dst, buffer;
   ExprList index;
+  ValueType type = {};  // the buffer's storage dtype
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dst", s.dst, FieldRole::DefInput);
     f("buffer", s.buffer, FieldRole::UseBuffer);
     f("index", s.index, FieldRole::Data);
+    f("type", s.type, FieldRole::Data);
   }
 };
 
@@ -85,10 +87,12 @@ struct Load {
 struct Assign {
   std::string dst, op;
   ExprList args;
+  ValueType type = {};  // the result type
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dst", s.dst, FieldRole::DefValue);
     f("op", s.op, FieldRole::Data);
     f("args", s.args, FieldRole::Data);
+    f("type", s.type, FieldRole::Data);
   }
 };
 
@@ -96,32 +100,39 @@ struct Assign {
 struct Select {
   std::string dst;
   Expr cond, then_value, else_value;
+  ValueType type = {};
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dst", s.dst, FieldRole::DefValue);
     f("cond", s.cond, FieldRole::Data);
     f("then_value", s.then_value, FieldRole::Data);
     f("else_value", s.else_value, FieldRole::Data);
+    f("type", s.type, FieldRole::Data);
   }
 };
 
-// `acc0 = init(0.0)`: declares an accumulator and its identity value.
+// `acc0 = init(0.0)`: declares an accumulator and its identity value;
+// `f32[4][8] acc0 = init(0.0)` declares a register array with every element set to the value.
 struct Init {
   std::string acc;
   Expr value;
+  ValueType type = {};  // the accumulator's type (an array for a register array)
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("acc", s.acc, FieldRole::DefAcc);
     f("value", s.value, FieldRole::Data);
+    f("type", s.type, FieldRole::Data);
   }
 };
 
-// `acc0 <- add(acc0, v1)`
+// `acc0 <- add(acc0, v1)`; for a register array, one element: `acc0[1, a3] <- add(acc0[1, a3], v1)`
 struct Accum {
   std::string acc, op;
   Expr value;
+  ExprList index = {};  // the element of a register array accumulator; empty for a scalar
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("acc", s.acc, FieldRole::UseName);
     f("op", s.op, FieldRole::Data);
     f("value", s.value, FieldRole::Data);
+    f("index", s.index, FieldRole::Data);
   }
 };
 
@@ -336,12 +347,14 @@ struct WarpShuffle {
   std::string mode;
   int64_t offset = 0;
   int64_t width = 32;
+  ValueType type = {};
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dst", s.dst, FieldRole::DefValue);
     f("src", s.src, FieldRole::Data);
     f("mode", s.mode, FieldRole::Data);
     f("offset", s.offset, FieldRole::Data);
     f("width", s.width, FieldRole::Data);
+    f("type", s.type, FieldRole::Data);
   }
 };
 
@@ -365,10 +378,12 @@ struct VectorLoad {
   std::vector<std::string> dsts;
   std::string buffer;
   ExprList index;
+  ValueType type = {};  // the type of each loaded element
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dsts", s.dsts, FieldRole::DefInput);
     f("buffer", s.buffer, FieldRole::UseBuffer);
     f("index", s.index, FieldRole::Data);
+    f("type", s.type, FieldRole::Data);
   }
 };
 

@@ -47,4 +47,34 @@ struct TensorType {
   }
 };
 
+// The type of an SSA value or register local in Loop/Tile/Kernel IR (tensors use TensorType).
+//
+// A scalar element type plus two optional refinements:
+//   - `lanes == 2`: a packed pair in one 32-bit register (f16x2, bf16x2); only for F16/BF16.
+//     Tensors never hold packed elements, which is why this lives here and not in DType.
+//   - `array`: a register array of that element (`f32[4][8]`), indexed by constants or unrolled
+//     loop axes (docs/ir.md "Register arrays").
+// Fragment kinds for tensor cores (mma.sync A/B/C layouts, wgmma accumulators) are meant to be added
+// as a further refinement field here, so consumers that only ask element()/is_array() stay as they are.
+struct ValueType {
+  DType dtype = DType::F32;
+  int64_t lanes = 1;
+  std::vector<int64_t> array;
+
+  static ValueType scalar(DType t) { return ValueType{t, 1, {}}; }
+  bool is_array() const { return !array.empty(); }
+  bool is_packed() const { return lanes != 1; }
+  bool is_scalar() const { return !is_array() && !is_packed(); }
+  int64_t array_elements() const;  // 1 for a non-array
+  // The type of one array element (the type itself for a non-array).
+  ValueType element() const { return ValueType{dtype, lanes, {}}; }
+  std::string str() const;  // "f32", "bf16x2", "f32[4][8]"
+  friend bool operator==(const ValueType& a, const ValueType& b) {
+    return a.dtype == b.dtype && a.lanes == b.lanes && a.array == b.array;
+  }
+};
+
+// Parses the printed form of ValueType::str(); nullopt for anything else.
+std::optional<ValueType> parse_value_type(std::string_view s);
+
 }  // namespace tessera
