@@ -99,7 +99,6 @@ class StmtReader {
         {"init", StmtKind::Init},
         {"select", StmtKind::Select},
         {"Stage", StmtKind::Stage},
-        {"TmaDescriptor", StmtKind::TmaDescriptor},
         {"MbarrierInit", StmtKind::MbarrierInit},
         {"WarpShuffle", StmtKind::WarpShuffle},
     };
@@ -523,23 +522,6 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.keep, int_field("keep"));
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
-    return Stmt(std::move(s));
-  }
-
-  Expected<Stmt> read(Kind<TmaDescriptor>) {
-    TmaDescriptor s;
-    TESSERA_ASSIGN_OR_RETURN(s.name, definition("a tensor map name"));
-    TESSERA_TRY(c_.expect("="));
-    TESSERA_TRY(c_.expect_word("TmaDescriptor"));
-    TESSERA_TRY(c_.expect("("));
-    TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
-    TESSERA_TRY(c_.expect(","));
-    TESSERA_TRY(c_.expect_word("box"));
-    TESSERA_TRY(c_.expect("="));
-    TESSERA_ASSIGN_OR_RETURN(s.box, int_list('(', ')', "a box extent"));
-    TESSERA_TRY(c_.expect(")"));
-    TESSERA_TRY(c_.expect_end());
-    declare_buffer(s.name);
     return Stmt(std::move(s));
   }
 

@@ -454,7 +454,6 @@ constexpr StmtKindTraits stmt_kind_traits(StmtKind k) {
     case StmtKind::CpAsyncCopy:
     case StmtKind::CpAsyncCommit:
     case StmtKind::CpAsyncWait:
-    case StmtKind::TmaDescriptor:
     case StmtKind::TmaLoad:
     case StmtKind::MbarrierInit:
     case StmtKind::MbarrierArrive:
