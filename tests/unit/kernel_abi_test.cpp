@@ -2,8 +2,8 @@
 // scalar and tensor-map parameters, 2-D grids, cluster dims and dynamic shared memory through the
 // printer, JSON, the verifier, emit_cuda (+ NVRTC for sm_90), the sim target and the cuda runtime's
 // argument packing (LaunchArgs, tensor-map encoding), plus RMSNorm over a 64 KB row, which needs
-// dynamic shared memory. No test here needs a GPU; launching on one is covered by
-// cuda_runtime_test.cpp, which skips with the driver's reason where there is none.
+// dynamic shared memory. One test runs both kernels on a GPU through the cuda target and skips
+// with the driver's reason where there is none.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -509,6 +509,45 @@ TEST_F(KernelAbiTest, RmsNormOver16384ColumnsStagesTheRowInDynamicSharedMemory) 
 #ifdef TESSERA_HAVE_CUDA
   EXPECT_EQ(nvrtc_compile(*cuda, "sm_90"), "");
 #endif
+}
+
+// ---- on a GPU (skipped with the driver's reason without one) --------------------------------
+
+TEST_F(KernelAbiTest, GpuRunsTheScalarKernelAndTheDynamicSmemRmsNorm) {
+  std::unique_ptr<Target> cuda = host_->registry().make_target("cuda");
+  ASSERT_NE(cuda, nullptr);
+  std::string why;
+  if (!cuda->available(&why)) GTEST_SKIP() << why;
+
+  Graph g = roll_kernel();
+  ASSERT_TRUE(emit(g));
+  TensorValue x = TensorValue::filled(TensorType{{8, 64}, DType::F32});
+  for (size_t e = 0; e < x.data.size(); ++e) x.data[e] = static_cast<double>(e % 97) - 40.0;
+  TargetOptions options;
+  options.scalars = {{"pos", int64_t{5}}, {"scale", 0.5}};
+  Expected<TargetRun> run = cuda->execute(g, {{"x", x}}, options);
+  ASSERT_TRUE(run) << run.error().render();
+  for (int64_t r = 0; r < 8; ++r)
+    for (int64_t c = 0; c < 64; ++c)
+      ASSERT_EQ(run->outputs.at("y").data[static_cast<size_t>(r * 64 + c)],
+                x.data[static_cast<size_t>((r + 5) % 8 * 64 + c)] * 0.5);
+
+  Expected<PipelineSpec> spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+  ASSERT_TRUE(spec) << spec.error().render();
+  Graph reference = trace("nn.RMSNorm(16384)(torch.randn(1,8,16384))");
+  Graph lowered = reference;
+  ASSERT_TRUE(lower(lowered, *spec, Dialect::Cuda, device_));
+  ValueMap inputs = make_inputs(reference, 7);
+  Expected<ValueMap> expected = evaluate_reference(reference, inputs);
+  ASSERT_TRUE(expected) << expected.error().render();
+  Expected<TargetRun> norm = cuda->execute(lowered, inputs, TargetOptions{});
+  ASSERT_TRUE(norm) << norm.error().render();
+  for (const std::string& out : lowered.outputs()) {
+    const TensorValue& want = expected->at(out);
+    const TensorValue& got = norm->outputs.at(out);
+    for (size_t e = 0; e < want.data.size(); ++e)
+      ASSERT_NEAR(got.data[e], want.data[e], 1e-4 * (1 + std::abs(want.data[e]))) << out << "[" << e << "]";
+  }
 }
 
 }  // namespace
