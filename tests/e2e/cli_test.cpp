@@ -30,7 +30,8 @@ TEST(Cli, MainJobPrintsTheCudaKernelOfRmsNorm) {
       << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '{') - std::count(r.out.begin(), r.out.end(), '}'), 0) << r.out;
   for (const char* piece : {"__shared__ __align__(16) float x_smem[2048];", "cp.async.ca.shared.global",
-                            "__shfl_xor_sync(0xffffffff, acc0, 16, 32)", "rsqrtf(", "rms_norm[a1 * 2048 + a4] = v10;"}) {
+                            "__shfl_xor_sync(0xffffffff, acc0, 16, 32)", "rsqrtf(",
+                            "*reinterpret_cast<float4*>(&rms_norm[a1 * 2048 + a4 * 4]) = make_float4(v10, v12, v14, v16);"}) {
     EXPECT_NE(r.out.find(piece), std::string::npos) << piece << "\n" << r.out;
   }
   EXPECT_TRUE(r.err.empty()) << r.err;
@@ -342,11 +343,11 @@ TEST(Cli, OutputFileAndJsonEmission) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   const std::string json = read_file(file);
-  EXPECT_NE(json.find("\"version\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"version\": 2"), std::string::npos) << json;
   auto back = run_cli({"compile", "--from-ir", file, "--ir", "torch"});
   ASSERT_EQ(back.exit_code, 0) << back.err;
   EXPECT_EQ(back.out, run_cli({"compile", "-c", kRmsNorm}).out);
-  auto bad = run_cli({"compile", "--from-ir", tmp.write("bad.json", "{\"version\": 1, \"nodes\": [{}]}")});
+  auto bad = run_cli({"compile", "--from-ir", tmp.write("bad.json", "{\"version\": 2, \"nodes\": [{}]}")});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("nodes[0]"), std::string::npos) << bad.err;
 }

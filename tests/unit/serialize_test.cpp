@@ -38,9 +38,12 @@ TEST(SerializeBody, EveryStmtKindRoundTrips) {
 }
 
 TEST(SerializeBody, StatementsAreObjectsKeyedByFieldName) {
-  json j = body_to_json({Load{"in0", "x", {var("a0"), var("a1") * 4}}});
+  json j = body_to_json({Load{"in0", "x", {var("a0"), var("a1") * 4}, ValueType::scalar(DType::BF16)},
+                         Accum{"acc0", "add", Expr::value("in0"), {Expr::int_(1), var("a0")}}});
   EXPECT_EQ(j, json::parse(R"([{"kind": "Load", "dst": "in0", "buffer": "x",
-                                  "index": ["a0", ["Mul", "a1", 4]]}])"));
+                                  "index": ["a0", ["Mul", "a1", 4]], "type": "bf16"},
+                                 {"kind": "Accum", "acc": "acc0", "op": "add", "value": ["Value", "in0"],
+                                  "index": [1, "a0"]}])"));
 }
 
 TEST(SerializeExpr, RoundTripsEveryShape) {

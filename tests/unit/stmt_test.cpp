@@ -39,6 +39,7 @@ void collect_stmts(const Body& body, std::vector<Stmt>& out) {
 void perturb(std::string& s) { s += "_x"; }
 void perturb(int64_t& v) { v += 1; }
 void perturb(DType& t) { t = t == DType::F32 ? DType::F16 : DType::F32; }
+void perturb(ValueType& t) { t.dtype = t.dtype == DType::F32 ? DType::BF16 : DType::F32; }
 void perturb(Expr& e) { e = e.defined() ? e + lit(1) : lit(1); }
 template <class T>
 void perturb(std::vector<T>& items) {

@@ -47,9 +47,23 @@ uint64_t mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// The byte a kind contributes to the hash. The hash is the tuning-cache key, so the codes of the
+// kinds that existed before Value and Element were added stay what their enum index was then.
+uint8_t stable_kind_code(ExprKind k) {
+  switch (k) {
+    case ExprKind::Value: return 100;
+    case ExprKind::Element: return 101;
+    default: break;
+  }
+  const auto index = static_cast<uint8_t>(k);
+  const auto value_index = static_cast<uint8_t>(ExprKind::Value);
+  const auto element_index = static_cast<uint8_t>(ExprKind::Element);
+  return static_cast<uint8_t>(index - (index > value_index ? 1 : 0) - (index > element_index ? 1 : 0));
+}
+
 uint64_t compute_hash(const Expr& e) {
   if (!e.defined()) return 0;
-  uint64_t h = fnv_byte(kFnvOffset, static_cast<uint8_t>(e.kind()));
+  uint64_t h = fnv_byte(kFnvOffset, stable_kind_code(e.kind()));
   switch (e.kind()) {
     case ExprKind::Var: case ExprKind::Value: case ExprKind::Element: h = fnv_string(h, e.name()); break;
     case ExprKind::Int: h = fnv_u64(h, static_cast<uint64_t>(e.int_value())); break;

@@ -16,6 +16,10 @@
 //   - scaled_dot_product_attention -> q.k summed over E, scaled, a causal-mask IndexMap (-inf
 //     where j > i), softmax, p.v summed over S; GQA reads k/v at head h / group (no copy);
 //   - embedding -> gather(weight, indices, axis=0).
+// Half precision: for an f16/bf16 torch op, the helper Elementwise and Reduce nodes compute in f32
+// and only the op's result has the op's dtype (IndexMaps keep their source's dtype), as PyTorch's
+// composite kernels compute in f32 ("opmath") and round once: a bf16 matmul does not round every
+// product, a bf16 softmax not its exponentials.
 // Naming: helper nodes are named after their role (x_bc, prod, red, softmax_max, ...) made unique
 // with Graph::unique_id; the last node of each decomposition keeps the torch node's id, so graph
 // outputs and later users stay valid.
@@ -660,6 +664,7 @@ class Decomposer {
   // Moves the computed value into the torch node (keeping its id, users and outputs): the last
   // helper node is folded into it; otherwise the torch node becomes an identity IndexMap.
   Status finish(const std::string& value) {
+    compute_intermediates_in_f32(value);
     Node* torch = g_.find(id_);
     Node* last = g_.find(value);
     if (!created_.empty() && value == created_.back() && !g_.has_users(value)) {
@@ -674,6 +679,23 @@ class Decomposer {
     torch->op = std::move(op);
     torch->inputs = {value};
     return Status::ok();
+  }
+
+  // See the file comment (half precision). Nodes are visited in creation order, so an IndexMap's
+  // source has its final dtype when the IndexMap takes it over.
+  void compute_intermediates_in_f32(const std::string& value) {
+    if (out_.dtype != DType::F16 && out_.dtype != DType::BF16) return;
+    for (const std::string& id : created_) {
+      Node* n = g_.find(id);
+      if (n == nullptr || id == value) continue;
+      DType& t = n->type.dtype;
+      if (t != DType::F16 && t != DType::BF16) continue;
+      if (n->op_as<ElementwiseOp>() != nullptr || n->op_as<ReduceOp>() != nullptr) {
+        t = DType::F32;
+      } else if (n->op_as<IndexMapOp>() != nullptr && n->inputs.size() == 1) {
+        if (const Node* src = g_.find(n->inputs[0])) t = src->type.dtype;
+      }
+    }
   }
 
   Graph& g_;
