@@ -11,7 +11,8 @@
 
 namespace tessera::ir_fixtures {
 
-inline Expr var(const std::string& name) { return Expr::var(name); }
+inline Expr var(const std::string& name) { return Expr::var(name); }      // an index variable
+inline Expr val(const std::string& name) { return Expr::value(name); }    // an SSA value
 inline Expr lit(int64_t v) { return Expr::int_(v); }
 inline Expr flt(double v) { return Expr::float_(v); }
 
@@ -33,8 +34,8 @@ inline Body every_stmt_kind_body() {
       lit(256),
       "reduce",
       4,
-      {Load{"in0", "x_stage", {var("a3")}}, Assign{"v0", "multiply", {var("in0"), var("in0")}},
-       Accum{"acc0", "add", var("v0")}}});
+      {Load{"in0", "x_stage", {var("a3")}}, Assign{"v0", "multiply", {val("in0"), val("in0")}},
+       Accum{"acc0", "add", val("v0")}}});
   tile_body.push_back(Combine{"acc0", "add", "warp"});
   tile_body.push_back(
       CpAsyncCopy{"x_smem", {lit(0), var("a0")}, "x", {var("a1") * 2048 + var("a0")}, 4});
@@ -44,7 +45,7 @@ inline Body every_stmt_kind_body() {
   tile_body.push_back(TmaLoad{"x_smem", "tmap_x", {lit(0), var("a1")}, "bar0"});
   tile_body.push_back(MbarrierWait{"bar0", lit(0)});
   tile_body.push_back(Sync{});
-  tile_body.push_back(WarpShuffle{"v1", var("acc0"), "xor", 16, 32});
+  tile_body.push_back(WarpShuffle{"v1", val("acc0"), "xor", 16, 32});
   tile_body.push_back(TreeHalve{"acc0_smem", var("a0"), 256, "add"});
   tile_body.push_back(
       VectorLoad{{"in1", "in2", "in3", "in4"}, "x", {lit(0), var("a1"), var("a0") * 4}});
@@ -53,12 +54,12 @@ inline Body every_stmt_kind_body() {
                            lit(4),
                            "free",
                            0,
-                           {Select{"v2", var("a4") < lit(2), var("in1"), var("in2")},
+                           {Select{"v2", var("a4") < lit(2), val("in1"), val("in2")},
                             Cond{var("a0") < lit(16),
-                                 {Write{"y", {lit(0), var("a1"), var("a0")}, var("v2")}},
-                                 {Assign{"v3", "relu", {var("v2")}}}}}});
+                                 {Write{"y", {lit(0), var("a1"), var("a0")}, val("v2")}},
+                                 {Assign{"v3", "relu", {val("v2")}}}}}});
   tile_body.push_back(VectorStore{
-      "y", {lit(0), var("a1"), var("a0") * 4}, {var("in1"), var("in2"), var("in3"), var("in4")}});
+      "y", {lit(0), var("a1"), var("a0") * 4}, {val("in1"), val("in2"), val("in3"), val("in4")}});
 
   Body body;
   body.push_back(Smem{"x_smem", DType::F32, {2, 2048}});
@@ -177,12 +178,12 @@ inline Graph loop_graph() {
   Body reduce_body = {Load{"in0", "bias", {var("a2")}},
                       Load{"in1", "x", {var("a0"), var("a2")}},
                       Load{"in2", "w", {var("a2"), var("a1")}},
-                      Assign{"v0", "add", {var("in1"), var("in0")}},
-                      Assign{"v1", "multiply", {var("v0"), var("in2")}},
-                      Accum{"acc0", "add", var("v1")}};
+                      Assign{"v0", "add", {val("in1"), val("in0")}},
+                      Assign{"v1", "multiply", {val("v0"), val("in2")}},
+                      Accum{"acc0", "add", val("v1")}};
   Body n_body = {Init{"acc0", flt(0.0)}, Loop{"a2", lit(0), lit(64), "reduce", 0, reduce_body},
-                 Assign{"v2", "relu", {var("acc0")}},
-                 Write{"relu", {var("a0"), var("a1")}, var("v2")}};
+                 Assign{"v2", "relu", {val("acc0")}},
+                 Write{"relu", {var("a0"), var("a1")}, val("v2")}};
   op->body = {
       Loop{"a0", lit(0), lit(16), "free", 0, {Loop{"a1", lit(0), lit(16), "free", 0, n_body}}}};
   g.add("relu", std::move(op), {"bias", "x", "w"}, f32({16, 16}));
@@ -206,20 +207,20 @@ inline Graph tile_graph() {
   auto op = std::make_unique<TileOp>();
   op->name = "k_rms_norm_reduce";
   Body reduce = {Load{"in0", "x_smem", {var("a2")}},
-                 Assign{"v1", "multiply", {var("in0"), var("in0")}},
-                 Accum{"acc0", "add", var("v1")}};
+                 Assign{"v1", "multiply", {val("in0"), val("in0")}},
+                 Accum{"acc0", "add", val("v1")}};
   Body normalize = {Load{"in1", "x_smem", {var("a3")}}, Load{"in2", "p_weight", {var("a3")}},
-                    Assign{"v5", "multiply", {var("in1"), var("v4")}},
-                    Assign{"v6", "multiply", {var("v5"), var("in2")}},
-                    Write{"rms_norm", {lit(0), var("a1"), var("a3")}, var("v6")}};
+                    Assign{"v5", "multiply", {val("in1"), val("v4")}},
+                    Assign{"v6", "multiply", {val("v5"), val("in2")}},
+                    Write{"rms_norm", {lit(0), var("a1"), var("a3")}, val("v6")}};
   Body tile = {
       Stage{"x_smem", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a2", 2048, 2}}, "sync", 0},
       Init{"acc0", flt(0.0)},
       StridedLoop{"a2", var("a0"), lit(2048), lit(256), "reduce", 0, reduce},
       Combine{"acc0", "add", "block"},
-      Assign{"v2", "multiply", {var("acc0"), var("v0")}},
-      Assign{"v3", "add", {var("v2"), flt(1e-06)}},
-      Assign{"v4", "rsqrt", {var("v3")}},
+      Assign{"v2", "multiply", {val("acc0"), val("v0")}},
+      Assign{"v3", "add", {val("v2"), flt(1e-06)}},
+      Assign{"v4", "rsqrt", {val("v3")}},
       StridedLoop{"a3", var("a0"), lit(2048), lit(256), "free", 4, normalize}};
   op->body = {Assign{"v0", "reciprocal", {lit(2048)}},
               Tile{{TileAxis{"a0", 256, "THREAD"}, TileAxis{"a1", 32, "BLOCK"}}, tile}};
@@ -238,12 +239,12 @@ inline Graph kernel_graph() {
   op->block = {256, 1, 1};
   Body copy = {CpAsyncCopy{"x_smem", {var("a2")}, "x", {var("a1") * 2048 + var("a2")}, 4}};
   Body reduce = {Load{"in0", "x_smem", {var("a3")}},
-                 Assign{"v0", "multiply", {var("in0"), var("in0")}},
-                 Accum{"acc0", "add", var("v0")}};
+                 Assign{"v0", "multiply", {val("in0"), val("in0")}},
+                 Accum{"acc0", "add", val("v0")}};
   Body normalize = {Load{"in2", "x_smem", {var("a4")}}, Load{"in3", "p_weight", {var("a4")}},
-                    Assign{"v4", "multiply", {var("in2"), var("v3")}},
-                    Assign{"v5", "multiply", {var("v4"), var("in3")}},
-                    Write{"rms_norm", {lit(0), var("a1"), var("a4")}, var("v5")}};
+                    Assign{"v4", "multiply", {val("in2"), val("v3")}},
+                    Assign{"v5", "multiply", {val("v4"), val("in3")}},
+                    Write{"rms_norm", {lit(0), var("a1"), var("a4")}, val("v5")}};
   op->body = {Let{"a1", var("blockIdx.x")},
               Let{"a0", var("threadIdx.x")},
               Init{"acc0", flt(0.0)},
@@ -254,13 +255,13 @@ inline Graph kernel_graph() {
               Sync{},
               StridedLoop{"a3", var("a0"), lit(2048), lit(256), "reduce", 0, reduce},
               Smem{"acc0_smem", DType::F32, {256}},
-              Write{"acc0_smem", {var("a0")}, var("acc0")},
+              Write{"acc0_smem", {var("a0")}, val("acc0")},
               Sync{},
               TreeHalve{"acc0_smem", var("a0"), 256, "add"},
               Load{"in1", "acc0_smem", {lit(0)}},
-              Assign{"v1", "multiply", {var("in1"), flt(0.00048828125)}},
-              Assign{"v2", "add", {var("v1"), flt(1e-06)}},
-              Assign{"v3", "rsqrt", {var("v2")}},
+              Assign{"v1", "multiply", {val("in1"), flt(0.00048828125)}},
+              Assign{"v2", "add", {val("v1"), flt(1e-06)}},
+              Assign{"v3", "rsqrt", {val("v2")}},
               StridedLoop{"a4", var("a0"), lit(2048), lit(256), "free", 0, normalize}};
   Node& n = g.add("rms_norm", std::move(op), {"x", "p_weight"}, f32({1, 32, 2048}));
   n.choices = rms_norm_choices();

@@ -2,7 +2,9 @@
 // printer's levels (loosest first): `||`, `&&`, comparisons (not chained), `+ -`, `* / %`, unary
 // `!`, atoms. Atoms are numbers (a float has a `.`, an exponent, or is inf / nan, as Python's
 // repr prints it), negative literals (`-1`, printed `(-1)` inside an operator), names, calls
-// `min(a, b)`, `max(a, b)`, `select(c, a, b)`, casts `f16(x)`, and parenthesized expressions.
+// `min(a, b)`, `max(a, b)`, `select(c, a, b)`, casts `f16(x)`, register array elements
+// `acc0[1, a3]`, and parenthesized expressions. A bare name is a Var or a Value as the NameScope
+// says (ir_text_reader.h); an element's index operands are read the same way.
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -15,7 +17,8 @@ namespace {
 
 class ExprReader {
  public:
-  ExprReader(LineCursor& c, const ParseLimits& limits) : c_(c), limits_(limits) {}
+  ExprReader(LineCursor& c, const ParseLimits& limits, const NameScope* names)
+      : c_(c), limits_(limits), names_(names) {}
 
   Expected<Expr> expr(int depth) {
     if (depth > limits_.max_depth) {
@@ -140,7 +143,7 @@ class ExprReader {
   }
 
   Expected<ExprList> call_args(size_t count, const std::string& fn, size_t fn_col, int depth) {
-    TESSERA_ASSIGN_OR_RETURN(ExprList args, read_expr_list(c_, ')', limits_, depth + 1));
+    TESSERA_ASSIGN_OR_RETURN(ExprList args, read_expr_list(c_, ')', limits_, depth + 1, names_));
     TESSERA_TRY(c_.expect(")"));
     if (args.size() != count) {
       return c_.error_at(fn_col, fn.size(),
@@ -173,7 +176,13 @@ class ExprReader {
     }
     size_t col = c_.pos();
     TESSERA_ASSIGN_OR_RETURN(std::string name, c_.name("an expression"));
-    if (!c_.accept("(")) return Expr::var(name);
+    if (c_.accept("[")) {
+      TESSERA_ASSIGN_OR_RETURN(ExprList index, read_expr_list(c_, ']', limits_, depth + 1, names_));
+      TESSERA_TRY(c_.expect("]"));
+      if (index.empty()) return c_.error_at(col, c_.pos() - col, "an array element needs an index");
+      return Expr::element(name, std::move(index));
+    }
+    if (!c_.accept("(")) return names_ != nullptr ? names_->reference(name) : Expr::var(name);
     if (name == "min" || name == "max") {
       TESSERA_ASSIGN_OR_RETURN(ExprList a, call_args(2, name, col, depth));
       return name == "min" ? Expr::min(a[0], a[1]) : Expr::max(a[0], a[1]);
@@ -193,19 +202,21 @@ class ExprReader {
 
   LineCursor& c_;
   const ParseLimits& limits_;
+  const NameScope* names_;
 };
 
 }  // namespace
 
-Expected<Expr> read_expr(LineCursor& c, const ParseLimits& limits, int depth) {
-  return ExprReader(c, limits).expr(depth);
+Expected<Expr> read_expr(LineCursor& c, const ParseLimits& limits, int depth, const NameScope* names) {
+  return ExprReader(c, limits, names).expr(depth);
 }
 
-Expected<ExprList> read_expr_list(LineCursor& c, char close, const ParseLimits& limits, int depth) {
+Expected<ExprList> read_expr_list(LineCursor& c, char close, const ParseLimits& limits, int depth,
+                                  const NameScope* names) {
   ExprList out;
   if (c.peek_char() == close) return out;
   for (;;) {
-    TESSERA_ASSIGN_OR_RETURN(Expr e, read_expr(c, limits, depth));
+    TESSERA_ASSIGN_OR_RETURN(Expr e, read_expr(c, limits, depth, names));
     out.push_back(std::move(e));
     if (!c.accept(",")) return out;
   }

@@ -6,8 +6,12 @@
 //     knobs       '# knobs: ' PASS '.' KNOB '=' VALUE ' (' SOURCE ')' {', ' ...}   (for the next node)
 //     node line   NAME ' = ' RHS ' -> ' type    (Torch or Tensor IR; see one_line_node)
 //     loop block  '=== ' NAME '(' [NAME {', ' NAME}] ') -> ' NAME ': ' type ' ===' + indented body
-//     kernel      'kernel ' NAME {' ' FIELD '=' VALUE} '  inputs: ' NAMES '  outputs: ' NAME ': ' type
-//                 + indented body; FIELDs are grid and block (Kernel IR); none means Tile IR
+//     kernel      'kernel ' NAME {' ' FIELD} '  inputs: ' NAMES '  outputs: ' NAME ': ' type
+//                 ['  params: ' PARAM {', ' PARAM}] + indented body. FIELDs (Kernel IR; none means
+//                 Tile IR): 'grid=' TUPLE, 'block=' TUPLE, 'cluster=' TUPLE, 'smem=' INT ' dynamic'
+//     PARAM       NAME ': ' DTYPE [' in [' INT ', ' INT ']']        a scalar
+//                 NAME ': tensor_map(' BUFFER ', box=' TUPLE ')'     a tensor map
+//                 NAME ': ' ['const '] DTYPE '*'                    a buffer
 //     return      'return' [NAME {', ' NAME}]   (the last line)
 //   type        := '(' [INT {', ' INT} [',']] ') ' DTYPE
 //
@@ -20,6 +24,7 @@
 #include <set>
 
 #include "ir_text_reader.h"
+#include "tessera/ir/kernel_abi.h"
 #include "tessera/ir/parser.h"
 
 namespace tessera {
@@ -28,6 +33,7 @@ namespace {
 using ir_text::BodyReader;
 using ir_text::BufferScope;
 using ir_text::LineCursor;
+using ir_text::NameScope;
 using ir_text::TextLine;
 
 class GraphReader {
@@ -247,8 +253,8 @@ class GraphReader {
     } else {
       auto input = std::make_unique<InputOp>();
       if (c.accept("#")) {
-        TESSERA_ASSIGN_OR_RETURN(input->init, c.name("how the input is created (zeros, ones, rand, full)"));
-        if (input->init == "full") {
+        TESSERA_ASSIGN_OR_RETURN(input->init, c.name("how the input is created (zeros, ones, rand, full, randint)"));
+        if (input->init == "full" || input->init == "randint") {
           TESSERA_TRY(c.expect("("));
           TESSERA_ASSIGN_OR_RETURN(input->fill, number(c));
           TESSERA_TRY(c.expect(")"));
@@ -523,8 +529,11 @@ class GraphReader {
     return Status::ok();
   }
 
-  // The kernel's body, indented by two spaces under its header line.
-  Expected<Body> kernel_body(LineCursor& header, size_t header_length, const std::string& output) {
+  // The kernel's body, indented by two spaces under its header line. A Kernel IR kernel's scalar
+  // parameters are names of its body (integer ones index variables, floating-point ones values),
+  // and its tensor maps are what TmaLoad names as a descriptor.
+  Expected<Body> kernel_body(LineCursor& header, size_t header_length, const std::string& output,
+                             const std::vector<KernelParam>& params = {}) {
     ++next_;
     if (next_ >= lines_.size() || lines_[next_].indent == 0) {
       return header.error_at(0, header_length,
@@ -534,7 +543,14 @@ class GraphReader {
     BufferScope scope;
     for (const Node* n : graph_.nodes()) scope.known.insert(n->id);
     scope.known.insert(output);
-    BodyReader reader(lines_, file_, limits_, &scope);
+    NameScope names;
+    for (const KernelParam& p : params) {
+      if (p.kind == ParamKind::TensorMap) scope.known.insert(p.name);
+      if (p.kind == ParamKind::Scalar) {
+        names.bind(p.name, dtype_is_float(p.dtype) ? ExprKind::Value : ExprKind::Var);
+      }
+    }
+    BodyReader reader(lines_, file_, limits_, &scope, std::move(names));
     TESSERA_ASSIGN_OR_RETURN(Body body, reader.read(next_, 2, 1));
     if (next_ < lines_.size() && lines_[next_].indent != 0) {
       LineCursor c(lines_[next_], file_);
@@ -589,28 +605,48 @@ class GraphReader {
     return add_kernel(std::move(op), id, std::move(inputs), std::move(t), std::move(choices));
   }
 
-  // `kernel k_x  [grid=(..) block=(..)  ]inputs: a, b  outputs: out: (..) dtype`
+  // `kernel k_x  [grid=(..) block=(..) [cluster=(..)] [smem=N dynamic]  ]inputs: a, b  outputs:
+  // out: (..) dtype[  params: ..]`
   Status kernel_block(LineCursor& c, std::vector<KnobChoice> choices) {
     std::string name;
     TESSERA_ASSIGN_OR_RETURN(name, c.name("a kernel name"));
-    // Header fields before `inputs:`: a Kernel IR kernel's launch geometry. A header without
-    // fields is a Tile IR kernel. A new field (cluster dims, dynamic shared memory, parameters)
-    // is one more branch here and a member of the op built below.
-    std::optional<std::vector<int64_t>> grid, block;
+    // Header fields before `inputs:`: a Kernel IR kernel's launch. A header without fields is a
+    // Tile IR kernel. Each field at most once, in any order (the printer's is grid, block,
+    // cluster, smem).
+    std::optional<std::vector<int64_t>> grid, block, cluster;
+    std::optional<int64_t> smem;
+    size_t first_field_col = 0;
     while (!c.peek("inputs:")) {
       c.skip_spaces();
       size_t col = c.pos();
-      TESSERA_ASSIGN_OR_RETURN(std::string field, c.name("'inputs:' or a header field (grid, block)"));
-      std::optional<std::vector<int64_t>>* slot =
-          field == "grid" ? &grid : field == "block" ? &block : nullptr;
-      if (slot == nullptr) {
+      if (!grid && !block && !cluster && !smem) first_field_col = col;
+      TESSERA_ASSIGN_OR_RETURN(std::string field,
+                               c.name("'inputs:' or a header field (grid, block, cluster, smem)"));
+      std::optional<std::vector<int64_t>>* slot = field == "grid"      ? &grid
+                                                  : field == "block"   ? &block
+                                                  : field == "cluster" ? &cluster
+                                                                       : nullptr;
+      if (slot == nullptr && field != "smem") {
         return c.error_at(col, field.size(),
-                          "unknown kernel header field '" + field + "' (expected grid, block or inputs:)");
+                          "unknown kernel header field '" + field +
+                              "' (expected grid, block, cluster, smem or inputs:)");
+      }
+      if (slot != nullptr ? slot->has_value() : smem.has_value()) {
+        return c.error_at(col, field.size(), "kernel header field '" + field + "' is given twice");
       }
       TESSERA_TRY(c.expect("="));
-      TESSERA_ASSIGN_OR_RETURN(*slot, int_tuple(c));
+      if (slot != nullptr) {
+        TESSERA_ASSIGN_OR_RETURN(*slot, int_tuple(c));
+      } else {
+        TESSERA_ASSIGN_OR_RETURN(smem, c.integer("a byte count"));
+        TESSERA_TRY(c.expect_word("dynamic"));
+      }
     }
-    if (grid.has_value() != block.has_value()) {
+    const bool kernel_ir = grid || block || cluster || smem;
+    if (kernel_ir && !(grid && block)) {
+      if (!grid && !block) {
+        return c.error_at(first_field_col, 1, "expected 'grid=(..)' and 'block=(..)' in a Kernel IR header");
+      }
       return c.expected(grid ? "'block=(..)' with 'grid=(..)'" : "'grid=(..)' with 'block=(..)'");
     }
     TESSERA_TRY(c.expect("inputs:"));
@@ -619,20 +655,97 @@ class GraphReader {
     std::string id;
     TensorType t;
     TESSERA_TRY(output_decl(c, id, t));
+    std::vector<KernelParam> params;
+    if (c.peek("params:")) {
+      if (!kernel_ir) return c.expected("end of line (a Tile IR kernel has no params; add grid= and block=)");
+      c.accept("params:");
+      TESSERA_ASSIGN_OR_RETURN(params, kernel_params(c, id, t.dtype));
+    }
     TESSERA_TRY(c.expect_end());
-    TESSERA_ASSIGN_OR_RETURN(Body body, kernel_body(c, c.line().text.size(), id));
-    if (grid) {
+    TESSERA_ASSIGN_OR_RETURN(Body body, kernel_body(c, c.line().text.size(), id, params));
+    if (kernel_ir) {
       auto op = std::make_unique<KernelOp>();
       op->name = std::move(name);
       op->body = std::move(body);
       op->grid = std::move(*grid);
       op->block = std::move(*block);
+      if (cluster) op->cluster = std::move(*cluster);
+      op->dynamic_smem = smem.value_or(0);
+      op->params = std::move(params);
       return add_kernel(std::move(op), id, std::move(inputs), std::move(t), std::move(choices));
     }
     auto op = std::make_unique<TileOp>();
     op->name = std::move(name);
     op->body = std::move(body);
     return add_kernel(std::move(op), id, std::move(inputs), std::move(t), std::move(choices));
+  }
+
+  // `pos: i32 in [0, 7], scale: f32, tmap_x: tensor_map(x, box=(1, 64))` (KernelParam::str). A
+  // tensor map covers a buffer (the verifier checks it is an input or the kernel's output).
+  Expected<std::vector<KernelParam>> kernel_params(LineCursor& c, const std::string& output,
+                                                   DType output_dtype) {
+    std::vector<KernelParam> params;
+    std::set<std::string> names;
+    do {
+      KernelParam p;
+      c.skip_spaces();
+      size_t col = c.pos();
+      TESSERA_ASSIGN_OR_RETURN(p.name, c.name("a parameter name"));
+      if (!names.insert(p.name).second) {
+        return c.error_at(col, p.name.size(), "parameter '" + p.name + "' is declared twice");
+      }
+      TESSERA_TRY(c.expect(":"));
+      if (c.accept_word("tensor_map")) {
+        p.kind = ParamKind::TensorMap;
+        TESSERA_TRY(c.expect("("));
+        c.skip_spaces();
+        size_t buffer_col = c.pos();
+        TESSERA_ASSIGN_OR_RETURN(p.tensor_map.buffer, c.name("the buffer a tensor map covers"));
+        const std::string& buffer = p.tensor_map.buffer;
+        const Node* covered = graph_.find(buffer);
+        if (buffer != output && covered == nullptr) {
+          return c.error_at(buffer_col, buffer.size(),
+                            "unknown buffer '" + buffer + "' (no node of that name above)");
+        }
+        // The covered buffer's element type (kernel_abi.h), which the printout does not repeat.
+        p.dtype = buffer == output ? output_dtype : covered->type.dtype;
+        TESSERA_TRY(c.expect(","));
+        TESSERA_TRY(c.expect_word("box"));
+        TESSERA_TRY(c.expect("="));
+        TESSERA_ASSIGN_OR_RETURN(p.tensor_map.box, int_tuple(c));
+        TESSERA_TRY(c.expect(")"));
+      } else {
+        bool is_const = c.accept_word("const");
+        c.skip_spaces();
+        size_t dtype_col = c.pos();
+        TESSERA_ASSIGN_OR_RETURN(std::string dtype, c.name("a parameter type (i32, i64, f32, tensor_map)"));
+        std::optional<DType> dt = parse_dtype(dtype);
+        if (!dt || dtype_short_name(*dt) != dtype) {
+          return c.error_at(dtype_col, dtype.size(),
+                            "unknown parameter type '" + dtype + "' (expected i32, i64, f32 or tensor_map)");
+        }
+        p.dtype = *dt;
+        if (c.accept("*")) {
+          p.kind = ParamKind::Buffer;
+          p.written = !is_const;
+        } else if (is_const) {
+          return c.expected("'*' after 'const " + dtype + "'");
+        } else {
+          p.kind = ParamKind::Scalar;
+          if (c.accept_word("in")) {
+            TESSERA_TRY(c.expect("["));
+            Interval range;
+            TESSERA_ASSIGN_OR_RETURN(range.lo, c.integer("the lowest value"));
+            TESSERA_TRY(c.expect(","));
+            TESSERA_ASSIGN_OR_RETURN(range.hi, c.integer("the highest value"));
+            TESSERA_TRY(c.expect("]"));
+            p.range = range;
+          }
+        }
+      }
+      params.push_back(std::move(p));
+    } while (c.accept(","));
+    return params;
   }
 
   // `(32, 1, 1)`

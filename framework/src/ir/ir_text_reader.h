@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -69,11 +70,31 @@ class LineCursor {
   size_t pos_;
 };
 
+// Which namespace a bare name of an expression belongs to (expr.h: Var or Value). The printer
+// writes both as the bare name, so the parser decides by the name's definition: a name an SSA
+// definition bound (Load, VectorLoad, Assign, Select, Init, WarpShuffle) or a floating-point scalar
+// parameter is a Value; everything else (loop and Tile axes, Let variables, integer scalar
+// parameters, hardware indices, names no statement bound) is a Var. The latest definition in text
+// order decides: valid IR binds a name once per scope, and uses follow their definition.
+class NameScope {
+ public:
+  void bind(const std::string& name, ExprKind kind) { kinds_[name] = kind; }
+  Expr reference(const std::string& name) const {
+    auto it = kinds_.find(name);
+    return it != kinds_.end() && it->second == ExprKind::Value ? Expr::value(name) : Expr::var(name);
+  }
+
+ private:
+  std::map<std::string, ExprKind> kinds_;
+};
+
 // Expressions (expr_parser.cpp), in Expr::str's grammar. `depth` counts enclosing nesting levels;
-// more than limits.max_depth is an error.
-Expected<Expr> read_expr(LineCursor& c, const ParseLimits& limits, int depth = 0);
+// more than limits.max_depth is an error. Names read as `names` says (all Vars when null).
+Expected<Expr> read_expr(LineCursor& c, const ParseLimits& limits, int depth = 0,
+                         const NameScope* names = nullptr);
 // `e, e, e` up to (not including) `close`; empty when `close` comes first.
-Expected<ExprList> read_expr_list(LineCursor& c, char close, const ParseLimits& limits, int depth = 0);
+Expected<ExprList> read_expr_list(LineCursor& c, char close, const ParseLimits& limits, int depth = 0,
+                                  const NameScope* names = nullptr);
 
 // Which buffers a body may name. Null: unchecked (a body parsed alone).
 struct BufferScope {
@@ -81,12 +102,14 @@ struct BufferScope {
 };
 
 // Statements (stmt_parser.cpp): reads the statements of `lines` from `next` that are indented by
-// exactly `indent` spaces, with their nested bodies, and advances `next` past them.
+// exactly `indent` spaces, with their nested bodies, and advances `next` past them. `names` starts
+// with what binds names around the body (a kernel's scalar parameters) and grows with every
+// definition read.
 class BodyReader {
  public:
   BodyReader(const std::vector<TextLine>& lines, const std::string& file, const ParseLimits& limits,
-             BufferScope* buffers)
-      : lines_(lines), file_(file), limits_(limits), buffers_(buffers) {}
+             BufferScope* buffers, NameScope names = {})
+      : lines_(lines), file_(file), limits_(limits), buffers_(buffers), names_(std::move(names)) {}
 
   Expected<Body> read(size_t& next, size_t indent, int depth);
 
@@ -96,6 +119,7 @@ class BodyReader {
   const std::string& file_;
   const ParseLimits& limits_;
   BufferScope* buffers_;
+  NameScope names_;
 };
 
 }  // namespace tessera::ir_text

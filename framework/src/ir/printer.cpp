@@ -11,7 +11,8 @@
 //   return relu
 //
 // Declarations. An input prints `name: type`, followed by `  # <init>` when it is not created by
-// randn (the default): `# zeros`, `# ones`, `# rand`, `# full(0.5)`. A constant prints
+// randn (the default): `# zeros`, `# ones`, `# rand`, `# full(0.5)`, `# randint(10)` (integers in
+// [0, 10), torch.randint's `high`, which the data depends on). A constant prints
 // `name: type = param <module path>` (or `= const` when it has no path) and a comment saying
 // where its data comes from: `# randn seed=7` (plus ` scale=0.02` when the scale is not 1),
 // `# full(0.5)`, `# zeros`, or `# values=[1.0, 2.0]` for literal data (at most 8 values shown,
@@ -20,6 +21,7 @@
 #include "print_lists.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tessera {
 namespace {
@@ -36,6 +38,11 @@ std::string number(double v) { return attr_str(AttrValue(v)); }
 std::string input_comment(const InputOp& op) {
   if (op.init == "randn") return "";
   if (op.init == "full") return "  # full(" + number(op.fill) + ")";
+  if (op.init == "randint") {
+    // `high` is an integer; written as one, like the torch.randint call it comes from.
+    const bool integral = std::trunc(op.fill) == op.fill && std::fabs(op.fill) < 0x1p53;
+    return "  # randint(" + (integral ? std::to_string(static_cast<int64_t>(op.fill)) : number(op.fill)) + ")";
+  }
   return "  # " + op.init;
 }
 

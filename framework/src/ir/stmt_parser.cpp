@@ -8,13 +8,21 @@
 //
 // Fields the printer leaves out when they hold their default come back as that default: a Stage
 // without a transport is `sync`, a Combine without a scope is `block`, an MbarrierArrive without
-// `tx=` has 0 bytes, a loop without `unroll N` has unroll 0.
+// `tx=` has 0 bytes, a loop without `unroll N` has unroll 0, a definition without a value type
+// prefix is `f32`.
 //
-// Extension points. A value type before a definition (`bf16 in0 = load ..`) or after it (a
-// register array `acc0: f32[4][8]`): definition() reads every name a statement defines, so the
-// type is read there once and stored by the kind's reader; classify() must skip a leading dtype
-// word before it reads the first name. A new statement kind: a line in classify() (its opening
-// keyword or right-hand side) and a read(Kind<K>) overload.
+// Typed definitions. A value type may precede the name(s) an SSA definition binds (`bf16 in0 =
+// load ..`, `f32[4][8] acc0 = init(0.0)`, `bf16 (in0, in1) = load2 ..`): classify() reads it
+// before it looks at the rest of the line (type_prefix), and the readers of the kinds that carry a
+// type (Load, VectorLoad, Assign, Select, Init, WarpShuffle) store it; on any other kind it is an
+// error.
+//
+// Names in expressions. The printer writes a Var and a Value alike, as the bare name; the readers
+// bind every name a statement defines in the body's NameScope as it is read (SSA definitions as
+// Values, axes and Let variables as Vars), so later expressions get the namespace back.
+//
+// A new statement kind: a line in classify() (its opening keyword or right-hand side) and a
+// read(Kind<K>) overload.
 #include <type_traits>
 
 #include "ir_text_reader.h"
@@ -32,7 +40,13 @@ class StmtReader {
 
   Expected<Stmt> read() {
     TESSERA_ASSIGN_OR_RETURN(StmtKind kind, classify());
-    c_.reset(line_.indent);
+    if (type_col_ && !carries_type(kind)) {
+      return c_.error_at(*type_col_, type_.str().size(),
+                         "a value type prefix belongs to a definition of a value (load, an "
+                         "elementwise function, select, init, WarpShuffle), not to a " +
+                             std::string(stmt_kind_name(kind)));
+    }
+    c_.reset(definition_col_);
     ++next_;  // the statement's own line; nested bodies follow
     switch (kind) {
 #define TESSERA_X(K) \
@@ -45,6 +59,49 @@ class StmtReader {
 
  private:
   // ---- classification ---------------------------------------------------------------------
+
+  static bool carries_type(StmtKind kind) {
+    switch (kind) {
+      case StmtKind::Load: case StmtKind::VectorLoad: case StmtKind::Assign: case StmtKind::Select:
+      case StmtKind::Init: case StmtKind::WarpShuffle:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // A value type before the defined name: a word (with `[N]` array extents) followed, after a
+  // space, by a name or `(`. Reads it into type_ and leaves the cursor after it; leaves the cursor
+  // where it was when the line has none. A word in that position that is no value type is an error.
+  Status type_prefix() {
+    if (!is_name_start(c_.peek_char())) return Status::ok();
+    const std::string_view t = c_.line().text;
+    const size_t start = c_.pos();
+    if (!c_.name("a value type")) return Status::ok();
+    size_t end = c_.pos();
+    while (end < t.size() && t[end] == '[') {
+      size_t close = t.find(']', end);
+      if (close == std::string_view::npos) break;
+      end = close + 1;
+    }
+    c_.reset(end);
+    const char after = c_.peek_char();
+    if (end >= t.size() || t[end] != ' ' || !(is_name_start(after) || after == '(')) {
+      c_.reset(start);
+      return Status::ok();
+    }
+    const std::string_view text = t.substr(start, end - start);
+    std::optional<ValueType> type = parse_value_type(text);
+    if (!type || type->str() != text) {
+      return c_.error_at(start, text.size(),
+                         "expected a value type (f32, bf16, i64, bool, bf16x2, f32[4][8], ...), found '" +
+                             std::string(text) + "'");
+    }
+    type_ = *type;
+    type_col_ = start;
+    definition_col_ = c_.pos();
+    return Status::ok();
+  }
 
   Expected<StmtKind> classify() {
     struct Prefix {
@@ -69,6 +126,8 @@ class StmtReader {
         {"MbarrierWait", StmtKind::MbarrierWait},
         {"TreeHalve", StmtKind::TreeHalve},
     };
+    c_.skip_spaces();
+    definition_col_ = c_.pos();
     for (const Prefix& p : kCalls) {
       size_t mark = c_.pos();
       if (c_.accept_word(p.text)) {
@@ -76,11 +135,19 @@ class StmtReader {
         return p.kind;
       }
     }
+    TESSERA_TRY(type_prefix());
     if (c_.peek_char() == '(') return StmtKind::VectorLoad;
     if (c_.peek("else")) return c_.error("'else:' without a matching 'if'");
     TESSERA_ASSIGN_OR_RETURN(std::string first, c_.name("a statement"));
     if (c_.peek("[")) {
-      // `BUF[..] = value` or `BUF[..] = storeK(..)`
+      // `ACC[..] <- op(..)` (an element of a register array), `BUF[..] = value` or
+      // `BUF[..] = storeK(..)`
+      size_t mark = c_.pos();
+      c_.accept("[");
+      bool indexed_accum = read_expr_list(c_, ']', body_.limits_, depth_).has_value() &&
+                           c_.accept("]") && c_.peek("<-");
+      c_.reset(mark);
+      if (indexed_accum) return StmtKind::Accum;
       std::string_view rest = c_.line().text.substr(c_.pos());
       size_t eq = rest.find("] = store");
       if (eq != std::string_view::npos) {
@@ -139,8 +206,8 @@ class StmtReader {
     if (scope != nullptr && !scope->known.count(name)) {
       return c_.error_at(col, name.size(),
                          "unknown buffer '" + name +
-                             "' (not a graph node, nor declared by a Stage, Smem, TmaDescriptor or "
-                             "MbarrierInit before this line)");
+                             "' (not a graph node, a tensor-map parameter of the kernel, nor "
+                             "declared by a Stage, Smem or MbarrierInit before this line)");
     }
     return name;
   }
@@ -149,12 +216,16 @@ class StmtReader {
     if (body_.buffers_ != nullptr) body_.buffers_->known.insert(name);
   }
 
-  Expected<Expr> expr() { return read_expr(c_, body_.limits_, depth_); }
+  // Names a statement binds, for the expressions after it (see NameScope).
+  void bind_value(const std::string& name) { body_.names_.bind(name, ExprKind::Value); }
+  void bind_index(const std::string& name) { body_.names_.bind(name, ExprKind::Var); }
+
+  Expected<Expr> expr() { return read_expr(c_, body_.limits_, depth_, &body_.names_); }
 
   // `[e, e]` after a buffer name.
   Expected<ExprList> index() {
     TESSERA_TRY(c_.expect("["));
-    TESSERA_ASSIGN_OR_RETURN(ExprList out, read_expr_list(c_, ']', body_.limits_, depth_));
+    TESSERA_ASSIGN_OR_RETURN(ExprList out, read_expr_list(c_, ']', body_.limits_, depth_, &body_.names_));
     TESSERA_TRY(c_.expect("]"));
     return out;
   }
@@ -162,7 +233,7 @@ class StmtReader {
   // `(e, e)` (an origin, coordinates).
   Expected<ExprList> expr_tuple() {
     TESSERA_TRY(c_.expect("("));
-    TESSERA_ASSIGN_OR_RETURN(ExprList out, read_expr_list(c_, ')', body_.limits_, depth_));
+    TESSERA_ASSIGN_OR_RETURN(ExprList out, read_expr_list(c_, ')', body_.limits_, depth_, &body_.names_));
     TESSERA_TRY(c_.expect(")"));
     return out;
   }
@@ -235,6 +306,8 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
     TESSERA_ASSIGN_OR_RETURN(s.index, index());
     TESSERA_TRY(c_.expect_end());
+    s.type = type_;
+    bind_value(s.dst);
     return Stmt(std::move(s));
   }
 
@@ -245,6 +318,8 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.op, c_.name("a function name"));
     TESSERA_ASSIGN_OR_RETURN(s.args, expr_tuple());
     TESSERA_TRY(c_.expect_end());
+    s.type = type_;
+    bind_value(s.dst);
     return Stmt(std::move(s));
   }
 
@@ -261,6 +336,8 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.else_value, expr());
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
+    s.type = type_;
+    bind_value(s.dst);
     return Stmt(std::move(s));
   }
 
@@ -273,22 +350,39 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.value, expr());
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
+    s.type = type_;
+    bind_value(s.acc);
     return Stmt(std::move(s));
+  }
+
+  // `acc0` or `acc0[1, a3]`: the target of an Accum.
+  Status accum_target(std::string& acc, ExprList& index) {
+    TESSERA_ASSIGN_OR_RETURN(acc, c_.name("an accumulator name"));
+    index.clear();
+    if (c_.peek("[")) {
+      TESSERA_ASSIGN_OR_RETURN(index, this->index());
+    }
+    return Status::ok();
   }
 
   Expected<Stmt> read(Kind<Accum>) {
     Accum s;
-    TESSERA_ASSIGN_OR_RETURN(s.acc, c_.name("an accumulator name"));
+    TESSERA_TRY(accum_target(s.acc, s.index));
+    const std::string target = s.index.empty() ? s.acc : Expr::element(s.acc, s.index).str();
     TESSERA_TRY(c_.expect("<-"));
     TESSERA_ASSIGN_OR_RETURN(s.op, c_.name("an accumulate op (add, mul, max, min)"));
     TESSERA_TRY(c_.expect("("));
     c_.skip_spaces();
     size_t col = c_.pos();
-    TESSERA_ASSIGN_OR_RETURN(std::string again, c_.name("the accumulator name"));
-    if (again != s.acc) {
-      return c_.error_at(col, again.size(),
-                         "expected the accumulator '" + s.acc + "' as the first operand, found '" +
-                             again + "'");
+    std::string again;
+    ExprList again_index;
+    TESSERA_TRY(accum_target(again, again_index));
+    bool same = again == s.acc && again_index.size() == s.index.size();
+    for (size_t i = 0; same && i < s.index.size(); ++i) same = structurally_equal(again_index[i], s.index[i]);
+    if (!same) {
+      return c_.error_at(col, c_.pos() - col,
+                         "expected the accumulator '" + target + "' as the first operand, found '" +
+                             std::string(c_.line().text.substr(col, c_.pos() - col)) + "'");
     }
     TESSERA_TRY(c_.expect(","));
     TESSERA_ASSIGN_OR_RETURN(s.value, expr());
@@ -317,6 +411,7 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.end, expr());
     TESSERA_TRY(c_.expect(":"));
     TESSERA_TRY(loop_comment(s.role, s.unroll));
+    bind_index(s.var);
     TESSERA_ASSIGN_OR_RETURN(s.body, nested_body("for"));
     return Stmt(std::move(s));
   }
@@ -365,6 +460,7 @@ class StmtReader {
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect(":"));
     TESSERA_TRY(c_.expect_end());
+    for (const TileAxis& a : s.axes) bind_index(a.name);
     TESSERA_ASSIGN_OR_RETURN(s.body, nested_body("Tile"));
     return Stmt(std::move(s));
   }
@@ -385,6 +481,7 @@ class StmtReader {
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect(":"));
     TESSERA_TRY(loop_comment(s.role, s.unroll));
+    bind_index(s.var);
     TESSERA_ASSIGN_OR_RETURN(s.body, nested_body("StridedLoop"));
     return Stmt(std::move(s));
   }
@@ -461,6 +558,7 @@ class StmtReader {
     TESSERA_TRY(c_.expect("="));
     TESSERA_ASSIGN_OR_RETURN(s.value, expr());
     TESSERA_TRY(c_.expect_end());
+    bind_index(s.var);
     return Stmt(std::move(s));
   }
 
@@ -600,6 +698,8 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.width, int_field("width"));
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
+    s.type = type_;
+    bind_value(s.dst);
     return Stmt(std::move(s));
   }
 
@@ -647,6 +747,8 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
     TESSERA_ASSIGN_OR_RETURN(s.index, index());
     TESSERA_TRY(c_.expect_end());
+    s.type = type_;
+    for (const std::string& d : s.dsts) bind_value(d);
     return Stmt(std::move(s));
   }
 
@@ -669,6 +771,9 @@ class StmtReader {
   int depth_;
   const TextLine& line_;
   LineCursor c_;
+  size_t definition_col_ = 0;         // where the statement starts, after a value type prefix
+  ValueType type_;                    // the prefix's type; f32 (printed as nothing) without one
+  std::optional<size_t> type_col_;    // where the prefix starts, when there is one
 };
 
 Expected<Body> BodyReader::read(size_t& next, size_t indent, int depth) {
