@@ -139,7 +139,7 @@ std::string nvrtc_compile(const CudaOp& op, const std::string& arch) {
 TEST_F(KernelAbiTest, ScalarKernelPrintsItsParamsAndRoundTripsJson) {
   Graph g = roll_kernel();
   const std::string text = print_graph(g);
-  EXPECT_NE(text.find("kernel k_roll  grid=(2, 8, 1) block=(32, 1, 1)  inputs: x  outputs: y  "
+  EXPECT_NE(text.find("kernel k_roll  grid=(2, 8, 1) block=(32, 1, 1)  inputs: x  outputs: y: (8, 64) float32  "
                       "params: pos: i32 in [0, 7], scale: f32\n"),
             std::string::npos)
       << text;
@@ -173,7 +173,7 @@ TEST_F(KernelAbiTest, ClusterDynamicSmemAndTensorMapPrintAndRoundTrip) {
   k->body.insert(k->body.begin(), Smem{"x_smem", DType::F32, {16384}});
   const std::string text = print_graph(g);
   EXPECT_NE(text.find("kernel k_roll  grid=(2, 8, 1) block=(32, 1, 1) cluster=(2, 1, 1) smem=65536 dynamic  "
-                      "inputs: x  outputs: y  params: pos: i32 in [0, 7], scale: f32, tmap_x: tensor_map(x, box=(1, 64))\n"),
+                      "inputs: x  outputs: y: (8, 64) float32  params: pos: i32 in [0, 7], scale: f32, tmap_x: tensor_map(x, box=(1, 64))\n"),
             std::string::npos)
       << text;
   Status verified = verify_graph(g, Dialect::Kernel);
