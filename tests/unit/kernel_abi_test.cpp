@@ -139,7 +139,7 @@ std::string nvrtc_compile(const CudaOp& op, const std::string& arch) {
 TEST_F(KernelAbiTest, ScalarKernelPrintsItsParamsAndRoundTripsJson) {
   Graph g = roll_kernel();
   const std::string text = print_graph(g);
-  EXPECT_NE(text.find("kernel k_roll  grid=(2, 8, 1) block=(32, 1, 1)  inputs: x  outputs: y  "
+  EXPECT_NE(text.find("kernel k_roll  grid=(2, 8, 1) block=(32, 1, 1)  inputs: x  outputs: y: (8, 64) float32  "
                       "params: pos: i32 in [0, 7], scale: f32\n"),
             std::string::npos)
       << text;
@@ -173,7 +173,7 @@ TEST_F(KernelAbiTest, ClusterDynamicSmemAndTensorMapPrintAndRoundTrip) {
   k->body.insert(k->body.begin(), Smem{"x_smem", DType::F32, {16384}});
   const std::string text = print_graph(g);
   EXPECT_NE(text.find("kernel k_roll  grid=(2, 8, 1) block=(32, 1, 1) cluster=(2, 1, 1) smem=65536 dynamic  "
-                      "inputs: x  outputs: y  params: pos: i32 in [0, 7], scale: f32, tmap_x: tensor_map(x, box=(1, 64))\n"),
+                      "inputs: x  outputs: y: (8, 64) float32  params: pos: i32 in [0, 7], scale: f32, tmap_x: tensor_map(x, box=(1, 64))\n"),
             std::string::npos)
       << text;
   Status verified = verify_graph(g, Dialect::Kernel);
@@ -285,9 +285,13 @@ TEST_F(KernelAbiTest, DynamicSmemIsCarvedAtAlignedOffsets) {
   op->dynamic_smem = 96;
   op->body = {Smem{"a_smem", DType::F16, {3}}, Smem{"b_smem", DType::F32, {16}}, Let{"a0", v("threadIdx.x")},
               Cond{v("a0") < i(3),
-                   {Load{"in0", "x", {v("a0")}}, Write{"b_smem", {v("a0")}, v("in0")}, Write{"a_smem", {v("a0")}, v("in0")},
-                    Load{"in1", "a_smem", {v("a0")}}, Load{"in2", "b_smem", {v("a0")}},
-                    Assign{"v0", "add", {v("in1"), v("in2")}}, Write{"y", {v("a0")}, v("v0")}},
+                   {Load{"in0", "x", {v("a0")}}, Write{"b_smem", {v("a0")}, Expr::value("in0")},
+                    Assign{"v1", "cast", {Expr::value("in0")}, ValueType::scalar(DType::F16)},
+                    Write{"a_smem", {v("a0")}, Expr::value("v1")},
+                    Load{"in1", "a_smem", {v("a0")}, ValueType::scalar(DType::F16)},
+                    Assign{"v2", "cast", {Expr::value("in1")}}, Load{"in2", "b_smem", {v("a0")}},
+                    Assign{"v0", "add", {Expr::value("v2"), Expr::value("in2")}},
+                    Write{"y", {v("a0")}, Expr::value("v0")}},
                    {}}};
   g.add("y", std::move(op), {"x"}, TensorType{{3}, DType::F32});
   g.outputs() = {"y"};
