@@ -285,9 +285,13 @@ TEST_F(KernelAbiTest, DynamicSmemIsCarvedAtAlignedOffsets) {
   op->dynamic_smem = 96;
   op->body = {Smem{"a_smem", DType::F16, {3}}, Smem{"b_smem", DType::F32, {16}}, Let{"a0", v("threadIdx.x")},
               Cond{v("a0") < i(3),
-                   {Load{"in0", "x", {v("a0")}}, Write{"b_smem", {v("a0")}, v("in0")}, Write{"a_smem", {v("a0")}, v("in0")},
-                    Load{"in1", "a_smem", {v("a0")}}, Load{"in2", "b_smem", {v("a0")}},
-                    Assign{"v0", "add", {v("in1"), v("in2")}}, Write{"y", {v("a0")}, v("v0")}},
+                   {Load{"in0", "x", {v("a0")}}, Write{"b_smem", {v("a0")}, Expr::value("in0")},
+                    Assign{"v1", "cast", {Expr::value("in0")}, ValueType::scalar(DType::F16)},
+                    Write{"a_smem", {v("a0")}, Expr::value("v1")},
+                    Load{"in1", "a_smem", {v("a0")}, ValueType::scalar(DType::F16)},
+                    Assign{"v2", "cast", {Expr::value("in1")}}, Load{"in2", "b_smem", {v("a0")}},
+                    Assign{"v0", "add", {Expr::value("v2"), Expr::value("in2")}},
+                    Write{"y", {v("a0")}, Expr::value("v0")}},
                    {}}};
   g.add("y", std::move(op), {"x"}, TensorType{{3}, DType::F32});
   g.outputs() = {"y"};

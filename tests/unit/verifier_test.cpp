@@ -87,6 +87,17 @@ TEST(VerifyGraph, DimensionsAreNotNegative) {
   expect_error(verify_graph(g, Dialect::Torch), "type (16, -1) float32 has a negative dimension");
 }
 
+// IR read from JSON or text meets the frontend's size limits, so no pass overflows on a 2^62 dim.
+TEST(VerifyGraph, TensorsAreWithinTheSizeAndRankLimits) {
+  Graph g = torch_graph();
+  g.find("relu")->type.shape = {int64_t{1} << 62};
+  expect_error(verify_graph(g, Dialect::Torch), "type (4611686018427387904,) float32 is too large (more than 2^40 elements)");
+  g.find("relu")->type.shape = {1 << 20, 1 << 20, 2};
+  expect_error(verify_graph(g, Dialect::Torch), "is too large (more than 2^40 elements)");
+  g.find("relu")->type.shape = Shape(65, Dim(1));
+  expect_error(verify_graph(g, Dialect::Torch), "type has rank 65; the limit is 64");
+}
+
 TEST(VerifyGraph, EveryNodeHasAnOp) {
   Graph g = torch_graph();
   g.find("relu")->op.reset();

@@ -661,9 +661,20 @@ Status verify_graph(const Graph& g, Dialect expected) {
         return node_error(*n, "input '" + input + "' is not a node defined before '" + n->id + "'");
       }
     }
+    // The frontend's limits hold for IR from any source (graph JSON or printed IR), so no later
+    // pass does index arithmetic that overflows: at most 2^40 elements and 64 dimensions.
+    constexpr int64_t kMaxElements = int64_t{1} << 40;
+    constexpr size_t kMaxRank = 64;
+    if (n->type.shape.size() > kMaxRank)
+      return node_error(*n, "type has rank " + std::to_string(n->type.shape.size()) + "; the limit is " +
+                                std::to_string(kMaxRank));
+    int64_t elements = 1;
     for (const Dim& d : n->type.shape) {
       if (d.value() < 0)
         return node_error(*n, "type " + n->type.str() + " has a negative dimension");
+      if (d.value() > 0 && elements > kMaxElements / d.value())
+        return node_error(*n, "type " + n->type.str() + " is too large (more than 2^40 elements)");
+      elements *= d.value();
     }
     Dialect d = n->op->dialect();
     if (d != Dialect::Core && d != expected) {

@@ -195,6 +195,8 @@ class CudaEmitter {
           used_cnames_.insert(p.name);
           params.push_back(c_type(p.dtype) + " " + p.name);
           bind(p.name, dtype_is_float(p.dtype) ? Ty::Float : Ty::Int);
+          // A floating-point scalar is a value of the body (an integer one an index variable).
+          if (dtype_is_float(p.dtype)) value_types_[p.name] = p.dtype;
           if (p.range) ranges_[p.name] = *p.range;
           break;
         }
