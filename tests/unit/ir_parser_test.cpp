@@ -321,15 +321,17 @@ TEST_F(IrParserPipeline, LoweredProgramsParseBackExactlyAtEveryKernelStage) {
   }
 }
 
-// Goldens that start from a hand-built kernel graph's JSON (Loop IR with hand-written names, a
-// Kernel IR header with cluster dims, scalars and a tensor map) print and parse back to the same JSON.
+// Goldens that start from a hand-built kernel graph's JSON (Loop IR with hand-written names, Kernel
+// IR headers with a 2-D grid, cluster dims, scalars and a tensor map) print and parse back to the
+// same JSON.
 // (Not canonicalize/dead_torch_nodes.txt: an elementwise-only Torch IR graph prints exactly like
 // Tensor IR and reads back as Tensor IR, see docs/ir.md.)
 TEST(IrParser, JsonGoldensParseBackToTheSameJson) {
   namespace fs = std::filesystem;
   const fs::path root = fs::path(TESSERA_SOURCE_DIR) / "tests" / "golden";
   size_t checked = 0;
-  for (const char* file : {"canonicalize/loop_names.txt", "canonicalize/kernel_abi_header.txt"}) {
+  for (const char* file : {"canonicalize/loop_names.txt", "canonicalize/kernel_abi_header.txt",
+                           "emit_cuda/scalar_param_2d_grid.txt"}) {
     const std::string path = (root / file).string();
     for (const auto& section : test::parse_golden_sections(test::read_file(path))) {
       if (section.name != "from-ir") continue;
@@ -339,7 +341,7 @@ TEST(IrParser, JsonGoldensParseBackToTheSameJson) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 2u);
+  EXPECT_EQ(checked, 3u);
 }
 
 TEST(IrParser, DeclarationsKeepTheirProvenance) {
