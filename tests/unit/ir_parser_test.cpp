@@ -147,6 +147,8 @@ Graph bf16_kernel_graph() {
       Assign{"v7", "low", {val("v6")}, typed(DType::BF16)},
       Assign{"v8", "cast", {Expr::cast(DType::F16, val("v5"))}, typed(DType::BF16)},
       Select{"v9", val("v4"), val("v8"), val("v7"), typed(DType::BF16)},
+      VectorLoad{{"in3", "in4"}, "x", {var("a0"), var("a1") / 2 * 2}, typed(DType::BF16)},
+      WarpShuffle{"v10", val("in3"), "xor", 1, 32, typed(DType::BF16)},
       Write{"y", {var("a0"), var("a1")}, val("v9")}};
   op->body = {Loop{"a0", lit(0), lit(16), "free", 0, {Loop{"a1", lit(0), lit(64), "free", 0, inner}}}};
   g.add("y", std::move(op), {"x", "ids"}, tensor({16, 64}, DType::BF16));
@@ -160,6 +162,8 @@ TEST(IrParser, Bf16KernelWithCastsRoundTripsExactly) {
   EXPECT_NE(printed.find("    bf16 in0 = load x[a0, a1]\n"), std::string::npos) << printed;
   EXPECT_NE(printed.find("    bf16x2 v6 = pack(in0, in2)\n"), std::string::npos) << printed;
   EXPECT_NE(printed.find("    v0 = cast(in0)\n"), std::string::npos) << printed;  // f32: no prefix
+  EXPECT_NE(printed.find("    bf16 (in3, in4) = load2 x[a0, a1 / 2 * 2]\n"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("    bf16 v10 = WarpShuffle(in3, xor, 1, width=32)\n"), std::string::npos) << printed;
   expect_exact_round_trip(g, "bf16_kernel");
 }
 
