@@ -1,11 +1,12 @@
-// Tests of the core tile passes (tileify, launch_geometry, cooperative_reduce, mark_unroll), loaded
-// as plugins the way users load them. Every program of the differential corpus is lowered to Loop
-// IR, scheduled under the default heuristics and with each BN candidate pinned, and must verify as
-// Tile IR with every axis bound to THREAD or BLOCK, within the device's thread limit; then it is
-// lowered by materialize, run on the sim target and compared with the reference evaluator
-// (relative error < 1e-4, relative to at least 1e-2). Focused tests
-// check the schedule decisions themselves: the cooperative RMSNorm, the split and guarded tail of a
-// ragged elementwise kernel, where Combines and `if t == 0` go, what mark_unroll marks and skips.
+// Tests of the core tile passes (tileify, coarsen_elementwise, launch_geometry, cooperative_reduce,
+// mark_unroll), loaded as plugins the way users load them. Every program of the differential corpus
+// is lowered to Loop IR, scheduled under the default heuristics and with each BN candidate pinned,
+// and must verify as Tile IR with every axis bound to THREAD or BLOCK, within the device's thread
+// limit; then it is lowered by materialize, run on the sim target and compared with the reference
+// evaluator (relative error < 1e-4, relative to at least 1e-2). Focused tests check the schedule
+// decisions themselves: the cooperative RMSNorm, the split and guarded tail of a ragged elementwise
+// kernel, a coarsened elementwise kernel under each ELEMS, where Combines and `if t == 0` go, what
+// mark_unroll marks and skips.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -222,6 +223,41 @@ TEST_F(TilePassesTest, RaggedElementwiseKernelIsSplitAndGuarded) {
   EXPECT_EQ(guard->cond.str(), "a2 * 32 + a0 < 77 && a3 * 4 + a1 < 33") << print_body(op->body);
   // cooperative_reduce leaves a Tile with threads alone.
   EXPECT_TRUE(has_skip(skips, g.outputs().at(0), "THREAD")) << print_body(op->body);
+}
+
+// coarsen_elementwise before launch_geometry: each ELEMS leaves the tail guard outside the K-loop
+// (so the loop stays straight-line for vectorize_loads) and computes every element exactly once,
+// also where the threads over-cover the shortened axis and for a broadcast operand.
+TEST_F(TilePassesTest, CoarsenedElementwiseKernelKeepsTheGuardOutsideItsLoop) {
+  const std::string program = "x=torch.randn(6,72); b=torch.randn(72); torch.relu(x) + b";
+  for (int64_t elems : {1, 2, 4, 8}) {
+    const std::string what = "ELEMS=" + std::to_string(elems);
+    Graph g = lower_to_loop(program);
+    ASSERT_FALSE(HasFailure());
+    ASSERT_TRUE(run_pass("tileify", g));
+    Status c = run_pass("coarsen_elementwise", g, {KnobPin{"ELEMS", AttrValue(elems), {}}});
+    ASSERT_TRUE(c) << what << ": " << c.message();
+    ASSERT_TRUE(run_pass("launch_geometry", g,
+                         {KnobPin{"BN", AttrValue(int64_t{32}), {}}, KnobPin{"BM", AttrValue(int64_t{2}), {}}}));
+    expect_fully_bound(g, what);
+    const TileOp* op = kernel(g, g.outputs().at(0));
+    ASSERT_NE(op, nullptr);
+    const Tile* tile = op->body[0].as<Tile>();
+    ASSERT_EQ(tile->body.size(), 1u) << what << "\n" << print_body(op->body);
+    // 72 / ELEMS columns over 32 threads (6 rows over 2 exactly): a guard whenever 32 does not
+    // divide the columns.
+    const Body* inside = &tile->body;
+    if (const Cond* guard = tile->body[0].as<Cond>()) inside = &guard->then_body;
+    EXPECT_EQ((72 / elems) % 32 != 0, tile->body[0].is<Cond>()) << what << "\n" << print_body(op->body);
+    ASSERT_EQ(inside->size(), elems > 1 ? 1u : 5u) << what << "\n" << print_body(op->body);
+    if (elems > 1) {
+      const Loop* lanes = (*inside)[0].as<Loop>();
+      ASSERT_NE(lanes, nullptr) << what << "\n" << print_body(op->body);
+      EXPECT_EQ(lanes->end.str(), std::to_string(elems)) << print_body(op->body);
+      for (const Stmt& s : lanes->body) EXPECT_FALSE(s.is<Cond>()) << print_body(op->body);
+    }
+    expect_simulates_like_reference(program, std::move(g), what);
+  }
 }
 
 TEST_F(TilePassesTest, ExactSplitHasNoGuard) {

@@ -86,6 +86,13 @@ class VectorizeLoadsTest : public test::BuiltPluginsTest, public ::testing::With
     return sim->execute(g, inputs, to);
   }
 
+  // Lowers `program` (traced in bf16) with pipelines/default.yaml: its kernels must hold at least
+  // the given numbers of 8-element bf16 vector loads and 8-element stores, simulate to the
+  // eager-rounding reference at the bf16 tolerance, and emit CUDA with uint4 accesses that NVRTC
+  // compiles for sm_90 (where the build has CUDA).
+  void check_bf16_under_default_pipeline(const std::string& program, int min_loads8, int min_stores8,
+                                         const std::string& cache_name);
+
   const DeviceDesc* device_ = nullptr;
 };
 
@@ -135,7 +142,22 @@ TEST_P(VectorizeLoadsTest, EveryWidthMatchesTheScalarKernelAndTheReference) {
 // matches the reference that rounds every op's output to bf16 (as PyTorch eager does) at the bf16
 // tolerance, and the emitted CUDA (uint4 accesses of __nv_bfloat16 elements) compiles for sm_90.
 TEST_F(VectorizeLoadsTest, Bf16RmsNormUses128BitAccessesAndMatchesEagerRounding) {
-  const Graph torch = trace("nn.RMSNorm(2048)(torch.randn(1,4,2048))", DType::BF16);
+  check_bf16_under_default_pipeline("nn.RMSNorm(2048)(torch.randn(1,4,2048))", /*min_loads8=*/1,
+                                    /*min_stores8=*/1, "tessera_bf16_rms_norm_cache");
+}
+
+// The SwiGLU product is elementwise (no per-thread loop of its own): coarsen_elementwise gives each
+// thread 8 consecutive elements, so both operands load with one 8-element (128-bit) access each and
+// the product stores with one.
+TEST_F(VectorizeLoadsTest, Bf16SwigluProductUses128BitAccessesAndMatchesEagerRounding) {
+  check_bf16_under_default_pipeline(
+      "import torch.nn.functional as F; g=torch.randn(1,32,5632); u=torch.randn(1,32,5632); F.silu(g) * u",
+      /*min_loads8=*/2, /*min_stores8=*/1, "tessera_bf16_swiglu_cache");
+}
+
+void VectorizeLoadsTest::check_bf16_under_default_pipeline(const std::string& program, int min_loads8,
+                                                           int min_stores8, const std::string& cache_name) {
+  const Graph torch = trace(program, DType::BF16);
   ASSERT_FALSE(HasFailure());
   auto spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
   ASSERT_TRUE(spec) << spec.error().render();
@@ -152,8 +174,8 @@ TEST_F(VectorizeLoadsTest, Bf16RmsNormUses128BitAccessesAndMatchesEagerRounding)
   } found;
   for (const Node* n : kernel.nodes())
     if (const auto* k = n->op_as<KernelOp>()) found.visit(k->body);
-  EXPECT_GT(found.loads8, 0) << print_graph(kernel);
-  EXPECT_GT(found.stores8, 0) << print_graph(kernel);
+  EXPECT_GE(found.loads8, min_loads8) << print_graph(kernel);
+  EXPECT_GE(found.stores8, min_stores8) << print_graph(kernel);
 
   ValueMap inputs = make_inputs(torch, 7);
   auto expected = evaluate_reference(torch, inputs);
@@ -180,7 +202,7 @@ TEST_F(VectorizeLoadsTest, Bf16RmsNormUses128BitAccessesAndMatchesEagerRounding)
 #ifdef TESSERA_HAVE_CUDA
   auto target = host_->registry().make_target("cuda");
   ASSERT_NE(target, nullptr);
-  const std::string cache = ::testing::TempDir() + "/tessera_bf16_rms_norm_cache";
+  const std::string cache = ::testing::TempDir() + "/" + cache_name;
   std::filesystem::remove_all(cache);
   auto built = target->build(cuda, TargetOptions{"sm_90", device_, cache});
   std::filesystem::remove_all(cache);

@@ -21,8 +21,8 @@
 // Safety: a loop is skipped (ctx.skip, with the reason) when its body holds any other statement
 // (Cond, nested loops, collectives, shuffles, Let), when a buffer is both loaded and written in it or
 // written by two statements (the vector accesses move loads earlier and writes later), or when no
-// access can be vectorized. Elementwise kernels with one element per thread have no loop, so the
-// pass leaves them alone.
+// access can be vectorized. Elementwise kernels get such a loop from coarsen_elementwise (K adjacent
+// elements per thread); with one element per thread there is no loop and the pass leaves them alone.
 // Thread-strided loops `StridedLoop(v = t; < N; += T)` (t ranging over [0, T)) with a straight-line
 // body that accumulates nothing (staging copies, the scaled row of a norm, elementwise tails) are
 // rewritten the same way with each thread taking K consecutive elements per step
