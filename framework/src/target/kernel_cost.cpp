@@ -21,18 +21,50 @@ double trips(const Expr& begin, const Expr& end, int64_t step) {
 double count_ops(const Body& body) {
   double ops = 0;
   for (const Stmt& s : body) {
-    // A cast is a conversion, not arithmetic.
-    if ((s.is<Assign>() && s.as<Assign>()->op != "cast") || s.is<Accum>()) {
-      ops += 1;
-    } else if (const auto* l = s.as<Loop>()) {
-      ops += trips(l->begin, l->end, 1) * count_ops(l->body);
-    } else if (const auto* l = s.as<StridedLoop>()) {
-      const Expr step = simplify(l->step);
-      ops += trips(l->begin, l->end, step.is(ExprKind::Int) ? step.int_value() : 1) * count_ops(l->body);
-    } else if (const auto* c = s.as<Cond>()) {
-      ops += count_ops(c->then_body) + count_ops(c->else_body);
-    } else if (const auto* t = s.as<Tile>()) {
-      ops += count_ops(t->body);
+    switch (s.kind()) {
+      case StmtKind::Assign:
+        if (s.as<Assign>()->op != "cast") ops += 1;  // a cast is a conversion, not arithmetic
+        break;
+      case StmtKind::Accum: ops += 1; break;
+      case StmtKind::Loop: {
+        const auto* l = s.as<Loop>();
+        ops += trips(l->begin, l->end, 1) * count_ops(l->body);
+        break;
+      }
+      case StmtKind::StridedLoop: {
+        const auto* l = s.as<StridedLoop>();
+        const Expr step = simplify(l->step);
+        ops += trips(l->begin, l->end, step.is(ExprKind::Int) ? step.int_value() : 1) * count_ops(l->body);
+        break;
+      }
+      case StmtKind::Cond: {
+        const auto* c = s.as<Cond>();
+        ops += count_ops(c->then_body) + count_ops(c->else_body);
+        break;
+      }
+      case StmtKind::Tile: ops += count_ops(s.as<Tile>()->body); break;
+      // Data movement, declarations and synchronization: no arithmetic counted.
+      case StmtKind::Load:
+      case StmtKind::Select:
+      case StmtKind::Init:
+      case StmtKind::Write:
+      case StmtKind::Stage:
+      case StmtKind::Combine:
+      case StmtKind::AsyncWait:
+      case StmtKind::Let:
+      case StmtKind::Smem:
+      case StmtKind::Sync:
+      case StmtKind::CpAsyncCopy:
+      case StmtKind::CpAsyncCommit:
+      case StmtKind::CpAsyncWait:
+      case StmtKind::TmaLoad:
+      case StmtKind::MbarrierInit:
+      case StmtKind::MbarrierArrive:
+      case StmtKind::MbarrierWait:
+      case StmtKind::WarpShuffle:
+      case StmtKind::TreeHalve:
+      case StmtKind::VectorLoad:
+      case StmtKind::VectorStore: break;
     }
   }
   return ops;

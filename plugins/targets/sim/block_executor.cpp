@@ -166,7 +166,12 @@ class BlockExecutor {
                    : ints                      ? conform_to_dtype(a[l], node.cast_to)
                                                : a[l];
           break;
-        default: break;
+        // Leaves and register-array reads are handled above.
+        case ExprKind::Var:
+        case ExprKind::Value:
+        case ExprKind::Int:
+        case ExprKind::Float:
+        case ExprKind::Element: break;
       }
       // Float arithmetic happens in float: round every computed value.
       if (!ints && node.kind != ExprKind::Select)
@@ -536,8 +541,17 @@ class BlockExecutor {
         }
         return Status::ok();
       }
-      default: return fail(s, -1, "the simulator does not execute this statement");
+      // The kernel compiler rejects these, so a compiled program never holds them.
+      case StmtKind::Tile:
+      case StmtKind::Stage:
+      case StmtKind::Combine:
+      case StmtKind::AsyncWait:
+      case StmtKind::TmaLoad:
+      case StmtKind::MbarrierInit:
+      case StmtKind::MbarrierArrive:
+      case StmtKind::MbarrierWait: return fail(s, -1, "the simulator does not execute this statement");
     }
+    return fail(s, -1, "the simulator does not execute this statement");
   }
 
   const Node& node_;

@@ -93,7 +93,22 @@ class KernelCompiler {
       }
       case ExprKind::Int: n.literal = static_cast<double>(e.int_value()); n.is_int = true; break;
       case ExprKind::Float: n.literal = static_cast<float>(e.float_value()); break;
-      default: {
+      case ExprKind::Add:
+      case ExprKind::Sub:
+      case ExprKind::Mul:
+      case ExprKind::Div:
+      case ExprKind::Mod:
+      case ExprKind::Min:
+      case ExprKind::Max:
+      case ExprKind::Lt:
+      case ExprKind::Le:
+      case ExprKind::Eq:
+      case ExprKind::Ne:
+      case ExprKind::And:
+      case ExprKind::Or:
+      case ExprKind::Not:
+      case ExprKind::Select:
+      case ExprKind::Cast: {
         const auto& ops = e.operands();
         if (ops.size() > 3) return error(s, "an expression has too many operands");
         for (size_t i = 0; i < ops.size(); ++i) {
@@ -178,139 +193,200 @@ class KernelCompiler {
     SimStmt c;
     c.kind = s.kind();
     c.source = &s;
-    if (const auto* st = s.as<Load>()) {
-      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
-      TESSERA_TRY(compile_exprs(st->index, s, c.index));
-      c.value_type = st->type.dtype;
-      c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
-    } else if (const auto* st = s.as<Assign>()) {
-      TESSERA_TRY(compile_exprs(st->args, s, c.exprs));
-      // Checks the name and arity once here; the executor applies it per lane.
-      Expected<double> probe = apply_elementwise_fn(st->op, std::vector<double>(st->args.size(), 1.0));
-      if (!probe) return error(s, probe.error().message);
-      c.fn = st->op;
-      c.value_type = st->type.dtype;
-      c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
-    } else if (const auto* st = s.as<Select>()) {
-      TESSERA_TRY(compile_exprs({st->cond, st->then_value, st->else_value}, s, c.exprs));
-      c.value_type = st->type.dtype;
-      c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
-    } else if (const auto* st = s.as<Init>()) {
-      TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
-      if (st->type.array.size() > 3) return error(s, "register arrays have at most 3 dimensions in the simulator");
-      c.value_type = st->type.dtype;
-      c.dims = st->type.array;
-      if (st->type.is_array()) arrays_[st->acc] = st->type.array;
-      else arrays_.erase(st->acc);
-      c.slot = define(st->acc, !dtype_is_float(st->type.dtype), st->type.array_elements());
-      acc_type_[c.slot] = st->type.dtype;
-    } else if (const auto* st = s.as<Accum>()) {
-      TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
-      c.slot = lookup(st->acc);
-      if (c.slot < 0) return error(s, "accumulates into '" + st->acc + "', which has no init in scope");
-      TESSERA_ASSIGN_OR_RETURN(c.accum, accum_op(st->op, s));
-      auto type = acc_type_.find(c.slot);
-      if (type != acc_type_.end()) c.value_type = type->second;
-      auto array = arrays_.find(st->acc);
-      const size_t rank = array == arrays_.end() ? 0 : array->second.size();
-      if (st->index.size() != rank)
-        return error(s, "indexes '" + st->acc + "' with " + std::to_string(st->index.size()) +
-                            " index expression(s) but it has rank " + std::to_string(rank));
-      if (rank > 0) c.dims = array->second;
-      TESSERA_TRY(compile_exprs(st->index, s, c.index));
-    } else if (const auto* st = s.as<Write>()) {
-      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), true, s));
-      TESSERA_TRY(compile_exprs(st->index, s, c.index));
-      TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
-    } else if (const auto* st = s.as<Loop>()) {
-      TESSERA_TRY(compile_exprs({st->begin, st->end}, s, c.exprs));
-      size_t mark = scope_.size();
-      c.slot = define(st->var, true);
-      TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->body, false));
-      scope_.resize(mark);
-    } else if (const auto* st = s.as<StridedLoop>()) {
-      TESSERA_TRY(compile_exprs({st->begin, st->end, st->step}, s, c.exprs));
-      size_t mark = scope_.size();
-      c.slot = define(st->var, true);
-      TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->body, false));
-      scope_.resize(mark);
-    } else if (const auto* st = s.as<Cond>()) {
-      TESSERA_TRY(compile_exprs({st->cond}, s, c.exprs));
-      TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->then_body, false));
-      TESSERA_ASSIGN_OR_RETURN(c.else_body, compile_body(st->else_body, false));
-    } else if (const auto* st = s.as<Let>()) {
-      TESSERA_ASSIGN_OR_RETURN(LaneExpr value, compile_expr(st->value, s));
-      bool is_int = value.is_int();
-      c.exprs.push_back(std::move(value));
-      c.slot = define(st->var, is_int);
-    } else if (const auto* st = s.as<Smem>()) {
-      if (!top_level) return error(s, "Smem must be declared at the top level of the kernel body");
-      if (lookup_smem(st->name) >= 0) return error(s, "shared buffer '" + st->name + "' is declared twice");
-      for (int64_t d : st->shape)
-        if (d <= 0) return error(s, "shared buffer '" + st->name + "' has a non-positive dimension");
-      program_.smem.push_back(SmemDecl{st->name, st->dtype, st->shape});
-    } else if (s.is<Sync>() || s.is<CpAsyncCommit>()) {
-      // no operands
-    } else if (const auto* st = s.as<CpAsyncWait>()) {
-      if (st->keep < 0) return error(s, "keep must be non-negative");
-      c.count = st->keep;
-    } else if (const auto* st = s.as<CpAsyncCopy>()) {
-      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->dst, st->dst_index.size(), false, s));
-      TESSERA_ASSIGN_OR_RETURN(c.src_buffer, resolve_buffer(st->src, st->src_index.size(), false, s));
-      if (!c.buffer.shared || c.src_buffer.shared) return error(s, "cp.async copies from global to shared memory");
-      DType dst_type = program_.smem[static_cast<size_t>(c.buffer.index)].dtype;
-      DType src_type = globals_[static_cast<size_t>(c.src_buffer.index)].value->type.dtype;
-      if (dtype_bytes(dst_type) != dtype_bytes(src_type))
-        return error(s, "copies " + std::string(dtype_short_name(src_type)) + " elements into a " +
-                            std::string(dtype_short_name(dst_type)) + " buffer (cp.async copies bytes)");
-      if (st->bytes <= 0 || st->bytes % dtype_bytes(src_type) != 0)
-        return error(s, "bytes=" + std::to_string(st->bytes) + " is not a positive multiple of the element size " +
-                            std::to_string(dtype_bytes(src_type)));
-      c.count = st->bytes / dtype_bytes(src_type);
-      TESSERA_TRY(compile_exprs(st->dst_index, s, c.index));
-      TESSERA_TRY(compile_exprs(st->src_index, s, c.src_index));
-    } else if (const auto* st = s.as<WarpShuffle>()) {
-      TESSERA_TRY(compile_exprs({st->src}, s, c.exprs));
-      if (st->mode == "xor") c.mode = ShuffleMode::Xor;
-      else if (st->mode == "down") c.mode = ShuffleMode::Down;
-      else if (st->mode == "up") c.mode = ShuffleMode::Up;
-      else if (st->mode == "idx") c.mode = ShuffleMode::Idx;
-      else return error(s, "unknown shuffle mode '" + st->mode + "' (xor, down, up, idx)");
-      if (st->width <= 0 || st->width > 32 || (st->width & (st->width - 1)) != 0)
-        return error(s, "width must be a power of two in [1, 32]");
-      if (st->offset < 0) return error(s, "offset must be non-negative");
-      c.count = st->offset;
-      c.width = st->width;
-      c.value_type = st->type.dtype;
-      c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
-    } else if (const auto* st = s.as<TreeHalve>()) {
-      c.buffer = BufferRef{true, lookup_smem(st->buffer)};
-      if (c.buffer.index < 0) return error(s, "'" + st->buffer + "' is not a declared Smem buffer");
-      int64_t size = 1;
-      for (int64_t d : program_.smem[static_cast<size_t>(c.buffer.index)].shape) size *= d;
-      if (st->count <= 0 || st->count > size)
-        return error(s, "n=" + std::to_string(st->count) + " is outside the buffer's " + std::to_string(size) + " elements");
-      c.count = st->count;
-      TESSERA_ASSIGN_OR_RETURN(c.accum, accum_op(st->op, s));
-      TESSERA_TRY(compile_exprs({st->tid}, s, c.exprs));
-    } else if (const auto* st = s.as<VectorLoad>()) {
-      if (st->dsts.empty()) return error(s, "a vector load needs at least one destination");
-      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
-      if (st->index.empty()) return error(s, "a vector access needs an index");
-      TESSERA_TRY(compile_exprs(st->index, s, c.index));
-      c.value_type = st->type.dtype;
-      for (const std::string& d : st->dsts) c.slots.push_back(define(d, !dtype_is_float(st->type.dtype)));
-    } else if (const auto* st = s.as<VectorStore>()) {
-      if (st->values.empty()) return error(s, "a vector store needs at least one value");
-      TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), true, s));
-      if (st->index.empty()) return error(s, "a vector access needs an index");
-      TESSERA_TRY(compile_exprs(st->index, s, c.index));
-      TESSERA_TRY(compile_exprs(st->values, s, c.exprs));
-    } else {
-      return error(s, "the simulator does not execute " + std::string(stmt_kind_name(s.kind())) +
-                          (s.is<Tile>() || s.is<Stage>() || s.is<Combine>() || s.is<AsyncWait>()
-                               ? " (a Tile IR statement: run materialize first)"
-                               : ""));
+    switch (s.kind()) {
+      case StmtKind::Load: {
+        const auto* st = s.as<Load>();
+        TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
+        TESSERA_TRY(compile_exprs(st->index, s, c.index));
+        c.value_type = st->type.dtype;
+        c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
+        break;
+      }
+      case StmtKind::Assign: {
+        const auto* st = s.as<Assign>();
+        TESSERA_TRY(compile_exprs(st->args, s, c.exprs));
+        // Checks the name and arity once here; the executor applies it per lane.
+        Expected<double> probe = apply_elementwise_fn(st->op, std::vector<double>(st->args.size(), 1.0));
+        if (!probe) return error(s, probe.error().message);
+        c.fn = st->op;
+        c.value_type = st->type.dtype;
+        c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
+        break;
+      }
+      case StmtKind::Select: {
+        const auto* st = s.as<Select>();
+        TESSERA_TRY(compile_exprs({st->cond, st->then_value, st->else_value}, s, c.exprs));
+        c.value_type = st->type.dtype;
+        c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
+        break;
+      }
+      case StmtKind::Init: {
+        const auto* st = s.as<Init>();
+        TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
+        if (st->type.array.size() > 3) return error(s, "register arrays have at most 3 dimensions in the simulator");
+        c.value_type = st->type.dtype;
+        c.dims = st->type.array;
+        if (st->type.is_array()) arrays_[st->acc] = st->type.array;
+        else arrays_.erase(st->acc);
+        c.slot = define(st->acc, !dtype_is_float(st->type.dtype), st->type.array_elements());
+        acc_type_[c.slot] = st->type.dtype;
+        break;
+      }
+      case StmtKind::Accum: {
+        const auto* st = s.as<Accum>();
+        TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
+        c.slot = lookup(st->acc);
+        if (c.slot < 0) return error(s, "accumulates into '" + st->acc + "', which has no init in scope");
+        TESSERA_ASSIGN_OR_RETURN(c.accum, accum_op(st->op, s));
+        auto type = acc_type_.find(c.slot);
+        if (type != acc_type_.end()) c.value_type = type->second;
+        auto array = arrays_.find(st->acc);
+        const size_t rank = array == arrays_.end() ? 0 : array->second.size();
+        if (st->index.size() != rank)
+          return error(s, "indexes '" + st->acc + "' with " + std::to_string(st->index.size()) +
+                              " index expression(s) but it has rank " + std::to_string(rank));
+        if (rank > 0) c.dims = array->second;
+        TESSERA_TRY(compile_exprs(st->index, s, c.index));
+        break;
+      }
+      case StmtKind::Write: {
+        const auto* st = s.as<Write>();
+        TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), true, s));
+        TESSERA_TRY(compile_exprs(st->index, s, c.index));
+        TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
+        break;
+      }
+      case StmtKind::Loop: {
+        const auto* st = s.as<Loop>();
+        TESSERA_TRY(compile_exprs({st->begin, st->end}, s, c.exprs));
+        size_t mark = scope_.size();
+        c.slot = define(st->var, true);
+        TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->body, false));
+        scope_.resize(mark);
+        break;
+      }
+      case StmtKind::StridedLoop: {
+        const auto* st = s.as<StridedLoop>();
+        TESSERA_TRY(compile_exprs({st->begin, st->end, st->step}, s, c.exprs));
+        size_t mark = scope_.size();
+        c.slot = define(st->var, true);
+        TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->body, false));
+        scope_.resize(mark);
+        break;
+      }
+      case StmtKind::Cond: {
+        const auto* st = s.as<Cond>();
+        TESSERA_TRY(compile_exprs({st->cond}, s, c.exprs));
+        TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->then_body, false));
+        TESSERA_ASSIGN_OR_RETURN(c.else_body, compile_body(st->else_body, false));
+        break;
+      }
+      case StmtKind::Let: {
+        const auto* st = s.as<Let>();
+        TESSERA_ASSIGN_OR_RETURN(LaneExpr value, compile_expr(st->value, s));
+        bool is_int = value.is_int();
+        c.exprs.push_back(std::move(value));
+        c.slot = define(st->var, is_int);
+        break;
+      }
+      case StmtKind::Smem: {
+        const auto* st = s.as<Smem>();
+        if (!top_level) return error(s, "Smem must be declared at the top level of the kernel body");
+        if (lookup_smem(st->name) >= 0) return error(s, "shared buffer '" + st->name + "' is declared twice");
+        for (int64_t d : st->shape)
+          if (d <= 0) return error(s, "shared buffer '" + st->name + "' has a non-positive dimension");
+        program_.smem.push_back(SmemDecl{st->name, st->dtype, st->shape});
+        break;
+      }
+      case StmtKind::Sync:
+      case StmtKind::CpAsyncCommit: {
+        // no operands
+        break;
+      }
+      case StmtKind::CpAsyncWait: {
+        const auto* st = s.as<CpAsyncWait>();
+        if (st->keep < 0) return error(s, "keep must be non-negative");
+        c.count = st->keep;
+        break;
+      }
+      case StmtKind::CpAsyncCopy: {
+        const auto* st = s.as<CpAsyncCopy>();
+        TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->dst, st->dst_index.size(), false, s));
+        TESSERA_ASSIGN_OR_RETURN(c.src_buffer, resolve_buffer(st->src, st->src_index.size(), false, s));
+        if (!c.buffer.shared || c.src_buffer.shared) return error(s, "cp.async copies from global to shared memory");
+        DType dst_type = program_.smem[static_cast<size_t>(c.buffer.index)].dtype;
+        DType src_type = globals_[static_cast<size_t>(c.src_buffer.index)].value->type.dtype;
+        if (dtype_bytes(dst_type) != dtype_bytes(src_type))
+          return error(s, "copies " + std::string(dtype_short_name(src_type)) + " elements into a " +
+                              std::string(dtype_short_name(dst_type)) + " buffer (cp.async copies bytes)");
+        if (st->bytes <= 0 || st->bytes % dtype_bytes(src_type) != 0)
+          return error(s, "bytes=" + std::to_string(st->bytes) + " is not a positive multiple of the element size " +
+                              std::to_string(dtype_bytes(src_type)));
+        c.count = st->bytes / dtype_bytes(src_type);
+        TESSERA_TRY(compile_exprs(st->dst_index, s, c.index));
+        TESSERA_TRY(compile_exprs(st->src_index, s, c.src_index));
+        break;
+      }
+      case StmtKind::WarpShuffle: {
+        const auto* st = s.as<WarpShuffle>();
+        TESSERA_TRY(compile_exprs({st->src}, s, c.exprs));
+        if (st->mode == "xor") c.mode = ShuffleMode::Xor;
+        else if (st->mode == "down") c.mode = ShuffleMode::Down;
+        else if (st->mode == "up") c.mode = ShuffleMode::Up;
+        else if (st->mode == "idx") c.mode = ShuffleMode::Idx;
+        else return error(s, "unknown shuffle mode '" + st->mode + "' (xor, down, up, idx)");
+        if (st->width <= 0 || st->width > 32 || (st->width & (st->width - 1)) != 0)
+          return error(s, "width must be a power of two in [1, 32]");
+        if (st->offset < 0) return error(s, "offset must be non-negative");
+        c.count = st->offset;
+        c.width = st->width;
+        c.value_type = st->type.dtype;
+        c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
+        break;
+      }
+      case StmtKind::TreeHalve: {
+        const auto* st = s.as<TreeHalve>();
+        c.buffer = BufferRef{true, lookup_smem(st->buffer)};
+        if (c.buffer.index < 0) return error(s, "'" + st->buffer + "' is not a declared Smem buffer");
+        int64_t size = 1;
+        for (int64_t d : program_.smem[static_cast<size_t>(c.buffer.index)].shape) size *= d;
+        if (st->count <= 0 || st->count > size)
+          return error(s, "n=" + std::to_string(st->count) + " is outside the buffer's " + std::to_string(size) + " elements");
+        c.count = st->count;
+        TESSERA_ASSIGN_OR_RETURN(c.accum, accum_op(st->op, s));
+        TESSERA_TRY(compile_exprs({st->tid}, s, c.exprs));
+        break;
+      }
+      case StmtKind::VectorLoad: {
+        const auto* st = s.as<VectorLoad>();
+        if (st->dsts.empty()) return error(s, "a vector load needs at least one destination");
+        TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
+        if (st->index.empty()) return error(s, "a vector access needs an index");
+        TESSERA_TRY(compile_exprs(st->index, s, c.index));
+        c.value_type = st->type.dtype;
+        for (const std::string& d : st->dsts) c.slots.push_back(define(d, !dtype_is_float(st->type.dtype)));
+        break;
+      }
+      case StmtKind::VectorStore: {
+        const auto* st = s.as<VectorStore>();
+        if (st->values.empty()) return error(s, "a vector store needs at least one value");
+        TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), true, s));
+        if (st->index.empty()) return error(s, "a vector access needs an index");
+        TESSERA_TRY(compile_exprs(st->index, s, c.index));
+        TESSERA_TRY(compile_exprs(st->values, s, c.exprs));
+        break;
+      }
+      case StmtKind::TmaLoad:
+      case StmtKind::MbarrierInit:
+      case StmtKind::MbarrierArrive:
+      case StmtKind::MbarrierWait:
+        return error(s, "the simulator does not execute " + std::string(stmt_kind_name(s.kind())));
+      case StmtKind::Tile:
+      case StmtKind::Stage:
+      case StmtKind::Combine:
+      case StmtKind::AsyncWait:
+        return error(s, "the simulator does not execute " + std::string(stmt_kind_name(s.kind())) +
+                            " (a Tile IR statement: run materialize first)");
     }
     return c;
   }
