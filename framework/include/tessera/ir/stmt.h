@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tessera/ir/expr.h"
+#include "tessera/ir/stmt_enums.h"
 #include "tessera/ir/type.h"
 
 namespace tessera {
@@ -48,7 +49,7 @@ enum class FieldRole : uint8_t {
 struct TileAxis {
   std::string name;
   int64_t extent = 0;
-  std::string binding;  // THREAD, BLOCK, WARP, SERIAL (see docs/ir.md)
+  AxisBinding binding = AxisBinding::Parallel;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("name", s.name, FieldRole::DefAxis);
     f("extent", s.extent, FieldRole::Data);
@@ -152,7 +153,7 @@ struct Write {
 struct Loop {
   std::string var;
   Expr begin, end;
-  std::string role;
+  LoopRole role = LoopRole::None;
   int64_t unroll = 0;
   Body body;
   template <class S, class F> static void reflect(S& s, F&& f) {
@@ -192,7 +193,7 @@ struct Tile {
 struct StridedLoop {
   std::string var;
   Expr begin, end, step;
-  std::string role;
+  LoopRole role = LoopRole::None;
   int64_t unroll = 0;
   Body body;
   template <class S, class F> static void reflect(S& s, F&& f) {
@@ -212,7 +213,7 @@ struct Stage {
   std::string dst, buffer;
   ExprList origin;
   std::vector<SlabDim> slab;
-  std::string transport;
+  StageTransport transport = StageTransport::Sync;
   int64_t pad = 0;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dst", s.dst, FieldRole::DefBuffer);
@@ -226,7 +227,8 @@ struct Stage {
 
 // `Combine(acc0, op=add)`: the threads of `scope` (block | warp) combine their partial accumulators.
 struct Combine {
-  std::string acc, op, scope;
+  std::string acc, op;
+  CombineScope scope = CombineScope::Block;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("acc", s.acc, FieldRole::UseName);
     f("op", s.op, FieldRole::Data);
@@ -344,7 +346,7 @@ struct MbarrierWait {
 struct WarpShuffle {
   std::string dst;
   Expr src;
-  std::string mode;
+  ShuffleMode mode = ShuffleMode::Xor;
   int64_t offset = 0;
   int64_t width = 32;
   ValueType type = {};
