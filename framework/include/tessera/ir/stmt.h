@@ -10,8 +10,10 @@
 // in `reflect`, together with the field's role (does it define a local name, reference one, name a
 // buffer, or is it plain data); the generic machinery and the canonical renamer read those roles.
 //
-// Adding a statement kind = add the struct here, add it to TESSERA_STMT_KINDS, and add its printer
-// line in framework/src/ir/stmt_printer.cpp (the build fails until you do), then a golden test.
+// Adding a statement kind = add the struct here, add it to TESSERA_STMT_KINDS and to
+// stmt_kind_traits, then give it a case in every consumer that switches over StmtKind (printer,
+// parser, CUDA emitter, simulator, Loop IR interpreter, cost model): the build fails until each has
+// one. docs/architecture.md ("Adding a statement kind") lists the files.
 #pragma once
 
 #include <cstdint>
