@@ -269,7 +269,7 @@ Graph graph_with_dead_nodes_and_odd_names() {
         Assign{value, "exp", {Expr::var(loaded)}},
         Write{out, {Expr::var(axis)}, Expr::var(value)},
     };
-    op->body = {Loop{axis, Expr::int_(0), Expr::int_(8), "free", 0, inner}};
+    op->body = {Loop{axis, Expr::int_(0), Expr::int_(8), LoopRole::Free, 0, inner}};
     return op;
   };
   g.add("dead_loop", loop_over_x("dead_loop", "q", "t", "u"), {"x"}, vec);

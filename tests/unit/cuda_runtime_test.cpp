@@ -227,14 +227,14 @@ TEST(KernelCostTest, CountsAssignAndAccumTimesTripsAndThreads) {
   inner.var = "a2";
   inner.begin = Expr::int_(0);
   inner.end = Expr::int_(8);
-  inner.role = "reduce";
+  inner.role = LoopRole::Reduce;
   inner.body = {Assign{"v1", "exp", {Expr::var("v0")}}, Accum{"acc0", "add", Expr::var("v1")}};
   StridedLoop strided;
   strided.var = "a3";
   strided.begin = Expr::var("a0");
   strided.end = Expr::int_(256);
   strided.step = Expr::int_(32);
-  strided.role = "reduce";
+  strided.role = LoopRole::Reduce;
   strided.body = {Accum{"acc0", "add", Expr::var("v0")}};
   k->body = {Let{"a0", Expr::var("threadIdx.x")}, Assign{"v0", "neg", {Expr::float_(1.0)}}, Stmt(inner),
              Stmt(strided)};

@@ -222,16 +222,16 @@ Graph elementwise_into_matmul(int statements) {
     last = dst;
   }
   inner.push_back(Write{"p", {v("a0"), v("a1")}, v(last)});
-  p->body = {Loop{"a0", Expr::int_(0), Expr::int_(4), "free", 0,
-                  {Loop{"a1", Expr::int_(0), Expr::int_(8), "free", 0, inner}}}};
+  p->body = {Loop{"a0", Expr::int_(0), Expr::int_(4), LoopRole::Free, 0,
+                  {Loop{"a1", Expr::int_(0), Expr::int_(8), LoopRole::Free, 0, inner}}}};
   g.add("p", std::move(p), {"x"}, f32({4, 8}));
   auto c = std::make_unique<LoopOp>();
   c->name = "c";
   Body k_body{Load{"in0", "p", {v("a0"), v("a2")}}, Load{"in1", "w", {v("a2"), v("a1")}},
               Assign{"v0", "mul", {v("in0"), v("in1")}}, Accum{"acc0", "add", v("v0")}};
-  c->body = {Loop{"a0", Expr::int_(0), Expr::int_(4), "free", 0,
-                  {Loop{"a1", Expr::int_(0), Expr::int_(3), "free", 0,
-                        {Init{"acc0", Expr::float_(0.0)}, Loop{"a2", Expr::int_(0), Expr::int_(8), "reduce", 0, k_body},
+  c->body = {Loop{"a0", Expr::int_(0), Expr::int_(4), LoopRole::Free, 0,
+                  {Loop{"a1", Expr::int_(0), Expr::int_(3), LoopRole::Free, 0,
+                        {Init{"acc0", Expr::float_(0.0)}, Loop{"a2", Expr::int_(0), Expr::int_(8), LoopRole::Reduce, 0, k_body},
                          Write{"c", {v("a0"), v("a1")}, v("acc0")}}}}}};
   g.add("c", std::move(c), {"p", "w"}, f32({4, 3}));
   g.outputs() = {"c"};

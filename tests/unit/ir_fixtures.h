@@ -25,18 +25,18 @@ inline Body every_stmt_kind_body() {
   tile_body.push_back(Let{"a2", var("blockIdx.x")});
   tile_body.push_back(Init{"acc0", flt(0.0)});
   tile_body.push_back(
-      Stage{"x_stage", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a3", 2048, 2}}, "async", 4});
+      Stage{"x_stage", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a3", 2048, 2}}, StageTransport::Async, 4});
   tile_body.push_back(AsyncWait{1});
   tile_body.push_back(StridedLoop{
       "a3",
       var("a0"),
       lit(2048),
       lit(256),
-      "reduce",
+      LoopRole::Reduce,
       4,
       {Load{"in0", "x_stage", {var("a3")}}, Assign{"v0", "multiply", {val("in0"), val("in0")}},
        Accum{"acc0", "add", val("v0")}}});
-  tile_body.push_back(Combine{"acc0", "add", "warp"});
+  tile_body.push_back(Combine{"acc0", "add", CombineScope::Warp});
   tile_body.push_back(
       CpAsyncCopy{"x_smem", {lit(0), var("a0")}, "x", {var("a1") * 2048 + var("a0")}, 4});
   tile_body.push_back(CpAsyncCommit{});
@@ -45,14 +45,14 @@ inline Body every_stmt_kind_body() {
   tile_body.push_back(TmaLoad{"x_smem", "tmap_x", {lit(0), var("a1")}, "bar0"});
   tile_body.push_back(MbarrierWait{"bar0", lit(0)});
   tile_body.push_back(Sync{});
-  tile_body.push_back(WarpShuffle{"v1", val("acc0"), "xor", 16, 32});
+  tile_body.push_back(WarpShuffle{"v1", val("acc0"), ShuffleMode::Xor, 16, 32});
   tile_body.push_back(TreeHalve{"acc0_smem", var("a0"), 256, "add"});
   tile_body.push_back(
       VectorLoad{{"in1", "in2", "in3", "in4"}, "x", {lit(0), var("a1"), var("a0") * 4}});
   tile_body.push_back(Loop{"a4",
                            lit(0),
                            lit(4),
-                           "free",
+                           LoopRole::Free,
                            0,
                            {Select{"v2", var("a4") < lit(2), val("in1"), val("in2")},
                             Cond{var("a0") < lit(16),
@@ -65,7 +65,7 @@ inline Body every_stmt_kind_body() {
   body.push_back(Smem{"x_smem", DType::F32, {2, 2048}});
   body.push_back(Smem{"acc0_smem", DType::F32, {256}});
   body.push_back(MbarrierInit{"bar0", 1});
-  body.push_back(Tile{{TileAxis{"a0", 256, "THREAD"}, TileAxis{"a1", 32, "BLOCK"}}, tile_body});
+  body.push_back(Tile{{TileAxis{"a0", 256, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Block}}, tile_body});
   return body;
 }
 
@@ -181,11 +181,11 @@ inline Graph loop_graph() {
                       Assign{"v0", "add", {val("in1"), val("in0")}},
                       Assign{"v1", "multiply", {val("v0"), val("in2")}},
                       Accum{"acc0", "add", val("v1")}};
-  Body n_body = {Init{"acc0", flt(0.0)}, Loop{"a2", lit(0), lit(64), "reduce", 0, reduce_body},
+  Body n_body = {Init{"acc0", flt(0.0)}, Loop{"a2", lit(0), lit(64), LoopRole::Reduce, 0, reduce_body},
                  Assign{"v2", "relu", {val("acc0")}},
                  Write{"relu", {var("a0"), var("a1")}, val("v2")}};
   op->body = {
-      Loop{"a0", lit(0), lit(16), "free", 0, {Loop{"a1", lit(0), lit(16), "free", 0, n_body}}}};
+      Loop{"a0", lit(0), lit(16), LoopRole::Free, 0, {Loop{"a1", lit(0), lit(16), LoopRole::Free, 0, n_body}}}};
   g.add("relu", std::move(op), {"bias", "x", "w"}, f32({16, 16}));
   g.outputs() = {"relu"};
   return g;
@@ -214,16 +214,16 @@ inline Graph tile_graph() {
                     Assign{"v6", "multiply", {val("v5"), val("in2")}},
                     Write{"rms_norm", {lit(0), var("a1"), var("a3")}, val("v6")}};
   Body tile = {
-      Stage{"x_smem", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a2", 2048, 2}}, "sync", 0},
+      Stage{"x_smem", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a2", 2048, 2}}, StageTransport::Sync, 0},
       Init{"acc0", flt(0.0)},
-      StridedLoop{"a2", var("a0"), lit(2048), lit(256), "reduce", 0, reduce},
-      Combine{"acc0", "add", "block"},
+      StridedLoop{"a2", var("a0"), lit(2048), lit(256), LoopRole::Reduce, 0, reduce},
+      Combine{"acc0", "add", CombineScope::Block},
       Assign{"v2", "multiply", {val("acc0"), val("v0")}},
       Assign{"v3", "add", {val("v2"), flt(1e-06)}},
       Assign{"v4", "rsqrt", {val("v3")}},
-      StridedLoop{"a3", var("a0"), lit(2048), lit(256), "free", 4, normalize}};
+      StridedLoop{"a3", var("a0"), lit(2048), lit(256), LoopRole::Free, 4, normalize}};
   op->body = {Assign{"v0", "reciprocal", {lit(2048)}},
-              Tile{{TileAxis{"a0", 256, "THREAD"}, TileAxis{"a1", 32, "BLOCK"}}, tile}};
+              Tile{{TileAxis{"a0", 256, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Block}}, tile}};
   Node& n = g.add("rms_norm", std::move(op), {"x", "p_weight"}, f32({1, 32, 2048}));
   n.choices = rms_norm_choices();
   g.outputs() = {"rms_norm"};
@@ -249,11 +249,11 @@ inline Graph kernel_graph() {
               Let{"a0", var("threadIdx.x")},
               Init{"acc0", flt(0.0)},
               Smem{"x_smem", DType::F32, {2048}},
-              StridedLoop{"a2", var("a0"), lit(2048), lit(256), "", 0, copy},
+              StridedLoop{"a2", var("a0"), lit(2048), lit(256), LoopRole::None, 0, copy},
               CpAsyncCommit{},
               CpAsyncWait{0},
               Sync{},
-              StridedLoop{"a3", var("a0"), lit(2048), lit(256), "reduce", 0, reduce},
+              StridedLoop{"a3", var("a0"), lit(2048), lit(256), LoopRole::Reduce, 0, reduce},
               Smem{"acc0_smem", DType::F32, {256}},
               Write{"acc0_smem", {var("a0")}, val("acc0")},
               Sync{},
@@ -262,7 +262,7 @@ inline Graph kernel_graph() {
               Assign{"v1", "multiply", {val("in1"), flt(0.00048828125)}},
               Assign{"v2", "add", {val("v1"), flt(1e-06)}},
               Assign{"v3", "rsqrt", {val("v2")}},
-              StridedLoop{"a4", var("a0"), lit(2048), lit(256), "free", 0, normalize}};
+              StridedLoop{"a4", var("a0"), lit(2048), lit(256), LoopRole::Free, 0, normalize}};
   Node& n = g.add("rms_norm", std::move(op), {"x", "p_weight"}, f32({1, 32, 2048}));
   n.choices = rms_norm_choices();
   g.outputs() = {"rms_norm"};

@@ -52,11 +52,11 @@ TEST(IrParser, FieldsLeftOutOfThePrintoutComeBackAsTheirDefaults) {
       "defaults.tir");
   ASSERT_TRUE(parsed) << parsed.error().render();
   ASSERT_EQ(parsed->size(), 4u);
-  EXPECT_EQ((*parsed)[0].as<Stage>()->transport, "sync");
+  EXPECT_EQ((*parsed)[0].as<Stage>()->transport, StageTransport::Sync);
   EXPECT_EQ((*parsed)[0].as<Stage>()->pad, 0);
-  EXPECT_EQ((*parsed)[1].as<Combine>()->scope, "block");
+  EXPECT_EQ((*parsed)[1].as<Combine>()->scope, CombineScope::Block);
   EXPECT_EQ((*parsed)[2].as<MbarrierArrive>()->tx_bytes, 0);
-  EXPECT_EQ((*parsed)[3].as<Loop>()->role, "");
+  EXPECT_EQ((*parsed)[3].as<Loop>()->role, LoopRole::None);
   EXPECT_EQ((*parsed)[3].as<Loop>()->unroll, 0);
 }
 
@@ -399,6 +399,12 @@ const std::string kHeader = "x: (4, 8) float32\n\n=== k(x) -> y: (4, 8) float32 
 TEST(IrParserErrors, UnknownStatement) {
   expect_graph_error({"unknown statement", kHeader + "  Frobnicate(x)\n\nreturn y\n",
                       "expected '=', '<-' or '[' after 'Frobnicate'", 4, 13});
+}
+
+TEST(IrParserErrors, UnknownLoopRole) {
+  expect_graph_error({"unknown loop role",
+                      kHeader + "  for a0 in 0..4:  # sideways\n    in0 = load x[a0, 0]\n\nreturn y\n",
+                      "expected a loop role (free, reduce), not 'sideways'", 4, 22});
 }
 
 TEST(IrParserErrors, BadIndentation) {

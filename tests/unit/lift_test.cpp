@@ -225,7 +225,7 @@ std::string kernel_text(const Graph& g) { return print_body(g.find("y")->op_as<L
 
 TEST_F(LiftTest, DedupLoadsCollapsesRepeatedLoadsAndRenamesUses) {
   Expr a0 = Expr::var("a0");
-  Graph g = one_kernel_graph(Body{Loop{"a0", Expr::int_(0), Expr::int_(4), "free", 0,
+  Graph g = one_kernel_graph(Body{Loop{"a0", Expr::int_(0), Expr::int_(4), LoopRole::Free, 0,
                                        Body{Load{"in0", "x", {a0}}, Load{"in1", "x", {a0}},
                                             Load{"in2", "x", {Expr::int_(3) - a0}},
                                             Assign{"v0", "mul", {Expr::var("in0"), Expr::var("in1")}},
@@ -254,7 +254,7 @@ TEST_F(LiftTest, DedupLoadsCollapsesRepeatedLoadsAndRenamesUses) {
 TEST_F(LiftTest, DedupLoadsReusesOuterLoadsButNotBranchLocalOnes) {
   Expr a0 = Expr::var("a0");
   Graph g = one_kernel_graph(Body{Loop{
-      "a0", Expr::int_(0), Expr::int_(4), "free", 0,
+      "a0", Expr::int_(0), Expr::int_(4), LoopRole::Free, 0,
       Body{Load{"in0", "x", {a0}},
            Cond{a0 < Expr::int_(2),
                 Body{Load{"in1", "x", {a0}}, Load{"in2", "x", {Expr::int_(0)}}, Write{"y", {a0}, Expr::var("in1")}},
@@ -273,7 +273,7 @@ TEST_F(LiftTest, DedupLoadsReusesOuterLoadsButNotBranchLocalOnes) {
 
 TEST_F(LiftTest, DedupLoadsKeepsALoadAfterAWriteToItsBuffer) {
   Expr a0 = Expr::var("a0");
-  Graph g = one_kernel_graph(Body{Loop{"a0", Expr::int_(0), Expr::int_(4), "free", 0,
+  Graph g = one_kernel_graph(Body{Loop{"a0", Expr::int_(0), Expr::int_(4), LoopRole::Free, 0,
                                        Body{Load{"in0", "x", {a0}}, Write{"y", {a0}, Expr::var("in0")},
                                             Load{"in1", "y", {a0}}, Write{"y", {a0}, Expr::var("in1")},
                                             Load{"in2", "y", {a0}}, Write{"y", {a0}, Expr::var("in2")}}}});

@@ -18,7 +18,7 @@ namespace {
 Expr v(const std::string& name) { return Expr::var(name); }
 Expr i(int64_t value) { return Expr::int_(value); }
 
-Stmt loop(const std::string& var, int64_t end, Body body, const std::string& role = "free") {
+Stmt loop(const std::string& var, int64_t end, Body body, LoopRole role = LoopRole::Free) {
   return Loop{var, i(0), i(end), role, 0, std::move(body)};
 }
 
@@ -69,7 +69,7 @@ TEST(LoopInterpreter, ReductionKernels) {
     Graph g = kernel_graph({loop("a0", 2, {Init{"acc0", Expr::float_(c.init)},
                                            loop("a1", 3, {Load{"in0", "x", {v("a0"), v("a1")}},
                                                           Accum{"acc0", op, v("in0")}},
-                                                "reduce"),
+                                                LoopRole::Reduce),
                                            Write{"y", {v("a0"), i(0)}, v("acc0")}})},
                            {2, 1});
     Expected<ValueMap> r = evaluate_loop_ir(g, x_inputs());

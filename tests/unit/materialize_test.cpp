@@ -81,13 +81,13 @@ Body copy_tile(std::vector<TileAxis> axes, Body extra = {}) {
 }
 
 TEST_F(MaterializeTest, RejectsUnboundParallelAxis) {
-  expect_error(one_tile(copy_tile({TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 64, "PARALLEL"}})),
+  expect_error(one_tile(copy_tile({TileAxis{"a0", 128, AxisBinding::Thread}, TileAxis{"a1", 64, AxisBinding::Parallel}})),
                "run launch_geometry before materialize");
 }
 
 TEST_F(MaterializeTest, RejectsMoreThreadsThanTheDeviceAllows) {
   device_.max_threads_per_block = 64;
-  expect_error(one_tile(copy_tile({TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 64, "BLOCK"}})),
+  expect_error(one_tile(copy_tile({TileAxis{"a0", 128, AxisBinding::Thread}, TileAxis{"a1", 64, AxisBinding::Block}})),
                "128 threads per block; device testdev allows at most 64");
 }
 
@@ -95,18 +95,18 @@ TEST_F(MaterializeTest, RejectsSharedMemoryAboveThePerBlockLimit) {
   device_.smem_per_block_static = 512;
   device_.smem_per_block = 1024;  // 128 f32 + 4 pad = 528 bytes fit; two rows do not
   Body stage = {Stage{"x_smem", "x", {var("a1"), lit(0)}, {SlabDim{"a2", 2, 0}, SlabDim{"a3", 128, 1}},
-                      "sync", 4}};
-  expect_error(one_tile(copy_tile({TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 32, "BLOCK"}}, stage)),
+                      StageTransport::Sync, 4}};
+  expect_error(one_tile(copy_tile({TileAxis{"a0", 128, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Block}}, stage)),
                "needs 1056 bytes of shared memory; device testdev allows 1024 bytes per block");
 }
 
 TEST_F(MaterializeTest, SharedMemoryAboveTheStaticLimitBecomesDynamic) {
   Body stage = {Stage{"x_smem", "x", {var("a1"), lit(0)}, {SlabDim{"a2", 1, 0}, SlabDim{"a3", 128, 1}},
-                      "sync", 4}};
+                      StageTransport::Sync, 4}};
   for (int64_t static_limit : {1024, 512}) {
     device_.smem_per_block_static = static_limit;
     device_.smem_per_block = 1024;
-    Graph g = one_tile(copy_tile({TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 32, "BLOCK"}}, stage));
+    Graph g = one_tile(copy_tile({TileAxis{"a0", 128, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Block}}, stage));
     Status s = materialize(g);
     ASSERT_TRUE(s) << s.message();
     // 132 f32 = 528 bytes: static arrays within a 1024-byte static limit, one dynamic array past 512.
@@ -118,27 +118,27 @@ TEST_F(MaterializeTest, SharedMemoryAboveTheStaticLimitBecomesDynamic) {
 
 TEST_F(MaterializeTest, RejectsCollectiveUnderThreadDependentCondition) {
   Body extra = {Init{"acc0", flt(0.0)},
-                Cond{var("a0") < lit(16), {Combine{"acc0", "add", "block"}}, {}}};
-  expect_error(one_tile(copy_tile({TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 64, "BLOCK"}}, extra)),
+                Cond{var("a0") < lit(16), {Combine{"acc0", "add", CombineScope::Block}}, {}}};
+  expect_error(one_tile(copy_tile({TileAxis{"a0", 128, AxisBinding::Thread}, TileAxis{"a1", 64, AxisBinding::Block}}, extra)),
                "collective statement `Combine(acc0, op=add)` is under a thread-dependent loop or "
                "condition");
 }
 
 TEST_F(MaterializeTest, RejectsCollectiveInsideStridedLoopOverThreads) {
-  Body extra = {StridedLoop{"a2", var("a0"), lit(128), lit(128), "free", 0, {AsyncWait{0}}}};
-  expect_error(one_tile(copy_tile({TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 64, "BLOCK"}}, extra)),
+  Body extra = {StridedLoop{"a2", var("a0"), lit(128), lit(128), LoopRole::Free, 0, {AsyncWait{0}}}};
+  expect_error(one_tile(copy_tile({TileAxis{"a0", 128, AxisBinding::Thread}, TileAxis{"a1", 64, AxisBinding::Block}}, extra)),
                "collective statement `AsyncWait(keep=0)`");
 }
 
 TEST_F(MaterializeTest, CollectiveInsideUniformLoopIsAccepted) {
   // A serial loop over rows (bounds depend on nothing per-thread) may hold a Stage: it refills
   // per iteration, after a Sync that lets the previous iteration's reads finish.
-  Body tile = {Loop{"a2", lit(0), lit(2), "free", 0,
+  Body tile = {Loop{"a2", lit(0), lit(2), LoopRole::Free, 0,
                     {Stage{"x_smem", "x", {var("a1") * 2 + var("a2"), lit(0)}, {SlabDim{"a3", 128, 1}},
-                           "sync", 0},
+                           StageTransport::Sync, 0},
                      Load{"in0", "x_smem", {var("a0")}},
                      Write{"y", {var("a1") * 2 + var("a2"), var("a0")}, var("in0")}}}};
-  Graph g = one_tile({Tile{{TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 32, "BLOCK"}}, tile}});
+  Graph g = one_tile({Tile{{TileAxis{"a0", 128, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Block}}, tile}});
   ASSERT_TRUE(materialize(g));
   Status v = verify_graph(g, Dialect::Kernel);
   ASSERT_TRUE(v) << v.message() << print_graph(g);
@@ -158,8 +158,8 @@ TEST_F(MaterializeTest, CollectiveInsideUniformLoopIsAccepted) {
 
 TEST_F(MaterializeTest, DecodesTwoThreadAxesFirstFastest) {
   Graph g = one_tile(
-      {Tile{{TileAxis{"a0", 32, "THREAD"}, TileAxis{"a1", 8, "THREAD"}, TileAxis{"a2", 8, "BLOCK"},
-             TileAxis{"a3", 16, "BLOCK"}},
+      {Tile{{TileAxis{"a0", 32, AxisBinding::Thread}, TileAxis{"a1", 8, AxisBinding::Thread}, TileAxis{"a2", 8, AxisBinding::Block},
+             TileAxis{"a3", 16, AxisBinding::Block}},
             {Load{"in0", "x", {var("a3") * 4 + var("a1") / 2, (var("a1") % 2) * 64 + var("a2") * 8 + var("a0") / 4}},
              Write{"y", {lit(0), lit(0)}, var("in0")}}}},
       {64, 128});
@@ -230,14 +230,14 @@ TEST_F(MaterializeTest, StagedCooperativeRMSNormVerifiesAsKernelIR) {
 TEST_F(MaterializeTest, AsyncStageGuardsOnlyTheTail) {
   // 100 columns staged in slabs of 64: the second block's slab runs past the row, so the copy is
   // guarded on the column; rows never leave x, so no row guard.
-  Body tile = {Stage{"x_smem", "x", {var("a1"), var("a2") * 64}, {SlabDim{"a3", 64, 1}}, "async", 0},
+  Body tile = {Stage{"x_smem", "x", {var("a1"), var("a2") * 64}, {SlabDim{"a3", 64, 1}}, StageTransport::Async, 0},
                AsyncWait{0},
                Cond{var("a2") * 64 + var("a0") < lit(100),
                     {Load{"in0", "x_smem", {var("a0")}},
                      Write{"y", {var("a1"), var("a2") * 64 + var("a0")}, var("in0")}},
                     {}}};
-  Graph g = one_tile({Tile{{TileAxis{"a0", 64, "THREAD"}, TileAxis{"a1", 8, "BLOCK"},
-                            TileAxis{"a2", 2, "BLOCK"}},
+  Graph g = one_tile({Tile{{TileAxis{"a0", 64, AxisBinding::Thread}, TileAxis{"a1", 8, AxisBinding::Block},
+                            TileAxis{"a2", 2, AxisBinding::Block}},
                            tile}},
                      {8, 100});
   ASSERT_TRUE(materialize(g));
@@ -261,11 +261,11 @@ TEST_F(MaterializeTest, AsyncStageGuardsOnlyTheTail) {
 
 TEST_F(MaterializeTest, SmallBlockCombineUsesPartialWarpShuffles) {
   Body tile = {Init{"acc0", flt(0.0)},
-               StridedLoop{"a2", var("a0"), lit(128), lit(8), "reduce", 0,
+               StridedLoop{"a2", var("a0"), lit(128), lit(8), LoopRole::Reduce, 0,
                            {Load{"in0", "x", {var("a1"), var("a2")}}, Accum{"acc0", "max", var("in0")}}},
-               Combine{"acc0", "max", "block"},
+               Combine{"acc0", "max", CombineScope::Block},
                Cond{Expr::binary(ExprKind::Eq, var("a0"), lit(0)), {Write{"y", {var("a1"), lit(0)}, var("acc0")}}, {}}};
-  Graph g = one_tile({Tile{{TileAxis{"a0", 8, "THREAD"}, TileAxis{"a1", 64, "BLOCK"}}, tile}});
+  Graph g = one_tile({Tile{{TileAxis{"a0", 8, AxisBinding::Thread}, TileAxis{"a1", 64, AxisBinding::Block}}, tile}});
   ASSERT_TRUE(materialize(g));
   Status v = verify_graph(g, Dialect::Kernel);
   ASSERT_TRUE(v) << v.message() << print_graph(g);
@@ -279,8 +279,8 @@ TEST_F(MaterializeTest, SmallBlockCombineUsesPartialWarpShuffles) {
 }
 
 TEST_F(MaterializeTest, RejectsCombineOverAnOddBlock) {
-  Body extra = {Init{"acc0", flt(0.0)}, Combine{"acc0", "add", "block"}};
-  expect_error(one_tile(copy_tile({TileAxis{"a0", 48, "THREAD"}, TileAxis{"a1", 64, "BLOCK"}}, extra)),
+  Body extra = {Init{"acc0", flt(0.0)}, Combine{"acc0", "add", CombineScope::Block}};
+  expect_error(one_tile(copy_tile({TileAxis{"a0", 48, AxisBinding::Thread}, TileAxis{"a1", 64, AxisBinding::Block}}, extra)),
                "over 48 threads");
 }
 

@@ -128,6 +128,17 @@ TEST(SerializeBody, DeeplyNestedStatementsAreAnErrorNotACrash) {
   EXPECT_TRUE(Contains(body.error().message, "statements nested too deeply"));
 }
 
+TEST(SerializeBody, EnumeratedFieldsAreStoredAsTheirPrintedSpelling) {
+  json j = body_to_json({Combine{"acc0", "max", CombineScope::Warp},
+                         WarpShuffle{"v0", Expr::value("acc0"), ShuffleMode::Down, 1, 32}});
+  EXPECT_EQ(j[0]["scope"], "warp");
+  EXPECT_EQ(j[1]["mode"], "down");
+  j[1]["mode"] = "sideways";
+  Expected<Body> bad = body_from_json(j);
+  ASSERT_FALSE(bad);
+  EXPECT_TRUE(Contains(bad.error().message, "at <root>[1].mode: 'sideways' is not a shuffle mode (xor, down, up, idx)"));
+}
+
 TEST(SerializeBody, WrongShapesAreErrors) {
   Expected<Body> not_array = body_from_json(json::object());
   ASSERT_FALSE(not_array);

@@ -98,12 +98,12 @@ TEST_P(SimCooperativeSumTest, ProducesTheRowSums) {
   p.input("x", {rows, cols}, iota_data(rows * cols));
   Body body = {Smem{"partial", DType::F32, {warps}}, Let{"a0", V("threadIdx.x")}, Let{"a1", V("blockIdx.x")},
                Init{"acc0", Expr::float_(0.0)},
-               StridedLoop{"a2", V("a0"), I(cols), I(threads), "reduce", 0,
+               StridedLoop{"a2", V("a0"), I(cols), I(threads), LoopRole::Reduce, 0,
                            Body{Load{"in0", "x", {V("a1"), V("a2")}}, Accum{"acc0", "add", V("in0")}}}};
   std::string value = "acc0";
   for (int64_t offset = 16, i = 0; offset >= 1; offset /= 2, ++i) {
     std::string shuffled = "v" + std::to_string(2 * i), sum = "v" + std::to_string(2 * i + 1);
-    body.push_back(WarpShuffle{shuffled, V(value), "xor", offset, 32});
+    body.push_back(WarpShuffle{shuffled, V(value), ShuffleMode::Xor, offset, 32});
     body.push_back(Assign{sum, "add", {V(value), V(shuffled)}});
     value = sum;
   }
@@ -293,13 +293,13 @@ TEST_F(SimTargetTest, WritesConvertToTheOutputDtype) {
 
 TEST_F(SimTargetTest, ShuffleModesFollowTheirLaneRules) {
   // Every lane shuffles its own lane number; width 16 splits the warp into two groups.
-  struct Case { std::string mode; int64_t offset; std::vector<std::pair<int, int>> lane_gets; };
+  struct Case { ShuffleMode mode; int64_t offset; std::vector<std::pair<int, int>> lane_gets; };
   const std::vector<Case> cases = {
-      {"xor", 1, {{0, 1}, {1, 0}, {17, 16}, {31, 30}}},
-      {"xor", 16, {{0, 0}, {3, 3}, {20, 20}}},  // the partner is in the other group: own value
-      {"down", 1, {{0, 1}, {14, 15}, {15, 15}, {16, 17}, {31, 31}}},
-      {"up", 2, {{0, 0}, {1, 1}, {2, 0}, {16, 16}, {18, 16}, {31, 29}}},
-      {"idx", 5, {{0, 5}, {15, 5}, {16, 21}, {31, 21}}}};
+      {ShuffleMode::Xor, 1, {{0, 1}, {1, 0}, {17, 16}, {31, 30}}},
+      {ShuffleMode::Xor, 16, {{0, 0}, {3, 3}, {20, 20}}},  // the partner is in the other group: own value
+      {ShuffleMode::Down, 1, {{0, 1}, {14, 15}, {15, 15}, {16, 17}, {31, 31}}},
+      {ShuffleMode::Up, 2, {{0, 0}, {1, 1}, {2, 0}, {16, 16}, {18, 16}, {31, 29}}},
+      {ShuffleMode::Idx, 5, {{0, 5}, {15, 5}, {16, 21}, {31, 21}}}};
   for (const Case& c : cases) {
     KernelProgramBuilder p;
     p.kernel("y", {}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
@@ -308,8 +308,8 @@ TEST_F(SimTargetTest, ShuffleModesFollowTheirLaneRules) {
     Expected<TargetRun> r = run(p, "y");
     ASSERT_TRUE(r) << r.error().message;
     for (auto [lane, gets] : c.lane_gets) {
-      EXPECT_EQ(r->outputs.at("y").data[static_cast<size_t>(lane)], gets) << c.mode << " " << c.offset << " lane " << lane;
-      EXPECT_EQ(r->outputs.at("y").data[static_cast<size_t>(lane + 32)], gets) << c.mode << " second warp lane " << lane;
+      EXPECT_EQ(r->outputs.at("y").data[static_cast<size_t>(lane)], gets) << spelling(c.mode) << " " << c.offset << " lane " << lane;
+      EXPECT_EQ(r->outputs.at("y").data[static_cast<size_t>(lane + 32)], gets) << spelling(c.mode) << " second warp lane " << lane;
     }
   }
 }
@@ -318,7 +318,7 @@ TEST_F(SimTargetTest, ShuffleInAPartiallyActiveWarpIsAnError) {
   KernelProgramBuilder p;
   p.kernel("y", {}, test::f32({64}), {1, 1, 1}, {64, 1, 1},
            {Let{"a0", V("threadIdx.x")}, Init{"acc0", Expr::float_(1.0)},
-            Cond{V("a0") < I(48), Body{WarpShuffle{"v0", V("acc0"), "xor", 1, 32}}, {}},
+            Cond{V("a0") < I(48), Body{WarpShuffle{"v0", V("acc0"), ShuffleMode::Xor, 1, 32}}, {}},
             Write{"y", {V("a0")}, V("acc0")}});
   expect_error(p, "y", {"WarpShuffle needs all lanes of the warp", "thread (48, 0, 0)"});
 }
@@ -353,7 +353,7 @@ TEST_F(SimTargetTest, NodesOutsideKernelIrAreRejectedByName) {
   p.input("x", {4}, iota_data(4));
   auto loop = std::make_unique<LoopOp>();
   loop->name = "merged_y";
-  loop->body = {Loop{"a0", I(0), I(4), "free", 0, Body{Load{"in0", "x", {V("a0")}}, Write{"y", {V("a0")}, V("in0")}}}};
+  loop->body = {Loop{"a0", I(0), I(4), LoopRole::Free, 0, Body{Load{"in0", "x", {V("a0")}}, Write{"y", {V("a0")}, V("in0")}}}};
   p.g.add("y", std::move(loop), {"x"}, test::f32({4}));
   expect_error(p, "y", {"sim executes Kernel IR; node y is in loop IR"});
 }

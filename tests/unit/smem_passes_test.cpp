@@ -83,11 +83,11 @@ class SmemPassesTest : public test::BuiltPluginsTest {
     Body free = {Load{"in1", "x", {simplify(var("a1") + free_row_offset), var("a3")}},
                  Assign{"v1", "mul", {var("in1"), var("acc0")}},
                  Write{"out", {var("a1"), var("a3")}, var("v1")}};
-    return Tile{{TileAxis{"a0", threads, "THREAD"}, TileAxis{"a1", rows, "BLOCK"}},
+    return Tile{{TileAxis{"a0", threads, AxisBinding::Thread}, TileAxis{"a1", rows, AxisBinding::Block}},
                 {Init{"acc0", Expr::float_(0.0)},
-                 StridedLoop{"a2", var("a0"), lit(n), lit(threads), "reduce", 0, reduce},
-                 Combine{"acc0", "add", ""},
-                 StridedLoop{"a3", var("a0"), lit(n), lit(threads), "free", 0, free}}};
+                 StridedLoop{"a2", var("a0"), lit(n), lit(threads), LoopRole::Reduce, 0, reduce},
+                 Combine{"acc0", "add", CombineScope::Block},
+                 StridedLoop{"a3", var("a0"), lit(n), lit(threads), LoopRole::Free, 0, free}}};
   }
 
   DeviceDesc device_{};
@@ -127,8 +127,8 @@ TEST_F(SmemPassesTest, LoadsDisagreeingOnTheOriginAreNotACandidate) {
 
 TEST_F(SmemPassesTest, SingleUseCoalescedInputIsACandidateButNotStagedByTheHeuristic) {
   // One load per element, every thread its own element: staging cannot save a global read.
-  Tile tile{{TileAxis{"a0", 256, "THREAD"}, TileAxis{"a1", 8, "BLOCK"}},
-            {StridedLoop{"a2", var("a0"), lit(2048), lit(256), "free", 0,
+  Tile tile{{TileAxis{"a0", 256, AxisBinding::Thread}, TileAxis{"a1", 8, AxisBinding::Block}},
+            {StridedLoop{"a2", var("a0"), lit(2048), lit(256), LoopRole::Free, 0,
                          {Load{"in0", "x", {var("a1"), var("a2")}}, Write{"out", {var("a1"), var("a2")}, var("in0")}}}}};
   Graph g = kernel_graph({{"x", {8, 2048}}}, {8, 2048}, tile);
   ASSERT_TRUE(run_pass("stage_inputs", g));
@@ -150,9 +150,9 @@ TEST_F(SmemPassesTest, StagingRespectsTheSharedMemoryBudget) {
   Body free = {Load{"in2", "x", {var("a1"), var("a3")}}, Load{"in3", "y", {var("a1"), var("a3")}},
                Assign{"v1", "mul", {var("in2"), var("in3")}}, Assign{"v2", "mul", {var("v1"), var("acc0")}},
                Write{"out", {var("a1"), var("a3")}, var("v2")}};
-  Tile tile{{TileAxis{"a0", 128, "THREAD"}, TileAxis{"a1", 4, "BLOCK"}},
-            {Init{"acc0", Expr::float_(0.0)}, StridedLoop{"a2", var("a0"), lit(1024), lit(128), "reduce", 0, reduce},
-             Combine{"acc0", "add", ""}, StridedLoop{"a3", var("a0"), lit(1024), lit(128), "free", 0, free}}};
+  Tile tile{{TileAxis{"a0", 128, AxisBinding::Thread}, TileAxis{"a1", 4, AxisBinding::Block}},
+            {Init{"acc0", Expr::float_(0.0)}, StridedLoop{"a2", var("a0"), lit(1024), lit(128), LoopRole::Reduce, 0, reduce},
+             Combine{"acc0", "add", CombineScope::Block}, StridedLoop{"a3", var("a0"), lit(1024), lit(128), LoopRole::Free, 0, free}}};
   Graph g = kernel_graph({{"x", {4, 1024}}, {"y", {4, 1024}}}, {4, 1024}, tile);
   ASSERT_TRUE(run_pass("stage_inputs", g));
   EXPECT_NE(body_text(g).find("x_smem = Stage("), std::string::npos) << body_text(g);
@@ -226,8 +226,8 @@ TEST_F(SmemPassesTest, AsyncCopyNeedsSm80) {
 // A 32x32 transpose through shared memory: lanes walk a column (a0 is the fast THREAD axis and
 // indexes the slab's rows), so without padding all 32 lanes hit one bank.
 Tile transpose_tile() {
-  return Tile{{TileAxis{"a0", 32, "THREAD"}, TileAxis{"a1", 32, "THREAD"}},
-              {Stage{"x_smem", "x", {lit(0), lit(0)}, {SlabDim{"a0", 32, 0}, SlabDim{"a1", 32, 1}}, "sync", 0},
+  return Tile{{TileAxis{"a0", 32, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Thread}},
+              {Stage{"x_smem", "x", {lit(0), lit(0)}, {SlabDim{"a0", 32, 0}, SlabDim{"a1", 32, 1}}, StageTransport::Sync, 0},
                Load{"in0", "x_smem", {var("a0"), var("a1")}}, Write{"out", {var("a1"), var("a0")}, var("in0")}}};
 }
 

@@ -40,6 +40,15 @@ void perturb(std::string& s) { s += "_x"; }
 void perturb(int64_t& v) { v += 1; }
 void perturb(DType& t) { t = t == DType::F32 ? DType::F16 : DType::F32; }
 void perturb(ValueType& t) { t.dtype = t.dtype == DType::F32 ? DType::BF16 : DType::F32; }
+// An enumerated field: the next value of its table, wrapping around.
+template <StmtEnum E> void perturb(E& e) {
+  const auto& entries = StmtEnumTable<E>::entries;
+  for (size_t i = 0; i < std::size(entries); ++i)
+    if (entries[i].first == e) {
+      e = entries[(i + 1) % std::size(entries)].first;
+      return;
+    }
+}
 void perturb(Expr& e) { e = e.defined() ? e + lit(1) : lit(1); }
 template <class T>
 void perturb(std::vector<T>& items) {
@@ -122,10 +131,10 @@ TEST(StmtEquality, EveryFieldOfEveryKindTakesPartInEqualityAndHash) {
 }
 
 TEST(StmtEquality, NestedStructFieldsAreCompared) {
-  Tile a{{TileAxis{"a0", 256, "THREAD"}}, {}};
-  Tile b{{TileAxis{"a0", 256, "BLOCK"}}, {}};
-  Stage c{"s", "x", {}, {SlabDim{"a2", 2048, 2}}, "sync", 0};
-  Stage d{"s", "x", {}, {SlabDim{"a2", 2048, 1}}, "sync", 0};
+  Tile a{{TileAxis{"a0", 256, AxisBinding::Thread}}, {}};
+  Tile b{{TileAxis{"a0", 256, AxisBinding::Block}}, {}};
+  Stage c{"s", "x", {}, {SlabDim{"a2", 2048, 2}}, StageTransport::Sync, 0};
+  Stage d{"s", "x", {}, {SlabDim{"a2", 2048, 1}}, StageTransport::Sync, 0};
   EXPECT_FALSE(structurally_equal(Stmt(a), Stmt(b)));
   EXPECT_NE(structural_hash(Stmt(a)), structural_hash(Stmt(b)));
   EXPECT_FALSE(structurally_equal(Stmt(c), Stmt(d)));
@@ -201,7 +210,7 @@ class LoadCounter : public StmtVisitor {
 
 TEST(StmtVisitor, OverrideWithoutDefaultStopsDescent) {
   LoadCounter counter;
-  Body body = {Load{"in0", "x", {}}, Loop{"a0", lit(0), lit(4), "free", 0, {Load{"in1", "x", {}}}}};
+  Body body = {Load{"in0", "x", {}}, Loop{"a0", lit(0), lit(4), LoopRole::Free, 0, {Load{"in1", "x", {}}}}};
   counter.visit(body);
   EXPECT_EQ(counter.loads, 1);
 }
@@ -266,7 +275,7 @@ class SyncDropperInitDoubler : public StmtMutator {
 };
 
 TEST(StmtMutator, MutateBodyCanDropAndSpliceAtEveryDepth) {
-  Body body = {Sync{}, Loop{"a0", lit(0), lit(2), "free", 0, {Init{"acc0", flt(0.0)}, Sync{}}}};
+  Body body = {Sync{}, Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Init{"acc0", flt(0.0)}, Sync{}}}};
   SyncDropperInitDoubler m;
   EXPECT_EQ(print_body(m.mutate_body(body)),
             "for a0 in 0..2:  # free\n"
@@ -295,17 +304,17 @@ TEST(StmtMutator, KindHookReplacesStatements) {
 // ---- printing of individual forms the goldens do not pin down ----
 
 TEST(StmtPrinter, IndentCountsLevels) {
-  Body body = {Loop{"a0", lit(0), lit(2), "", 0, {Sync{}}}};
+  Body body = {Loop{"a0", lit(0), lit(2), LoopRole::None, 0, {Sync{}}}};
   EXPECT_EQ(print_body(body, 1), "  for a0 in 0..2:\n    Sync()\n");
 }
 
 TEST(StmtPrinter, DefaultsArePrintedOnlyWhenTheyDiffer) {
-  EXPECT_EQ(print_stmt(Loop{"a0", lit(0), lit(2), "", 2, {}}), "for a0 in 0..2:  # unroll 2\n");
-  EXPECT_EQ(print_stmt(Stage{"s", "x", {lit(0)}, {SlabDim{"a1", 8, 0}}, "sync", 0}),
+  EXPECT_EQ(print_stmt(Loop{"a0", lit(0), lit(2), LoopRole::None, 2, {}}), "for a0 in 0..2:  # unroll 2\n");
+  EXPECT_EQ(print_stmt(Stage{"s", "x", {lit(0)}, {SlabDim{"a1", 8, 0}}, StageTransport::Sync, 0}),
             "s = Stage(x, origin=(0), slab=(a1:8@0))\n");
-  EXPECT_EQ(print_stmt(Stage{"s", "x", {lit(0)}, {SlabDim{"a1", 8, 0}}, "tma", 1}),
+  EXPECT_EQ(print_stmt(Stage{"s", "x", {lit(0)}, {SlabDim{"a1", 8, 0}}, StageTransport::Tma, 1}),
             "s = Stage(x, origin=(0), slab=(a1:8@0)) tma pad=1\n");
-  EXPECT_EQ(print_stmt(Combine{"acc0", "max", "block"}), "Combine(acc0, op=max)\n");
+  EXPECT_EQ(print_stmt(Combine{"acc0", "max", CombineScope::Block}), "Combine(acc0, op=max)\n");
   EXPECT_EQ(print_stmt(MbarrierArrive{"bar0", 0}), "MbarrierArrive(bar0)\n");
   EXPECT_EQ(print_stmt(Cond{var("a0") < lit(1), {Sync{}}, {}}), "if a0 < 1:\n  Sync()\n");
   EXPECT_EQ(print_stmt(Stmt()), "<undefined statement>\n");
@@ -318,13 +327,13 @@ TEST(CanonicalizeNames, RenamesByCategoryInTextualOrder) {
       "i",
       lit(0),
       lit(16),
-      "free",
+      LoopRole::Free,
       0,
       {Init{"sum", flt(0.0)},
        Loop{"k",
             lit(0),
             lit(64),
-            "reduce",
+            LoopRole::Reduce,
             0,
             {Load{"xv", "x", {var("i"), var("k")}},
              Assign{"sq", "multiply", {var("xv"), var("xv")}}, Accum{"sum", "add", var("sq")}}},
@@ -381,8 +390,8 @@ TEST(CanonicalizeNames, KeepsBuffersHardwareIndicesAndFreeNames) {
 
 TEST(CanonicalizeNames, SiblingLoopsGetDistinctAxesAndDoNotLeak) {
   Body body = {
-      StridedLoop{"k", var("t"), lit(64), lit(32), "reduce", 0, {Load{"a", "x", {var("k")}}}},
-      StridedLoop{"k", var("t"), lit(64), lit(32), "free", 0, {Load{"a", "x", {var("k")}}}},
+      StridedLoop{"k", var("t"), lit(64), lit(32), LoopRole::Reduce, 0, {Load{"a", "x", {var("k")}}}},
+      StridedLoop{"k", var("t"), lit(64), lit(32), LoopRole::Free, 0, {Load{"a", "x", {var("k")}}}},
       Write{"y", {var("k")}, var("a")}};  // `k` and `a` are out of scope here
   EXPECT_EQ(print_body(canonicalize_names(body)),
             "StridedLoop(a0 = t; < 64; += 32):  # reduce\n"
@@ -395,10 +404,10 @@ TEST(CanonicalizeNames, SiblingLoopsGetDistinctAxesAndDoNotLeak) {
 TEST(CanonicalizeNames, LabelsFollowTheAxisTheyName) {
   // The Stage's slab names the loop axis that comes after it in the text.
   Body body = {Tile{
-      {TileAxis{"tid", 256, "THREAD"}},
-      {Stage{"x_smem", "x", {lit(0)}, {SlabDim{"k", 2048, 1}}, "sync", 0},
+      {TileAxis{"tid", 256, AxisBinding::Thread}},
+      {Stage{"x_smem", "x", {lit(0)}, {SlabDim{"k", 2048, 1}}, StageTransport::Sync, 0},
        StridedLoop{
-           "k", var("tid"), lit(2048), lit(256), "reduce", 0, {Load{"e", "x_smem", {var("k")}}}}}}};
+           "k", var("tid"), lit(2048), lit(256), LoopRole::Reduce, 0, {Load{"e", "x_smem", {var("k")}}}}}}};
   EXPECT_EQ(print_body(canonicalize_names(body)),
             "Tile(axes=(a0:256=THREAD)):\n"
             "  x_smem = Stage(x, origin=(0), slab=(a1:2048@1))\n"

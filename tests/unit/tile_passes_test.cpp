@@ -90,9 +90,9 @@ class TilePassesTest : public test::BuiltPluginsTest {
       ASSERT_NE(tile, nullptr) << what;
       int64_t threads = 1;
       for (const TileAxis& a : tile->axes) {
-        EXPECT_TRUE(a.binding == "THREAD" || a.binding == "BLOCK")
-            << what << ": axis " << a.name << " of " << n->id << " is " << a.binding << "\n" << print_graph(g);
-        if (a.binding == "THREAD") threads *= a.extent;
+        EXPECT_TRUE(a.binding == AxisBinding::Thread || a.binding == AxisBinding::Block)
+            << what << ": axis " << a.name << " of " << n->id << " is " << spelling(a.binding) << "\n" << print_graph(g);
+        if (a.binding == AxisBinding::Thread) threads *= a.extent;
       }
       EXPECT_LE(threads, device_->max_threads_per_block) << what << ": " << n->id;
     }
@@ -175,7 +175,7 @@ TEST_F(TilePassesTest, TileifyPeelsTheFreeNestAndDropsUnitAxes) {
   ASSERT_NE(tile, nullptr);
   ASSERT_EQ(tile->axes.size(), 1u) << print_body(op->body);  // the extent-1 batch axis is gone
   EXPECT_EQ(tile->axes[0].extent, 32);
-  EXPECT_EQ(tile->axes[0].binding, "PARALLEL");
+  EXPECT_EQ(tile->axes[0].binding, AxisBinding::Parallel);
   const std::string text = print_body(op->body);
   EXPECT_NE(text.find("rms_norm[0, a0, "), std::string::npos) << text;
 }
@@ -210,13 +210,13 @@ TEST_F(TilePassesTest, RaggedElementwiseKernelIsSplitAndGuarded) {
   ASSERT_EQ(tile->axes.size(), 4u) << print_body(op->body);
   // threads: 32 along the 77 columns (coalesced, first), 4 along the 33 rows; blocks: 3 x 9.
   EXPECT_EQ(tile->axes[0].extent, 32);
-  EXPECT_EQ(tile->axes[0].binding, "THREAD");
+  EXPECT_EQ(tile->axes[0].binding, AxisBinding::Thread);
   EXPECT_EQ(tile->axes[1].extent, 4);
-  EXPECT_EQ(tile->axes[1].binding, "THREAD");
+  EXPECT_EQ(tile->axes[1].binding, AxisBinding::Thread);
   EXPECT_EQ(tile->axes[2].extent, 3);
-  EXPECT_EQ(tile->axes[2].binding, "BLOCK");
+  EXPECT_EQ(tile->axes[2].binding, AxisBinding::Block);
   EXPECT_EQ(tile->axes[3].extent, 9);
-  EXPECT_EQ(tile->axes[3].binding, "BLOCK");
+  EXPECT_EQ(tile->axes[3].binding, AxisBinding::Block);
   ASSERT_EQ(tile->body.size(), 1u);
   const Cond* guard = tile->body[0].as<Cond>();
   ASSERT_NE(guard, nullptr) << print_body(op->body);
@@ -356,13 +356,13 @@ TEST_F(TilePassesTest, LoopsHoldingACollectiveAreNotUnrolled) {
   g.add("x", std::make_unique<InputOp>(), {}, TensorType{Shape{4}, DType::F32});
   auto op = std::make_unique<TileOp>();
   op->name = "k_y_reduce";
-  Loop with_combine{"a1", Expr::int_(0), Expr::int_(2), "free", 0,
-                    Body{Init{"acc0", Expr::float_(0.0)}, Combine{"acc0", "add", "block"}}};
-  Loop plain{"a2", Expr::int_(0), Expr::int_(4), "free", 0,
+  Loop with_combine{"a1", Expr::int_(0), Expr::int_(2), LoopRole::Free, 0,
+                    Body{Init{"acc0", Expr::float_(0.0)}, Combine{"acc0", "add", CombineScope::Block}}};
+  Loop plain{"a2", Expr::int_(0), Expr::int_(4), LoopRole::Free, 0,
              Body{Load{"in0", "x", {Expr::var("a2")}},
                   Cond{Expr::binary(ExprKind::Eq, Expr::var("a0"), Expr::int_(0)),
                        Body{Write{"y", {Expr::var("a2")}, Expr::var("in0")}}, {}}}};
-  op->body = Body{Tile{{TileAxis{"a0", 32, "THREAD"}}, Body{with_combine, plain}}};
+  op->body = Body{Tile{{TileAxis{"a0", 32, AxisBinding::Thread}}, Body{with_combine, plain}}};
   g.add("y", std::move(op), {"x"}, TensorType{Shape{4}, DType::F32});
   g.outputs().push_back("y");
   ASSERT_TRUE(verify_graph(g, Dialect::Tile));

@@ -98,20 +98,20 @@ TEST(TypedPrintingTest, TypesArePrintedUnlessF32) {
 // of blockIdx.x in Kernel IR (two blocks).
 Body array_body(bool kernel_ir) {
   Body tile{Init{"acc0", F(1.0), Array(DType::F32, {4, 8})},
-            Loop{"a1", I(0), I(4), "free", 4,
-                 {Loop{"a2", I(0), I(8), "free", 8,
+            Loop{"a1", I(0), I(4), LoopRole::Free, 4,
+                 {Loop{"a2", I(0), I(8), LoopRole::Free, 8,
                        {Load{"in0", "x", {A("a0") * 4 + A("a1"), A("a2")}, T(DType::F32)},
                         Assign{"v0", "mul", {Val("in0"), F(2.0)}, T(DType::F32)},
                         Accum{"acc0", "add", Val("v0"), {A("a1"), A("a2")}}}}}},
-            Loop{"a3", I(0), I(4), "free", 4,
-                 {Loop{"a4", I(0), I(8), "free", 8,
+            Loop{"a3", I(0), I(4), LoopRole::Free, 4,
+                 {Loop{"a4", I(0), I(8), LoopRole::Free, 8,
                        {Write{"y", {A("a0") * 4 + A("a3"), A("a4")}, Expr::element("acc0", {A("a3"), A("a4")})}}}}}};
   if (kernel_ir) {
     Body body{Let{"a0", A("blockIdx.x")}};
     body.insert(body.end(), tile.begin(), tile.end());
     return body;
   }
-  return Body{Loop{"a0", I(0), I(2), "free", 0, std::move(tile)}};
+  return Body{Loop{"a0", I(0), I(2), LoopRole::Free, 0, std::move(tile)}};
 }
 
 std::vector<double> x_data() {
@@ -189,19 +189,19 @@ TEST(RegisterArrayTest, VerifierRejectsOutOfBoundsAndNonUnrolledIndices) {
   const Stmt let = Let{"a0", A("blockIdx.x")};
   const Stmt init = Init{"acc0", F(0.0), Array(DType::F32, {4, 8})};
   auto write_all = [] {
-    return Loop{"a3", I(0), I(4), "free", 4,
-                {Loop{"a4", I(0), I(8), "free", 8, {Write{"y", {A("a0") * 4 + A("a3"), A("a4")}, Expr::element("acc0", {A("a3"), A("a4")})}}}}};
+    return Loop{"a3", I(0), I(4), LoopRole::Free, 4,
+                {Loop{"a4", I(0), I(8), LoopRole::Free, 8, {Write{"y", {A("a0") * 4 + A("a3"), A("a4")}, Expr::element("acc0", {A("a3"), A("a4")})}}}}};
   };
   // A constant index past the end.
   std::string msg = verifier_error({let, init, Accum{"acc0", "add", F(1.0), {I(4), I(0)}}, write_all()});
   EXPECT_TRUE(contains(msg, "index 4 of dimension 0 of acc0 (f32[4][8]) is out of bounds")) << msg;
   // An index by the axis of a loop that is not unrolled (its element would need a dynamic register).
-  msg = verifier_error({let, init, Loop{"a1", I(0), I(4), "free", 0, {Accum{"acc0", "add", F(1.0), {A("a1"), I(0)}}}},
+  msg = verifier_error({let, init, Loop{"a1", I(0), I(4), LoopRole::Free, 0, {Accum{"acc0", "add", F(1.0), {A("a1"), I(0)}}}},
                         write_all()});
   EXPECT_TRUE(contains(msg, "index 'a1' of acc0 is neither a constant nor the axis of an unrolled loop")) << msg;
   // Reads are checked too.
   msg = verifier_error({let, init,
-                        Loop{"a3", I(0), I(4), "free", 4, {Loop{"a4", I(0), I(8), "free", 0, {Write{"y", {A("a0") * 4 + A("a3"), A("a4")}, Expr::element("acc0", {A("a3"), A("a4")})}}}}}});
+                        Loop{"a3", I(0), I(4), LoopRole::Free, 4, {Loop{"a4", I(0), I(8), LoopRole::Free, 0, {Write{"y", {A("a0") * 4 + A("a3"), A("a4")}, Expr::element("acc0", {A("a3"), A("a4")})}}}}}});
   EXPECT_TRUE(contains(msg, "index 'a4' of acc0 is neither a constant nor the axis of an unrolled loop")) << msg;
   // The wrong rank, and a whole array used as a scalar.
   msg = verifier_error({let, init, Accum{"acc0", "add", F(1.0), {I(0)}}, write_all()});
@@ -216,7 +216,7 @@ TEST(TypedVerifierTest, LoadsWritesAndOperandsFollowTheTypingRules) {
     g.add("x", std::make_unique<InputOp>(), {}, TensorType{{4}, x_dtype});
     auto op = std::make_unique<LoopOp>();
     op->name = "k_y";
-    op->body = {Loop{"a0", I(0), I(4), "free", 0, std::move(body)}};
+    op->body = {Loop{"a0", I(0), I(4), LoopRole::Free, 0, std::move(body)}};
     g.add("y", std::move(op), {"x"}, TensorType{{4}, y_dtype});
     g.outputs() = {"y"};
     Status s = verify_graph(g, Dialect::Loop);

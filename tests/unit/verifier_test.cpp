@@ -174,20 +174,20 @@ TEST(VerifyBody, LoopIrAllowsOnlyLoopStatements) {
       expect_error(verify_loop({Smem{"s", DType::F32, {4}}}),
                    "loop IR statement `Smem s: f32[4]`: Smem is not allowed in loop IR");
   EXPECT_TRUE(Contains(text, "at node 'k'"));
-  expect_error(verify_loop({Tile{{TileAxis{"a0", 4, "THREAD"}}, {}}}),
+  expect_error(verify_loop({Tile{{TileAxis{"a0", 4, AxisBinding::Thread}}, {}}}),
                "Tile is not allowed in loop IR");
 }
 
 TEST(VerifyBody, TileIrAddsScheduleStatements) {
-  Body body = {Tile{{TileAxis{"a0", 4, "THREAD"}}, {AsyncWait{0}}}};
+  Body body = {Tile{{TileAxis{"a0", 4, AxisBinding::Thread}}, {AsyncWait{0}}}};
   EXPECT_TRUE(verify_body(body, Dialect::Tile, "k"));
   expect_error(verify_body({Sync{}}, Dialect::Tile, "k"), "Sync is not allowed in tile IR");
 }
 
 TEST(VerifyBody, KernelIrHasNoTileStatementsLeft) {
-  expect_error(verify_kernel({Combine{"acc0", "add", "block"}}),
+  expect_error(verify_kernel({Combine{"acc0", "add", CombineScope::Block}}),
                "Combine is not allowed in kernel IR");
-  expect_error(verify_kernel({Stage{"s", "x", {}, {}, "sync", 0}}),
+  expect_error(verify_kernel({Stage{"s", "x", {}, {}, StageTransport::Sync, 0}}),
                "Stage is not allowed in kernel IR");
   EXPECT_TRUE(verify_kernel({Sync{}, CpAsyncCommit{}, CpAsyncWait{0}}));
 }
@@ -216,7 +216,7 @@ TEST(VerifyBody, AccumulatorsNeedAnInit) {
                "loop IR statement `acc0 <- add(acc0, 1)`: accumulator 'acc0' has no Init in scope");
   expect_error(verify_loop({Assign{"v0", "exp", {lit(1)}}, Accum{"v0", "add", lit(1)}}),
                "'v0' is not an accumulator (no Init defines it)");
-  expect_error(verify_body({Combine{"acc9", "add", "block"}}, Dialect::Tile, "k"),
+  expect_error(verify_body({Combine{"acc9", "add", CombineScope::Block}}, Dialect::Tile, "k"),
                "accumulator 'acc9' has no Init in scope");
 }
 
@@ -227,23 +227,23 @@ TEST(VerifyBody, NoNameIsDefinedTwiceInOneScope) {
                "'in0' is defined twice in one scope");
   // A loop variable belongs to the loop's body: redefining it there is a duplicate too.
   expect_error(
-      verify_loop({Loop{"a0", lit(0), lit(2), "free", 0, {Assign{"a0", "exp", {lit(1)}}}}}),
+      verify_loop({Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"a0", "exp", {lit(1)}}}}}),
       "'a0' is defined twice in one scope");
 }
 
 TEST(VerifyBody, InnerScopesMayShadowAndSiblingLoopsMayReuseAxes) {
   Body body = {Assign{"v0", "exp", {lit(1)}},
-               Loop{"a0", lit(0), lit(2), "free", 0, {Assign{"v0", "exp", {var("a0")}}}},
-               Loop{"a0", lit(0), lit(2), "free", 0, {Assign{"v1", "exp", {var("a0")}}}}};
+               Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"v0", "exp", {var("a0")}}}},
+               Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"v1", "exp", {var("a0")}}}}};
   Status s = verify_loop(body);
   EXPECT_TRUE(s) << s.message();
 }
 
 TEST(VerifyBody, NamesDoNotLeakOutOfTheirBody) {
-  Body loop_var = {Loop{"a0", lit(0), lit(2), "free", 0, {}}, Assign{"v0", "exp", {var("a0")}}};
+  Body loop_var = {Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {}}, Assign{"v0", "exp", {var("a0")}}};
   expect_error(verify_loop(loop_var),
                "loop IR statement `v0 = exp(a0)`: 'a0' is used before it is defined");
-  Body inner_value = {Loop{"a0", lit(0), lit(2), "free", 0, {Assign{"v0", "exp", {var("a0")}}}},
+  Body inner_value = {Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"v0", "exp", {var("a0")}}}},
                       Write{"y", {lit(0)}, var("v0")}};
   expect_error(verify_loop(inner_value),
                "loop IR statement `y[0] = v0`: 'v0' is used before it is defined");
@@ -257,7 +257,7 @@ TEST(VerifyBody, DefinitionsReachNestedBodies) {
                Loop{"a0",
                     lit(0),
                     lit(4),
-                    "reduce",
+                    LoopRole::Reduce,
                     0,
                     {Cond{var("a0") < lit(2), {Accum{"acc0", "add", var("a0")}}, {}}}},
                Write{"y", {}, var("acc0")}};
@@ -293,9 +293,9 @@ TEST(VerifyBody, DiagnosticsNameTheInnermostStatement) {
       Loop{"a0",
            lit(0),
            lit(4),
-           "free",
+           LoopRole::Free,
            0,
-           {Loop{"a1", lit(0), lit(4), "free", 0, {Assign{"v0", "add", {var("a1"), var("a7")}}}}}}};
+           {Loop{"a1", lit(0), lit(4), LoopRole::Free, 0, {Assign{"v0", "add", {var("a1"), var("a7")}}}}}}};
   expect_error(verify_loop(body),
                "loop IR statement `v0 = add(a1, a7)`: 'a7' is used before it is defined");
 }

@@ -50,6 +50,7 @@ json double_to_json(double v) {
 json field_to_json(const std::string& s) { return s; }
 json field_to_json(int64_t v) { return v; }
 json field_to_json(DType t) { return std::string(dtype_short_name(t)); }
+template <StmtEnum E> json field_to_json(E e) { return std::string(spelling(e)); }
 json field_to_json(const ValueType& t) { return t.str(); }
 json field_to_json(const Expr& e) { return expr_to_json(e); }
 json field_to_json(const Stmt& s);
@@ -345,6 +346,16 @@ class JsonReader {
     std::optional<DType> t = parse_dtype(name);
     if (!t) return malformed(path, "unknown dtype '" + name + "'");
     out = *t;
+    return Status::ok();
+  }
+
+  // An enumerated statement field in its printed spelling ("THREAD", "reduce", "async", ...).
+  template <StmtEnum E> Status read(const json& j, const std::string& path, E& out) {
+    std::string name;
+    TESSERA_TRY(read(j, path, name));
+    std::optional<E> e = parse_spelling<E>(name);
+    if (!e) return malformed(path, "'" + name + "' is not " + std::string(StmtEnumTable<E>::what));
+    out = *e;
     return Status::ok();
   }
 

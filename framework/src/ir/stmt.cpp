@@ -42,6 +42,7 @@ void zip_fields(const T& a, const T& b, F&& f) {
 bool field_equal(const std::string& a, const std::string& b) { return a == b; }
 bool field_equal(int64_t a, int64_t b) { return a == b; }
 bool field_equal(DType a, DType b) { return a == b; }
+template <StmtEnum E> bool field_equal(E a, E b) { return a == b; }
 bool field_equal(const ValueType& a, const ValueType& b) { return a == b; }
 bool field_equal(const Expr& a, const Expr& b) { return structurally_equal(a, b); }
 bool field_equal(const Stmt& a, const Stmt& b) { return structurally_equal(a, b); }
@@ -96,6 +97,7 @@ class StableHasher {
 void hash_field(StableHasher& h, const std::string& s) { h.add_string(s); }
 void hash_field(StableHasher& h, int64_t v) { h.add_u64(static_cast<uint64_t>(v)); }
 void hash_field(StableHasher& h, DType t) { h.add_string(dtype_short_name(t)); }
+template <StmtEnum E> void hash_field(StableHasher& h, E e) { h.add_string(spelling(e)); }
 void hash_field(StableHasher& h, const ValueType& t) { h.add_string(t.str()); }
 void hash_field(StableHasher& h, const Expr& e) { h.add_u64(structural_hash(e)); }
 void hash_field(StableHasher& h, const Stmt& s) { h.add_u64(structural_hash(s)); }

@@ -266,11 +266,29 @@ class StmtReader {
     return c_.name("a name for '" + std::string(key) + "'");
   }
 
+  // One of E's spellings (tessera/ir/stmt_enums.h).
+  template <StmtEnum E> Expected<E> spelled() {
+    c_.skip_spaces();
+    const size_t start = c_.pos();
+    TESSERA_ASSIGN_OR_RETURN(std::string word, c_.name(StmtEnumTable<E>::what));
+    std::optional<E> value = parse_spelling<E>(word);
+    if (!value || word.empty())
+      return c_.error_at(start, word.size(), "expected " + std::string(StmtEnumTable<E>::what) + ", not '" + word + "'");
+    return *value;
+  }
+
+  // `key=SPELLING` of an enumerated field.
+  template <StmtEnum E> Expected<E> spelled_field(std::string_view key) {
+    TESSERA_TRY(c_.expect_word(key));
+    TESSERA_TRY(c_.expect("="));
+    return spelled<E>();
+  }
+
   // `  # reduce, unroll 4` after a loop header's colon: (role, unroll).
-  Status loop_comment(std::string& role, int64_t& unroll) {
+  Status loop_comment(LoopRole& role, int64_t& unroll) {
     if (!c_.accept("#")) return c_.expect_end();
     if (!c_.peek("unroll")) {
-      TESSERA_ASSIGN_OR_RETURN(role, c_.name("a loop role (free, reduce)"));
+      TESSERA_ASSIGN_OR_RETURN(role, spelled<LoopRole>());
       if (!c_.accept(",")) return c_.expect_end();
     }
     TESSERA_TRY(c_.expect_word("unroll"));
@@ -452,7 +470,7 @@ class StmtReader {
         TESSERA_TRY(c_.expect(":"));
         TESSERA_ASSIGN_OR_RETURN(a.extent, c_.integer("an axis extent"));
         TESSERA_TRY(c_.expect("="));
-        TESSERA_ASSIGN_OR_RETURN(a.binding, c_.name("a binding (THREAD, BLOCK, PARALLEL, ...)"));
+        TESSERA_ASSIGN_OR_RETURN(a.binding, spelled<AxisBinding>());
         s.axes.push_back(std::move(a));
       } while (c_.accept(","));
     }
@@ -514,9 +532,9 @@ class StmtReader {
     }
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect(")"));
-    s.transport = "sync";
+    s.transport = StageTransport::Sync;
     if (!c_.at_end() && !c_.peek("pad")) {
-      TESSERA_ASSIGN_OR_RETURN(s.transport, c_.name("a transport (buffered, async, tma)"));
+      TESSERA_ASSIGN_OR_RETURN(s.transport, spelled<StageTransport>());
     }
     if (!c_.at_end()) {
       TESSERA_ASSIGN_OR_RETURN(s.pad, int_field("pad"));
@@ -533,9 +551,9 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.acc, c_.name("an accumulator name"));
     TESSERA_TRY(c_.expect(","));
     TESSERA_ASSIGN_OR_RETURN(s.op, word_field("op"));
-    s.scope = "block";
+    s.scope = CombineScope::Block;
     if (c_.accept(",")) {
-      TESSERA_ASSIGN_OR_RETURN(s.scope, word_field("scope"));
+      TESSERA_ASSIGN_OR_RETURN(s.scope, spelled_field<CombineScope>("scope"));
     }
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
@@ -691,7 +709,7 @@ class StmtReader {
     TESSERA_TRY(c_.expect("("));
     TESSERA_ASSIGN_OR_RETURN(s.src, expr());
     TESSERA_TRY(c_.expect(","));
-    TESSERA_ASSIGN_OR_RETURN(s.mode, c_.name("a shuffle mode (xor, down, up, idx)"));
+    TESSERA_ASSIGN_OR_RETURN(s.mode, spelled<ShuffleMode>());
     TESSERA_TRY(c_.expect(","));
     TESSERA_ASSIGN_OR_RETURN(s.offset, c_.integer("a lane offset"));
     TESSERA_TRY(c_.expect(","));

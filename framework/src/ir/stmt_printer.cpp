@@ -23,9 +23,9 @@ std::string access(const std::string& buffer, const ExprList& index) {
 }
 
 // `  # reduce, unroll 4`, or nothing when there is neither a role nor an unroll request.
-std::string loop_comment(const std::string& role, int64_t unroll) {
+std::string loop_comment(LoopRole role, int64_t unroll) {
   std::vector<std::string> parts;
-  if (!role.empty()) parts.push_back(role);
+  if (role != LoopRole::None) parts.emplace_back(spelling(role));
   if (unroll > 0) parts.push_back("unroll " + std::to_string(unroll));
   return parts.empty() ? std::string() : "  # " + join(parts);
 }
@@ -103,7 +103,7 @@ class StmtPrinter {
   void print_kind(const Tile& s) {
     std::vector<std::string> axes;
     for (const TileAxis& a : s.axes) {
-      axes.push_back(a.name + ":" + std::to_string(a.extent) + "=" + a.binding);
+      axes.push_back(a.name + ":" + std::to_string(a.extent) + "=" + std::string(spelling(a.binding)));
     }
     line("Tile(axes=(" + join(axes) + ")):");
     nested(s.body);
@@ -120,13 +120,13 @@ class StmtPrinter {
     }
     std::string text = s.dst + " = Stage(" + s.buffer + ", origin=(" + join(s.origin) +
                        "), slab=(" + join(slab) + "))";
-    if (!s.transport.empty() && s.transport != "sync") text += " " + s.transport;
+    if (s.transport != StageTransport::Sync) text += " " + std::string(spelling(s.transport));
     if (s.pad != 0) text += " pad=" + std::to_string(s.pad);
     line(text);
   }
   void print_kind(const Combine& s) {
     std::string text = "Combine(" + s.acc + ", op=" + s.op;
-    if (!s.scope.empty() && s.scope != "block") text += ", scope=" + s.scope;
+    if (s.scope != CombineScope::Block) text += ", scope=" + std::string(spelling(s.scope));
     line(text + ")");
   }
   void print_kind(const AsyncWait& s) { line("AsyncWait(keep=" + std::to_string(s.keep) + ")"); }
@@ -162,7 +162,7 @@ class StmtPrinter {
     line("MbarrierWait(" + s.barrier + ", phase=" + s.phase.str() + ")");
   }
   void print_kind(const WarpShuffle& s) {
-    line(typed(s.type, s.dst) + " = WarpShuffle(" + s.src.str() + ", " + s.mode + ", " + std::to_string(s.offset) +
+    line(typed(s.type, s.dst) + " = WarpShuffle(" + s.src.str() + ", " + std::string(spelling(s.mode)) + ", " + std::to_string(s.offset) +
          ", width=" + std::to_string(s.width) + ")");
   }
   void print_kind(const TreeHalve& s) {

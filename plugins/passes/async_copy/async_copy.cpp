@@ -45,7 +45,7 @@ std::optional<int> arch_number(const std::string& arch) {
   return value;
 }
 
-bool is_sync(const Stage& s) { return s.transport.empty() || s.transport == "sync"; }
+bool is_sync(const Stage& s) { return s.transport == StageTransport::Sync; }
 
 // The smallest cp.async moves 4 bytes: one element of a 4- or 8-byte dtype.
 constexpr int kMinAsyncCopyBytes = 4;
@@ -88,7 +88,7 @@ class AsyncStager final : public StmtMutator {
       for (; i < b.size() && b[i].is<Stage>(); ++i) {
         Stage s = *b[i].as<Stage>();
         if (candidate_(s)) {
-          s.transport = "async";
+          s.transport = StageTransport::Async;
           switched = true;
         }
         out.push_back(s);

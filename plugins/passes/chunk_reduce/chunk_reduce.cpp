@@ -96,11 +96,11 @@ class ChunkReducePass final : public KernelPass {
   static std::vector<RowLoop> find_row_loops(const Graph& g, const Node& n, const Tile& tile) {
     std::map<std::string, int64_t> thread_axes;
     for (const TileAxis& a : tile.axes)
-      if (a.binding == "THREAD") thread_axes[a.name] = a.extent;
+      if (a.binding == AxisBinding::Thread) thread_axes[a.name] = a.extent;
     std::vector<RowLoop> loops;
     for (size_t i = 0; i < tile.body.size(); ++i) {
       const auto* sl = tile.body[i].as<StridedLoop>();
-      if (sl == nullptr || (sl->role != "reduce" && sl->role != "free")) continue;
+      if (sl == nullptr || (sl->role != LoopRole::Reduce && sl->role != LoopRole::Free)) continue;
       if (!sl->begin.is(ExprKind::Var) || !thread_axes.count(sl->begin.name())) continue;
       if (!sl->end.is(ExprKind::Int) || !sl->step.is(ExprKind::Int) || sl->step.int_value() <= 0) continue;
       RowBytesPerElement row(g, n, sl->var);

@@ -105,8 +105,8 @@ class Striding {
       if (const auto* loop = s.as<Loop>()) {
         Expr begin = simplify(loop->begin + Expr::var(thread_));
         out.push_back(StridedLoop{loop->var, begin, loop->end, Expr::int_(threads_), loop->role, 0, loop->body});
-        if (loop->role == "reduce")
-          for (const auto& [acc, op] : outer_accumulators(*loop)) out.push_back(Combine{acc, op, "block"});
+        if (loop->role == LoopRole::Reduce)
+          for (const auto& [acc, op] : outer_accumulators(*loop)) out.push_back(Combine{acc, op, CombineScope::Block});
       } else if (const auto* cond = s.as<Cond>()) {
         out.push_back(Cond{cond->cond, rewrite(cond->then_body), rewrite(cond->else_body)});
       } else {
@@ -143,7 +143,7 @@ class CooperativeReducePass final : public KernelPass {
     if (kernel->tile() == nullptr)
       return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
     const Tile& tile = *kernel->tile();
-    if (std::any_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == "THREAD"; })) {
+    if (std::any_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == AxisBinding::Thread; })) {
       ctx.skip(*n, "the Tile already has THREAD axes");
       return Status::ok();
     }
@@ -179,7 +179,7 @@ class CooperativeReducePass final : public KernelPass {
     std::string thread = "t";
     for (int i = 1; taken.count(thread); ++i) thread = "t_" + std::to_string(i);
     Tile out;
-    out.axes.push_back(TileAxis{thread, *threads, "THREAD"});
+    out.axes.push_back(TileAxis{thread, *threads, AxisBinding::Thread});
     out.axes.insert(out.axes.end(), tile.axes.begin(), tile.axes.end());
     out.body = Striding(thread, *threads).rewrite(tile.body);
     auto op = std::make_unique<TileOp>(*kernel);

@@ -234,7 +234,7 @@ std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
   ProducerShape shape;
   std::vector<std::string> axes;
   const Body* cur = &op->body;
-  while (cur->size() == 1 && (*cur)[0].is<Loop>() && (*cur)[0].as<Loop>()->role == "free") {
+  while (cur->size() == 1 && (*cur)[0].is<Loop>() && (*cur)[0].as<Loop>()->role == LoopRole::Free) {
     const Loop& l = *(*cur)[0].as<Loop>();
     std::optional<int64_t> ext = loop_extent(l);
     if (!ext || l.begin.int_value() != 0) {
@@ -433,7 +433,7 @@ Body share_reduce_loops(const Body& in) {
   Body out;
   for (size_t i = 0; i < b.size(); ++i) {
     const Loop* first = b[i].as<Loop>();
-    if (first == nullptr || first->role != "reduce") {
+    if (first == nullptr || first->role != LoopRole::Reduce) {
       out.push_back(b[i]);
       continue;
     }
@@ -450,7 +450,7 @@ Body share_reduce_loops(const Body& in) {
         ++k;
       }
       const Loop* next = k < b.size() ? b[k].as<Loop>() : nullptr;
-      if (next == nullptr || next->role != "reduce" || !structurally_equal(next->begin, merged.begin) ||
+      if (next == nullptr || next->role != LoopRole::Reduce || !structurally_equal(next->begin, merged.begin) ||
           !structurally_equal(next->end, merged.end))
         break;
       // The second loop must not read what the first one defines or accumulates, nor what the

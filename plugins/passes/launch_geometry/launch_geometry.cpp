@@ -115,7 +115,7 @@ bool is_row_reduction(const Tile& tile, const DeviceDesc& device) {
   deps.visit(tile.body);
   for (const Stmt& s : tile.body) {
     const auto* loop = s.as<Loop>();
-    if (loop == nullptr || loop->role != "reduce") continue;
+    if (loop == nullptr || loop->role != LoopRole::Reduce) continue;
     std::optional<Interval> trip = bound_of(simplify(loop->end - loop->begin, ranges), ranges);
     if (!trip || trip->hi < device.warp_size) continue;
     if (loads_depend_on_every_axis(*loop, deps, axes)) return true;
@@ -139,11 +139,11 @@ SplitAxis split(const TileAxis& axis, int64_t threads, std::set<std::string>& ta
     return name;
   };
   SplitAxis s;
-  s.thread = TileAxis{fresh(axis.name + "_t"), threads, "THREAD"};
+  s.thread = TileAxis{fresh(axis.name + "_t"), threads, AxisBinding::Thread};
   const int64_t blocks = (axis.extent + threads - 1) / threads;
   s.index = Expr::var(s.thread.name);
   if (blocks > 1) {
-    s.block = TileAxis{fresh(axis.name + "_b"), blocks, "BLOCK"};
+    s.block = TileAxis{fresh(axis.name + "_b"), blocks, AxisBinding::Block};
     s.index = Expr::var(s.block->name) * threads + s.index;
   }
   if (axis.extent % threads != 0) s.guard = s.index < Expr::int_(axis.extent);
@@ -177,7 +177,7 @@ class LaunchGeometryPass final : public KernelPass {
       return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
     const Tile& tile = *kernel->tile();
     size_t parallel = 0;
-    for (const TileAxis& a : tile.axes) parallel += a.binding == "PARALLEL";
+    for (const TileAxis& a : tile.axes) parallel += a.binding == AxisBinding::Parallel;
     if (parallel == 0) {
       ctx.skip(*n, "no parallel axis to bind");
       return Status::ok();
@@ -245,7 +245,7 @@ class LaunchGeometryPass final : public KernelPass {
     }
     for (size_t i = unsplit; i-- > 0;) {
       TileAxis a = tile.axes[i];
-      a.binding = "BLOCK";
+      a.binding = AxisBinding::Block;
       block_axes.push_back(a);
     }
 

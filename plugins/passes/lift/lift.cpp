@@ -53,7 +53,7 @@ ExprList axis_vars(size_t count) {
   return out;
 }
 
-Stmt free_loop(const std::string& var, int64_t extent, Body body, const std::string& role = "free") {
+Stmt free_loop(const std::string& var, int64_t extent, Body body, LoopRole role = LoopRole::Free) {
   return Loop{var, Expr::int_(0), Expr::int_(extent), role, 0, std::move(body)};
 }
 
@@ -222,7 +222,7 @@ class Lifter {
     Expr x = converted(reduce_body, Expr::value("in0"), in->type.dtype, acc_dtype);
     reduce_body.push_back(Accum{"acc0", accum_op, x});
     Body inner{Init{"acc0", identity, ValueType::scalar(acc_dtype)},
-               free_loop(reduce_var, in->type.dim(axis), std::move(reduce_body), "reduce")};
+               free_loop(reduce_var, in->type.dim(axis), std::move(reduce_body), LoopRole::Reduce)};
     Expr out = converted(inner, Expr::value("acc0"), acc_dtype, n_.type.dtype);
     inner.push_back(Write{n_.id, std::move(write_index), out});
     return nest(free_extents, std::move(inner));

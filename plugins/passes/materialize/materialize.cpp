@@ -109,17 +109,17 @@ class KernelBuilder {
     // Launch geometry and the axis decodes.
     int64_t threads = 1, blocks = 1;
     for (const TileAxis& a : tile->axes) {
-      if (a.binding == "PARALLEL") {
+      if (a.binding == AxisBinding::Parallel) {
         return ctx_.error_at(node_, "axis " + a.name +
                                         " is PARALLEL (not bound to threads or blocks): run "
                                         "launch_geometry before materialize");
       }
-      if (a.binding != "THREAD" && a.binding != "BLOCK") {
-        return ctx_.error_at(node_, "axis " + a.name + " has binding " + a.binding +
+      if (a.binding != AxisBinding::Thread && a.binding != AxisBinding::Block) {
+        return ctx_.error_at(node_, "axis " + a.name + " has binding " + std::string(spelling(a.binding)) +
                                         ", which materialize does not lower (THREAD or BLOCK)");
       }
       if (a.extent <= 0) return ctx_.error_at(node_, "axis " + a.name + " has no extent");
-      (a.binding == "THREAD" ? threads : blocks) *= a.extent;
+      (a.binding == AxisBinding::Thread ? threads : blocks) *= a.extent;
     }
     if (threads > ctx_.device().max_threads_per_block) {
       return ctx_.error_at(node_, "the Tile has " + std::to_string(threads) +
@@ -135,22 +135,22 @@ class KernelBuilder {
     top.uniform.insert("blockIdx.x");
     Body lets;
     std::vector<const TileAxis*> thread_axes;
-    for (const char* binding : {"THREAD", "BLOCK"}) {
-      int64_t stride = 1, total = binding == std::string("THREAD") ? threads : blocks;
-      Expr hw = Expr::var(binding == std::string("THREAD") ? "threadIdx.x" : "blockIdx.x");
+    for (AxisBinding binding : {AxisBinding::Thread, AxisBinding::Block}) {
+      int64_t stride = 1, total = binding == AxisBinding::Thread ? threads : blocks;
+      Expr hw = Expr::var(binding == AxisBinding::Thread ? "threadIdx.x" : "blockIdx.x");
       for (const TileAxis& a : tile->axes) {
         if (a.binding != binding) continue;
         Expr value = hw / stride;
         if (stride * a.extent < total) value = value % a.extent;  // the slowest axis needs no modulo
         decodes_[a.name] = simplify(value, top.ranges);
         stride *= a.extent;
-        if (a.binding == "THREAD") thread_axes.push_back(&a);
+        if (a.binding == AxisBinding::Thread) thread_axes.push_back(&a);
       }
     }
     for (const TileAxis& a : tile->axes) {
       lets.push_back(Let{a.name, decodes_[a.name]});
       top.ranges[a.name] = Interval{0, a.extent - 1};
-      if (a.binding == "BLOCK") top.uniform.insert(a.name);
+      if (a.binding == AxisBinding::Block) top.uniform.insert(a.name);
     }
     // The flat thread id, spelled as the axis when one THREAD axis covers the block.
     tid_ = thread_axes.size() == 1 ? Expr::var(thread_axes[0]->name) : Expr::var("threadIdx.x");
@@ -282,7 +282,7 @@ class KernelBuilder {
 
   Status lower_stage(const Stage& st, const Stmt& self, Scope& scope, Body& out) {
     TESSERA_TRY(check_collective(self, scope));
-    if (st.transport == "tma") {
+    if (st.transport == StageTransport::Tma) {
       return ctx_.error_at(node_, "`" + first_line(self) +
                                       "`: materialize does not lower tma stages yet");
     }
@@ -337,7 +337,7 @@ class KernelBuilder {
       if (!b || b->hi >= type.dim(j)) require(idx < Expr::int_(type.dim(j)));
     }
     Body copy;
-    if (st.transport == "async") {
+    if (st.transport == StageTransport::Async) {
       copy.push_back(CpAsyncCopy{st.dst, coords, st.buffer, src_index, dtype_bytes(type.dtype)});
     } else {  // sync, buffered: the data is visible after the Stage
       std::string value = fresh("in_" + st.dst);
@@ -347,8 +347,8 @@ class KernelBuilder {
     if (guard.defined()) copy = {Cond{guard, std::move(copy), {}}};
 
     if (scope.in_loop) out.push_back(Sync{});
-    out.push_back(StridedLoop{f, tid_, Expr::int_(elems), Expr::int_(threads_), "", 0, std::move(copy)});
-    if (st.transport == "async") {
+    out.push_back(StridedLoop{f, tid_, Expr::int_(elems), Expr::int_(threads_), LoopRole::None, 0, std::move(copy)});
+    if (st.transport == StageTransport::Async) {
       out.push_back(CpAsyncCommit{});
     } else {
       out.push_back(Sync{});
@@ -362,10 +362,7 @@ class KernelBuilder {
       return ctx_.error_at(node_, "`" + first_line(self) + "` combines " + st.acc +
                                       " a second time after its block Combine");
     }
-    bool block_scope = st.scope.empty() || st.scope == "block";
-    if (!block_scope && st.scope != "warp") {
-      return ctx_.error_at(node_, "`" + first_line(self) + "`: unknown scope " + st.scope);
-    }
+    const bool block_scope = st.scope == CombineScope::Block;
     int64_t t = threads_;
     if (t < kWarp ? !is_pow2(t) : t % kWarp != 0) {
       return ctx_.error_at(node_, "`" + first_line(self) + "` over " + std::to_string(t) +
@@ -381,7 +378,7 @@ class KernelBuilder {
     for (int64_t offset = kWarp / 2; offset >= 1; offset /= 2) {
       if (offset >= width) continue;
       std::string v = fresh(st.acc + "_shfl");
-      out.push_back(WarpShuffle{v, Expr::value(st.acc), "xor", offset, width, acc_type});
+      out.push_back(WarpShuffle{v, Expr::value(st.acc), ShuffleMode::Xor, offset, width, acc_type});
       out.push_back(Accum{st.acc, st.op, Expr::value(v)});
     }
     if (!block_scope || t <= kWarp) return Status::ok();

@@ -185,7 +185,7 @@ class PadSmemPass final : public KernelPass {
     }
     std::vector<TileAxis> threads;
     for (const TileAxis& axis : tile.axes)
-      if (axis.binding == "THREAD") threads.push_back(axis);
+      if (axis.binding == AxisBinding::Thread) threads.push_back(axis);
 
     std::vector<int64_t> candidates;
     int64_t heuristic = -1, best_cost = 0;

@@ -125,7 +125,7 @@ class ScopeAnalysis {
   ScopeAnalysis(const Tile& tile, std::set<std::string> uniform, RangeMap ranges, std::set<std::string> inputs)
       : uniform_(std::move(uniform)), ranges_(std::move(ranges)), inputs_(std::move(inputs)) {
     for (const TileAxis& a : tile.axes) {
-      if (a.binding != "THREAD") continue;
+      if (a.binding != AxisBinding::Thread) continue;
       thread_axes_.push_back(a.name);
       inner_[a.name] = InnerVar{Expr::int_(0), a.extent, {a.name}};
       ranges_[a.name] = Interval{0, a.extent - 1};
@@ -294,7 +294,7 @@ bool is_reused(const Group& g, const Tile& tile) {
   if (g.loads.size() >= 2) return true;
   for (const LoadSite& l : g.loads) {
     for (const TileAxis& a : tile.axes)
-      if (a.binding == "THREAD" && a.extent > 1 && !l.follows.count(a.name)) return true;
+      if (a.binding == AxisBinding::Thread && a.extent > 1 && !l.follows.count(a.name)) return true;
     for (const std::string& v : l.enclosing)
       if (!l.follows.count(v)) return true;
   }
@@ -391,7 +391,7 @@ class StageInputsPass final : public KernelPass {
     std::set<std::string> block_axes;
     RangeMap block_ranges;
     for (const TileAxis& a : tile.axes)
-      if (a.binding == "BLOCK") {
+      if (a.binding == AxisBinding::Block) {
         block_axes.insert(a.name);
         block_ranges[a.name] = Interval{0, a.extent - 1};
       }
@@ -527,7 +527,7 @@ class StageInputsPass final : public KernelPass {
     for (const BufferPlan* p : candidates) {
       if (!chosen_names.count(p->buffer)) continue;
       for (const Group& grp : p->groups) {
-        stages[grp.scope].push_back(Stage{p->buffer + "_smem", p->buffer, grp.origin, grp.slab, "sync", 0});
+        stages[grp.scope].push_back(Stage{p->buffer + "_smem", p->buffer, grp.origin, grp.slab, StageTransport::Sync, 0});
         groups_of[p->buffer][grp.scope] = &grp;
       }
     }

@@ -34,7 +34,7 @@ bool has_reduce_loop(const Body& body) {
   struct Finder final : StmtVisitor {
     bool found = false;
     void visit_Loop(const Loop& s) override {
-      found = found || s.role == "reduce";
+      found = found || s.role == LoopRole::Reduce;
       StmtVisitor::visit_Loop(s);
     }
   } finder;
@@ -50,7 +50,7 @@ Stmt tile_of(const Body& loop_body) {
   const Body* body = &loop_body;
   while (body->size() == 1 && (*body)[0].is<Loop>()) {
     const Loop& loop = *(*body)[0].as<Loop>();
-    if (loop.role != "free") break;
+    if (loop.role != LoopRole::Free) break;
     // Bounds may mention outer axes (only dropped ones can be folded away here).
     Expr begin = simplify(substitute(loop.begin, dropped), ranges);
     Expr end = simplify(substitute(loop.end, dropped), ranges);
@@ -60,7 +60,7 @@ Stmt tile_of(const Body& loop_body) {
     if (extent == 1) {
       dropped[loop.var] = Expr::int_(0);
     } else {
-      axes.push_back(TileAxis{loop.var, extent, "PARALLEL"});
+      axes.push_back(TileAxis{loop.var, extent, AxisBinding::Parallel});
       ranges[loop.var] = Interval{0, extent - 1};
     }
     body = &loop.body;

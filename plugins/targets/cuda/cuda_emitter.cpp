@@ -825,14 +825,17 @@ class CudaEmitter {
       return Status::ok();
       case StmtKind::WarpShuffle: {
         const auto* st = s.as<WarpShuffle>();
-      static const std::map<std::string, std::string> intrinsics = {
-          {"xor", "__shfl_xor_sync"}, {"down", "__shfl_down_sync"}, {"up", "__shfl_up_sync"}, {"idx", "__shfl_sync"}};
-      auto it = intrinsics.find(st->mode);
-      if (it == intrinsics.end()) return error_at(s, "unknown shuffle mode '" + st->mode + "' (expected xor, down, up or idx)");
+        std::string intrinsic;
+        switch (st->mode) {
+          case ShuffleMode::Xor: intrinsic = "__shfl_xor_sync"; break;
+          case ShuffleMode::Down: intrinsic = "__shfl_down_sync"; break;
+          case ShuffleMode::Up: intrinsic = "__shfl_up_sync"; break;
+          case ShuffleMode::Idx: intrinsic = "__shfl_sync"; break;
+        }
       if (st->width < 1 || st->width > 32 || (st->width & (st->width - 1)) != 0)
         return error_at(s, "shuffle width must be a power of two up to 32");
       Printed src = arg(st->src, st->type.dtype);
-      line(declare(st->type, st->dst) + " = " + it->second + "(0xffffffff, " + src.text + ", " + std::to_string(st->offset) +
+        line(declare(st->type, st->dst) + " = " + intrinsic + "(0xffffffff, " + src.text + ", " + std::to_string(st->offset) +
            ", " + std::to_string(st->width) + ");");
       bind_value(st->dst, st->type.dtype);
       return Status::ok();

@@ -330,11 +330,7 @@ class KernelCompiler {
       case StmtKind::WarpShuffle: {
         const auto* st = s.as<WarpShuffle>();
         TESSERA_TRY(compile_exprs({st->src}, s, c.exprs));
-        if (st->mode == "xor") c.mode = ShuffleMode::Xor;
-        else if (st->mode == "down") c.mode = ShuffleMode::Down;
-        else if (st->mode == "up") c.mode = ShuffleMode::Up;
-        else if (st->mode == "idx") c.mode = ShuffleMode::Idx;
-        else return error(s, "unknown shuffle mode '" + st->mode + "' (xor, down, up, idx)");
+        c.mode = st->mode;
         if (st->width <= 0 || st->width > 32 || (st->width & (st->width - 1)) != 0)
           return error(s, "width must be a power of two in [1, 32]");
         if (st->offset < 0) return error(s, "offset must be non-negative");

@@ -42,7 +42,6 @@ struct BufferRef {
 };
 
 enum class AccumOp { Add, Mul, Max, Min };
-enum class ShuffleMode { Xor, Down, Up, Idx };
 
 struct SimStmt {
   StmtKind kind = StmtKind::Sync;

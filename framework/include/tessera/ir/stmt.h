@@ -10,8 +10,10 @@
 // in `reflect`, together with the field's role (does it define a local name, reference one, name a
 // buffer, or is it plain data); the generic machinery and the canonical renamer read those roles.
 //
-// Adding a statement kind = add the struct here, add it to TESSERA_STMT_KINDS, and add its printer
-// line in framework/src/ir/stmt_printer.cpp (the build fails until you do), then a golden test.
+// Adding a statement kind = add the struct here, add it to TESSERA_STMT_KINDS and to
+// stmt_kind_traits, then give it a case in every consumer that switches over StmtKind (printer,
+// parser, CUDA emitter, simulator, Loop IR interpreter, cost model): the build fails until each has
+// one. docs/architecture.md ("Adding a statement kind") lists the files.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "tessera/ir/expr.h"
+#include "tessera/ir/stmt_enums.h"
 #include "tessera/ir/type.h"
 
 namespace tessera {
@@ -48,7 +51,7 @@ enum class FieldRole : uint8_t {
 struct TileAxis {
   std::string name;
   int64_t extent = 0;
-  std::string binding;  // THREAD, BLOCK, WARP, SERIAL (see docs/ir.md)
+  AxisBinding binding = AxisBinding::Parallel;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("name", s.name, FieldRole::DefAxis);
     f("extent", s.extent, FieldRole::Data);
@@ -152,7 +155,7 @@ struct Write {
 struct Loop {
   std::string var;
   Expr begin, end;
-  std::string role;
+  LoopRole role = LoopRole::None;
   int64_t unroll = 0;
   Body body;
   template <class S, class F> static void reflect(S& s, F&& f) {
@@ -192,7 +195,7 @@ struct Tile {
 struct StridedLoop {
   std::string var;
   Expr begin, end, step;
-  std::string role;
+  LoopRole role = LoopRole::None;
   int64_t unroll = 0;
   Body body;
   template <class S, class F> static void reflect(S& s, F&& f) {
@@ -212,7 +215,7 @@ struct Stage {
   std::string dst, buffer;
   ExprList origin;
   std::vector<SlabDim> slab;
-  std::string transport;
+  StageTransport transport = StageTransport::Sync;
   int64_t pad = 0;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dst", s.dst, FieldRole::DefBuffer);
@@ -226,7 +229,8 @@ struct Stage {
 
 // `Combine(acc0, op=add)`: the threads of `scope` (block | warp) combine their partial accumulators.
 struct Combine {
-  std::string acc, op, scope;
+  std::string acc, op;
+  CombineScope scope = CombineScope::Block;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("acc", s.acc, FieldRole::UseName);
     f("op", s.op, FieldRole::Data);
@@ -344,7 +348,7 @@ struct MbarrierWait {
 struct WarpShuffle {
   std::string dst;
   Expr src;
-  std::string mode;
+  ShuffleMode mode = ShuffleMode::Xor;
   int64_t offset = 0;
   int64_t width = 32;
   ValueType type = {};

@@ -1,0 +1,76 @@
+// The enumerated fields of statements: axis bindings, loop roles, stage transports, combine
+// scopes and shuffle modes.
+//
+// Each enum has one table (`StmtEnumTable<E>::entries`) pairing every value with its spelling.
+// The spelling is what the printer writes, the parser reads and JSON stores, so all three agree
+// by construction; structural equality and hashing treat the fields like any other data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+namespace tessera {
+
+// How a Tile axis is distributed (docs/ir.md, "Tile IR"); launch_geometry binds Parallel axes.
+enum class AxisBinding : uint8_t { Parallel, Thread, Block, Warp, Serial };
+// What a Loop or StridedLoop iterates over: `None` prints no role comment.
+enum class LoopRole : uint8_t { None, Free, Reduce };
+// How a Stage brings its slab into shared memory.
+enum class StageTransport : uint8_t { Sync, Buffered, Async, Tma };
+// Which threads a Combine combines across.
+enum class CombineScope : uint8_t { Block, Warp };
+// The lane a WarpShuffle reads from (the CUDA __shfl_*_sync variants).
+enum class ShuffleMode : uint8_t { Xor, Down, Up, Idx };
+
+template <class E> struct StmtEnumTable;
+
+template <> struct StmtEnumTable<AxisBinding> {
+  static constexpr std::pair<AxisBinding, std::string_view> entries[] = {
+      {AxisBinding::Parallel, "PARALLEL"}, {AxisBinding::Thread, "THREAD"}, {AxisBinding::Block, "BLOCK"},
+      {AxisBinding::Warp, "WARP"},         {AxisBinding::Serial, "SERIAL"}};
+  static constexpr std::string_view what = "an axis binding (PARALLEL, THREAD, BLOCK, WARP, SERIAL)";
+};
+template <> struct StmtEnumTable<LoopRole> {
+  static constexpr std::pair<LoopRole, std::string_view> entries[] = {
+      {LoopRole::None, ""}, {LoopRole::Free, "free"}, {LoopRole::Reduce, "reduce"}};
+  static constexpr std::string_view what = "a loop role (free, reduce)";
+};
+template <> struct StmtEnumTable<StageTransport> {
+  static constexpr std::pair<StageTransport, std::string_view> entries[] = {
+      {StageTransport::Sync, "sync"},
+      {StageTransport::Buffered, "buffered"},
+      {StageTransport::Async, "async"},
+      {StageTransport::Tma, "tma"}};
+  static constexpr std::string_view what = "a transport (sync, buffered, async, tma)";
+};
+template <> struct StmtEnumTable<CombineScope> {
+  static constexpr std::pair<CombineScope, std::string_view> entries[] = {{CombineScope::Block, "block"},
+                                                                          {CombineScope::Warp, "warp"}};
+  static constexpr std::string_view what = "a combine scope (block, warp)";
+};
+template <> struct StmtEnumTable<ShuffleMode> {
+  static constexpr std::pair<ShuffleMode, std::string_view> entries[] = {
+      {ShuffleMode::Xor, "xor"}, {ShuffleMode::Down, "down"}, {ShuffleMode::Up, "up"}, {ShuffleMode::Idx, "idx"}};
+  static constexpr std::string_view what = "a shuffle mode (xor, down, up, idx)";
+};
+
+template <class E>
+concept StmtEnum = requires { StmtEnumTable<E>::entries; };
+
+// The printed (and JSON) spelling of `e`.
+template <StmtEnum E> constexpr std::string_view spelling(E e) {
+  for (const auto& [value, text] : StmtEnumTable<E>::entries)
+    if (value == e) return text;
+  return "?";  // unreachable: every value is in its table
+}
+
+// The value spelled `text`, or nullopt.
+template <StmtEnum E> constexpr std::optional<E> parse_spelling(std::string_view text) {
+  for (const auto& [value, spelled] : StmtEnumTable<E>::entries)
+    if (spelled == text) return value;
+  return std::nullopt;
+}
+
+}  // namespace tessera
