@@ -148,9 +148,9 @@ Graph bf16_kernel_graph() {
       Assign{"v8", "cast", {Expr::cast(DType::F16, val("v5"))}, typed(DType::BF16)},
       Select{"v9", val("v4"), val("v8"), val("v7"), typed(DType::BF16)},
       VectorLoad{{"in3", "in4"}, "x", {var("a0"), var("a1") / 2 * 2}, typed(DType::BF16)},
-      WarpShuffle{"v10", val("in3"), "xor", 1, 32, typed(DType::BF16)},
+      WarpShuffle{"v10", val("in3"), ShuffleMode::Xor, 1, 32, typed(DType::BF16)},
       Write{"y", {var("a0"), var("a1")}, val("v9")}};
-  op->body = {Loop{"a0", lit(0), lit(16), "free", 0, {Loop{"a1", lit(0), lit(64), "free", 0, inner}}}};
+  op->body = {Loop{"a0", lit(0), lit(16), LoopRole::Free, 0, {Loop{"a1", lit(0), lit(64), LoopRole::Free, 0, inner}}}};
   g.add("y", std::move(op), {"x", "ids"}, tensor({16, 64}, DType::BF16));
   g.outputs() = {"y"};
   return g;
@@ -184,9 +184,9 @@ Graph register_array_graph() {
       Let{"a0", var("threadIdx.x")},
       Init{"acc0", flt(0.0), typed(DType::F32, 1, {4, 8})},
       Init{"acc1", flt(-std::numeric_limits<double>::infinity())},
-      StridedLoop{"a3", var("a0"), lit(64), lit(32), "reduce", 0,
-                  {Loop{"a1", lit(0), lit(4), "", 4, {Loop{"a2", lit(0), lit(8), "", 8, accumulate}}}}},
-      Loop{"a4", lit(0), lit(4), "free", 4, drain},
+      StridedLoop{"a3", var("a0"), lit(64), lit(32), LoopRole::Reduce, 0,
+                  {Loop{"a1", lit(0), lit(4), LoopRole::None, 4, {Loop{"a2", lit(0), lit(8), LoopRole::None, 8, accumulate}}}}},
+      Loop{"a4", lit(0), lit(4), LoopRole::Free, 4, drain},
       Write{"y", {lit(0), var("a0")}, val("acc1")}};
   g.add("y", std::move(op), {"x"}, tensor({4, 32}, DType::F32));
   g.outputs() = {"y"};

@@ -94,7 +94,7 @@ class CoarsenElementwisePass final : public KernelPass {
       return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
     const Tile& tile = *kernel->tile();
     if (tile.axes.empty() ||
-        !std::all_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == "PARALLEL"; })) {
+        !std::all_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == AxisBinding::Parallel; })) {
       ctx.skip(*n, "not every axis is PARALLEL");
       return Status::ok();
     }
@@ -133,7 +133,7 @@ class CoarsenElementwisePass final : public KernelPass {
     ranges[lane] = Interval{0, k - 1};
     std::map<std::string, Expr> substitution{{inner.name, Expr::var(inner.name) * k + Expr::var(lane)}};
     Body lanes = substitute_and_simplify(tile.body, substitution, ranges);
-    out.body = Body{Loop{lane, Expr::int_(0), Expr::int_(k), "free", 0, std::move(lanes)}};
+    out.body = Body{Loop{lane, Expr::int_(0), Expr::int_(k), LoopRole::Free, 0, std::move(lanes)}};
 
     auto op = std::make_unique<TileOp>(*kernel);
     op->body = canonicalize_names(Body{Stmt(std::move(out))});
