@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/built_plugins.h"
+#include "support/nvrtc_check.h"
 #include "tessera/frontend/frontend.h"
 #include "tessera/ir/graph.h"
 #include "tessera/pass/pass.h"
@@ -24,9 +25,6 @@
 #include "tessera/target/device.h"
 #include "tessera/target/target.h"
 
-#ifdef TESSERA_HAVE_CUDA
-#include <nvrtc.h>
-#endif
 
 namespace tessera {
 namespace {
@@ -564,27 +562,7 @@ TEST_F(CudaEmitterTest, CudaTargetSaysWhyItCannotRun) {
 // ---- NVRTC -------------------------------------------------------------------------------------
 
 #ifdef TESSERA_HAVE_CUDA
-// Compiles `op` with NVRTC for `arch`; returns "" or the failure with the NVRTC log and source.
-std::string nvrtc_compile(const CudaOp& op, const std::string& arch) {
-  nvrtcProgram prog;
-  if (nvrtcCreateProgram(&prog, op.source.c_str(), (op.name + ".cu").c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
-    return "nvrtcCreateProgram failed";
-  std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17"};
-  std::stringstream dirs(TESSERA_CUDA_INCLUDE_DIRS);  // '|'-separated
-  for (std::string dir; std::getline(dirs, dir, '|');)
-    if (!dir.empty()) options.push_back("--include-path=" + dir);
-  std::vector<const char*> argv;
-  for (const std::string& o : options) argv.push_back(o.c_str());
-  nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
-  size_t log_size = 0;
-  nvrtcGetProgramLogSize(prog, &log_size);
-  std::string log(log_size, '\0');
-  if (log_size) nvrtcGetProgramLog(prog, log.data());
-  while (!log.empty() && log.back() == '\0') log.pop_back();
-  nvrtcDestroyProgram(&prog);
-  if (r == NVRTC_SUCCESS) return "";
-  return std::string(nvrtcGetErrorString(r)) + " for " + arch + ":\n" + log + "\n--- source ---\n" + op.source;
-}
+using test::nvrtc_compile;
 #endif
 
 // Every CudaOp of `g`, compiled for sm_90 and sm_80.

@@ -1,0 +1,33 @@
+#include "support/nvrtc_check.h"
+
+#ifdef TESSERA_HAVE_CUDA
+#include <nvrtc.h>
+
+#include <sstream>
+#include <vector>
+
+namespace tessera::test {
+
+std::string nvrtc_compile(const CudaOp& op, const std::string& arch) {
+  nvrtcProgram prog;
+  if (nvrtcCreateProgram(&prog, op.source.c_str(), (op.name + ".cu").c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    return "nvrtcCreateProgram failed";
+  std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17"};
+  std::stringstream dirs(TESSERA_CUDA_INCLUDE_DIRS);  // '|'-separated
+  for (std::string dir; std::getline(dirs, dir, '|');)
+    if (!dir.empty()) options.push_back("--include-path=" + dir);
+  std::vector<const char*> argv;
+  for (const std::string& o : options) argv.push_back(o.c_str());
+  nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) nvrtcGetProgramLog(prog, log.data());
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  nvrtcDestroyProgram(&prog);
+  if (r == NVRTC_SUCCESS) return "";
+  return std::string(nvrtcGetErrorString(r)) + " for " + arch + ":\n" + log + "\n--- source ---\n" + op.source;
+}
+
+}  // namespace tessera::test
+#endif
