@@ -1,5 +1,5 @@
 // A test fixture base for tests that reach plugins the way users do: through a PluginHost that
-// loads the build's plugin directory once per test suite.
+// loads the plugin directory beside the test binary (the build's, or a bundle's) once per test suite.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +17,7 @@
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
 #include "tessera/tune/choice_source.h"
+#include "support/test_paths.h"
 
 namespace tessera::test {
 
@@ -24,7 +25,7 @@ class BuiltPluginsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     host_ = std::make_unique<PluginHost>();
-    Status s = host_->load_directory(TESSERA_BUILD_DIR "/lib/tessera/plugins");
+    Status s = host_->load_directory(plugin_dir());
     load_error_ = s ? "" : s.message();
     Expected<DeviceTable> table = DeviceTable::load_default();
     if (table) {

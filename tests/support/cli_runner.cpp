@@ -1,5 +1,6 @@
 // Child-process runner for CLI tests: fork + execve with stdout/stderr redirected to temp files.
 #include "support/cli_runner.h"
+#include "support/test_paths.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -48,7 +49,7 @@ CliResult run_cli(const std::vector<std::string>& args, const std::map<std::stri
   TempDir tmp;
   const std::string out_path = tmp.path() + "/stdout", err_path = tmp.path() + "/stderr";
 
-  std::vector<std::string> argv_store = {TESSERA_CLI_PATH};
+  std::vector<std::string> argv_store = {cli_path()};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_store) argv.push_back(a.data());

@@ -17,6 +17,7 @@
 #include "plugins/targets/cuda/buffer_plan.h"
 #include "plugins/targets/cuda/tensor_bytes.h"
 #include "support/built_plugins.h"
+#include "support/test_paths.h"
 #include "support/cli_runner.h"
 #include "support/program_corpus.h"
 #include "tessera/eval/constant_data.h"
@@ -258,7 +259,7 @@ class CudaGpuTest : public test::BuiltPluginsTest {
     ASSERT_NE(device_, nullptr);
   }
   Graph lower(Graph g, Dialect stop) {
-    Expected<PipelineSpec> spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+    Expected<PipelineSpec> spec = load_pipeline_file(test::default_pipeline_path());
     EXPECT_TRUE(spec) << spec.error().render();
     if (!spec) return Graph();
     Status s = test::BuiltPluginsTest::lower(g, *spec, stop, device_);
@@ -285,6 +286,18 @@ TEST_F(CudaGpuTest, CorpusMatchesTheReference) {
       EXPECT_TRUE(cmp->within(default_output_rtol(g.find(out)->type.dtype)))
           << out << ": max rel err " << cmp->max_rel_error;
     }
+  }
+}
+
+// The whole corpus through the CLI as a user runs it (`tessera run --target cuda -c ...`): module
+// loading, buffer upload, launches and the output check against the reference, one process each.
+TEST_F(CudaGpuTest, CliRunsTheCorpus) {
+  for (const test::CorpusProgram& p : test::differential_corpus()) {
+    SCOPED_TRACE(p.name);
+    test::CliResult r = test::run_cli({"run", "--target", "cuda", "-c", p.text});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("target: cuda"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("MISMATCH"), std::string::npos) << r.out;
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "plugins/targets/cuda/launch_args.h"
 #include "support/built_plugins.h"
+#include "support/test_paths.h"
 #include "support/nvrtc_check.h"
 #include "tessera/eval/constant_data.h"
 #include "tessera/eval/reference_evaluator.h"
@@ -452,7 +453,7 @@ TEST(LaunchArgsTest, EncodesATensorMapInnermostFirst) {
 // ---- RMSNorm over a 64 KB row: dynamic shared memory ----------------------------------------
 
 TEST_F(KernelAbiTest, RmsNormOver16384ColumnsStagesTheRowInDynamicSharedMemory) {
-  Expected<PipelineSpec> spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+  Expected<PipelineSpec> spec = load_pipeline_file(test::default_pipeline_path());
   ASSERT_TRUE(spec) << spec.error().render();
   const std::string program = "nn.RMSNorm(16384)(torch.randn(1,8,16384))";
   Graph g = trace(program);
@@ -515,7 +516,7 @@ TEST_F(KernelAbiTest, GpuRunsTheScalarKernelAndTheDynamicSmemRmsNorm) {
       ASSERT_EQ(run->outputs.at("y").data[static_cast<size_t>(r * 64 + c)],
                 x.data[static_cast<size_t>((r + 5) % 8 * 64 + c)] * 0.5);
 
-  Expected<PipelineSpec> spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+  Expected<PipelineSpec> spec = load_pipeline_file(test::default_pipeline_path());
   ASSERT_TRUE(spec) << spec.error().render();
   Graph reference = trace("nn.RMSNorm(16384)(torch.randn(1,8,16384))");
   Graph lowered = reference;
