@@ -612,14 +612,23 @@ def entry_reduction(torch, entry, callee, inputs):
                             [x.shape[-1] for x in inputs if x.dim() > 0])
 
 
-def run_entry(torch, entry, args, timer):
-    result = {"id": entry["id"], "family": entry["family"], "model": entry["model"], "phase": entry["phase"],
-              "seq": entry["seq"], "kv": entry["kv"], "dtype": entry["dtype"],
-              "eager_us": None, "compiled_us": None, "eager_plain_us": None, "compiled_plain_us": None,
-              "compile_s": None, "check": {"status": "skipped", "max_abs": None, "max_rel": None,
-                                           "detail": "no --io-dir"}, "errors": []}
+def empty_result(entry, detail):
+    return {"id": entry["id"], "family": entry["family"], "model": entry["model"], "phase": entry["phase"],
+            "seq": entry["seq"], "kv": entry["kv"], "dtype": entry["dtype"],
+            "eager_us": None, "compiled_us": None, "eager_plain_us": None, "compiled_plain_us": None,
+            "compile_s": None, "check": {"status": "skipped", "max_abs": None, "max_rel": None, "detail": detail},
+            "errors": []}
+
+
+def run_entry(torch, entry, args, timer, device="cuda", compile_fn=None):
+    """Checks (with --io-dir) and times one entry. `device`, `timer` and `compile_fn` (default
+    torch.compile in --mode) are parameters so that the tests can run it on the CPU."""
+    result = empty_result(entry, "no --io-dir")
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    if compile_fn is None:
+        compile_fn = lambda fn: torch.compile(fn, mode=COMPILE_MODES[args.mode])  # noqa: E731
     with torch.no_grad():
-        callee, inputs, make_call = build_program(torch, entry)
+        callee, inputs, make_call = build_program(torch, entry, device)
         eager = make_call(callee)
         if args.io_dir:
             path = os.path.join(args.io_dir, entry["id"] + ".safetensors")
@@ -627,7 +636,7 @@ def run_entry(torch, entry, args, timer):
                 result["check"]["detail"] = f"no {path}"
             else:
                 try:
-                    inputs, expected = load_io(torch, callee, inputs, path)
+                    inputs, expected = load_io(torch, callee, inputs, path, device)
                     reference = flatten_outputs(eager(*inputs))
                     if len(reference) != len(expected):
                         raise ValueError(f"PyTorch gives {len(reference)} outputs, {path} holds {len(expected)}")
@@ -638,7 +647,7 @@ def run_entry(torch, entry, args, timer):
                 except Exception as e:  # noqa: BLE001 (recorded per entry; the run goes on)
                     result["check"] = {"status": "fail", "max_abs": None, "max_rel": None,
                                        "detail": f"{type(e).__name__}: {e}"}
-        torch.cuda.synchronize()
+        sync()
 
         for column, fn in (("eager_us", lambda: timer.graph(eager, inputs)),
                            ("eager_plain_us", lambda: timer.plain(eager, inputs))):
@@ -649,11 +658,11 @@ def run_entry(torch, entry, args, timer):
 
         try:
             torch._dynamo.reset()
-            compiled = make_call(torch.compile(callee, mode=COMPILE_MODES[args.mode]))
-            torch.cuda.synchronize()
+            compiled = make_call(compile_fn(callee))
+            sync()
             start = time.perf_counter()
             compiled(*inputs)
-            torch.cuda.synchronize()
+            sync()
             result["compile_s"] = time.perf_counter() - start
         except Exception as e:  # noqa: BLE001
             result["errors"].append(f"torch.compile: {type(e).__name__}: {e}")
@@ -749,18 +758,17 @@ def main(argv):
         "warmup": args.warmup, "float32_matmul_precision": "highest", "suite": args.suite,
         "tier": args.tier or "full", "entries": [],
     }
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(out_dir, exist_ok=True)
+    write_json(args.out, report)   # fails now, not after the first entry, if --out is not writable
     timer = Timer(torch, l2_bytes, args.iterations, args.warmup)
     for n, entry in enumerate(entries, 1):
         start = time.perf_counter()
         try:
             result = run_entry(torch, entry, args, timer)
         except Exception as e:  # noqa: BLE001 (e.g. out of memory: recorded, the next entry runs)
-            result = {"id": entry["id"], "family": entry["family"], "model": entry["model"],
-                      "phase": entry["phase"], "seq": entry["seq"], "kv": entry["kv"], "dtype": entry["dtype"],
-                      "eager_us": None, "compiled_us": None, "eager_plain_us": None, "compiled_plain_us": None,
-                      "compile_s": None, "check": {"status": "skipped", "max_abs": None, "max_rel": None,
-                                                   "detail": "the entry did not run"},
-                      "errors": [f"{type(e).__name__}: {e}"]}
+            result = empty_result(entry, "the entry did not run")
+            result["errors"].append(f"{type(e).__name__}: {e}")
         report["entries"].append(result)
         write_json(args.out, report)   # after every entry, so a cut-short run keeps what it measured
         torch._dynamo.reset()

@@ -16,6 +16,7 @@ import unittest
 from contextlib import redirect_stderr
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import pytorch_baseline as pb  # noqa: E402
@@ -360,11 +361,15 @@ class ProgramOnCpuTest(unittest.TestCase):
         self.assertTrue(torch.equal(out[1], inputs[0] * 2))
 
     def test_function_callee_with_constant_arguments(self):
-        program = "import torch\ntorch.clamp(torch.randn(5), -0.5, max=torch.ones(5))\n"
+        program = "import torch\ntorch.lerp(torch.randn(5), weight=0.25, end=torch.rand(5))\n"
+        callee, inputs, make_call = pb.build_program(torch, {"id": "t", "program": program}, device="cpu")
+        self.assertEqual(len(inputs), 2)   # end= is a keyword input, after the positional ones
+        out = make_call(callee)(*inputs)
+        self.assertTrue(torch.equal(out, torch.lerp(inputs[0], inputs[1], 0.25)))
+        program = "import torch\ntorch.clamp(torch.randn(5), -0.5, max=0.25)\n"
         callee, inputs, make_call = pb.build_program(torch, {"id": "t", "program": program}, device="cpu")
         self.assertEqual(len(inputs), 1)
-        out = make_call(callee)(*inputs)
-        self.assertTrue(torch.equal(out, torch.clamp(inputs[0], -0.5, 1.0)))
+        self.assertTrue(torch.equal(make_call(callee)(*inputs), torch.clamp(inputs[0], -0.5, 0.25)))
 
     def test_load_io_replaces_inputs_and_parameters(self):
         with tempfile.TemporaryDirectory() as d:
@@ -396,6 +401,125 @@ class ProgramOnCpuTest(unittest.TestCase):
             write_safetensors(path, tensors, meta)
             with self.assertRaisesRegex(ValueError, "input 0"):
                 pb.load_io(torch, callee, inputs, path, device="cpu")
+
+
+class FakeTimer:
+    """Stands in for the CUDA timer: calls the program once per column, returns a fixed time."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def graph(self, fn, inputs):
+        fn(*inputs)
+        self.calls += 1
+        return 1.5
+
+    plain = graph
+
+
+@unittest.skipIf(torch is None, NO_TORCH)
+class RunEntryOnCpuTest(unittest.TestCase):
+    """run_entry end to end on the CPU, against a file in the --save-io format (bench/README.md)."""
+
+    ENTRY = {"id": "tiny-prefill4-f32-block", "family": "projection", "model": "TinyLlama-1.1B",
+             "phase": "prefill", "seq": 4, "kv": 0, "dtype": "f32", "tiers": ["full"],
+             "program": ("import torch\nimport torch.nn as nn\nclass Block(nn.Module):\n"
+                         "    def __init__(self):\n        super().__init__()\n"
+                         "        self.norm = nn.RMSNorm(16, eps=1e-05)\n"
+                         "        self.proj = nn.Linear(16, 8, bias=False)\n"
+                         "    def forward(self, x, residual):\n"
+                         "        return residual + self.proj(self.norm(x)), self.norm(x)\n"
+                         "Block()(torch.randn(1, 4, 16), torch.randn(1, 4, 8))\n")}
+
+    def args(self, io_dir):
+        return type("Args", (), {"io_dir": io_dir, "mode": "default"})()
+
+    def write_io(self, io_dir, perturb=0.0, dtype=torch.float32 if torch else None):
+        """Tessera's side: inputs, parameters and outputs, computed here with PyTorch in float64."""
+        gen = torch.Generator().manual_seed(1)
+        x = torch.randn(1, 4, 16, generator=gen, dtype=torch.float64)
+        res = torch.randn(1, 4, 8, generator=gen, dtype=torch.float64)
+        nw = torch.randn(16, generator=gen, dtype=torch.float64)
+        pw = torch.randn(8, 16, generator=gen, dtype=torch.float64) / 4
+        normed = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-05) * nw
+        out = res + normed @ pw.T
+        out[0, 0, 0] += perturb
+        tensors = {}
+        for name, t in (("x", x), ("x_1", res), ("p_norm_weight", nw), ("p_proj_weight", pw),
+                        ("add", out), ("rms_norm", normed)):
+            t = t.to(dtype).contiguous()
+            code = {torch.float32: "F32", torch.bfloat16: "BF16"}[dtype]
+            raw = t.view(torch.int16).numpy().tobytes() if dtype == torch.bfloat16 else t.numpy().tobytes()
+            tensors[name] = (code, list(t.shape), raw)
+        meta = {"tessera.inputs": json.dumps(["x", "x_1"]), "tessera.outputs": json.dumps(["add", "rms_norm"]),
+                "tessera.params": json.dumps({"p_norm_weight": "norm.weight", "p_proj_weight": "proj.weight"}),
+                "tessera.program": self.ENTRY["program"]}
+        write_safetensors(os.path.join(io_dir, self.ENTRY["id"] + ".safetensors"), tensors, meta)
+
+    def run_entry(self, io_dir, entry=None):
+        timer = FakeTimer()
+        result = pb.run_entry(torch, entry or self.ENTRY, self.args(io_dir), timer, device="cpu",
+                              compile_fn=lambda fn: fn)
+        self.assertEqual(timer.calls, 4)
+        for column in ("eager_us", "compiled_us", "eager_plain_us", "compiled_plain_us"):
+            self.assertEqual(result[column], 1.5)
+        self.assertIsNotNone(result["compile_s"])
+        self.assertEqual(result["errors"], [])
+        json.dumps(pb.json_safe(result), allow_nan=False)
+        return result
+
+    def test_without_io_dir_the_check_is_skipped(self):
+        self.assertEqual(self.run_entry(None)["check"]["status"], "skipped")
+        with tempfile.TemporaryDirectory() as d:
+            check = self.run_entry(d)["check"]
+            self.assertEqual(check["status"], "skipped")
+            self.assertIn("tiny-prefill4-f32-block.safetensors", check["detail"])
+
+    def test_matching_outputs_pass(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write_io(d)
+            check = self.run_entry(d)["check"]
+            self.assertEqual(check["status"], "pass", check["detail"])
+            self.assertLess(check["max_abs"], 1e-5)
+            self.assertIn("add:", check["detail"])
+            self.assertIn("rms_norm:", check["detail"])
+
+    def test_a_wrong_value_fails(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write_io(d, perturb=1e-2)
+            check = self.run_entry(d)["check"]
+            self.assertEqual(check["status"], "fail")
+            self.assertIn("add: ", check["detail"])
+            self.assertIn("1 of 32 values outside, worst at flat index 0", check["detail"])
+
+    def test_bf16(self):
+        entry = dict(self.ENTRY, id="tiny-prefill4-bf16-block", dtype="bf16",
+                     program=self.ENTRY["program"].replace("eps=1e-05)", "eps=1e-05, dtype=torch.bfloat16)")
+                     .replace("bias=False)", "bias=False, dtype=torch.bfloat16)")
+                     .replace("16), torch.randn(1, 4, 8))", "16, dtype=torch.bfloat16), "
+                              "torch.randn(1, 4, 8, dtype=torch.bfloat16))"))
+        saved = self.ENTRY
+        try:
+            self.ENTRY = entry
+            with tempfile.TemporaryDirectory() as d:
+                self.write_io(d, dtype=torch.bfloat16)
+                check = self.run_entry(d, entry)["check"]
+                self.assertEqual(check["status"], "pass", check["detail"])
+                self.write_io(d, perturb=0.5, dtype=torch.bfloat16)
+                self.assertEqual(self.run_entry(d, entry)["check"]["status"], "fail")
+        finally:
+            self.ENTRY = saved
+
+    def test_a_file_for_another_program_fails_with_the_reason(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write_io(d)
+            entry = dict(self.ENTRY)
+            entry["program"] = entry["program"].replace("torch.randn(1, 4, 8))", "torch.randn(1, 4, 8), "
+                                                        "torch.randn(2))").replace(
+                "def forward(self, x, residual):", "def forward(self, x, residual, extra):")
+            check = self.run_entry(d, entry)["check"]
+            self.assertEqual(check["status"], "fail")
+            self.assertIn("2 inputs in", check["detail"])
 
 
 class ReportAndCommandLineTest(unittest.TestCase):

@@ -11,12 +11,18 @@ import sys
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import make_suite  # noqa: E402
 import pytorch_baseline  # noqa: E402
 
 SUITE = os.path.join(ROOT, "bench", "suite.yaml")
+
+try:
+    import torch
+except ImportError:
+    torch = None
 
 
 class SuiteFileTest(unittest.TestCase):
@@ -61,6 +67,20 @@ class SuiteFileTest(unittest.TestCase):
                     has_bf16 = any(k.arg == "dtype" for k in m.keywords)
                     self.assertEqual(has_bf16, e["dtype"] == "bf16", ast.get_source_segment(e["program"], m))
                 compile(e["program"], e["id"], "exec")
+
+    @unittest.skipIf(torch is None, "PyTorch is not installed: the programs are not run in PyTorch here")
+    def test_every_program_runs_in_pytorch(self):
+        # On the meta device: PyTorch checks every op, shape and dtype without computing anything.
+        want = {"f32": torch.float32, "bf16": torch.bfloat16}
+        for e in pytorch_baseline.load_suite(SUITE):
+            with self.subTest(entry=e["id"]), torch.no_grad():
+                callee, inputs, make_call = pytorch_baseline.build_program(torch, e, device="meta")
+                outputs = pytorch_baseline.flatten_outputs(make_call(callee)(*inputs))
+                self.assertTrue(outputs)
+                for out in outputs:
+                    self.assertEqual(out.dtype, want[e["dtype"]])
+                for p in callee.parameters():
+                    self.assertEqual(p.dtype, want[e["dtype"]])
 
 
 if __name__ == "__main__":

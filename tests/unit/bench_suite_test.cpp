@@ -1,10 +1,10 @@
 // Tests of bench/suite.yaml, the LLM kernel suite that `tessera bench`, the kernel benchmarks and
 // bench/pytorch_baseline.py read: the schema every reader relies on (bench/README.md, "Suite"),
 // the quick tier's coverage, and that every program traces through the torch_expr frontend with
-// the entry's dtype on every input, parameter and output (a bf16 program whose modules lack
-// dtype=torch.bfloat16 traces in Tessera but fails in PyTorch). That every program is valid
-// Python is checked by tests/python/suite_test.py; compiling them all to CUDA is
-// `tessera bench --dry-run`'s job.
+// the entry's dtype on every input, parameter and output. That every program is valid Python
+// whose bf16 modules carry dtype=torch.bfloat16 (Tessera gives a module without dtype= its
+// input's dtype, PyTorch gives it float32) is checked by tests/python/suite_test.py; compiling
+// them all to CUDA is `tessera bench --dry-run`'s job.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
