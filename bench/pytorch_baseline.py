@@ -712,16 +712,46 @@ def parse_args(argv):
     p.add_argument("--iterations", type=int, default=100, help="timed runs per column (default 100)")
     p.add_argument("--warmup", type=int, default=10, help="untimed runs before them (default 10)")
     p.add_argument("--out", required=True, help="JSON file to write")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the entries FILE.json already holds (same device and settings) and run only the rest")
+    p.add_argument("--max-seconds", type=float,
+                   help="start no entry after this many seconds (rerun with --resume to go on)")
     args = p.parse_args(argv)
     if args.iterations < 1 or args.warmup < 0:
         p.error("--iterations must be >= 1 and --warmup >= 0")
     return args
 
 
+# The report fields that must match for --resume to add to an existing report.
+RESUME_KEYS = ("device", "torch_version", "cuda_version", "mode", "iterations", "warmup", "l2_bytes")
+
+
+def resumed_entries(path, report):
+    """The entries of an earlier report at `path` made with the same settings as `report`, by id;
+    entries that recorded errors are left out, so that they run again. Raises ValueError when the
+    settings differ or the file is not such a report."""
+    with open(path, encoding="utf-8") as f:
+        old = json.load(f)
+    if not isinstance(old, dict) or not isinstance(old.get("entries"), list):
+        raise ValueError(f"{path} is not a pytorch_baseline report")
+    differ = [k for k in RESUME_KEYS if old.get(k) != report.get(k)]
+    if differ:
+        raise ValueError(f"{path} was made with other settings ({', '.join(f'{k}: {old.get(k)!r}' for k in differ)}); "
+                         f"--resume needs the same")
+    return {e["id"]: e for e in old["entries"] if isinstance(e, dict) and "id" in e and not e.get("errors")}
+
+
+def in_suite_order(results, suite_order):
+    """Results {id: result} as a list: suite order first, then ids the suite no longer has."""
+    known = set(suite_order)
+    return [results[i] for i in suite_order if i in results] + [r for i, r in results.items() if i not in known]
+
+
 def main(argv):
     args = parse_args(argv)
     try:
-        entries = select_entries(load_suite(args.suite), args.tier,
+        suite_entries = load_suite(args.suite)
+        entries = select_entries(suite_entries, args.tier,
                                  [i for i in args.entries.split(",") if i] if args.entries else None)
     except OSError as e:
         print(f"pytorch_baseline: cannot read the suite: {e}", file=sys.stderr)
@@ -758,29 +788,51 @@ def main(argv):
         "warmup": args.warmup, "float32_matmul_precision": "highest", "suite": args.suite,
         "tier": args.tier or "full", "entries": [],
     }
+    done = {}
+    if args.resume and os.path.exists(args.out):
+        try:
+            done = resumed_entries(args.out, report)
+        except (OSError, ValueError) as e:
+            print(f"pytorch_baseline: cannot resume: {e}", file=sys.stderr)
+            return 2
     out_dir = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(out_dir, exist_ok=True)
+    # The report lists every result in suite order: kept ones (also those of entries not selected
+    # this time, so that runs over parts of the suite add up) and new ones.
+    results = dict(done)
+    suite_order = [e["id"] for e in suite_entries]
+    report["entries"] = in_suite_order(results, suite_order)
     write_json(args.out, report)   # fails now, not after the first entry, if --out is not writable
     timer = Timer(torch, l2_bytes, args.iterations, args.warmup)
-    for n, entry in enumerate(entries, 1):
+    run_start = time.perf_counter()
+    todo = [e for e in entries if e["id"] not in done]
+    if done:
+        print(f"pytorch_baseline: {len(done)} entries kept from {args.out}, {len(todo)} to run", flush=True)
+    for n, entry in enumerate(todo, 1):
+        if args.max_seconds is not None and time.perf_counter() - run_start > args.max_seconds:
+            print(f"pytorch_baseline: --max-seconds {args.max_seconds:g} reached; {len(todo) - n + 1} entries "
+                  f"not run (rerun with --resume to go on)", flush=True)
+            break
         start = time.perf_counter()
         try:
             result = run_entry(torch, entry, args, timer)
         except Exception as e:  # noqa: BLE001 (e.g. out of memory: recorded, the next entry runs)
             result = empty_result(entry, "the entry did not run")
             result["errors"].append(f"{type(e).__name__}: {e}")
-        report["entries"].append(result)
+        results[entry["id"]] = result
+        report["entries"] = in_suite_order(results, suite_order)
         write_json(args.out, report)   # after every entry, so a cut-short run keeps what it measured
         torch._dynamo.reset()
         torch.cuda.empty_cache()
         fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
-        print(f"[{n}/{len(entries)}] {entry['id']}: eager {fmt(result['eager_us'])} us, compiled "
+        print(f"[{n}/{len(todo)}] {entry['id']}: eager {fmt(result['eager_us'])} us, compiled "
               f"{fmt(result['compiled_us'])} us, check {result['check']['status']}"
               f"{'; errors: ' + ' | '.join(result['errors']) if result['errors'] else ''} "
               f"({time.perf_counter() - start:.1f} s)", flush=True)
-    failed = sum(1 for r in report["entries"] if r["check"]["status"] == "fail")
-    errored = sum(1 for r in report["entries"] if r["errors"])
-    print(f"pytorch_baseline: {len(entries)} entries, {failed} checks failed, {errored} with errors; "
+    failed = sum(1 for r in report["entries"] if r.get("check", {}).get("status") == "fail")
+    errored = sum(1 for r in report["entries"] if r.get("errors"))
+    print(f"pytorch_baseline: {len(report['entries'])} entries in the report, "
+          f"{failed} checks failed, {errored} with errors; "
           f"wrote {args.out}", flush=True)
     return 0
 

@@ -533,6 +533,26 @@ class ReportAndCommandLineTest(unittest.TestCase):
         self.assertEqual(pb.flatten_outputs(5), [5])
         self.assertEqual(pb.COMPILE_MODES["max-autotune"], "max-autotune-no-cudagraphs")
 
+    def test_resume_keeps_results_of_the_same_settings(self):
+        report = {"device": "H100", "torch_version": "2.5", "cuda_version": "12.4", "mode": "default",
+                  "iterations": 100, "warmup": 10, "l2_bytes": 52428800, "entries": []}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "o.json")
+            earlier = dict(report, entries=[{"id": "a", "errors": []}, {"id": "b", "errors": ["OOM"]},
+                                            {"id": "gone", "errors": []}])
+            with open(path, "w") as f:
+                json.dump(earlier, f)
+            done = pb.resumed_entries(path, report)
+            self.assertEqual(sorted(done), ["a", "gone"])   # b raised: it runs again
+            with self.assertRaisesRegex(ValueError, "iterations: 100"):
+                pb.resumed_entries(path, dict(report, iterations=200))
+            with open(path, "w") as f:
+                f.write("[]")
+            with self.assertRaisesRegex(ValueError, "not a pytorch_baseline report"):
+                pb.resumed_entries(path, report)
+        results = {"gone": {"id": "gone"}, "c": {"id": "c"}, "a": {"id": "a"}}
+        self.assertEqual([r["id"] for r in pb.in_suite_order(results, ["a", "b", "c"])], ["a", "c", "gone"])
+
     def run_main(self, argv):
         err = io.StringIO()
         with redirect_stderr(err):
