@@ -46,6 +46,8 @@ class SuiteError(Exception):
 
 def _scalar(text, where):
     text = text.strip()
+    if text[:1] not in ("'", '"') and " #" in text:
+        text = text[: text.index(" #")].rstrip()   # a trailing comment
     if text.startswith("[") and text.endswith("]"):
         inner = text[1:-1].strip()
         return [_scalar(part, where) for part in inner.split(",")] if inner else []

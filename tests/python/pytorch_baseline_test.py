@@ -79,8 +79,10 @@ class SuiteReaderTest(unittest.TestCase):
         self.assertEqual(suite["_lines"], [4])
 
     def test_strip_block_quoted_strings_and_floats(self):
-        text = 'version: 1\nentries:\n  - id: "x"\n    note: \'a: b\'\n    eps: 1e-05\n    p: |-\n      a\n      b\n'
+        text = ('version: 1\nentries:\n  - id: "x"\n    note: \'a: b\'\n    eps: 1e-05\n    kv: 0   # none\n'
+                '    p: |-\n      a\n      b\n')
         (e,) = pb.parse_suite_text(text)["entries"]
+        self.assertEqual(e["kv"], 0)
         self.assertEqual(e["id"], "x")
         self.assertEqual(e["note"], "a: b")
         self.assertEqual(e["eps"], 1e-05)

@@ -45,6 +45,18 @@ class SuiteFileTest(unittest.TestCase):
             for key in ("family", "model", "phase", "seq", "kv", "dtype"):
                 self.assertEqual(got[key], want[key], got["id"])
 
+    def test_reader_agrees_with_pyyaml(self):
+        try:
+            import yaml
+        except ImportError:
+            self.skipTest("PyYAML is not installed: the suite reader is not cross-checked with it")
+        with open(SUITE, encoding="utf-8") as f:
+            text = f.read()
+        ours = pytorch_baseline.parse_suite_text(text)
+        theirs = yaml.safe_load(text)
+        self.assertEqual(theirs["version"], ours["version"])
+        self.assertEqual(theirs["entries"], ours["entries"])
+
     def test_every_program_is_python_whose_last_call_creates_the_inputs(self):
         for e in pytorch_baseline.load_suite(SUITE):
             with self.subTest(entry=e["id"]):
