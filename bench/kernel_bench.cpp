@@ -1,8 +1,8 @@
 // tessera_kernel_bench: Google Benchmark of the kernels Tessera generates, on the GPU.
 //
 //   tessera_kernel_bench [-c EXPR]... [--suite FILE [--tier T] [--entries ID,...]]
-//                        [--pipeline FILE] [--arch sm_XX] [--device NAME] [--flush-l2]
-//                        [--cache-dir DIR] [--seed N] [--benchmark_* flags]
+//                        [--pipeline FILE] [--arch sm_XX] [--device NAME] [--plugin FILE]
+//                        [--flush-l2] [--cache-dir DIR] [--seed N] [--benchmark_* flags]
 //
 // Every program (-c EXPR, or a suite entry) is compiled through the pipeline to CUDA IR; each of
 // its kernels becomes one benchmark named `<entry id>/<kernel>` (`expr-<hash>/<kernel>` for -c,
@@ -49,8 +49,8 @@ namespace {
 using namespace tessera;
 
 constexpr const char* kUsage = R"(usage: tessera_kernel_bench [-c EXPR]... [--suite FILE [--tier T] [--entries ID,...]]
-                            [--pipeline FILE] [--arch sm_XX] [--device NAME] [--flush-l2]
-                            [--cache-dir DIR] [--seed N] [--benchmark_* flags]
+                            [--pipeline FILE] [--arch sm_XX] [--device NAME] [--plugin FILE]
+                            [--flush-l2] [--cache-dir DIR] [--seed N] [--benchmark_* flags]
 
 Benchmarks every kernel of the given programs on the GPU, one benchmark per kernel named
 <entry id>/<kernel> (expr-<hash>/<kernel> for -c). Without a GPU every benchmark is skipped with

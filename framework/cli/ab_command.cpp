@@ -178,7 +178,8 @@ int ab_bench(const std::string& a, const std::string& b, const GlobalFlags& flag
   const char* letter[2] = {"A", "B"};
   auto describe = [&](int i, const std::string& timing) {
     const BenchSide& side = sides[i];
-    os << "  " << letter[i] << "  " << side.pipeline << "  (" << side.program->kernels().size() << " kernels)" << timing
+    const size_t kernels = side.program->kernels().size();
+    os << "  " << letter[i] << "  " << side.pipeline << "  (" << kernels << (kernels == 1 ? " kernel)" : " kernels)") << timing
        << "\n"
        << side.check;
   };
