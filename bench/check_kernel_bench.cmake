@@ -2,6 +2,7 @@
 #   run:   benchmarks the suite's quick tier and one -c program with JSON output. Without a GPU every
 #          benchmark must be skipped with "no CUDA device: <reason>"; with one, none may be, and
 #          each must report its time and rates. The exit status must be 0 either way.
+#          -DEXPECT=ran: a driver is known to be there (the fake one of the tests): none skipped.
 #   names: the benchmark names are <entry id>/<kernel> for the selected entries and
 #          expr-<8 hex digits>/<kernel> for -c; a bad selection is an error (exit 2).
 cmake_minimum_required(VERSION 3.25)
@@ -47,6 +48,9 @@ if(MODE STREQUAL "run")
   endforeach()
   if(NOT skipped EQUAL 0 AND NOT skipped EQUAL count)
     fail("${skipped} of ${count} benchmarks were skipped: all or none must be\n${out}")
+  endif()
+  if(EXPECT STREQUAL "ran" AND NOT skipped EQUAL 0)
+    fail("a driver was given (EXPECT=ran) but the benchmarks were skipped:\n${out}")
   endif()
   message(STATUS "${count} benchmarks, ${skipped} skipped for want of a device")
 elseif(MODE STREQUAL "names")
