@@ -12,7 +12,8 @@
 // their buffer's address when the kernel loads. A kernel with cluster dims launches through
 // cuLaunchKernelEx with the cluster-dimension attribute.
 // Timing: see docs/targets.md "### Benchmarking" (CUDA events, warm-up until the median is stable,
-// optional CUDA graph replay and L2 flush).
+// optional CUDA graph replay and L2 flush). prepare() keeps a program loaded for callers that time
+// launch by launch themselves (TimedProgram, timing_extension.h), with the same events and warm-up.
 // Every driver error names the call and, where one is at fault, the kernel and node.
 // Tests: tests/unit/cuda_runtime_test.cpp (the GPU tests skip without a driver).
 #include "cuda_runtime.h"
@@ -44,6 +45,65 @@ double median_of(std::vector<double> v) {
 
 std::string kernel_what(const Node& n, const CudaOp& op) { return "kernel " + op.name + ", node " + n.id; }
 
+// The two events of a measurement and the optional L2-flush buffer, released on every path.
+struct EventTimer {
+  const DriverApi& cu;
+  CUevent start = nullptr, stop = nullptr;
+  CUdeviceptr flush = 0;
+  size_t flush_bytes = 0;
+
+  explicit EventTimer(const DriverApi& api) : cu(api) {}
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  ~EventTimer() {  // the caller has waited for the stream: nothing still uses these
+    if (flush) cu.mem_free(flush);
+    if (stop) cu.event_destroy(stop);
+    if (start) cu.event_destroy(start);
+  }
+
+  // `l2_flush_bytes` > 0: a buffer that size is overwritten before every timed enqueue.
+  Status init(size_t l2_flush_bytes) {
+    TESSERA_CU(cu, event_create, "timing", &start, CU_EVENT_DEFAULT);
+    TESSERA_CU(cu, event_create, "timing", &stop, CU_EVENT_DEFAULT);
+    if (l2_flush_bytes > 0) {
+      TESSERA_CU(cu, mem_alloc, "the L2 flush buffer", &flush, l2_flush_bytes);
+      flush_bytes = l2_flush_bytes;
+    }
+    return Status::ok();
+  }
+
+  // One timed run of `enqueue` on `stream`: µs between two events recorded around it, after
+  // waiting for the second (so the next run starts on an idle stream).
+  template <class Enqueue>
+  Expected<double> time(CUstream stream, Enqueue&& enqueue, const std::string& what) const {
+    if (flush) TESSERA_CU(cu, memset_d8_async, "L2 flush", flush, 0, flush_bytes, stream);
+    TESSERA_CU(cu, event_record, what, start, stream);
+    TESSERA_TRY(enqueue());
+    TESSERA_CU(cu, event_record, what, stop, stream);
+    TESSERA_CU(cu, event_synchronize, what, stop);
+    float ms = 0;
+    TESSERA_CU(cu, event_elapsed_time, what, &ms, start, stop);
+    return static_cast<double>(ms) * 1000.0;
+  }
+};
+
+// Warm-up: timed runs of `timed` (a callable returning Expected<double>) until the median of the
+// last 5 is within 2% of the median of the 5 before, or `max_runs`; returns how many ran.
+template <class Timed>
+Expected<int> warm_up(Timed&& timed, int max_runs) {
+  std::vector<double> warm;
+  while (static_cast<int>(warm.size()) < std::max(max_runs, 1)) {
+    TESSERA_ASSIGN_OR_RETURN(double us, timed());
+    warm.push_back(us);
+    if (warm.size() >= 10) {
+      const double last = median_of(std::vector<double>(warm.end() - 5, warm.end()));
+      const double before = median_of(std::vector<double>(warm.end() - 10, warm.end() - 5));
+      if (std::abs(last - before) <= 0.02 * before) break;
+    }
+  }
+  return static_cast<int>(warm.size());
+}
+
 }  // namespace
 
 struct CudaRuntime::Loaded {
@@ -55,6 +115,20 @@ struct CudaRuntime::Loaded {
     int registers = 0;
     int64_t static_smem = 0;
     int64_t bytes = 0;
+
+    // What a timing reports about the kernel besides its times.
+    KernelTiming info() const {
+      KernelTiming kt;
+      kt.node = node->id;
+      kt.kernel = op->name;
+      kt.grid = op->grid;
+      kt.block = op->block;
+      kt.dynamic_smem = op->dynamic_smem;
+      kt.static_smem = static_smem;
+      kt.registers = registers;
+      kt.bytes = bytes;
+      return kt;
+    }
   };
   const DriverApi* api = nullptr;
   CUstream stream = nullptr;
@@ -98,6 +172,23 @@ struct CudaRuntime::Loaded {
                static_cast<unsigned>(op.block[2]), static_cast<unsigned>(op.dynamic_smem), stream,
                k.args.kernel_params(), nullptr);
     return Status::ok();
+  }
+
+  // Every graph output, downloaded after the caller waited for the stream (the copies run on the
+  // legacy stream, which does not wait for the non-blocking one).
+  Expected<ValueMap> download_outputs(const Graph& g) const {
+    ValueMap outputs;
+    for (const std::string& out : g.outputs()) {
+      const Node* n = g.find(out);
+      if (!n || !buffer.count(out)) return make_error("target cuda: graph output '" + out + "' has no buffer");
+      std::string bytes(static_cast<size_t>(num_elements(n->type.shape) * dtype_bytes(n->type.dtype)), '\0');
+      if (!bytes.empty())
+        TESSERA_CU(*api, memcpy_dtoh, "downloading output " + out, bytes.data(), buffer.at(out), bytes.size());
+      Expected<TensorValue> v = TensorBytes::decode(bytes, n->type);
+      if (!v) return std::move(v).error().at_node(out);
+      outputs[out] = std::move(*v);
+    }
+    return outputs;
   }
 };
 
@@ -270,15 +361,7 @@ Expected<TargetRun> CudaRuntime::run(const Graph& g, const ValueMap& inputs, con
       return std::move(s).error().at_node(k.node->id);
     run.launches.push_back(KernelLaunch{k.node->id, k.op->name, k.op->grid, k.op->block});
   }
-  for (const std::string& out : g.outputs()) {
-    const Node* n = g.find(out);
-    if (!n || !l->buffer.count(out)) return make_error("target cuda: graph output '" + out + "' has no buffer");
-    std::string bytes(static_cast<size_t>(num_elements(n->type.shape) * dtype_bytes(n->type.dtype)), '\0');
-    if (!bytes.empty()) TESSERA_CU(cu, memcpy_dtoh, "downloading output " + out, bytes.data(), l->buffer.at(out), bytes.size());
-    Expected<TensorValue> v = TensorBytes::decode(bytes, n->type);
-    if (!v) return std::move(v).error().at_node(out);
-    run.outputs[out] = std::move(*v);
-  }
+  TESSERA_ASSIGN_OR_RETURN(run.outputs, l->download_outputs(g));
   return run;
 }
 
@@ -288,66 +371,38 @@ Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs,
   TESSERA_CU(cu, ctx_set_current, "device 0", ctx_);
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Loaded> l, load(g, inputs, builds, scalars, /*keep_uploaded=*/true));
 
-  // Driver objects of the measurement, released on every path.
-  struct Timing {
+  // The CUDA graph of --graphs, released on every path (after the timer: declared before it).
+  struct CapturedGraph {
     const DriverApi& cu;
-    CUevent start = nullptr, stop = nullptr;
-    CUdeviceptr flush = 0;
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
-    ~Timing() {
+    ~CapturedGraph() {
       if (exec) cu.graph_exec_destroy(exec);
       if (graph) cu.graph_destroy(graph);
-      if (flush) cu.mem_free(flush);
-      if (stop) cu.event_destroy(stop);
-      if (start) cu.event_destroy(start);
     }
-  } t{cu};
-  TESSERA_CU(cu, event_create, "timing", &t.start, CU_EVENT_DEFAULT);
-  TESSERA_CU(cu, event_create, "timing", &t.stop, CU_EVENT_DEFAULT);
+  } captured{cu};
   const size_t flush_bytes = static_cast<size_t>(2 * device_.l2_bytes);
   const bool flush = options.flush_l2 && flush_bytes > 0;
-  if (flush) TESSERA_CU(cu, mem_alloc, "the L2 flush buffer", &t.flush, flush_bytes);
+  EventTimer timer(cu);
+  TESSERA_TRY(timer.init(flush ? flush_bytes : 0));
 
-  // One timed run of `enqueue` (µs between two events around it on the stream).
-  auto timed = [&](auto&& enqueue, const std::string& what) -> Expected<double> {
-    if (flush) TESSERA_CU(cu, memset_d8_async, "L2 flush", t.flush, 0, flush_bytes, l->stream);
-    TESSERA_CU(cu, event_record, what, t.start, l->stream);
-    TESSERA_TRY(enqueue());
-    TESSERA_CU(cu, event_record, what, t.stop, l->stream);
-    TESSERA_CU(cu, event_synchronize, what, t.stop);
-    float ms = 0;
-    TESSERA_CU(cu, event_elapsed_time, what, &ms, t.start, t.stop);
-    return static_cast<double>(ms) * 1000.0;
-  };
   struct Stats {
     double median = 0, min = 0, max = 0;
     int warmup = 0;
   };
-  // Warm-up until the median of the last 5 runs is within 2% of the median of the 5 before (or
-  // the cap), then `iterations` timed runs.
+  // Warm-up (see warm_up), then `iterations` timed runs.
   auto measure = [&](auto&& enqueue, const std::string& what) -> Expected<Stats> {
-    std::vector<double> warm;
-    while (static_cast<int>(warm.size()) < std::max(options.max_warmup, 1)) {
-      TESSERA_ASSIGN_OR_RETURN(double us, timed(enqueue, what));
-      warm.push_back(us);
-      const size_t n = warm.size();
-      if (n >= 10) {
-        const double last = median_of(std::vector<double>(warm.end() - 5, warm.end()));
-        const double before = median_of(std::vector<double>(warm.end() - 10, warm.end() - 5));
-        if (std::abs(last - before) <= 0.02 * before) break;
-      }
-    }
+    auto timed = [&] { return timer.time(l->stream, enqueue, what); };
+    Stats s;
+    TESSERA_ASSIGN_OR_RETURN(s.warmup, warm_up(timed, options.max_warmup));
     std::vector<double> runs;
     for (int i = 0; i < std::max(options.iterations, 1); ++i) {
-      TESSERA_ASSIGN_OR_RETURN(double us, timed(enqueue, what));
+      TESSERA_ASSIGN_OR_RETURN(double us, timed());
       runs.push_back(us);
     }
-    Stats s;
     s.median = median_of(runs);
     s.min = *std::min_element(runs.begin(), runs.end());
     s.max = *std::max_element(runs.begin(), runs.end());
-    s.warmup = static_cast<int>(warm.size());
     return s;
   };
 
@@ -358,15 +413,7 @@ Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs,
     const std::string what = kernel_what(*k.node, *k.op);
     Expected<Stats> s = measure([&] { return l->launch(k); }, what);
     if (!s) return std::move(s).error().at_node(k.node->id);
-    KernelTiming kt;
-    kt.node = k.node->id;
-    kt.kernel = k.op->name;
-    kt.grid = k.op->grid;
-    kt.block = k.op->block;
-    kt.dynamic_smem = k.op->dynamic_smem;
-    kt.static_smem = k.static_smem;
-    kt.registers = k.registers;
-    kt.bytes = k.bytes;
+    KernelTiming kt = k.info();
     kt.median_us = s->median;
     kt.min_us = s->min;
     kt.max_us = s->max;
@@ -383,11 +430,11 @@ Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs,
   if (options.use_graphs) {
     TESSERA_CU(cu, stream_begin_capture, "capturing the program", l->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     Status launched = launch_all();
-    Status ended = cu.check(cu.stream_end_capture(l->stream, &t.graph), "cuStreamEndCapture", "capturing the program");
+    Status ended = cu.check(cu.stream_end_capture(l->stream, &captured.graph), "cuStreamEndCapture", "capturing the program");
     TESSERA_TRY(launched);
     TESSERA_TRY(ended);
-    TESSERA_CU(cu, graph_instantiate, "the program's CUDA graph", &t.exec, t.graph, 0);
-    program = measure([&] { return cu.check(cu.graph_launch(t.exec, l->stream), "cuGraphLaunch", "the program's CUDA graph"); },
+    TESSERA_CU(cu, graph_instantiate, "the program's CUDA graph", &captured.exec, captured.graph, 0);
+    program = measure([&] { return cu.check(cu.graph_launch(captured.exec, l->stream), "cuGraphLaunch", "the program's CUDA graph"); },
                       "the program as a CUDA graph");
     report.used_graphs = true;
   } else {
@@ -401,6 +448,106 @@ Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs,
   return report;
 }
 
+// TimedProgram (timing_extension.h) over a Loaded program. Members are destroyed in reverse order:
+// the timer and the loaded program (which free device memory) before the runtime releases the
+// context; the destructor first makes that context current and waits for the stream.
+class CudaTimedProgram final : public TimedProgram {
+ public:
+  CudaTimedProgram(std::unique_ptr<CudaRuntime> rt, const Graph& g) : rt_(std::move(rt)), graph_(g), timer_(*rt_->api_) {}
+  ~CudaTimedProgram() override {
+    const DriverApi& cu = *rt_->api_;
+    if (cu.ctx_set_current(rt_->ctx_) == CUDA_SUCCESS && loaded_ && loaded_->stream)
+      cu.stream_synchronize(loaded_->stream);  // best effort: nothing may still run on what is freed
+  }
+
+  Status load(const ValueMap& inputs, const std::vector<KernelBuild>& builds, const ScalarArgs& scalars,
+              const TimingOptions& timing) {
+    TESSERA_TRY(make_current());
+    TESSERA_ASSIGN_OR_RETURN(loaded_, rt_->load(graph_, inputs, builds, scalars, /*keep_uploaded=*/true));
+    const size_t flush_bytes = static_cast<size_t>(2 * rt_->device_.l2_bytes);
+    TESSERA_TRY(timer_.init(timing.flush_l2 ? flush_bytes : 0));
+    for (const CudaRuntime::Loaded::Kernel& k : loaded_->kernels) kernels_.push_back(k.info());
+    for (const KernelBuild& b : builds)
+      if (!b.cache_warning.empty()) {
+        warnings_.push_back(b.cache_warning);
+        break;
+      }
+    return Status::ok();
+  }
+
+  const DeviceDesc& device() const override { return rt_->device(); }
+  const std::vector<KernelTiming>& kernels() const override { return kernels_; }
+  const std::vector<std::string>& warnings() const override { return warnings_; }
+
+  Expected<double> time_kernel(size_t i) override {
+    TESSERA_TRY(check_kernel(i));
+    TESSERA_TRY(make_current());
+    return time_one_kernel(i);
+  }
+  Expected<double> time_program() override {
+    TESSERA_TRY(make_current());
+    return time_all();
+  }
+  Expected<int> warm_up_kernel(size_t i, int max_runs) override {
+    TESSERA_TRY(check_kernel(i));
+    TESSERA_TRY(make_current());
+    return warm_up([&] { return time_one_kernel(i); }, max_runs);
+  }
+  Expected<int> warm_up_program(int max_runs) override {
+    TESSERA_TRY(make_current());
+    return warm_up([&] { return time_all(); }, max_runs);
+  }
+  Expected<ValueMap> outputs() override {
+    TESSERA_TRY(make_current());
+    const DriverApi& cu = *rt_->api_;
+    TESSERA_CU(cu, stream_synchronize, "before downloading the outputs", loaded_->stream);
+    return loaded_->download_outputs(graph_);
+  }
+
+ private:
+  Status make_current() const {
+    const DriverApi& cu = *rt_->api_;
+    TESSERA_CU(cu, ctx_set_current, "device 0", rt_->ctx_);
+    return Status::ok();
+  }
+  Status check_kernel(size_t i) const {
+    if (i >= loaded_->kernels.size())
+      return make_error("target cuda: kernel index " + std::to_string(i) + " is out of range (the program has " +
+                        std::to_string(loaded_->kernels.size()) + " kernels)");
+    return Status::ok();
+  }
+  Expected<double> time_one_kernel(size_t i) {
+    CudaRuntime::Loaded::Kernel& k = loaded_->kernels[i];
+    Expected<double> us = timer_.time(loaded_->stream, [&] { return loaded_->launch(k); }, kernel_what(*k.node, *k.op));
+    if (!us) return std::move(us).error().at_node(k.node->id);
+    return us;
+  }
+  Expected<double> time_all() {
+    auto launch_all = [&]() -> Status {
+      for (CudaRuntime::Loaded::Kernel& k : loaded_->kernels)
+        if (Status s = loaded_->launch(k); !s) return std::move(s).error().at_node(k.node->id);
+      return Status::ok();
+    };
+    return timer_.time(loaded_->stream, launch_all, "the whole program");
+  }
+
+  std::unique_ptr<CudaRuntime> rt_;
+  Graph graph_;  // the loaded kernels point into it
+  std::unique_ptr<CudaRuntime::Loaded> loaded_;
+  EventTimer timer_;
+  std::vector<KernelTiming> kernels_;
+  std::vector<std::string> warnings_;
+};
+
+Expected<std::unique_ptr<TimedProgram>> CudaRuntime::prepare(std::unique_ptr<CudaRuntime> rt, const Graph& g,
+                                                             const ValueMap& inputs,
+                                                             const std::vector<KernelBuild>& builds,
+                                                             const ScalarArgs& scalars, const TimingOptions& timing) {
+  auto program = std::make_unique<CudaTimedProgram>(std::move(rt), g);
+  TESSERA_TRY(program->load(inputs, builds, scalars, timing));
+  return std::unique_ptr<TimedProgram>(std::move(program));
+}
+
 #else  // without the toolkit headers DriverApi::load() always fails, so no runtime is ever opened
 
 Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::open(std::shared_ptr<const DriverApi>) {
@@ -412,6 +559,11 @@ Expected<TargetRun> CudaRuntime::run(const Graph&, const ValueMap&, const std::v
 }
 Expected<BenchReport> CudaRuntime::bench(const Graph&, const ValueMap&, const std::vector<KernelBuild>&,
                                          const BenchOptions&, const ScalarArgs&) {
+  return make_error(std::string(kNoCudaPrefix) + "this build of the cuda plugin has no CUDA toolkit headers");
+}
+Expected<std::unique_ptr<TimedProgram>> CudaRuntime::prepare(std::unique_ptr<CudaRuntime>, const Graph&,
+                                                             const ValueMap&, const std::vector<KernelBuild>&,
+                                                             const ScalarArgs&, const TimingOptions&) {
   return make_error(std::string(kNoCudaPrefix) + "this build of the cuda plugin has no CUDA toolkit headers");
 }
 

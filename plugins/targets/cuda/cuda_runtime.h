@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "driver_api.h"
+#include "timing_extension.h"
 #include "tessera/target/target.h"
 
 namespace tessera {
@@ -30,8 +31,15 @@ class CudaRuntime {
   // Times every kernel and the whole program (see docs/targets.md "### Benchmarking").
   Expected<BenchReport> bench(const Graph& g, const ValueMap& inputs, const std::vector<KernelBuild>& builds,
                               const BenchOptions& options, const ScalarArgs& scalars = {});
+  // Loads `g` once for repeated timing by the caller (TimedProgram) with the cubins of `builds`;
+  // the program takes `rt` along, so the context outlives the program's device memory.
+  static Expected<std::unique_ptr<TimedProgram>> prepare(std::unique_ptr<CudaRuntime> rt, const Graph& g,
+                                                         const ValueMap& inputs,
+                                                         const std::vector<KernelBuild>& builds,
+                                                         const ScalarArgs& scalars, const TimingOptions& timing);
 
  private:
+  friend class CudaTimedProgram;
   explicit CudaRuntime(std::shared_ptr<const DriverApi> api) : api_(std::move(api)) {}
 #if TESSERA_HAVE_CUDA
   struct Loaded;

@@ -8,8 +8,10 @@
 // capability; options.arch when given) and hand them to CudaRuntime (the Driver API, opened at
 // run time with dlopen by DriverApi, so the same binary runs on a machine without a GPU and says
 // so: "no CUDA driver / GPU found: <reason>").
+// The timing extension (timing_extension.h, exported below) builds the same way and hands the
+// loaded program to its caller for launch-by-launch timing.
 // Tests: tests/unit/nvrtc_compiler_test.cpp, tests/unit/cuda_emitter_test.cpp,
-// tests/unit/cuda_runtime_test.cpp.
+// tests/unit/cuda_runtime_test.cpp, tests/unit/kernel_bench_test.cpp.
 #include "cuda_target.h"
 
 #include <algorithm>
@@ -66,6 +68,16 @@ class CudaTarget final : public Target {
     TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<CudaRuntime> rt, open_runtime());
     TESSERA_ASSIGN_OR_RETURN(std::vector<KernelBuild> builds, build(g, for_device(options, rt->device())));
     return rt->bench(g, inputs, builds, bench_options, options.scalars);
+  }
+
+  // The timing extension's open (timing_extension.h): the same build and runtime as bench().
+  static Expected<std::unique_ptr<TimedProgram>> open_timed(const Graph& g, const ValueMap& inputs,
+                                                            const TargetOptions& options, const TimingOptions& timing) {
+    TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<CudaRuntime> rt, open_runtime());
+    CudaTarget target;
+    const TargetOptions o = for_device(options, rt->device());
+    TESSERA_ASSIGN_OR_RETURN(std::vector<KernelBuild> builds, target.build(g, o));
+    return CudaRuntime::prepare(std::move(rt), g, inputs, builds, o.scalars, timing);
   }
 
   Expected<std::vector<KernelBuild>> build(const Graph& g, const TargetOptions& options) override {
@@ -150,3 +162,10 @@ class CudaTarget final : public Target {
 std::unique_ptr<Target> make_cuda_target() { return std::make_unique<CudaTarget>(); }
 
 }  // namespace tessera
+
+// The timing extension's entry point, beside the plugin's (see timing_extension.h).
+extern "C" __attribute__((visibility("default"))) const tessera::TimingExtension* tessera_cuda_timing_extension() {
+  static const tessera::TimingExtension extension{tessera::kTimingExtensionVersion, tessera::kPluginApiVersion,
+                                                  &tessera::CudaTarget::open_timed};
+  return &extension;
+}

@@ -1,0 +1,85 @@
+// The cuda target's GPU path on the stand-in driver (tests/support/fake_cuda): `tessera run`,
+// `run --bench` and `ab --bench` run in child processes whose LD_LIBRARY_PATH finds the fake
+// libcuda.so.1 first. The fake runs no kernel (outputs keep the zeros of their allocation, so the
+// programs here compute zeros) and counts 1 µs per launch; it exits with status 97 on a misuse of
+// the Driver API (no current context, freeing or reading back before waiting, leaks at exit).
+// Built only with the CUDA toolkit (the fake needs cuda.h); NVRTC compiles the kernels for real.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <string>
+
+#include "support/cli_runner.h"
+
+#if TESSERA_HAVE_CUDA && defined(TESSERA_FAKE_CUDA_DIR)
+#include <cuda.h>
+
+namespace tessera {
+namespace {
+
+constexpr const char* kPipeline = TESSERA_SOURCE_DIR "/pipelines/default.yaml";
+constexpr const char* kZeros = "torch.randn(4,6) * 0";  // the right answer is what the fake leaves
+
+test::CliResult run_on_fake(const std::vector<std::string>& args) {
+  return test::run_cli(args, {{"LD_LIBRARY_PATH", TESSERA_FAKE_CUDA_DIR}});
+}
+
+TEST(FakeDriverTest, RunAndRunBenchUseTheDriverCorrectly) {
+  test::CliResult r = run_on_fake({"run", "--target", "cuda", "-c", kZeros});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("mul  max abs err 0"), std::string::npos) << r.out;
+  r = run_on_fake({"run", "--target", "cuda", "--bench", "--iterations", "3", "--flush-l2", "-c", kZeros});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bench: Fake GPU (tests)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("program (kernels back to back): 1.00 us median"), std::string::npos) << r.out;
+}
+
+TEST(FakeDriverTest, AbBenchOfAPipelineAgainstItselfIsNoDifference) {
+  test::CliResult r = run_on_fake({"ab", kPipeline, kPipeline, "-c", kZeros, "--bench", "--iterations", "20"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string p = kPipeline;
+  EXPECT_EQ(r.out,
+            "ab --bench: Fake GPU (tests) (sm_90), 20 interleaved whole-program runs per side after warm-up, inputs: "
+            "seed 0\n"
+            "  A  " + p + "  (1 kernel)  median 1.00 us  (10 warm-up runs)\n"
+            "     mul  max rel err 0 (rtol 0.0001)  ok\n"
+            "  B  " + p + "  (1 kernel)  median 1.00 us  (10 warm-up runs)\n"
+            "     mul  max rel err 0 (rtol 0.0001)  ok\n"
+            "  B/A latency ratio 1.000  95% CI [1.000, 1.000]  (bootstrap of the ratio of medians: 10000 paired "
+            "resamples, seed 1)\n"
+            "  verdict: no difference\n");
+}
+
+TEST(FakeDriverTest, AbBenchTimesNothingWhenAnOutputMismatches) {
+  // The fake computes nothing, so x + 1 comes back as zeros: both sides mismatch.
+  test::CliResult r = run_on_fake({"ab", kPipeline, kPipeline, "-c", "torch.randn(4,6) + 1", "--bench"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("add  max rel err 1 (rtol 0.0001)  MISMATCH"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not timed: an output does not match the reference"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("verdict"), std::string::npos) << r.out;
+}
+
+// The checks can fail: a call without a current context ends the process with status 97.
+TEST(FakeDriverTest, TheFakeCatchesAMisuse) {
+  auto misuse = [] {
+    void* lib = dlopen(TESSERA_FAKE_CUDA_DIR "/libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) std::_Exit(1);
+    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+    void* init = nullptr;
+    void* alloc = nullptr;
+    get_proc("cuInit", &init, CUDA_VERSION, 0, nullptr);
+    get_proc("cuMemAlloc", &alloc, CUDA_VERSION, 0, nullptr);
+    reinterpret_cast<decltype(&::cuInit)>(init)(0);
+    CUdeviceptr p = 0;
+    reinterpret_cast<decltype(&::cuMemAlloc)>(alloc)(&p, 16);  // no context retained or current
+    std::_Exit(0);
+  };
+  EXPECT_EXIT(misuse(), ::testing::ExitedWithCode(97), "fake libcuda: cuMemAlloc without a retained primary context");
+}
+
+}  // namespace
+}  // namespace tessera
+
+#endif
