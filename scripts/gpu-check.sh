@@ -7,7 +7,8 @@
 #      scalar arguments, 2-D grids, the kernel benchmark path),
 #   2. `tessera run --target cuda` on the whole op corpus, each output checked against the
 #      reference evaluator,
-#   3. the suite's quick tier (or --tier full) against PyTorch eager and torch.compile, writing the
+#   3. tessera_kernel_bench over the suite's tier (Google Benchmark JSON, one entry per kernel),
+#   4. the suite's quick tier (or --tier full) against PyTorch eager and torch.compile, writing the
 #      report (report.md, report.json, plot) under RESULTS_DIR/suite.
 # Every step runs even when an earlier one fails; logs go to RESULTS_DIR (default ./gpu-check-<date>)
 # and the exit status is non-zero when any step failed.
@@ -19,7 +20,7 @@ tier=quick
 while [ $# -gt 0 ]; do
   case "$1" in
     --tier) tier=${2:?--tier needs quick or full}; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) results=$1; shift ;;
   esac
 done
@@ -64,13 +65,15 @@ no_skips() {  # no_skips STEP JSON: fails STEP when its GoogleTest JSON reports 
 
 step smoke "$here/bin/tessera" run --target cuda -c "torch.relu(torch.randn(4, 1000)) * 2"
 step gpu-tests "$here/bin/tessera_tests" \
-  --gtest_filter='CudaGpuTest.*:KernelAbiTest.Gpu*:-CudaGpuTest.CliRunsTheCorpus' \
+  --gtest_filter='CudaGpuTest.*:KernelAbiTest.Gpu*:TimingExtensionGpuTest.*:-CudaGpuTest.CliRunsTheCorpus' \
   --gtest_output="json:$results/gpu-tests.json"
 no_skips gpu-tests "$results/gpu-tests.json"
 step corpus-cuda "$here/bin/tessera_tests" --gtest_filter='CudaGpuTest.CliRunsTheCorpus' \
   --gtest_output="json:$results/corpus-cuda.json"
 no_skips corpus-cuda "$results/corpus-cuda.json"
 if [ -f "$here/bench/suite.yaml" ]; then
+  step kernel-bench "$here/bin/tessera_kernel_bench" --suite "$here/bench/suite.yaml" --tier "$tier" \
+    --benchmark_out="$results/kernel-bench.json" --benchmark_out_format=json
   step suite "$here/bin/tessera" bench --suite "$here/bench/suite.yaml" --tier "$tier" --out "$results/suite"
 else
   failed+=("suite (bench/suite.yaml is not in the bundle)")

@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 "$source_dir/scripts/bundle.sh" "$work/bundle" "$build_dir" > "$work/bundle.log" 2>&1 || {
   cat "$work/bundle.log"; echo "FAIL: bundle.sh failed"; exit 1; }
 grep -q "^bundle: $work/bundle (" "$work/bundle.log" || { cat "$work/bundle.log"; echo "FAIL: no size line"; exit 1; }
-for f in bin/tessera bin/tessera_tests lib/tessera/plugins/libcuda.so lib/tessera/plugins/libtorch_expr.so \
+for f in bin/tessera bin/tessera_tests bin/tessera_kernel_bench lib/tessera/plugins/libcuda.so lib/tessera/plugins/libtorch_expr.so \
          share/tessera/devices.yaml share/tessera/pipelines/default.yaml gpu-check.sh; do
   [ -e "$work/bundle/$f" ] || { echo "FAIL: $f is not in the bundle"; exit 1; }
 done
