@@ -662,9 +662,17 @@ Status verify_graph(const Graph& g, Dialect expected) {
       }
     }
     // The frontend's limits hold for IR from any source (graph JSON or printed IR), so no later
-    // pass does index arithmetic that overflows: at most 2^40 elements and 64 dimensions.
-    constexpr int64_t kMaxElements = int64_t{1} << 40;
+    // pass does index arithmetic that overflows: at most 2^40 elements for a tensor that is stored
+    // (an input, parameter, constant or output) and 64 dimensions. A computed intermediate may be
+    // larger, up to 2^44: the iteration space of a contraction is a tensor in Tensor IR (a
+    // Linear's tokens x vocabulary x hidden is 1.1e12 for Qwen2.5-7B's lm_head at 2048 tokens),
+    // and fusion never stores it. Indices and byte counts of either stay far from 2^63.
+    constexpr int64_t kMaxStoredElements = int64_t{1} << 40;
+    constexpr int64_t kMaxComputedElements = int64_t{1} << 44;
     constexpr size_t kMaxRank = 64;
+    const bool stored = n->op_as<InputOp>() != nullptr || n->op_as<ConstantOp>() != nullptr ||
+                        std::find(g.outputs().begin(), g.outputs().end(), n->id) != g.outputs().end();
+    const int64_t max_elements = stored ? kMaxStoredElements : kMaxComputedElements;
     if (n->type.shape.size() > kMaxRank)
       return node_error(*n, "type has rank " + std::to_string(n->type.shape.size()) + "; the limit is " +
                                 std::to_string(kMaxRank));
@@ -672,8 +680,9 @@ Status verify_graph(const Graph& g, Dialect expected) {
     for (const Dim& d : n->type.shape) {
       if (d.value() < 0)
         return node_error(*n, "type " + n->type.str() + " has a negative dimension");
-      if (d.value() > 0 && elements > kMaxElements / d.value())
-        return node_error(*n, "type " + n->type.str() + " is too large (more than 2^40 elements)");
+      if (d.value() > 0 && elements > max_elements / d.value())
+        return node_error(*n, "type " + n->type.str() + " is too large (more than " +
+                                  (stored ? "2^40 elements for a stored tensor" : "2^44 elements") + ")");
       elements *= d.value();
     }
     Dialect d = n->op->dialect();
