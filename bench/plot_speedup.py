@@ -23,6 +23,7 @@ def main(argv):
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
     except ImportError as e:
         print("matplotlib is not installed (%s)" % e, file=sys.stderr)
         return 3
@@ -47,6 +48,9 @@ def main(argv):
     ax.bar([x + width / 2 for x in xs], compiled, width, label="vs torch.compile", color="#dd8452")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
+    times = FuncFormatter(lambda v, _: "%g×" % v)
+    ax.yaxis.set_major_formatter(times)
+    ax.yaxis.set_minor_formatter(times)
     ax.set_ylabel("speedup (PyTorch time / Tessera time)")
     ax.set_xticks(xs)
     ax.set_xticklabels([e["id"] for e in entries], rotation=90, fontsize=6)

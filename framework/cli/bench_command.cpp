@@ -56,6 +56,7 @@ struct BenchFlags {
   std::string baseline_mode = "default";
   std::string baseline_script;
   std::string cache_dir;
+  std::string target = "cuda";
   int iterations = 50;
   double reference_limit_gflop = 0.25;
   double memory_limit_gb = 0;
@@ -199,8 +200,9 @@ std::string format_error(double v) {
   return buf;
 }
 
+// Without `timing` (the sim target) the entry is compiled, run, checked and its IO saved, not timed.
 TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, const TargetOptions& to,
-                            const BenchFlags& flags, const fs::path& out_dir) {
+                            const BenchFlags& flags, const fs::path& out_dir, bool timing) {
   TesseraResult r;
   r.id = e.id;
   r.family = e.family;
@@ -210,7 +212,6 @@ TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, con
   r.seq = e.seq;
   r.kv = e.kv;
   auto fail = [&](const std::string& stage, const Diagnostic& d) {
-    r.ok = false;
     r.error = stage + ": " + first_line(d.render());
     std::cerr << "error: entry '" << e.id << "': " << stage << ":\n" << d.render();
     return r;
@@ -219,11 +220,15 @@ TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, con
   const Clock::time_point t0 = Clock::now();
   auto compiled = compile_entry(s, target, e);
   if (!compiled) return fail("compile", compiled.error());
-  auto builds = target.build(compiled->lowered, to);  // NVRTC now, so compile_s covers it
-  if (!builds) return fail("NVRTC", builds.error());
+  if (timing) {
+    auto builds = target.build(compiled->lowered, to);  // NVRTC now, so compile_s covers it
+    if (!builds) return fail("NVRTC", builds.error());
+    r.kernels = static_cast<int>(builds->size());
+    for (const KernelBuild& b : *builds) r.kernels_from_cache += b.from_cache;
+  } else {
+    for (const Node* n : compiled->kernel_ir.nodes()) r.kernels += n->op_as<KernelOp>() != nullptr;
+  }
   r.compile_s = seconds_since(t0);
-  r.kernels = static_cast<int>(builds->size());
-  for (const KernelBuild& b : *builds) r.kernels_from_cache += b.from_cache;
 
   const ValueMap inputs = make_inputs(compiled->torch, 0);
   // The reference check, unless its work or memory is too big to wait for here.
@@ -264,6 +269,17 @@ TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, con
   const fs::path io = out_dir / "io" / (e.id + ".safetensors");
   if (Status saved = save_run_io(io.string(), compiled->torch, inputs, ran->outputs, e.program); !saved)
     return fail("--save-io", saved.error());
+  r.ran = true;
+  double kernel_flops = 0;
+  for (const Node* n : compiled->kernel_ir.nodes())
+    if (n->op_as<KernelOp>()) {
+      const KernelCost cost = KernelCost::of(compiled->kernel_ir, *n);
+      r.bytes += static_cast<double>(cost.bytes);
+      kernel_flops += cost.flops;
+    }
+  r.flops = e.flops ? *e.flops : kernel_flops;
+  r.flops_source = e.flops ? "suite" : "kernel IR";
+  if (!timing) return r;
 
   BenchOptions bo;
   bo.iterations = flags.iterations;
@@ -272,15 +288,8 @@ TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, con
   auto timed = target.bench(compiled->lowered, inputs, to, bo);
   if (!timed) return fail("bench", timed.error());
   const std::vector<BenchRow> rows = bench_rows(*timed, compiled->kernel_ir);
-  double kernel_flops = 0;
-  for (const BenchRow& row : rows) {
-    r.bytes += static_cast<double>(row.cost.bytes);
-    kernel_flops += row.cost.flops;
-  }
-  r.flops = e.flops ? *e.flops : kernel_flops;
-  r.flops_source = e.flops ? "suite" : "kernel IR";
   r.tessera_us = timed->program_median_us;
-  r.ok = true;
+  r.timed = true;
   std::ofstream(out_dir / "kernels" / (e.id + ".json")) << bench_json(*timed, rows);
   return r;
 }
@@ -291,7 +300,7 @@ Baseline run_baseline(const BenchFlags& flags, const std::vector<TesseraResult>&
   b.mode = flags.baseline_mode;
   std::string ids;
   for (const TesseraResult& r : rows)
-    if (r.ok) ids += (ids.empty() ? "" : ",") + r.id;
+    if (r.ran) ids += (ids.empty() ? "" : ",") + r.id;
   if (ids.empty()) {
     b.reason = "no entry ran in Tessera";
     return b;
@@ -323,7 +332,7 @@ Baseline run_baseline(const BenchFlags& flags, const std::vector<TesseraResult>&
                               log.string(), log.string());
   const std::string gist = last_line_of_file(log.string());
   if (rc != 0) {
-    b.reason = rc == 2 ? "the baseline found no CUDA device (" + gist + ")"
+    b.reason = rc == 2 ? "the baseline measured nothing (" + gist + ")"
                        : "the baseline script failed with exit code " + std::to_string(rc) + (gist.empty() ? "" : ": " + gist);
     return b;
   }
@@ -375,7 +384,9 @@ Status write_report(ReportContext ctx, const std::vector<TesseraResult>& rows, c
       ctx.plot_file = "speedup.png";
     } else {
       const std::string gist = last_line_of_file(log.string());
-      ctx.plot_note = rc == 3 ? "matplotlib is not installed" : "the plot script failed (" + gist + ")";
+      ctx.plot_note = rc == 3   ? "matplotlib is not installed"
+                      : rc == 4 ? "there are no speedups to plot (no PyTorch times)"
+                                : "the plot script failed (" + gist + ")";
     }
   }
   files = write_bench_report(ctx, rows, baseline);
@@ -403,7 +414,8 @@ int bench_command(int argc, char** argv, int first) {
       ("iterations", po::value(&flags.iterations)->value_name("N"), "timed runs after warm-up (default 50)")
       ("reference-limit", po::value(&flags.reference_limit_gflop)->value_name("GFLOP"), "skip the reference check of entries whose reference work exceeds this (default 0.25); PyTorch checks them")
       ("memory-limit", po::value(&flags.memory_limit_gb)->value_name("GB"), "host memory the reference check may use (default: half the physical memory)")
-      ("cache-dir", po::value(&flags.cache_dir)->value_name("DIR"), "kernel cache of the cuda target (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)");
+      ("cache-dir", po::value(&flags.cache_dir)->value_name("DIR"), "kernel cache of the cuda target (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)")
+      ("target", po::value(&flags.target)->value_name("cuda|sim"), "cuda (default) runs and times every entry; sim only runs and checks them on the CPU simulator (no timing, no GPU)");
   add_global_options(desc, global);
   auto args = strip_verbosity(argc, argv, first, global.verbosity);
   po::variables_map vm;
@@ -423,6 +435,14 @@ int bench_command(int argc, char** argv, int first) {
   if (flags.baseline_mode != "default" && flags.baseline_mode != "max-autotune") {
     std::cerr << "error: tessera bench --baseline-mode must be default or max-autotune, got '" << flags.baseline_mode
               << "'\n";
+    return kExitUsage;
+  }
+  if (flags.target != "cuda" && flags.target != "sim") {
+    std::cerr << "error: tessera bench --target must be cuda or sim, got '" << flags.target << "'\n";
+    return kExitUsage;
+  }
+  if (flags.dry_run && flags.target != "cuda") {
+    std::cerr << "error: tessera bench --dry-run compiles for the cuda target; --target sim does not apply\n";
     return kExitUsage;
   }
   if (flags.iterations < 1) {
@@ -460,16 +480,23 @@ int bench_command(int argc, char** argv, int first) {
     return dry_run(*session, *target, *selected, to);
   }
 
-  std::string why;
-  if (!target->available(&why)) {
+  const bool timing = flags.target == "cuda";
+  if (!timing) {
+    int exit_code = kExitOk;
+    target = pick_target(registry, flags.target, "tessera bench", exit_code);
+    if (!target) return exit_code;
+    if (!pipeline_reaches_target(*session, *target, "tessera bench", std::cerr)) return kExitUsage;
+  } else if (std::string why; !target->available(&why)) {
     std::cerr << "error: tessera bench: no CUDA driver/GPU: " << why << " (--dry-run compiles the suite without one)\n";
     return kExitError;
   }
   const TargetOptions to = target_options(*session, *target, global.arch, flags.cache_dir);
   const std::optional<DeviceDesc> hw = target->query_device();
-  const std::string driver_name = hw ? hw->name : session->device->full_name;
+  const std::string driver_name =
+      hw ? hw->name : flags.target + " target (" + session->device->name + "'s description)";
   // The peaks: --device when given, else the table's entry for this GPU, else the session's device.
-  const DeviceDesc* peaks = !global.device.empty() ? session->device : device_for_driver_name(session->devices, driver_name);
+  const DeviceDesc* peaks = !global.device.empty() || !timing ? session->device
+                                                              : device_for_driver_name(session->devices, driver_name);
   if (!peaks) {
     std::cerr << "note: tessera bench: '" << driver_name << "' is not in data/devices.yaml; percentages use "
               << session->device->name << "'s peaks (--device NAME)\n";
@@ -478,12 +505,12 @@ int bench_command(int argc, char** argv, int first) {
 
   fs::path out_dir = flags.out;
   if (out_dir.empty()) {
-    std::string gpu = peaks->name;
+    const std::string gpu = timing ? peaks->name : flags.target;
     out_dir = fs::path(flags.suite).parent_path() / "results" / (gpu + "-" + today());
   }
   std::error_code ec;
   fs::create_directories(out_dir / "io", ec);
-  fs::create_directories(out_dir / "kernels", ec);
+  if (!ec && timing) fs::create_directories(out_dir / "kernels", ec);
   if (ec) {
     std::cerr << "error: tessera bench: cannot create " << out_dir.string() << ": " << ec.message() << "\n";
     return kExitError;
@@ -494,9 +521,11 @@ int bench_command(int argc, char** argv, int first) {
   Progress progress("bench", selected->size());
   std::vector<TesseraResult> rows;
   for (const SuiteEntry* e : *selected) {
-    rows.push_back(measure_entry(*session, *target, *e, to, flags, out_dir));
+    rows.push_back(measure_entry(*session, *target, *e, to, flags, out_dir, timing));
     const TesseraResult& r = rows.back();
-    progress.done(e->id, r.ok ? fmt(r.tessera_us, 2) + " us, check " + r.check : "FAILED");
+    progress.done(e->id, !r.ran     ? std::string("FAILED")
+                         : r.timed ? fmt(r.tessera_us, 2) + " us, check " + r.check
+                                   : "check " + r.check + (timing ? ", timing FAILED" : ", not timed"));
   }
 
   const Baseline baseline = run_baseline(flags, rows, out_dir);
@@ -510,14 +539,16 @@ int bench_command(int argc, char** argv, int first) {
   ctx.suite_file = flags.suite;
   ctx.tier = flags.tier;
   ctx.tessera_version = TESSERA_VERSION;
-  ctx.timing = "whole program replayed as a CUDA graph, L2 flushed before every run, median of " +
-               std::to_string(flags.iterations) + " timed runs after warm-up; pipeline " + session->pipeline.name +
-               ", kernels built for " + to.arch;
+  ctx.timing = timing ? "whole program replayed as a CUDA graph, L2 flushed before every run, median of " +
+                            std::to_string(flags.iterations) + " timed runs after warm-up; pipeline " +
+                            session->pipeline.name + ", kernels built for " + to.arch
+                      : "not timed: run and checked on the " + flags.target + " target (pipeline " +
+                            session->pipeline.name + ")";
   if (Status st = write_report(ctx, rows, baseline, out_dir); !st) return report(std::cerr, st.error());
   std::cout << "report: " << (out_dir / "report.md").string() << "\n";
 
   bool all_ok = true;
-  for (const TesseraResult& r : rows) all_ok = all_ok && r.ok && r.check != "fail";
+  for (const TesseraResult& r : rows) all_ok = all_ok && r.ran && r.error.empty() && r.check != "fail";
   for (const auto& [id, b] : baseline.entries) all_ok = all_ok && b.check != "fail";
   return all_ok ? kExitOk : kExitError;
 }

@@ -31,7 +31,7 @@ std::string opt_us(const std::optional<double>& v) { return v ? fmt_us(*v) : "n/
 ojson opt_json(const std::optional<double>& v) { return v ? ojson(*v) : ojson(nullptr); }
 
 std::optional<double> speedup(const TesseraResult& r, const std::optional<double>& baseline_us) {
-  if (!r.ok || !(r.tessera_us > 0) || !baseline_us || !(*baseline_us > 0)) return std::nullopt;
+  if (!r.timed || !(r.tessera_us > 0) || !baseline_us || !(*baseline_us > 0)) return std::nullopt;
   return *baseline_us / r.tessera_us;
 }
 
@@ -69,7 +69,7 @@ struct Derived {
 };
 
 std::string output_verdict(const TesseraResult& r, const BaselineResult* b) {
-  if (!r.ok) return "not run";
+  if (!r.ran) return "not run";
   const std::string torch = b ? b->check : "skipped";
   if (r.check == "fail" || torch == "fail") return "FAIL";
   if (r.check == "pass" || torch == "pass") return "pass";
@@ -126,12 +126,14 @@ Expected<Baseline> parse_baseline_json(const std::string& text, const std::strin
   Baseline b;
   b.available = true;
   b.mode = mode;
-  auto str = [&](const char* key) -> std::string {
-    return doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>() : std::string();
+  auto str = [&](const char* key, const char* older_key) -> std::string {
+    for (const char* k : {key, older_key})
+      if (doc.contains(k) && doc[k].is_string()) return doc[k].get<std::string>();
+    return "";
   };
-  b.device = str("device");
-  b.torch = str("torch");
-  b.cuda = str("cuda");
+  b.device = str("device", "device");
+  b.torch = str("torch_version", "torch");
+  b.cuda = str("cuda_version", "cuda");
   if (!doc.contains("entries") || !doc["entries"].is_array()) return make_error("the baseline JSON has no 'entries' list");
   size_t index = 0;
   for (const nlohmann::json& e : doc["entries"]) {
@@ -161,6 +163,10 @@ Expected<Baseline> parse_baseline_json(const std::string& text, const std::strin
       if (c.contains("max_rel") && c["max_rel"].is_number()) r.max_rel = c["max_rel"].get<double>();
       if (c.contains("detail") && c["detail"].is_string()) r.detail = c["detail"].get<std::string>();
     }
+    if (e.contains("errors") && !e["errors"].is_null()) {
+      if (!e["errors"].is_array()) return make_error(where + " 'errors' is not a list");
+      for (const nlohmann::json& err : e["errors"]) r.errors.push_back(err.is_string() ? err.get<std::string>() : err.dump());
+    }
     b.entries[e["id"].get<std::string>()] = r;
   }
   return b;
@@ -178,7 +184,7 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
       d.vs_eager = speedup(r, d.b->eager_us);
       d.vs_compiled = speedup(r, d.b->compiled_us);
     }
-    if (r.ok && r.tessera_us > 0) {
+    if (r.timed && r.tessera_us > 0) {
       d.gbps = r.bytes / (r.tessera_us * 1e3);
       d.tflops = r.flops / (r.tessera_us * 1e6);
       d.pct_bw = ctx.peaks.dram_gbps > 0 ? 100 * d.gbps / ctx.peaks.dram_gbps : 0;
@@ -218,9 +224,10 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
     const TesseraResult& r = *d.r;
     ojson e = {{"id", r.id}, {"family", r.family}, {"model", r.model}, {"phase", r.phase}, {"seq", r.seq},
                {"kv", r.kv}, {"dtype", r.dtype}};
-    e["tessera"] = {{"ok", r.ok},
-                    {"error", r.ok ? ojson(nullptr) : ojson(r.error)},
-                    {"us", r.ok ? ojson(r.tessera_us) : ojson(nullptr)},
+    e["tessera"] = {{"ran", r.ran},
+                    {"timed", r.timed},
+                    {"error", r.error.empty() ? ojson(nullptr) : ojson(r.error)},
+                    {"us", r.timed ? ojson(r.tessera_us) : ojson(nullptr)},
                     {"compile_s", r.compile_s},
                     {"kernels", r.kernels},
                     {"kernels_from_cache", r.kernels_from_cache},
@@ -239,7 +246,8 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
                       {"compiled_plain_us", opt_json(d.b->compiled_plain_us)},
                       {"compile_s", opt_json(d.b->compile_s)},
                       {"check", {{"status", d.b->check}, {"max_abs", opt_json(d.b->max_abs)},
-                                 {"max_rel", opt_json(d.b->max_rel)}, {"detail", d.b->detail}}}};
+                                 {"max_rel", opt_json(d.b->max_rel)}, {"detail", d.b->detail}}},
+                      {"errors", d.b->errors}};
     } else {
       e["pytorch"] = nullptr;
     }
@@ -255,7 +263,7 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
     (*d->vs_compiled > 1 ? wins : losses).push_back({{"id", d->r->id}, {"speedup_vs_compiled", *d->vs_compiled}});
   std::vector<std::string> failed;
   for (const TesseraResult& r : rows)
-    if (!r.ok) failed.push_back(r.id);
+    if (!r.error.empty()) failed.push_back(r.id);
 
   ojson doc = {
       {"date", ctx.date},
@@ -326,7 +334,7 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
   if (!failed.empty()) {
     md << "\nFailed in Tessera (" << failed.size() << ", left out of the geomeans):\n\n";
     for (const TesseraResult& r : rows)
-      if (!r.ok) md << "- `" << r.id << "`: " << cell(r.error) << "\n";
+      if (!r.error.empty()) md << "- `" << r.id << "`: " << cell(r.error) << "\n";
   }
 
   md << "\n## Plot\n\n";
@@ -342,7 +350,7 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
   for (const Derived& d : derived) {
     const TesseraResult& r = *d.r;
     md << "| `" << r.id << "` | " << r.family << " | ";
-    if (!r.ok) {
+    if (!r.ran) {
       md << "failed | " << (d.b ? opt_us(d.b->eager_us) : "n/a") << " | " << (d.b ? opt_us(d.b->compiled_us) : "n/a")
          << " | " << fmt(r.compile_s, 2) << " | " << (d.b && d.b->compile_s ? fmt(*d.b->compile_s, 1) : "n/a")
          << " | n/a | n/a | n/a | n/a | n/a | n/a | not run |\n";
@@ -351,27 +359,36 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
     std::string check = d.output_check + " (reference: " + r.check;
     if (d.b) check += "; PyTorch: " + d.b->check;
     check += ")";
-    md << fmt_us(r.tessera_us) << " | " << (d.b ? opt_us(d.b->eager_us) : "n/a") << " | "
+    md << (r.timed ? fmt_us(r.tessera_us) : "not timed") << " | " << (d.b ? opt_us(d.b->eager_us) : "n/a") << " | "
        << (d.b ? opt_us(d.b->compiled_us) : "n/a") << " | " << fmt(r.compile_s, 2) << " | "
        << (d.b && d.b->compile_s ? fmt(*d.b->compile_s, 1) : "n/a") << " | "
        << (d.vs_eager ? fmt_speedup(*d.vs_eager) : "n/a") << " | "
-       << (d.vs_compiled ? fmt_speedup(*d.vs_compiled) : "n/a") << " | " << fmt(d.gbps, 0) << " | "
-       << fmt(d.pct_bw, 1) << " | " << fmt(d.tflops, 2) << " | " << fmt(d.pct_compute, 1) << " | " << cell(check)
-       << " |\n";
+       << (d.vs_compiled ? fmt_speedup(*d.vs_compiled) : "n/a") << " | ";
+    if (r.timed)
+      md << fmt(d.gbps, 0) << " | " << fmt(d.pct_bw, 1) << " | " << fmt(d.tflops, 2) << " | " << fmt(d.pct_compute, 1);
+    else
+      md << "n/a | n/a | n/a | n/a";
+    md << " | " << cell(check) << " |\n";
   }
 
   // Checks that did not pass, with their details.
   bool any_note = false;
   for (const Derived& d : derived) {
     const TesseraResult& r = *d.r;
-    if (!r.ok) continue;
+    if (!r.ran) continue;
     const bool ref_note = r.check != "pass" && !r.check_detail.empty();
     const bool torch_note = d.b && d.b->check != "pass" && !d.b->detail.empty();
-    if (!ref_note && !torch_note) continue;
+    const bool torch_errors = d.b && !d.b->errors.empty();
+    if (!ref_note && !torch_note && !torch_errors) continue;
     if (!any_note) md << "\n## Output checks\n\n";
     any_note = true;
     if (ref_note) md << "- `" << r.id << "` reference " << r.check << ": " << cell(r.check_detail) << "\n";
     if (torch_note) md << "- `" << r.id << "` PyTorch " << d.b->check << ": " << cell(d.b->detail) << "\n";
+    if (torch_errors) {
+      std::string all;
+      for (const std::string& e : d.b->errors) all += (all.empty() ? "" : "; ") + first_line(e);
+      md << "- `" << r.id << "` PyTorch raised: " << cell(all) << "\n";
+    }
   }
 
   return {doc.dump(2) + "\n", md.str()};

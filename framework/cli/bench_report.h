@@ -25,8 +25,9 @@ namespace tessera::cli {
 struct TesseraResult {
   std::string id, family, model, phase, dtype;
   int64_t seq = 0, kv = 0;
-  bool ok = false;            // compiled, ran and was timed
-  std::string error;          // when !ok: the first line of what went wrong
+  bool ran = false;           // compiled, ran on the target and checked; its IO file is written
+  bool timed = false;         // tessera_us holds its time (not on a target without a clock: sim)
+  std::string error;          // what went wrong, first line ("" when nothing did)
   double tessera_us = 0;      // the whole program's median (CUDA graph replay, L2 flushed)
   double compile_s = 0;       // frontend + pipeline + NVRTC (kernels from the cache count as fetched)
   int kernels = 0;
@@ -44,6 +45,7 @@ struct BaselineResult {
   std::string check = "skipped";  // pass | fail | skipped: PyTorch's outputs against Tessera's
   std::optional<double> max_abs, max_rel;
   std::string detail;
+  std::vector<std::string> errors;  // what PyTorch raised (e.g. out of memory), when it did
 };
 
 struct Baseline {
@@ -53,9 +55,10 @@ struct Baseline {
   std::map<std::string, BaselineResult> entries;  // by entry id
 };
 
-// Parses the baseline script's JSON ({device, torch, cuda, l2_bytes, entries: [{id, eager_us,
-// compiled_us, eager_plain_us, compiled_plain_us, compile_s, check: {status, max_abs, max_rel,
-// detail}}]}); numbers may be null. A malformed document is an error naming the field.
+// Parses the baseline script's JSON ({device, torch_version (or torch), cuda_version (or cuda),
+// l2_bytes, entries: [{id, eager_us, compiled_us, eager_plain_us, compiled_plain_us, compile_s,
+// check: {status, max_abs, max_rel, detail}, errors: [...]}]}); numbers may be null. A malformed
+// document is an error naming the field.
 Expected<Baseline> parse_baseline_json(const std::string& text, const std::string& mode);
 
 struct ReportContext {

@@ -4,6 +4,7 @@
 // clear message; usage and suite errors exit as documented.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -146,6 +147,12 @@ TEST(BenchCli, UsageErrors) {
   r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "full", "--entries", "fixture-decode-f32-softmx"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("did you mean 'fixture-decode-f32-softmax'?"), std::string::npos) << r.err;
+  r = run_cli({"bench", "--suite", kFixtureSuite, "--target", "tpu"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--target must be cuda or sim, got 'tpu'"), std::string::npos) << r.err;
+  r = run_cli({"bench", "--suite", kFixtureSuite, "--target", "sim", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--dry-run compiles for the cuda target"), std::string::npos) << r.err;
 }
 
 TEST(BenchCli, InvalidSuiteIsALocatedError) {
@@ -154,6 +161,135 @@ TEST(BenchCli, InvalidSuiteIsALocatedError) {
   auto r = run_cli({"bench", "--suite", suite, "--dry-run"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(suite + ":4:5: error: unknown key 'famly' in an entry"), std::string::npos) << r.err;
+}
+
+const std::string kFakeBaseline = std::string(TESSERA_SOURCE_DIR) + "/tests/bench/fake_pytorch_baseline.py";
+
+bool have_python3() { return std::system("python3 -c pass > /dev/null 2>&1") == 0; }
+
+// The whole flow without a GPU: the sim target runs and checks every entry and saves its IO, the
+// baseline script is called once for all of them, and the report joins both.
+TEST(BenchCli, SimTargetRunsChecksSavesIoAndReports) {
+  if (!have_python3()) GTEST_SKIP() << "python3 is not on PATH (the baseline script needs it)";
+  TempDir tmp;
+  auto r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "full", "--target", "sim", "--out", tmp.path(),
+                    "--baseline-script", kFakeBaseline, "--baseline-mode", "max-autotune", "--iterations", "7"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("report: " + tmp.path() + "/report.md"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("bench: [2/3] fixture-decode-f32-softmax: check pass, not timed  (elapsed "), std::string::npos)
+      << r.err;
+
+  // The baseline got every entry, the IO directory, the mode and the iterations.
+  const nlohmann::json args = nlohmann::json::parse(read_file(tmp.path() + "/baseline.json.args"));
+  const std::vector<std::string> expected_args = {
+      "--suite", kFixtureSuite, "--tier", "full", "--entries",
+      "fixture-prefill16-f32-rmsnorm,fixture-decode-f32-softmax,fixture-prefill8-bf16-proj", "--io-dir",
+      tmp.path() + "/io", "--mode", "max-autotune", "--iterations", "7", "--out", tmp.path() + "/baseline.json"};
+  EXPECT_EQ(args.get<std::vector<std::string>>(), expected_args);
+  EXPECT_NE(read_file(tmp.path() + "/baseline.log").find("fake_pytorch_baseline: 3 entries"), std::string::npos);
+
+  // Every entry's IO file reads back with its metadata.
+  for (const char* id : {"fixture-prefill16-f32-rmsnorm", "fixture-decode-f32-softmax", "fixture-prefill8-bf16-proj"}) {
+    Expected<SafetensorsFile> io = read_safetensors_file(tmp.path() + "/io/" + id + ".safetensors");
+    ASSERT_TRUE(io) << io.error().render();
+    EXPECT_EQ(io->metadata.at("tessera.inputs"), R"(["x"])") << id;
+    EXPECT_NE(io->metadata.at("tessera.program").find("import torch"), std::string::npos) << id;
+  }
+  Expected<SafetensorsFile> proj = read_safetensors_file(tmp.path() + "/io/fixture-prefill8-bf16-proj.safetensors");
+  ASSERT_TRUE(proj);
+  EXPECT_EQ(proj->find("p_q_weight")->dtype, DType::BF16);
+  EXPECT_EQ(proj->metadata.at("tessera.params"), R"({"p_q_weight":"q.weight"})");
+
+  const nlohmann::json report = nlohmann::json::parse(read_file(tmp.path() + "/report.json"));
+  EXPECT_TRUE(report["baseline"]["available"].get<bool>());
+  EXPECT_EQ(report["baseline"]["torch"], "0.0-fake");
+  EXPECT_EQ(report["baseline"]["mode"], "max-autotune");
+  ASSERT_EQ(report["entries"].size(), 3u);
+  for (const auto& e : report["entries"]) {
+    EXPECT_TRUE(e["tessera"]["ran"].get<bool>()) << e.dump(2);
+    EXPECT_FALSE(e["tessera"]["timed"].get<bool>());
+    EXPECT_EQ(e["tessera"]["check"]["status"], "pass") << e.dump(2);
+    EXPECT_EQ(e["pytorch"]["eager_us"], 2.0);
+    EXPECT_EQ(e["output_check"], "pass");
+    EXPECT_GT(e["tessera"]["bytes"].get<double>(), 0);
+  }
+  EXPECT_EQ(report["entries"][1]["tessera"]["flops"], 10240.0);  // the suite's flops:
+  EXPECT_EQ(report["entries"][1]["tessera"]["flops_source"], "suite");
+  EXPECT_EQ(report["entries"][0]["tessera"]["flops_source"], "kernel IR");
+
+  const std::string md = read_file(tmp.path() + "/report.md");
+  EXPECT_NE(md.find("- PyTorch 0.0-fake (CUDA none), torch.compile mode `max-autotune`"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `fixture-decode-f32-softmax` | softmax | not timed | 2.000 | 1.000 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Plot\n\nPlot skipped: "), std::string::npos) << md;
+}
+
+TEST(BenchCli, BaselineThatMeasuresNothingLeavesItsColumnsNotAvailable) {
+  if (!have_python3()) GTEST_SKIP() << "python3 is not on PATH (the baseline script needs it)";
+  TempDir tmp;
+  auto r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "quick", "--target", "sim", "--out", tmp.path(),
+                    "--baseline-script", kFakeBaseline},
+                   {{"FAKE_BASELINE_EXIT", "2"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("note: tessera bench: PyTorch baseline n/a: the baseline measured nothing "
+                       "(fake_pytorch_baseline: PyTorch is not installed; nothing measured)"),
+            std::string::npos)
+      << r.err;
+  const std::string md = read_file(tmp.path() + "/report.md");
+  EXPECT_NE(md.find("- PyTorch baseline: n/a (the baseline measured nothing"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `fixture-prefill16-f32-rmsnorm` | norm | not timed | n/a | n/a |"), std::string::npos) << md;
+}
+
+TEST(BenchCli, MissingPythonOrScriptLeavesTheBaselineNotAvailable) {
+  TempDir tmp;
+  auto r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "quick", "--target", "sim", "--entries",
+                    "fixture-prefill16-f32-rmsnorm", "--out", tmp.path(), "--baseline-script", kFakeBaseline},
+                   {{"PATH", tmp.path()}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string md = read_file(tmp.path() + "/report.md");
+  EXPECT_NE(md.find("- PyTorch baseline: n/a (python3 is not on PATH)"), std::string::npos) << md;
+  EXPECT_NE(md.find("Plot skipped: python3 is not on PATH."), std::string::npos) << md;
+
+  if (!have_python3()) return;
+  r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "quick", "--target", "sim", "--entries",
+               "fixture-prefill16-f32-rmsnorm", "--out", tmp.path(), "--baseline-script", tmp.path() + "/none.py"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  md = read_file(tmp.path() + "/report.md");
+  EXPECT_NE(md.find("- PyTorch baseline: n/a (the baseline script " + tmp.path() + "/none.py was not found"),
+            std::string::npos)
+      << md;
+}
+
+TEST(BenchCli, AFailingEntryIsReportedAndTheExitCodeSaysSo) {
+  TempDir tmp;
+  std::string text = read_file(kFixtureSuite);
+  text.replace(text.find("torch.softmax(torch.randn"), 13, "torch.softmux");
+  const std::string suite = tmp.write("suite.yaml", text);
+  auto r = run_cli({"bench", "--suite", suite, "--tier", "full", "--target", "sim", "--out", tmp.path() + "/out",
+                    "--baseline-script", tmp.path() + "/none.py"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("bench: [2/3] fixture-decode-f32-softmax: FAILED"), std::string::npos) << r.err;
+  const std::string md = read_file(tmp.path() + "/out/report.md");
+  EXPECT_NE(md.find("Failed in Tessera (1, left out of the geomeans):\n\n- `fixture-decode-f32-softmax`: compile: "),
+            std::string::npos)
+      << md;
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() + "/out/io/fixture-prefill16-f32-rmsnorm.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/out/io/fixture-decode-f32-softmax.safetensors"));
+}
+
+TEST(BenchCli, ReferenceCheckIsSkippedAboveTheLimit) {
+  TempDir tmp;
+  auto r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "quick", "--target", "sim", "--entries",
+                    "fixture-prefill8-bf16-proj", "--reference-limit", "0", "--out", tmp.path(),
+                    "--baseline-script", tmp.path() + "/none.py"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(read_file(tmp.path() + "/report.json"));
+  const auto& check = report["entries"][0]["tessera"]["check"];
+  EXPECT_EQ(check["status"], "skipped");
+  EXPECT_NE(check["detail"].get<std::string>().find("GFLOP in double precision (limit 0, --reference-limit); the "
+                                                    "output check is PyTorch's"),
+            std::string::npos)
+      << check.dump();
+  EXPECT_EQ(report["entries"][0]["output_check"], "unchecked");
 }
 
 #if TESSERA_HAVE_CUDA

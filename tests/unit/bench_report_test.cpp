@@ -3,10 +3,14 @@
 // device's peaks, a missing baseline, failed entries and failed checks. No GPU involved.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "framework/cli/bench_report.h"
+#include "support/cli_runner.h"
 
 namespace tessera::cli {
 namespace {
@@ -19,7 +23,8 @@ TesseraResult row(const std::string& id, const std::string& family, double us, c
   r.phase = "prefill";
   r.seq = 128;
   r.dtype = dtype;
-  r.ok = true;
+  r.ran = true;
+  r.timed = true;
   r.tessera_us = us;
   r.compile_s = 0.25;
   r.kernels = 1;
@@ -56,7 +61,7 @@ ReportContext context() {
 }
 
 const char* kBaselineJson = R"({
-  "device": "NVIDIA H100 80GB HBM3", "torch": "2.5.1", "cuda": "12.4", "l2_bytes": 52428800,
+  "device": "NVIDIA H100 80GB HBM3", "torch_version": "2.5.1", "cuda_version": "12.4", "l2_bytes": 52428800,
   "entries": [
     {"id": "norm-a", "eager_us": 20.0, "compiled_us": 10.0, "eager_plain_us": 15.0, "compiled_plain_us": 8.0,
      "compile_s": 3.5, "check": {"status": "pass", "max_abs": 1e-6, "max_rel": 1e-5, "detail": ""}},
@@ -65,7 +70,8 @@ const char* kBaselineJson = R"({
     {"id": "mlp-a", "eager_us": 100.0, "compiled_us": 80.0, "compile_s": 9.0,
      "check": {"status": "fail", "max_abs": 0.5, "max_rel": 0.3, "detail": "out: max rel 0.3 > 0.02"}},
     {"id": "mlp-b", "eager_us": null, "compiled_us": null, "compile_s": null,
-     "check": {"status": "skipped", "detail": "torch raised RuntimeError"}}
+     "check": {"status": "skipped", "detail": "the entry did not run"},
+     "errors": ["OutOfMemoryError: CUDA out of memory\nTried to allocate 2 GiB"]}
   ]})";
 
 std::vector<TesseraResult> rows() {
@@ -89,7 +95,15 @@ TEST(BenchReport, ParsesTheBaselineJson) {
   EXPECT_FALSE(b->entries["norm-b"].eager_plain_us);
   EXPECT_FALSE(b->entries["mlp-b"].eager_us);
   EXPECT_EQ(b->entries["mlp-a"].check, "fail");
-  EXPECT_EQ(b->entries["mlp-b"].detail, "torch raised RuntimeError");
+  EXPECT_EQ(b->entries["mlp-b"].detail, "the entry did not run");
+  ASSERT_EQ(b->entries["mlp-b"].errors.size(), 1u);
+  EXPECT_EQ(b->cuda, "12.4");
+  // The older key names are read too.
+  auto old = parse_baseline_json(R"({"torch": "2.4", "cuda": "12.1", "entries": []})", "max-autotune");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->torch, "2.4");
+  EXPECT_EQ(old->cuda, "12.1");
+  EXPECT_EQ(old->mode, "max-autotune");
 }
 
 TEST(BenchReport, RejectsMalformedBaselineJson) {
@@ -101,6 +115,7 @@ TEST(BenchReport, RejectsMalformedBaselineJson) {
   auto bad_number = parse_baseline_json(R"({"entries": [{"id": "a", "eager_us": "fast"}]})", "default");
   ASSERT_FALSE(bad_number);
   EXPECT_NE(bad_number.error().message.find("entries[0] 'eager_us'"), std::string::npos) << bad_number.error().message;
+  EXPECT_FALSE(parse_baseline_json(R"({"entries": [{"id": "a", "errors": "boom"}]})", "default"));
   auto bad_status = parse_baseline_json(R"({"entries": [{"id": "a", "check": {"status": "ok"}}]})", "default");
   ASSERT_FALSE(bad_status);
   EXPECT_NE(bad_status.error().message.find("'ok'"), std::string::npos);
@@ -169,6 +184,9 @@ TEST(BenchReport, FailedChecksShowInBothFiles) {
   EXPECT_EQ(j["entries"][0]["output_check"], "pass");
   EXPECT_NE(files.markdown.find("`norm-b` reference fail: out: max rel err 0.5"), std::string::npos) << files.markdown;
   EXPECT_NE(files.markdown.find("`mlp-a` PyTorch fail: out: max rel 0.3 > 0.02"), std::string::npos);
+  EXPECT_NE(files.markdown.find("`mlp-b` PyTorch raised: OutOfMemoryError: CUDA out of memory\n"), std::string::npos)
+      << files.markdown;
+  EXPECT_EQ(j["entries"][3]["pytorch"]["errors"].size(), 1u);
 }
 
 TEST(BenchReport, SkippedReferenceCheckFallsBackToPyTorchs) {
@@ -208,7 +226,8 @@ TEST(BenchReport, FailedEntriesAreListedAndLeftOutOfGeomeans) {
   auto b = parse_baseline_json(kBaselineJson, "default");
   ASSERT_TRUE(b);
   std::vector<TesseraResult> rs = rows();
-  rs[2].ok = false;
+  rs[2].ran = false;
+  rs[2].timed = false;
   rs[2].error = "NVRTC: kernel k_mm: too many resources requested\nmore detail";
   const ReportFiles files = write_bench_report(context(), rs, *b);
   const nlohmann::json j = nlohmann::json::parse(files.json);
@@ -222,6 +241,23 @@ TEST(BenchReport, FailedEntriesAreListedAndLeftOutOfGeomeans) {
   EXPECT_EQ(files.markdown.find("more detail"), std::string::npos);
 }
 
+TEST(BenchReport, EntriesRunWithoutAClockAreCheckedButNotTimed) {
+  auto b = parse_baseline_json(kBaselineJson, "default");
+  ASSERT_TRUE(b);
+  std::vector<TesseraResult> rs = rows();
+  for (TesseraResult& r : rs) r.timed = false;  // the sim target: checks and IO, no time
+  const ReportFiles files = write_bench_report(context(), rs, *b);
+  const nlohmann::json j = nlohmann::json::parse(files.json);
+  EXPECT_TRUE(j["entries"][0]["tessera"]["us"].is_null());
+  EXPECT_TRUE(j["entries"][0]["speedup_vs_eager"].is_null());
+  EXPECT_EQ(j["entries"][0]["output_check"], "pass");
+  EXPECT_TRUE(j["summary"]["failed"].empty());
+  EXPECT_NE(files.markdown.find("| `norm-a` | norm | not timed | 20.00 | 10.00 | 0.25 | 3.5 | n/a | n/a | n/a | n/a | n/a "
+                                "| n/a | pass (reference: pass; PyTorch: pass) |"),
+            std::string::npos)
+      << files.markdown;
+}
+
 TEST(BenchReport, PlotIsLinkedWhenThere) {
   ReportContext c = context();
   c.plot_file = "speedup.png";
@@ -229,6 +265,28 @@ TEST(BenchReport, PlotIsLinkedWhenThere) {
   const ReportFiles files = write_bench_report(c, rows(), Baseline{});
   EXPECT_NE(files.markdown.find("![speedup per entry by family](speedup.png)"), std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(files.json)["plot"], "speedup.png");
+}
+
+// bench/plot_speedup.py draws the report's speedups (when python3 has matplotlib) and says why not.
+TEST(BenchReport, PlotScriptDrawsTheReport) {
+  if (std::system("python3 -c 'import matplotlib' > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3 with matplotlib is not available";
+  auto b = parse_baseline_json(kBaselineJson, "default");
+  ASSERT_TRUE(b);
+  test::TempDir tmp;
+  const std::string report = tmp.write("report.json", write_bench_report(context(), rows(), *b).json);
+  const std::string script = std::string(TESSERA_SOURCE_DIR) + "/bench/plot_speedup.py";
+  const std::string png = tmp.path() + "/speedup.png";
+  int status = std::system(("python3 '" + script + "' '" + report + "' '" + png + "' 2> '" + tmp.path() + "/log'").c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << test::read_file(tmp.path() + "/log");
+  EXPECT_EQ(test::read_file(png).substr(0, 8), "\x89PNG\r\n\x1a\n");
+  // Without a baseline there is nothing to plot: exit 4 with the reason.
+  const std::string bare = tmp.write("bare.json", write_bench_report(context(), rows(), Baseline{}).json);
+  status = std::system(("python3 '" + script + "' '" + bare + "' '" + png + "' 2> '" + tmp.path() + "/log'").c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 4);
+  EXPECT_NE(test::read_file(tmp.path() + "/log").find("no speedups to plot"), std::string::npos);
 }
 
 TEST(BenchReport, OutputIsDeterministic) {

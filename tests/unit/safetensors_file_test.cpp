@@ -307,9 +307,13 @@ except ImportError as e:
 import struct
 tensors = dict(deserialize(open(sys.argv[1], 'rb').read()))
 assert sorted(tensors) == ['empty', 'ids', 'mask', 'p_w', 'scalar', 'x', 'x_1'], sorted(tensors)
-assert tensors['ids']['dtype'] == 'int64' and tensors['ids']['shape'] == [3], tensors['ids']
-assert struct.unpack('<3q', bytes(tensors['ids']['data']))[1] == -1
-assert tensors['p_w']['dtype'] == 'bfloat16' and tensors['mask']['dtype'] == 'bool'
+dtypes = {name: t['dtype'].upper() for name, t in tensors.items()}
+assert dtypes == {'empty': 'F32', 'ids': 'I64', 'mask': 'BOOL', 'p_w': 'BF16', 'scalar': 'F32', 'x': 'F32',
+                  'x_1': 'F16'}, dtypes
+assert tensors['ids']['shape'] == [3], tensors['ids']
+assert struct.unpack('<3q', bytes(tensors['ids']['data'])) == (0, -1, 2**63 - 1)
+assert bytes(tensors['mask']['data']) == bytes([1, 0, 1, 1, 0])
+assert struct.unpack('<4H', bytes(tensors['p_w']['data'])) == (0x3f80, 0x8000, 0x7f81, 0x0001)
 assert tensors['scalar']['shape'] == [] and tensors['empty']['shape'] == [0, 7]
 print('ok')
 )", path);
