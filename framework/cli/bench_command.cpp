@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -60,6 +61,7 @@ struct BenchFlags {
   int iterations = 50;
   double reference_limit_gflop = 0.25;
   double memory_limit_gb = 0;
+  double io_limit_gb = 16;
   bool dry_run = false;
 };
 
@@ -294,39 +296,45 @@ TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, con
   return r;
 }
 
-// The PyTorch baseline for the entries that ran, or why there is none.
-Baseline run_baseline(const BenchFlags& flags, const std::vector<TesseraResult>& rows, const fs::path& out_dir) {
+// How the baseline script is run: python3 and the script, or why it cannot be.
+struct BaselineCommand {
+  std::string python, script;
+  std::string unavailable;  // why not ("" when it can run)
+};
+
+BaselineCommand find_baseline(const BenchFlags& flags) {
+  BaselineCommand c;
+  c.python = find_on_path("python3");
+  if (c.python.empty()) {
+    c.unavailable = "python3 is not on PATH";
+    return c;
+  }
+  c.script = flags.baseline_script;
+  std::error_code ec;
+  if (c.script.empty()) {
+    const fs::path beside = fs::path(flags.suite).parent_path() / "pytorch_baseline.py";
+    if (fs::is_regular_file(beside, ec)) c.script = beside.string();
+    else if (auto found = find_data_file("bench/pytorch_baseline.py")) c.script = *found;
+  }
+  if (c.script.empty() || !fs::is_regular_file(c.script, ec))
+    c.unavailable = "the baseline script " + (c.script.empty() ? std::string("bench/pytorch_baseline.py") : c.script) +
+                    " was not found (--baseline-script FILE)";
+  return c;
+}
+
+// One run of the baseline script over `ids` (their IO files are in <out>/io). Batch 1 writes
+// baseline.json and baseline.log, batch k baseline-k.json and baseline-k.log.
+Baseline run_baseline_batch(const BenchFlags& flags, const BaselineCommand& cmd, const std::vector<std::string>& ids,
+                            const fs::path& out_dir, int batch) {
   Baseline b;
   b.mode = flags.baseline_mode;
-  std::string ids;
-  for (const TesseraResult& r : rows)
-    if (r.ran) ids += (ids.empty() ? "" : ",") + r.id;
-  if (ids.empty()) {
-    b.reason = "no entry ran in Tessera";
-    return b;
-  }
-  const std::string python = find_on_path("python3");
-  if (python.empty()) {
-    b.reason = "python3 is not on PATH";
-    return b;
-  }
-  std::string script = flags.baseline_script;
-  if (script.empty()) {
-    const fs::path beside = fs::path(flags.suite).parent_path() / "pytorch_baseline.py";
-    std::error_code ec;
-    if (fs::is_regular_file(beside, ec)) script = beside.string();
-    else if (auto found = find_data_file("bench/pytorch_baseline.py")) script = *found;
-  }
-  std::error_code ec;
-  if (script.empty() || !fs::is_regular_file(script, ec)) {
-    b.reason = "the baseline script " + (script.empty() ? std::string("bench/pytorch_baseline.py") : script) +
-               " was not found (--baseline-script FILE)";
-    return b;
-  }
-  const fs::path json = out_dir / "baseline.json", log = out_dir / "baseline.log";
-  std::cerr << "bench: running the PyTorch baseline (" << script << ", torch.compile mode " << flags.baseline_mode
-            << "); its log: " << log.string() << "\n";
-  const int rc = run_external({python, script, "--suite", flags.suite, "--tier", flags.tier, "--entries", ids,
+  std::string id_list;
+  for (const std::string& id : ids) id_list += (id_list.empty() ? "" : ",") + id;
+  const std::string suffix = batch == 1 ? "" : "-" + std::to_string(batch);
+  const fs::path json = out_dir / ("baseline" + suffix + ".json"), log = out_dir / ("baseline" + suffix + ".log");
+  std::cerr << "bench: running the PyTorch baseline on " << ids.size() << " entries (" << cmd.script
+            << ", torch.compile mode " << flags.baseline_mode << "); its log: " << log.string() << "\n";
+  const int rc = run_external({cmd.python, cmd.script, "--suite", flags.suite, "--tier", flags.tier, "--entries", id_list,
                                "--io-dir", (out_dir / "io").string(), "--mode", flags.baseline_mode, "--iterations",
                                std::to_string(flags.iterations), "--out", json.string()},
                               log.string(), log.string());
@@ -346,6 +354,45 @@ Baseline run_baseline(const BenchFlags& flags, const std::vector<TesseraResult>&
   }
   return *parsed;
 }
+
+// The baseline of the whole run, from its batches.
+class BaselineRuns {
+ public:
+  int batches() const { return batches_; }
+  void add(const Baseline& batch) {
+    ++batches_;
+    if (!batch.available) {
+      failures_.push_back(batch.reason);
+      return;
+    }
+    if (!merged_.available) {
+      std::map<std::string, BaselineResult> earlier = std::move(merged_.entries);
+      merged_ = batch;
+      merged_.entries.insert(earlier.begin(), earlier.end());
+    } else {
+      merged_.entries.insert(batch.entries.begin(), batch.entries.end());
+    }
+  }
+  Baseline result(const std::string& unavailable) const {
+    Baseline b = merged_;
+    if (!unavailable.empty()) {
+      b.reason = unavailable;
+    } else if (batches_ == 0) {
+      b.reason = "no entry ran in Tessera";
+    } else if (!b.available) {
+      b.reason = failures_.front();
+      if (failures_.size() > 1) b.reason += " (and in " + std::to_string(failures_.size() - 1) + " more batches)";
+    } else {
+      for (const std::string& f : failures_) b.notes.push_back("one batch of entries has no PyTorch numbers: " + f);
+    }
+    return b;
+  }
+
+ private:
+  Baseline merged_;
+  std::vector<std::string> failures_;
+  int batches_ = 0;
+};
 
 std::string today() {
   const std::time_t now = std::time(nullptr);
@@ -413,6 +460,7 @@ int bench_command(int argc, char** argv, int first) {
       ("baseline-script", po::value(&flags.baseline_script)->value_name("FILE"), "the PyTorch baseline script (default: pytorch_baseline.py beside the suite)")
       ("iterations", po::value(&flags.iterations)->value_name("N"), "timed runs after warm-up (default 50)")
       ("reference-limit", po::value(&flags.reference_limit_gflop)->value_name("GFLOP"), "skip the reference check of entries whose reference work exceeds this (default 0.25); PyTorch checks them")
+      ("io-limit", po::value(&flags.io_limit_gb)->value_name("GB"), "disk the entries' IO files may take before the baseline runs on them and they are deleted (default 16)")
       ("memory-limit", po::value(&flags.memory_limit_gb)->value_name("GB"), "host memory the reference check may use (default: half the physical memory)")
       ("cache-dir", po::value(&flags.cache_dir)->value_name("DIR"), "kernel cache of the cuda target (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)")
       ("target", po::value(&flags.target)->value_name("cuda|sim"), "cuda (default) runs and times every entry; sim only runs and checks them on the CPU simulator (no timing, no GPU)");
@@ -449,8 +497,9 @@ int bench_command(int argc, char** argv, int first) {
     std::cerr << "error: tessera bench --iterations must be at least 1\n";
     return kExitUsage;
   }
-  if (!(flags.reference_limit_gflop >= 0) || (vm.count("memory-limit") && !(flags.memory_limit_gb > 0))) {
-    std::cerr << "error: tessera bench: --reference-limit must be >= 0 and --memory-limit > 0\n";
+  if (!(flags.reference_limit_gflop >= 0) || !(flags.io_limit_gb >= 0) ||
+      (vm.count("memory-limit") && !(flags.memory_limit_gb > 0))) {
+    std::cerr << "error: tessera bench: --reference-limit and --io-limit must be >= 0 and --memory-limit > 0\n";
     return kExitUsage;
   }
 
@@ -518,6 +567,25 @@ int bench_command(int argc, char** argv, int first) {
 
   std::cerr << "bench: " << selected->size() << " entries of " << flags.suite << " (" << flags.tier << ") on "
             << driver_name << " (" << to.arch << "); results in " << out_dir.string() << "\n";
+  // The baseline reads every entry's IO file. The full suite's files would fill a disk, so once
+  // the pending ones pass --io-limit the baseline runs on them and they are deleted.
+  const BaselineCommand baseline_cmd = find_baseline(flags);
+  BaselineRuns baseline_runs;
+  std::vector<std::string> pending;
+  double pending_bytes = 0;
+  size_t deleted_io = 0;
+  auto run_pending_baseline = [&](bool delete_after) {
+    if (pending.empty()) return;
+    if (baseline_cmd.unavailable.empty())
+      baseline_runs.add(run_baseline_batch(flags, baseline_cmd, pending, out_dir, baseline_runs.batches() + 1));
+    if (delete_after) {
+      for (const std::string& id : pending) fs::remove(out_dir / "io" / (id + ".safetensors"), ec);
+      deleted_io += pending.size();
+    }
+    pending.clear();
+    pending_bytes = 0;
+  };
+
   Progress progress("bench", selected->size());
   std::vector<TesseraResult> rows;
   for (const SuiteEntry* e : *selected) {
@@ -526,9 +594,13 @@ int bench_command(int argc, char** argv, int first) {
     progress.done(e->id, !r.ran     ? std::string("FAILED")
                          : r.timed ? fmt(r.tessera_us, 2) + " us, check " + r.check
                                    : "check " + r.check + (timing ? ", timing FAILED" : ", not timed"));
+    if (!r.ran) continue;
+    pending.push_back(r.id);
+    pending_bytes += static_cast<double>(fs::file_size(out_dir / "io" / (r.id + ".safetensors"), ec));
+    if (pending_bytes > flags.io_limit_gb * (1 << 30)) run_pending_baseline(true);
   }
-
-  const Baseline baseline = run_baseline(flags, rows, out_dir);
+  run_pending_baseline(false);
+  const Baseline baseline = baseline_runs.result(baseline_cmd.unavailable);
   if (!baseline.available) std::cerr << "note: tessera bench: PyTorch baseline n/a: " << baseline.reason << "\n";
 
   ReportContext ctx;
@@ -544,6 +616,10 @@ int bench_command(int argc, char** argv, int first) {
                             session->pipeline.name + ", kernels built for " + to.arch
                       : "not timed: run and checked on the " + flags.target + " target (pipeline " +
                             session->pipeline.name + ")";
+  if (deleted_io > 0)
+    ctx.notes.push_back("the IO files of " + std::to_string(deleted_io) +
+                        " entries were deleted once the baseline had read them (--io-limit " +
+                        format_error(flags.io_limit_gb) + " GB)");
   if (Status st = write_report(ctx, rows, baseline, out_dir); !st) return report(std::cerr, st.error());
   std::cout << "report: " << (out_dir / "report.md").string() << "\n";
 

@@ -280,7 +280,7 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
                   {"peak_bf16_tensor_tflop_per_s", ctx.peaks.tensor_tflops_bf16}}},
       {"baseline", baseline.available
                        ? ojson{{"available", true}, {"device", baseline.device}, {"torch", baseline.torch},
-                               {"cuda", baseline.cuda}, {"mode", baseline.mode}}
+                               {"cuda", baseline.cuda}, {"mode", baseline.mode}, {"notes", baseline.notes}}
                        : ojson{{"available", false}, {"reason", baseline.reason}}},
       {"entries", std::move(entries)},
       {"summary", {{"families", std::move(families_json)},
@@ -288,7 +288,8 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
                    {"wins_vs_compiled", std::move(wins)},
                    {"losses_vs_compiled", std::move(losses)},
                    {"failed", failed}}},
-      {"plot", ctx.plot_file.empty() ? ojson(nullptr) : ojson(ctx.plot_file)}};
+      {"plot", ctx.plot_file.empty() ? ojson(nullptr) : ojson(ctx.plot_file)},
+      {"notes", ctx.notes}};
 
   // ---- report.md
   std::ostringstream md;
@@ -304,6 +305,8 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
        << "`\n";
   else
     md << "- PyTorch baseline: n/a (" << baseline.reason << ")\n";
+  for (const std::string& n : baseline.notes) md << "- PyTorch baseline note: " << n << "\n";
+  for (const std::string& n : ctx.notes) md << "- Note: " << n << "\n";
   md << "\nSpeedup = PyTorch µs / Tessera µs: above 1 Tessera is faster.\n";
 
   md << "\n## Summary\n\n";

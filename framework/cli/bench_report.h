@@ -53,6 +53,7 @@ struct Baseline {
   std::string reason;  // why not, when !available
   std::string device, torch, cuda, mode;
   std::map<std::string, BaselineResult> entries;  // by entry id
+  std::vector<std::string> notes;                 // e.g. a batch of entries it could not run
 };
 
 // Parses the baseline script's JSON ({device, torch_version (or torch), cuda_version (or cuda),
@@ -71,6 +72,7 @@ struct ReportContext {
   std::string timing;         // how Tessera's times were taken, one line
   std::string plot_file;      // the plot's file name beside report.md, "" when there is none
   std::string plot_note;      // why there is no plot
+  std::vector<std::string> notes;  // anything else the reader must know, one line each
 };
 
 struct ReportFiles {

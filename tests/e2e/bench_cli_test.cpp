@@ -223,6 +223,32 @@ TEST(BenchCli, SimTargetRunsChecksSavesIoAndReports) {
   EXPECT_NE(md.find("## Plot\n\nPlot skipped: "), std::string::npos) << md;
 }
 
+// Past --io-limit the baseline runs on the pending entries and their IO files are deleted, so the
+// full suite's files (tens of GB) never sit on the disk at once.
+TEST(BenchCli, BaselineRunsInBatchesBeyondTheIoLimit) {
+  if (!have_python3()) GTEST_SKIP() << "python3 is not on PATH (the baseline script needs it)";
+  TempDir tmp;
+  auto r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "full", "--target", "sim", "--out", tmp.path(),
+                    "--baseline-script", kFakeBaseline, "--io-limit", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* file : {"/baseline.json", "/baseline-2.json", "/baseline-3.json", "/baseline-3.log"})
+    EXPECT_TRUE(std::filesystem::exists(tmp.path() + file)) << file;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path() + "/io"));
+  const nlohmann::json report = nlohmann::json::parse(read_file(tmp.path() + "/report.json"));
+  for (const auto& e : report["entries"]) EXPECT_EQ(e["pytorch"]["compiled_us"], 1.0) << e.dump(2);
+  const std::string md = read_file(tmp.path() + "/report.md");
+  EXPECT_NE(md.find("- Note: the IO files of 3 entries were deleted once the baseline had read them (--io-limit 0 GB)"),
+            std::string::npos)
+      << md;
+
+  r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "full", "--target", "sim", "--out", tmp.path(),
+               "--baseline-script", kFakeBaseline, "--io-limit", "0"},
+              {{"FAKE_BASELINE_EXIT", "2"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_file(tmp.path() + "/report.md").find("nothing measured) (and in 2 more batches))"), std::string::npos)
+      << read_file(tmp.path() + "/report.md");
+}
+
 TEST(BenchCli, BaselineThatMeasuresNothingLeavesItsColumnsNotAvailable) {
   if (!have_python3()) GTEST_SKIP() << "python3 is not on PATH (the baseline script needs it)";
   TempDir tmp;
