@@ -13,4 +13,7 @@ int ab_command(int argc, char** argv, int first);
 int plugins_command(int argc, char** argv, int first);
 int passes_command(int argc, char** argv, int first);
 
+// `tessera bench`: the suite against PyTorch (bench_command.cpp).
+int bench_command(int argc, char** argv, int first);
+
 }  // namespace tessera::cli

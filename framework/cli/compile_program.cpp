@@ -56,7 +56,7 @@ std::optional<Graph> load_program(Session& s, const ProgramSource& src, std::ost
   }
   FrontendOptions opts;
   opts.dtype = s.dtype;
-  auto g = frontend->import(FrontendInput{src.expr, "<-c>"}, opts);
+  auto g = frontend->import(FrontendInput{src.expr, src.label}, opts);
   if (!g) {
     report(err, g.error());
     return std::nullopt;

@@ -17,6 +17,7 @@ struct ProgramSource {
   std::string expr;        // -c EXPR
   std::string from_ir;     // --from-ir FILE (printed IR or graph JSON)
   std::string frontend = "torch_expr";
+  std::string label = "<-c>";  // how errors in `expr` name its source (bench: the suite entry)
 };
 
 // Adds -c / --from-ir / --frontend to an option set.

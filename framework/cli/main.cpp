@@ -17,6 +17,7 @@ commands:
   ab        compile one program with two pipelines and compare the results
   plugins   list loaded plugins, what they register, and every pass's knobs
   passes    list the available passes and their knobs
+  bench     run the benchmark suite on the GPU and compare it with PyTorch
 
 `tessera <command> --help` describes a command's options.
 )";
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   if (cmd == "ab") return ab_command(argc, argv, 2);
   if (cmd == "plugins") return plugins_command(argc, argv, 2);
   if (cmd == "passes") return passes_command(argc, argv, 2);
+  if (cmd == "bench") return bench_command(argc, argv, 2);
   std::cerr << "error: unknown command '" << cmd << "'\n" << kUsage;
   return 2;
 }

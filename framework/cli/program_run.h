@@ -1,0 +1,64 @@
+// Running a compiled program on a target: what `tessera run` and `tessera bench` share — picking
+// the target, the host-memory bound of the reference check, lowering to the target's input
+// dialect, the target options and the per-output check.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli_session.h"
+#include "tessera/eval/tensor_value.h"
+#include "tessera/ir/graph.h"
+#include "tessera/pass/runner.h"
+#include "tessera/plugin/registry.h"
+#include "tessera/target/target.h"
+
+namespace tessera::cli {
+
+// Picks the target: a named one must be installed and available; `auto` prefers cuda and falls
+// back to sim with a one-line notice. Returns nullptr after printing why (prefixed with
+// `command`, e.g. "tessera run") and setting `exit_code`.
+std::unique_ptr<Target> pick_target(const Registry& r, const std::string& wanted, const std::string& command,
+                                    int& exit_code);
+
+// "1.5 GB" and the like.
+std::string format_bytes(double bytes);
+
+// Host memory the check needs before anything is allocated: the reference evaluator holds every
+// tensor of the program as doubles, and the target's buffers (the simulator's, or the cuda
+// target's host copies) hold as much again. A program beyond `limit_bytes` is refused up front with
+// the figures, instead of dying in an allocation.
+Status check_host_memory(const Graph& g, double limit_bytes);
+// Half the machine's physical memory, the default --memory-limit.
+double default_memory_limit();
+
+// Whether the pipeline reaches the target's input dialect; prints why not (prefixed with `command`).
+bool pipeline_reaches_target(const Session& s, const Target& target, const std::string& command, std::ostream& err);
+
+// Runs the session's pipeline on `graph` up to the target's input dialect. With `kernel_ir`, keeps
+// a copy of the Kernel IR stage there (what --bench counts bytes and flops in). Diagnostics of the
+// passes go to `err`.
+Status lower_for_target(const Session& s, const Target& target, RunnerOptions options, Graph& graph,
+                        Graph* kernel_ir, std::ostream& err);
+
+// The target options of a run: --arch when given, else the GPU's own arch (cuda), else the device
+// description's.
+TargetOptions target_options(const Session& s, const Target& target, const std::string& arch_flag,
+                             const std::string& cache_dir_flag);
+
+// One output compared with the reference.
+struct OutputCheck {
+  std::string name;
+  std::string missing_from;  // "reference" or "target run" when the output is missing from one
+  double max_abs_error = 0, max_rel_error = 0, rtol = 0;
+  int64_t elements = 0;
+  bool ok = false;
+};
+
+// Compares every output of `g` in `actual` with `expected` (rtol 0 = the dtype's default).
+Expected<std::vector<OutputCheck>> check_outputs(const Graph& g, const ValueMap& expected, const ValueMap& actual,
+                                                 double rtol);
+
+}  // namespace tessera::cli

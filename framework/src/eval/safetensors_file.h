@@ -1,0 +1,68 @@
+// SafetensorsFile: Tessera's reader and writer of the safetensors tensor file format
+// (https://huggingface.co/docs/safetensors): an 8-byte little-endian header length N, N bytes of
+// JSON header, then the tensors' bytes. The header maps each tensor name to
+// {"dtype", "shape", "data_offsets": [begin, end]} (offsets into the byte section) and may hold a
+// "__metadata__" object of string values. Used by `tessera run --save-io` and `tessera bench` to
+// hand a run's inputs, parameters and outputs to other tools (PyTorch).
+//
+// Writing is deterministic: "__metadata__" first with its keys sorted, then the tensors sorted by
+// name; the byte section holds the tensors widest dtype first (then by name), so every tensor is
+// naturally aligned; the header is padded with spaces to a multiple of 8 bytes.
+//
+// Reading is bounded and strict, because files come from outside: the header length is checked
+// against a limit and the file size, the JSON's nesting depth is checked before it is parsed,
+// every entry must have exactly the three keys with well-typed values, the shape's byte count must
+// equal the offsets' span, and the tensors must tile the byte section exactly (no gap, overlap or
+// trailing byte). Every error names the file and the header byte, tensor or key at fault.
+//
+// Tests: tests/unit/safetensors_file_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/eval/tensor_value.h"
+#include "tessera/ir/type.h"
+#include "tessera/support/status.h"
+
+namespace tessera {
+
+// One tensor of the file: its raw little-endian bytes as the dtype stores them.
+struct SafetensorsTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::string bytes;
+};
+
+struct SafetensorsFile {
+  std::map<std::string, std::string> metadata;  // the "__metadata__" map
+  std::vector<SafetensorsTensor> tensors;       // reading: sorted by name
+
+  // The tensor named `name`, or nullptr.
+  const SafetensorsTensor* find(std::string_view name) const;
+};
+
+struct SafetensorsLimits {
+  uint64_t max_header_bytes = 100u << 20;  // the header of a real file is a few KB per tensor
+  int max_json_depth = 8;                   // a valid header nests 3 levels deep
+  int max_rank = 64;
+};
+
+// The format's dtype names: F32, F16, BF16, I32, I64, BOOL.
+std::string_view safetensors_dtype_name(DType dtype);
+
+// The bytes of a file holding `file`. An error when a tensor's byte count does not match its dtype
+// and shape, a name repeats or is "__metadata__", or a string is not valid UTF-8.
+Expected<std::string> encode_safetensors(const SafetensorsFile& file);
+// Parses `bytes`; `source` names the file in errors.
+Expected<SafetensorsFile> decode_safetensors(std::string_view bytes, const std::string& source,
+                                             const SafetensorsLimits& limits = {});
+
+Status write_safetensors_file(const std::string& path, const SafetensorsFile& file);
+Expected<SafetensorsFile> read_safetensors_file(const std::string& path, const SafetensorsLimits& limits = {});
+
+}  // namespace tessera
