@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "tessera/ir/parser.h"
 #include "unit/ir_fixtures.h"
 
 namespace tessera {
@@ -318,6 +319,50 @@ TEST(StmtPrinter, DefaultsArePrintedOnlyWhenTheyDiffer) {
   EXPECT_EQ(print_stmt(MbarrierArrive{"bar0", 0}), "MbarrierArrive(bar0)\n");
   EXPECT_EQ(print_stmt(Cond{var("a0") < lit(1), {Sync{}}, {}}), "if a0 < 1:\n  Sync()\n");
   EXPECT_EQ(print_stmt(Stmt()), "<undefined statement>\n");
+}
+
+// ---- name queries and renaming ----
+
+// A reduction with an element-wise epilogue, parsed from its printout.
+Body reduction_body() {
+  Expected<Body> body = parse_body(
+      "for a0 in 0..16:  # free\n"
+      "  acc0 = init(0.0)\n"
+      "  for a1 in 0..64:  # reduce\n"
+      "    in0 = load x[a0, a1]\n"
+      "    v0 = mul(in0, in0)\n"
+      "    acc0 <- add(acc0, v0)\n"
+      "  v1 = sqrt(acc0)\n"
+      "  y[a0] = v1\n",
+      "<test>");
+  EXPECT_TRUE(body) << body.error().render();
+  return body ? *body : Body{};
+}
+
+TEST(NameQueries, DefinedNamesInOrderOfDefinition) {
+  EXPECT_EQ(defined_names(reduction_body()), (std::vector<std::string>{"a0", "acc0", "a1", "in0", "v0", "v1"}));
+}
+
+TEST(NameQueries, UsedNamesAreReadNamesNotBuffers) {
+  EXPECT_EQ(used_names(reduction_body()), (std::set<std::string>{"a0", "a1", "acc0", "in0", "v0", "v1"}));
+  // Names read but bound elsewhere are included; a body that only defines reads nothing.
+  Body free_read = {Write{"y", {var("t")}, var("u")}};
+  EXPECT_EQ(used_names(free_read), (std::set<std::string>{"t", "u"}));
+}
+
+TEST(NameQueries, RenameNamesRenamesDefinitionsAndEveryUse) {
+  const Body renamed = rename_names(reduction_body(), {{"a1", "k"}, {"acc0", "total"}, {"in0", "xv"}, {"x", "z"}});
+  EXPECT_EQ(print_body(renamed),
+            "for a0 in 0..16:  # free\n"
+            "  total = init(0.0)\n"
+            "  for k in 0..64:  # reduce\n"
+            "    xv = load x[a0, k]\n"
+            "    v0 = mul(xv, xv)\n"
+            "    total <- add(total, v0)\n"
+            "  v1 = sqrt(total)\n"
+            "  y[a0] = v1\n")
+      << "buffers (x) keep their names";
+  EXPECT_TRUE(structurally_equal(rename_names(reduction_body(), {}), reduction_body()));
 }
 
 // ---- canonical names ----

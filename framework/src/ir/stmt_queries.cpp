@@ -1,6 +1,9 @@
-// Body-wide queries and rewrites the tile passes share: the names a body binds, whether it holds a
-// collective statement, and substitution with range-aware simplification.
+// Body-wide queries and rewrites the passes share: the names a body binds and reads, renaming,
+// whether it holds a collective statement, and substitution with range-aware simplification. They
+// walk fields through the statements' reflect lists, so they know no statement kind by name and a
+// new kind is covered without touching them.
 #include <optional>
+#include <type_traits>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,10 +21,13 @@ bool binds(FieldRole role) {
          role == FieldRole::DefAcc || role == FieldRole::DefBuffer;
 }
 
-// Collects every Def* field, at any depth, through the statements' reflect lists.
-class BoundNameCollector final : public StmtVisitor {
+// Visits every field of every statement at any depth with its role: `on_field(field, role)` is
+// called for the strings, string lists and Exprs of each statement (nested reflected structs such
+// as TileAxis and SlabDim included), in textual order.
+template <class OnField>
+class FieldCollector final : public StmtVisitor {
  public:
-  std::set<std::string> names;
+  explicit FieldCollector(OnField on_field) : on_field_(std::move(on_field)) {}
 
 #define TESSERA_X(K)                  \
   void visit_##K(const K& s) override { \
@@ -37,20 +43,72 @@ class BoundNameCollector final : public StmtVisitor {
     T copy = s;
     T::reflect(copy, [&](const char*, auto& field, FieldRole role) { add(field, role); });
   }
-  void add(const std::string& name, FieldRole role) {
-    if (binds(role)) names.insert(name);
-  }
+  void add(const std::string& name, FieldRole role) { on_field_(name, role); }
+  void add(const Expr& e, FieldRole role) { on_field_(e, role); }
   void add(const std::vector<std::string>& list, FieldRole role) {
     for (const std::string& n : list) add(n, role);
   }
   template <class T>
-  void add(const std::vector<T>& items, FieldRole) {
-    if constexpr (Reflected<T>) {
-      for (const T& item : items) collect(item);
+  void add(const std::vector<T>& items, FieldRole role) {
+    for (const T& item : items) {
+      if constexpr (Reflected<T>) {
+        collect(item);
+      } else if constexpr (std::is_same_v<T, Expr>) {
+        add(item, role);
+      }
     }
   }
   template <class Other>
   void add(const Other&, FieldRole) {}
+
+  OnField on_field_;
+};
+
+template <class OnField>
+void collect_fields(const Body& body, OnField on_field) {
+  FieldCollector<OnField> collector(std::move(on_field));
+  collector.visit(body);
+}
+
+// Renames bound names where they are defined and used, through the reflect lists.
+class NameRenamer final : public StmtMutator {
+ public:
+  explicit NameRenamer(const std::map<std::string, std::string>& renames) : renames_(renames) {
+    for (const auto& [from, to] : renames) as_exprs_.emplace(from, Expr::var(to));
+  }
+
+#define TESSERA_X(K)                                           \
+  Stmt mutate_##K(const K& s, const Stmt& self) override {     \
+    Stmt inner = StmtMutator::mutate_##K(s, self);             \
+    K copy = *inner.as<K>();                                   \
+    K::reflect(copy, [&](const char*, auto& field, FieldRole role) { rename(field, role); }); \
+    return Stmt(std::move(copy));                              \
+  }
+  TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+
+  Expr mutate_expr(const Expr& e) override { return e.defined() ? substitute(e, as_exprs_) : e; }
+
+ private:
+  void rename(std::string& name, FieldRole role) {
+    if (!binds(role) && role != FieldRole::UseName && role != FieldRole::Label) return;
+    if (role == FieldRole::DefBuffer) return;  // buffers keep their names
+    if (auto it = renames_.find(name); it != renames_.end()) name = it->second;
+  }
+  void rename(std::vector<std::string>& list, FieldRole role) {
+    for (std::string& n : list) rename(n, role);
+  }
+  template <class T>
+  void rename(std::vector<T>& items, FieldRole) {
+    if constexpr (Reflected<T>) {
+      for (T& item : items) T::reflect(item, [&](const char*, auto& field, FieldRole role) { rename(field, role); });
+    }
+  }
+  template <class Other>
+  void rename(Other&, FieldRole) {}  // Exprs went through mutate_expr; bodies through mutate
+
+  const std::map<std::string, std::string>& renames_;
+  std::map<std::string, Expr> as_exprs_;
 };
 
 class SubstitutingSimplifier final : public StmtMutator {
@@ -95,9 +153,40 @@ class SubstitutingSimplifier final : public StmtMutator {
 }  // namespace
 
 std::set<std::string> bound_names(const Body& body) {
-  BoundNameCollector collector;
-  collector.visit(body);
-  return collector.names;
+  std::set<std::string> names;
+  collect_fields(body, [&](const auto& field, FieldRole role) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>)
+      if (binds(role)) names.insert(field);
+  });
+  return names;
+}
+
+std::vector<std::string> defined_names(const Body& body) {
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  collect_fields(body, [&](const auto& field, FieldRole role) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>)
+      if (binds(role) && role != FieldRole::DefBuffer && seen.insert(field).second) names.push_back(field);
+  });
+  return names;
+}
+
+std::set<std::string> used_names(const Body& body) {
+  std::set<std::string> names;
+  collect_fields(body, [&](const auto& field, FieldRole role) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>) {
+      if (role == FieldRole::UseName) names.insert(field);
+    } else {
+      for (const std::string& v : free_vars(field)) names.insert(v);
+    }
+  });
+  return names;
+}
+
+Body rename_names(const Body& body, const std::map<std::string, std::string>& renames) {
+  if (renames.empty()) return body;
+  NameRenamer renamer(renames);
+  return renamer.mutate_body(body);
 }
 
 bool contains_collective(const Body& body) {

@@ -80,118 +80,38 @@ std::string format_factor(double f) {
   return buf;
 }
 
-// ---- renaming and substitution over Loop IR statements ----------------------------------------
+// ---- substitution over Loop IR statements -------------------------------------------------------
 
-// Rewrites every Expr through `subst` and renames every bound name through `rename`.
-class Rewriter {
+// Rewrites every Expr of a body through `subst`, simplified with `ranges` (the shared mutator visits
+// every expression field of every kind). Renaming bound names is rename_names' job.
+class ExprRewriter final : public StmtMutator {
  public:
-  std::map<std::string, Expr> subst;
-  std::map<std::string, std::string> rename;
-  RangeMap ranges;  // for simplifying the substituted index expressions
-
-  Body body(const Body& b) const {
-    Body out;
-    for (const Stmt& s : b) out.push_back(stmt(s));
-    return out;
-  }
+  ExprRewriter(std::map<std::string, Expr> subst, RangeMap ranges) : subst_(std::move(subst)), ranges_(std::move(ranges)) {}
+  Expr mutate_expr(const Expr& e) override { return e.defined() ? simplify(substitute(e, subst_), ranges_) : e; }
 
  private:
-  std::string name(const std::string& n) const {
-    auto it = rename.find(n);
-    return it == rename.end() ? n : it->second;
-  }
-  Expr expr(const Expr& e) const { return e.defined() ? simplify(substitute(e, subst), ranges) : e; }
-  ExprList exprs(const ExprList& l) const {
-    ExprList out;
-    for (const Expr& e : l) out.push_back(expr(e));
-    return out;
-  }
-  Stmt stmt(const Stmt& s) const {
-    if (const auto* p = s.as<Load>()) return Load{name(p->dst), p->buffer, exprs(p->index), p->type};
-    if (const auto* p = s.as<Assign>()) return Assign{name(p->dst), p->op, exprs(p->args), p->type};
-    if (const auto* p = s.as<Select>())
-      return Select{name(p->dst), expr(p->cond), expr(p->then_value), expr(p->else_value), p->type};
-    if (const auto* p = s.as<Init>()) return Init{name(p->acc), expr(p->value), p->type};
-    if (const auto* p = s.as<Accum>()) return Accum{name(p->acc), p->op, expr(p->value), exprs(p->index)};
-    if (const auto* p = s.as<Write>()) return Write{p->buffer, exprs(p->index), expr(p->value)};
-    if (const auto* p = s.as<Loop>()) {
-      Loop l = *p;
-      l.var = name(p->var);
-      l.begin = expr(p->begin);
-      l.end = expr(p->end);
-      l.body = body(p->body);
-      return l;
-    }
-    if (const auto* p = s.as<Cond>()) return Cond{expr(p->cond), body(p->then_body), body(p->else_body)};
-    return s;  // analyze() admits Loop IR kinds only
-  }
+  std::map<std::string, Expr> subst_;
+  RangeMap ranges_;
 };
 
-// Names bound anywhere in `b` (loads, values, accumulators, loop axes).
-void collect_defs(const Body& b, std::vector<std::string>& out) {
-  for (const Stmt& s : b) {
-    if (const auto* p = s.as<Load>()) out.push_back(p->dst);
-    if (const auto* p = s.as<Assign>()) out.push_back(p->dst);
-    if (const auto* p = s.as<Select>()) out.push_back(p->dst);
-    if (const auto* p = s.as<Init>()) out.push_back(p->acc);
-    if (const auto* p = s.as<Loop>()) {
-      out.push_back(p->var);
-      collect_defs(p->body, out);
-    }
-    if (const auto* p = s.as<Cond>()) {
-      collect_defs(p->then_body, out);
-      collect_defs(p->else_body, out);
-    }
-  }
+Body rewrite_exprs(const Body& b, std::map<std::string, Expr> subst, RangeMap ranges = {}) {
+  ExprRewriter r(std::move(subst), std::move(ranges));
+  return r.mutate_body(b);
 }
 
 // Accumulators updated anywhere in `b`.
-void collect_accums(const Body& b, std::vector<std::string>& out) {
-  for (const Stmt& s : b) {
-    if (const auto* p = s.as<Accum>()) out.push_back(p->acc);
-    if (const auto* p = s.as<Loop>()) collect_accums(p->body, out);
-    if (const auto* p = s.as<Cond>()) {
-      collect_accums(p->then_body, out);
-      collect_accums(p->else_body, out);
-    }
-  }
+std::vector<std::string> accumulated_names(const Body& b) {
+  struct Collector final : StmtVisitor {
+    std::vector<std::string> names;
+    void visit_Accum(const Accum& s) override { names.push_back(s.acc); }
+  } collector;
+  collector.visit(b);
+  return collector.names;
 }
 
 void add_vars(const Expr& e, std::set<std::string>& out) {
   if (!e.defined()) return;
   for (const std::string& v : free_vars(e)) out.insert(v);
-}
-
-// Names read anywhere in `b`.
-void collect_uses(const Body& b, std::set<std::string>& out) {
-  for (const Stmt& s : b) {
-    if (const auto* p = s.as<Load>()) for (const Expr& e : p->index) add_vars(e, out);
-    if (const auto* p = s.as<Assign>()) for (const Expr& e : p->args) add_vars(e, out);
-    if (const auto* p = s.as<Select>()) {
-      add_vars(p->cond, out);
-      add_vars(p->then_value, out);
-      add_vars(p->else_value, out);
-    }
-    if (const auto* p = s.as<Init>()) add_vars(p->value, out);
-    if (const auto* p = s.as<Accum>()) {
-      out.insert(p->acc);
-      add_vars(p->value, out);
-    }
-    if (const auto* p = s.as<Write>()) {
-      for (const Expr& e : p->index) add_vars(e, out);
-      add_vars(p->value, out);
-    }
-    if (const auto* p = s.as<Loop>()) {
-      add_vars(p->begin, out);
-      add_vars(p->end, out);
-      collect_uses(p->body, out);
-    }
-    if (const auto* p = s.as<Cond>()) {
-      add_vars(p->cond, out);
-      collect_uses(p->then_body, out);
-      collect_uses(p->else_body, out);
-    }
-  }
 }
 
 // ---- what a producer computes per element ------------------------------------------------------
@@ -205,24 +125,23 @@ struct ProducerShape {
   int64_t statements = 0;
 };
 
-// Counts statements and writes; false when a kind outside Loop IR appears.
-bool scan(const Body& b, int64_t& statements, int64_t& writes, bool& has_loop) {
-  for (const Stmt& s : b) {
-    ++statements;
-    if (s.is<Write>()) ++writes;
-    if (const auto* p = s.as<Loop>()) {
-      has_loop = true;
-      if (!scan(p->body, statements, writes, has_loop)) return false;
-    } else if (const auto* p = s.as<Cond>()) {
-      if (!scan(p->then_body, statements, writes, has_loop) || !scan(p->else_body, statements, writes, has_loop))
-        return false;
-    } else if (!(s.is<Load>() || s.is<Assign>() || s.is<Select>() || s.is<Init>() || s.is<Accum>() ||
-                 s.is<Write>())) {
-      return false;
-    }
+// Counts statements, writes and loops at any depth, and whether every kind is Loop IR.
+struct LoopIrCensus final : StmtVisitor {
+  int64_t statements = 0;
+  int64_t writes = 0;
+  bool has_loop = false;
+  bool loop_ir_only = true;
+#define TESSERA_X(K)                                                          \
+  void visit_##K(const K& s) override {                                       \
+    ++statements;                                                             \
+    writes += StmtKind::K == StmtKind::Write;                                 \
+    has_loop = has_loop || StmtKind::K == StmtKind::Loop;                     \
+    loop_ir_only = loop_ir_only && (stmt_kind_traits(StmtKind::K).dialects & kInLoop) != 0; \
+    StmtVisitor::visit_##K(s);                                                \
   }
-  return true;
-}
+  TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+};
 
 // P's per-element computation, or the reason it cannot be inlined.
 std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
@@ -245,11 +164,15 @@ std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
     shape.elements *= *ext;
     cur = &l.body;
   }
-  int64_t writes = 0;
-  if (!scan(*cur, shape.statements, writes, shape.has_loop)) {
+  LoopIrCensus census;
+  census.visit(*cur);
+  if (!census.loop_ir_only) {
     reason = "body holds statements outside Loop IR";
     return std::nullopt;
   }
+  shape.statements = census.statements;
+  shape.has_loop = census.has_loop;
+  const int64_t writes = census.writes;
   const Write* w = cur->empty() ? nullptr : cur->back().as<Write>();
   if (writes != 1 || w == nullptr || w->buffer != p.id) {
     reason = "not a single write of one value per element (a multi-source map or an imperfect nest)";
@@ -277,18 +200,16 @@ std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
 
 // ---- inlining one producer into one consumer body -----------------------------------------------
 
-class Inliner {
+class Inliner final : public StmtMutator {
  public:
   Inliner(const std::string& producer, const ProducerShape& shape, int& fresh)
       : producer_(producer), shape_(shape), fresh_(fresh) {}
 
   Body run(const Body& consumer) {
     stack_.push_back(Scope{});
-    Body out = rewrite(consumer);
+    Body out = mutate_body(consumer);
     stack_.pop_back();
-    Rewriter r;
-    r.subst = replaced_;
-    return r.body(out);
+    return rewrite_exprs(out, replaced_);
   }
   // Evaluations of P's computation per element of P (the recompute factor R).
   double recompute_factor() const { return evaluations_ / static_cast<double>(shape_.elements); }
@@ -303,7 +224,9 @@ class Inliner {
     std::map<std::string, Expr> materialized;  // "P[idx]" -> its value
   };
 
-  Body rewrite(const Body& in) {
+  // Each use of P (a load of it) becomes P's value, its computation hoisted to the scope chosen by
+  // target_scope and emitted before the statement it was found in.
+  Body mutate_body(const Body& in) override {
     Body out;
     for (const Stmt& s : in) {
       if (const auto* l = s.as<Load>(); l && l->buffer == producer_) {
@@ -311,33 +234,33 @@ class Inliner {
         flush(out);
         continue;
       }
-      if (const auto* l = s.as<Loop>()) {
-        Loop copy = *l;
-        Scope sc;
-        sc.axis = l->var;
-        std::optional<int64_t> ext = loop_extent(*l);
-        sc.executions = stack_.back().executions * static_cast<double>(ext ? *ext : 1);
-        if (!ext) ok_ = false;  // cannot bound the cost: refuse
-        bind_range(*l);
-        stack_.push_back(std::move(sc));
-        copy.body = rewrite(l->body);
-        stack_.pop_back();
-        ranges_.erase(l->var);
-        flush(out);
-        out.push_back(copy);
-        continue;
-      }
-      if (const auto* c = s.as<Cond>()) {
-        Cond copy = *c;
-        copy.then_body = rewrite_branch(c->then_body);
-        copy.else_body = rewrite_branch(c->else_body);
-        flush(out);
-        out.push_back(copy);
-        continue;
-      }
-      out.push_back(s);
+      Stmt rewritten = mutate(s);
+      flush(out);
+      out.push_back(std::move(rewritten));
     }
     return out;
+  }
+
+  Stmt mutate_Loop(const Loop& l, const Stmt& self) override {
+    Scope sc;
+    sc.axis = l.var;
+    std::optional<int64_t> ext = loop_extent(l);
+    sc.executions = stack_.back().executions * static_cast<double>(ext ? *ext : 1);
+    if (!ext) ok_ = false;  // cannot bound the cost: refuse
+    bind_range(l);
+    stack_.push_back(std::move(sc));
+    Stmt out = StmtMutator::mutate_Loop(l, self);
+    stack_.pop_back();
+    ranges_.erase(l.var);
+    return out;
+  }
+
+  // A branch is a barrier: nothing computed for it hoists above the condition.
+  Stmt mutate_Cond(const Cond& c, const Stmt&) override {
+    Cond copy = c;
+    copy.then_body = rewrite_branch(c.then_body);
+    copy.else_body = rewrite_branch(c.else_body);
+    return copy;
   }
 
   Body rewrite_branch(const Body& b) {
@@ -345,7 +268,7 @@ class Inliner {
     sc.barrier = true;
     sc.executions = stack_.back().executions;
     stack_.push_back(std::move(sc));
-    Body out = rewrite(b);
+    Body out = mutate_body(b);
     stack_.pop_back();
     return out;
   }
@@ -385,19 +308,19 @@ class Inliner {
       if (auto it = s.materialized.find(key); it != s.materialized.end()) return it->second;
 
     size_t target = target_scope(index);
-    Rewriter r;
-    r.ranges = ranges_;
-    std::vector<std::string> defs;
-    collect_defs(shape_.compute, defs);
+    std::map<std::string, std::string> rename;
+    std::map<std::string, Expr> subst;
     std::string prefix = "f" + std::to_string(fresh_++) + "_";
-    for (const std::string& d : defs) {
-      r.rename[d] = prefix + d;
-      r.subst[d] = Expr::var(prefix + d);
+    for (const std::string& d : defined_names(shape_.compute)) {
+      rename[d] = prefix + d;
+      subst[d] = Expr::var(prefix + d);
     }
-    for (const auto& [axis, dim] : shape_.axis_dim) r.subst[axis] = dim < index.size() ? index[dim] : Expr::int_(0);
+    std::map<std::string, Expr> axes;
+    for (const auto& [axis, dim] : shape_.axis_dim) axes[axis] = dim < index.size() ? index[dim] : Expr::int_(0);
     if (shape_.axis_dim.size() > index.size()) ok_ = false;
-    Body compute = r.body(shape_.compute);
-    Expr value = simplify(substitute(shape_.value, r.subst), ranges_);
+    Body compute = rewrite_exprs(rename_names(shape_.compute, rename), axes, ranges_);
+    subst.insert(axes.begin(), axes.end());
+    Expr value = simplify(substitute(shape_.value, subst), ranges_);
     Scope& t = stack_[target];
     t.pending.insert(t.pending.end(), compute.begin(), compute.end());
     t.materialized[key] = value;
@@ -417,19 +340,21 @@ class Inliner {
 
 // ---- sibling reduce loops sharing one loop -------------------------------------------------------
 
+// Nested bodies first (through the shared mutator), then each body's sibling loops.
+class ReduceLoopSharer final : public StmtMutator {
+ public:
+  Body mutate_body(const Body& in) override { return share_siblings(StmtMutator::mutate_body(in)); }
+
+ private:
+  static Body share_siblings(const Body& b);
+};
+
 Body share_reduce_loops(const Body& in) {
-  Body b;
-  for (const Stmt& s : in) {
-    if (const auto* l = s.as<Loop>()) {
-      Loop copy = *l;
-      copy.body = share_reduce_loops(l->body);
-      b.push_back(copy);
-    } else if (const auto* c = s.as<Cond>()) {
-      b.push_back(Cond{c->cond, share_reduce_loops(c->then_body), share_reduce_loops(c->else_body)});
-    } else {
-      b.push_back(s);
-    }
-  }
+  ReduceLoopSharer sharer;
+  return sharer.mutate_body(in);
+}
+
+Body ReduceLoopSharer::share_siblings(const Body& b) {
   Body out;
   for (size_t i = 0; i < b.size(); ++i) {
     const Loop* first = b[i].as<Loop>();
@@ -455,19 +380,17 @@ Body share_reduce_loops(const Body& in) {
         break;
       // The second loop must not read what the first one defines or accumulates, nor what the
       // statements between them compute.
-      std::vector<std::string> defs;
-      collect_defs({Stmt(merged)}, defs);
-      collect_accums(merged.body, defs);
-      collect_defs(after, defs);
-      collect_defs(between_rest, defs);
-      std::set<std::string> uses;
-      collect_uses(next->body, uses);
+      std::vector<std::string> defs = defined_names({Stmt(merged)});
+      for (const Body* b : {&after, &between_rest}) {
+        const std::vector<std::string> more = defined_names(*b);
+        defs.insert(defs.end(), more.begin(), more.end());
+      }
+      const std::vector<std::string> accumulated = accumulated_names(merged.body);
+      defs.insert(defs.end(), accumulated.begin(), accumulated.end());
+      const std::set<std::string> uses = used_names(next->body);
       bool independent = std::none_of(defs.begin(), defs.end(), [&](const std::string& d) { return uses.count(d); });
       if (!independent) break;
-      Rewriter r;
-      r.rename[next->var] = merged.var;
-      r.subst[next->var] = Expr::var(merged.var);
-      Body renamed = r.body(next->body);
+      Body renamed = rewrite_exprs(rename_names(next->body, {{next->var, merged.var}}), {});
       merged.body.insert(merged.body.end(), renamed.begin(), renamed.end());
       inits.insert(inits.end(), between_inits.begin(), between_inits.end());
       after.insert(after.end(), between_rest.begin(), between_rest.end());

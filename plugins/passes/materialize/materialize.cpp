@@ -204,56 +204,89 @@ class KernelBuilder {
   }
 
   // Lowers `s` into `out`; may extend `scope` (uniform names, renames) for the statements after it.
+  // A switch over every kind: a new kind breaks the build here until materialize says what it
+  // does with it.
   Status lower_stmt(const Stmt& s, Scope& scope, Body& out) {
-    if (const auto* st = s.as<Stage>()) return lower_stage(*st, s, scope, out);
-    if (const auto* st = s.as<Combine>()) return lower_combine(*st, s, scope, out);
-    if (const auto* st = s.as<AsyncWait>()) {
-      TESSERA_TRY(check_collective(s, scope));
-      out.push_back(CpAsyncWait{st->keep});
-      out.push_back(Sync{});
-      return Status::ok();
+    switch (s.kind()) {
+      case StmtKind::Stage: return lower_stage(*s.as<Stage>(), s, scope, out);
+      case StmtKind::Combine: return lower_combine(*s.as<Combine>(), s, scope, out);
+      case StmtKind::AsyncWait:
+        TESSERA_TRY(check_collective(s, scope));
+        out.push_back(CpAsyncWait{s.as<AsyncWait>()->keep});
+        out.push_back(Sync{});
+        return Status::ok();
+      case StmtKind::Loop: return lower_loop(*s.as<Loop>(), scope, out);
+      case StmtKind::StridedLoop: return lower_strided_loop(*s.as<StridedLoop>(), scope, out);
+      case StmtKind::Cond: return lower_cond(*s.as<Cond>(), scope, out);
+      case StmtKind::Tile: return ctx_.error_at(node_, "a Tile statement is nested in another statement");
+      case StmtKind::Accum:
+        if (scope.renames.count(s.as<Accum>()->acc)) {
+          return ctx_.error_at(node_, "`" + first_line(s) + "` accumulates into " + s.as<Accum>()->acc +
+                                          " after its block Combine; materialize cannot lower that");
+        }
+        return lower_leaf(s, scope, out);
+      case StmtKind::Load:
+      case StmtKind::Assign:
+      case StmtKind::Select:
+      case StmtKind::Init:
+      case StmtKind::Write: return lower_leaf(s, scope, out);
+      case StmtKind::Let:
+      case StmtKind::Smem:
+      case StmtKind::Sync:
+      case StmtKind::CpAsyncCopy:
+      case StmtKind::CpAsyncCommit:
+      case StmtKind::CpAsyncWait:
+      case StmtKind::TmaLoad:
+      case StmtKind::MbarrierInit:
+      case StmtKind::MbarrierArrive:
+      case StmtKind::MbarrierWait:
+      case StmtKind::WarpShuffle:
+      case StmtKind::TreeHalve:
+      case StmtKind::VectorLoad:
+      case StmtKind::VectorStore:
+        return ctx_.error_at(node_, "`" + first_line(s) + "` is a Kernel IR statement; materialize reads Tile IR");
     }
-    if (const auto* st = s.as<Loop>()) {
-      Expr begin = rename(st->begin, scope), end = rename(st->end, scope);
-      Scope inner = nested(scope, {begin, end});
-      inner.in_loop = true;
-      bind_range(inner, st->var, begin, end);
-      if (is_uniform({begin, end}, scope)) inner.uniform.insert(st->var);
-      Body body;
-      TESSERA_TRY(lower_body(st->body, inner, body));
-      out.push_back(Loop{st->var, begin, end, st->role, st->unroll, std::move(body)});
-      return Status::ok();
-    }
-    if (const auto* st = s.as<StridedLoop>()) {
-      Expr begin = rename(st->begin, scope), end = rename(st->end, scope),
-           step = rename(st->step, scope);
-      Scope inner = nested(scope, {begin, end, step});
-      inner.in_loop = true;
-      bind_range(inner, st->var, begin, end);
-      if (is_uniform({begin, end, step}, scope)) inner.uniform.insert(st->var);
-      Body body;
-      TESSERA_TRY(lower_body(st->body, inner, body));
-      out.push_back(
-          StridedLoop{st->var, begin, end, step, st->role, st->unroll, std::move(body)});
-      return Status::ok();
-    }
-    if (const auto* st = s.as<Cond>()) {
-      Expr cond = rename(st->cond, scope);
-      Scope then_scope = nested(scope, {cond}), else_scope = nested(scope, {cond});
-      Body then_body, else_body;
-      TESSERA_TRY(lower_body(st->then_body, then_scope, then_body));
-      TESSERA_TRY(lower_body(st->else_body, else_scope, else_body));
-      out.push_back(Cond{cond, std::move(then_body), std::move(else_body)});
-      return Status::ok();
-    }
-    if (s.is<Tile>()) return ctx_.error_at(node_, "a Tile statement is nested in another statement");
-    if (const auto* st = s.as<Accum>(); st != nullptr && scope.renames.count(st->acc)) {
-      return ctx_.error_at(node_, "`" + first_line(s) + "` accumulates into " + st->acc +
-                                      " after its block Combine; materialize cannot lower that");
-    }
-    // A leaf: copy it with the renames applied. Values computed from uniform names stay uniform
-    // (e.g. the scale computed from a Combine's total), unless computed under thread-dependent
-    // control flow.
+    return ctx_.error_at(node_, "`" + first_line(s) + "` has an unknown statement kind");
+  }
+
+  Status lower_loop(const Loop& st, Scope& scope, Body& out) {
+    Expr begin = rename(st.begin, scope), end = rename(st.end, scope);
+    Scope inner = nested(scope, {begin, end});
+    inner.in_loop = true;
+    bind_range(inner, st.var, begin, end);
+    if (is_uniform({begin, end}, scope)) inner.uniform.insert(st.var);
+    Body body;
+    TESSERA_TRY(lower_body(st.body, inner, body));
+    out.push_back(Loop{st.var, begin, end, st.role, st.unroll, std::move(body)});
+    return Status::ok();
+  }
+
+  Status lower_strided_loop(const StridedLoop& st, Scope& scope, Body& out) {
+    Expr begin = rename(st.begin, scope), end = rename(st.end, scope), step = rename(st.step, scope);
+    Scope inner = nested(scope, {begin, end, step});
+    inner.in_loop = true;
+    bind_range(inner, st.var, begin, end);
+    if (is_uniform({begin, end, step}, scope)) inner.uniform.insert(st.var);
+    Body body;
+    TESSERA_TRY(lower_body(st.body, inner, body));
+    out.push_back(StridedLoop{st.var, begin, end, step, st.role, st.unroll, std::move(body)});
+    return Status::ok();
+  }
+
+  Status lower_cond(const Cond& st, Scope& scope, Body& out) {
+    Expr cond = rename(st.cond, scope);
+    Scope then_scope = nested(scope, {cond}), else_scope = nested(scope, {cond});
+    Body then_body, else_body;
+    TESSERA_TRY(lower_body(st.then_body, then_scope, then_body));
+    TESSERA_TRY(lower_body(st.else_body, else_scope, else_body));
+    out.push_back(Cond{cond, std::move(then_body), std::move(else_body)});
+    return Status::ok();
+  }
+
+  // A Loop IR leaf: copied with the renames applied. Values computed from uniform names stay
+  // uniform (e.g. the scale computed from a Combine's total), unless computed under
+  // thread-dependent control flow.
+  Status lower_leaf(const Stmt& s, Scope& scope, Body& out) {
     ExprRenamer renamer(scope.renames);
     Stmt copy = renamer.mutate(s);
     if (!scope.thread_dependent) {

@@ -43,50 +43,46 @@ struct StagedAccess {
   std::vector<ExprList> loads;
 };
 
-void collect_loads(const Body& body, size_t from, const std::string& buffer, std::map<std::string, Expr> env,
-                   std::vector<ExprList>& out) {
-  for (size_t i = from; i < body.size(); ++i) {
-    const Stmt& s = body[i];
-    if (const auto* load = s.as<Load>()) {
-      if (load->buffer != buffer) continue;
-      ExprList index;
-      for (const Expr& e : load->index) index.push_back(substitute(e, env));
-      out.push_back(std::move(index));
-    } else if (const auto* sl = s.as<StridedLoop>()) {
-      auto inner = env;
-      inner[sl->var] = substitute(sl->begin, env);
-      collect_loads(sl->body, 0, buffer, std::move(inner), out);
-    } else if (const auto* loop = s.as<Loop>()) {
-      auto inner = env;
-      inner[loop->var] = substitute(loop->begin, env);
-      collect_loads(loop->body, 0, buffer, std::move(inner), out);
-    } else if (const auto* cond = s.as<Cond>()) {
-      collect_loads(cond->then_body, 0, buffer, env, out);
-      collect_loads(cond->else_body, 0, buffer, env, out);
-    } else if (const auto* stage = s.as<Stage>(); stage && stage->dst == buffer && i > from) {
-      return;  // a refill: later loads belong to that Stage
-    }
-  }
-}
+// Every Stage of a kernel with the loads of its buffer that read what it staged: the loads after it
+// in textual order, up to the next Stage into the same buffer (a refill). Loop variables in the
+// load indices are replaced by their loops' first values.
+class StagedAccessCollector final : public StmtVisitor {
+ public:
+  explicit StagedAccessCollector(const Graph& g) : g_(g) {}
+  std::vector<StagedAccess> accesses;
 
-void find_stages(const Graph& g, const Body& body, std::vector<StagedAccess>& out) {
-  for (size_t i = 0; i < body.size(); ++i) {
-    if (const auto* stage = body[i].as<Stage>()) {
-      StagedAccess a;
-      a.stage = stage;
-      if (const Node* src = g.find(stage->buffer)) a.elem_bytes = dtype_bytes(src->type.dtype);
-      collect_loads(body, i, stage->dst, {}, a.loads);
-      out.push_back(std::move(a));
-    } else if (const auto* loop = body[i].as<Loop>()) {
-      find_stages(g, loop->body, out);
-    } else if (const auto* cond = body[i].as<Cond>()) {
-      find_stages(g, cond->then_body, out);
-      find_stages(g, cond->else_body, out);
-    } else if (const auto* tile = body[i].as<Tile>()) {
-      find_stages(g, tile->body, out);
-    }
+  void visit_Stage(const Stage& s) override {
+    StagedAccess a;
+    a.stage = &s;
+    if (const Node* src = g_.find(s.buffer)) a.elem_bytes = dtype_bytes(src->type.dtype);
+    latest_[s.dst] = accesses.size();
+    accesses.push_back(std::move(a));
   }
-}
+  void visit_Load(const Load& s) override {
+    auto it = latest_.find(s.buffer);
+    if (it == latest_.end()) return;
+    ExprList index;
+    for (const Expr& e : s.index) index.push_back(substitute(e, first_values_));
+    accesses[it->second].loads.push_back(std::move(index));
+  }
+  void visit_Loop(const Loop& s) override { in_loop(s.var, s.begin, [&] { StmtVisitor::visit_Loop(s); }); }
+  void visit_StridedLoop(const StridedLoop& s) override {
+    in_loop(s.var, s.begin, [&] { StmtVisitor::visit_StridedLoop(s); });
+  }
+
+ private:
+  template <class F>
+  void in_loop(const std::string& var, const Expr& begin, F&& visit_body) {
+    std::map<std::string, Expr> saved = first_values_;
+    first_values_[var] = substitute(begin, first_values_);
+    visit_body();
+    first_values_ = std::move(saved);
+  }
+
+  const Graph& g_;
+  std::map<std::string, size_t> latest_;  // buffer -> its latest Stage in `accesses`
+  std::map<std::string, Expr> first_values_;
+};
 
 // The worst bank conflict degree of one warp over the loads of `a` with rows padded by `pad`.
 int64_t worst_conflict(const StagedAccess& a, int64_t pad, const std::vector<TileAxis>& threads, int64_t warp) {
@@ -173,8 +169,9 @@ class PadSmemPass final : public KernelPass {
  private:
   Status pad_node(const Graph& g, Node& n, const TileOp& kernel, PassContext& ctx) {
     const Tile& tile = *kernel.tile();
-    std::vector<StagedAccess> accesses;
-    find_stages(g, kernel.body, accesses);
+    StagedAccessCollector collector(g);
+    collector.visit(kernel.body);
+    const std::vector<StagedAccess>& accesses = collector.accesses;
     if (accesses.empty()) return Status::ok();
     std::vector<const StagedAccess*> padded;
     for (const StagedAccess& a : accesses)

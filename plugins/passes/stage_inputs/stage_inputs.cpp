@@ -120,7 +120,7 @@ bool all_in(const Expr& e, const std::set<std::string>& names) {
 }
 
 // Walks one scope, recording the loads of `inputs` with their slabs.
-class ScopeAnalysis {
+class ScopeAnalysis final : public StmtVisitor {
  public:
   ScopeAnalysis(const Tile& tile, std::set<std::string> uniform, RangeMap ranges, std::set<std::string> inputs)
       : uniform_(std::move(uniform)), ranges_(std::move(ranges)), inputs_(std::move(inputs)) {
@@ -132,25 +132,22 @@ class ScopeAnalysis {
     }
   }
 
-  void walk(const Body& body) {
-    for (const Stmt& s : body) {
-      if (const auto* load = s.as<Load>()) {
-        if (inputs_.count(load->buffer)) sites.push_back(site(*load));
-      } else if (const auto* sl = s.as<StridedLoop>()) {
-        bind_strided(*sl);
-        enclosing_.push_back(sl->var);
-        walk(sl->body);
-        enclosing_.pop_back();
-      } else if (const auto* loop = s.as<Loop>()) {
-        bind_loop(*loop);
-        enclosing_.push_back(loop->var);
-        walk(loop->body);
-        enclosing_.pop_back();
-      } else if (const auto* cond = s.as<Cond>()) {
-        walk(cond->then_body);
-        walk(cond->else_body);
-      }
-    }
+  using StmtVisitor::visit;
+
+  void visit_Load(const Load& load) override {
+    if (inputs_.count(load.buffer)) sites.push_back(site(load));
+  }
+  void visit_StridedLoop(const StridedLoop& sl) override {
+    bind_strided(sl);
+    enclosing_.push_back(sl.var);
+    StmtVisitor::visit_StridedLoop(sl);
+    enclosing_.pop_back();
+  }
+  void visit_Loop(const Loop& loop) override {
+    bind_loop(loop);
+    enclosing_.push_back(loop.var);
+    StmtVisitor::visit_Loop(loop);
+    enclosing_.pop_back();
   }
 
   const std::vector<std::string>& thread_axes() const { return thread_axes_; }
@@ -400,7 +397,7 @@ class StageInputsPass final : public KernelPass {
       if (in != n.id) inputs.insert(in);
 
     ScopeAnalysis whole(tile, block_axes, block_ranges, inputs);
-    whole.walk(tile.body);
+    whole.visit(tile.body);
     std::map<int, std::vector<LoadSite>> per_chunk;  // chunk loop position -> its loads
     for (size_t i = 0; i < tile.body.size(); ++i) {
       if (!is_chunk_loop(tile.body[i], block_axes)) continue;
@@ -410,7 +407,7 @@ class StageInputsPass final : public KernelPass {
       RangeMap ranges = block_ranges;
       if (auto hi = bound_of(loop.end, block_ranges); hi && hi->hi >= 1) ranges[loop.var] = Interval{0, hi->hi - 1};
       ScopeAnalysis chunk(tile, uniform, ranges, inputs);
-      chunk.walk(loop.body);
+      chunk.visit(loop.body);
       per_chunk[static_cast<int>(i)] = std::move(chunk.sites);
     }
 
@@ -553,47 +550,33 @@ class StageInputsPass final : public KernelPass {
     return Status::ok();
   }
 
-  // Rewrites the loads of staged buffers whose group lives in `scope`, in analysis order.
+  // Rewrites the loads of staged buffers whose group lives in `scope`, in analysis order (the
+  // shared traversal's textual order, as ScopeAnalysis saw them).
   static Body replace_loads(const Body& body, const std::map<std::string, std::map<int, const Group*>>& groups_of,
                             int scope) {
-    std::map<std::string, size_t> seen;
-    return replace_in(body, groups_of, scope, seen);
+    StagedLoadRewriter rewriter(groups_of, scope);
+    return rewriter.mutate_body(body);
   }
 
-  static Body replace_in(const Body& body, const std::map<std::string, std::map<int, const Group*>>& groups_of,
-                         int scope, std::map<std::string, size_t>& seen) {
-    Body out;
-    for (const Stmt& s : body) {
-      if (const auto* load = s.as<Load>()) {
-        auto it = groups_of.find(load->buffer);
-        const Group* grp = nullptr;
-        if (it != groups_of.end())
-          if (auto g = it->second.find(scope); g != it->second.end()) grp = g->second;
-        if (grp == nullptr) {
-          out.push_back(s);
-          continue;
-        }
-        const LoadSite& site = grp->loads[seen[load->buffer]++];
-        out.push_back(Load{load->dst, load->buffer + "_smem", site.smem_index, load->type});
-      } else if (const auto* sl = s.as<StridedLoop>()) {
-        StridedLoop copy = *sl;
-        copy.body = replace_in(sl->body, groups_of, scope, seen);
-        out.push_back(copy);
-      } else if (const auto* loop = s.as<Loop>()) {
-        Loop copy = *loop;
-        copy.body = replace_in(loop->body, groups_of, scope, seen);
-        out.push_back(copy);
-      } else if (const auto* cond = s.as<Cond>()) {
-        Cond copy = *cond;
-        copy.then_body = replace_in(cond->then_body, groups_of, scope, seen);
-        copy.else_body = replace_in(cond->else_body, groups_of, scope, seen);
-        out.push_back(copy);
-      } else {
-        out.push_back(s);
-      }
+  class StagedLoadRewriter final : public StmtMutator {
+   public:
+    StagedLoadRewriter(const std::map<std::string, std::map<int, const Group*>>& groups_of, int scope)
+        : groups_of_(groups_of), scope_(scope) {}
+
+    Stmt mutate_Load(const Load& load, const Stmt& self) override {
+      auto it = groups_of_.find(load.buffer);
+      if (it == groups_of_.end()) return self;
+      auto g = it->second.find(scope_);
+      if (g == it->second.end()) return self;
+      const LoadSite& site = g->second->loads[seen_[load.buffer]++];
+      return Load{load.dst, load.buffer + "_smem", site.smem_index, load.type};
     }
-    return out;
-  }
+
+   private:
+    const std::map<std::string, std::map<int, const Group*>>& groups_of_;
+    int scope_;
+    std::map<std::string, size_t> seen_;
+  };
 };
 
 void register_stage_inputs(Registry& r) {

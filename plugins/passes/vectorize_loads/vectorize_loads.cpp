@@ -246,44 +246,36 @@ RangeMap launch_ranges(const KernelOp& k) {
   return r;
 }
 
-// Walks a kernel body keeping the ranges of Let and loop variables, and rewrites (k > 1) or merely
-// inspects (k == 1: records the widest legal K in `widest`) every serial Loop.
-class BodyWalker {
+// Walks a kernel body (the shared mutator's traversal) keeping the ranges of Let and loop
+// variables, and rewrites (k > 1) or merely inspects (k == 1: records the widest legal K in
+// `widest`) every serial Loop.
+class BodyWalker final : public StmtMutator {
  public:
-  BodyWalker(const Node& node, PassContext* ctx, LoopVectorizer& vec, int64_t k)
-      : node_(node), ctx_(ctx), vec_(vec), k_(k) {}
+  BodyWalker(const Node& node, PassContext* ctx, LoopVectorizer& vec, int64_t k, RangeMap ranges)
+      : node_(node), ctx_(ctx), vec_(vec), k_(k), ranges_(std::move(ranges)) {}
 
   int64_t widest = 1;
 
-  Body walk(const Body& body, RangeMap ranges) {
-    Body out;
-    for (const Stmt& s : body) {
-      if (const auto* let = s.as<Let>()) {
-        if (auto b = bound_of(let->value, ranges)) ranges[let->var] = *b;
-        out.push_back(s);
-      } else if (const auto* loop = s.as<Loop>()) {
-        out.push_back(walk_loop(*loop, s, ranges));
-      } else if (const auto* sl = s.as<StridedLoop>()) {
-        if (std::optional<Stmt> vectorized = walk_strided(*sl, ranges)) {
-          out.push_back(std::move(*vectorized));
-          continue;
-        }
-        RangeMap inner = ranges;
-        auto lo = bound_of(sl->begin, ranges);
-        auto hi = bound_of(sl->end, ranges);
-        if (lo && hi) inner[sl->var] = Interval{lo->lo, hi->hi - 1};
-        StridedLoop copy = *sl;
-        copy.body = walk(sl->body, inner);
-        out.push_back(std::move(copy));
-      } else if (const auto* cond = s.as<Cond>()) {
-        Cond copy = *cond;
-        copy.then_body = walk(cond->then_body, ranges);
-        copy.else_body = walk(cond->else_body, ranges);
-        out.push_back(std::move(copy));
-      } else {
-        out.push_back(s);
-      }
-    }
+  Stmt mutate_Let(const Let& let, const Stmt& self) override {
+    if (auto b = bound_of(let.value, ranges_)) ranges_[let.var] = *b;
+    return self;
+  }
+  Stmt mutate_Loop(const Loop& loop, const Stmt& self) override { return walk_loop(loop, self); }
+  Stmt mutate_StridedLoop(const StridedLoop& sl, const Stmt& self) override {
+    if (std::optional<Stmt> vectorized = walk_strided(sl, ranges_)) return std::move(*vectorized);
+    const RangeMap saved = ranges_;
+    auto lo = bound_of(sl.begin, ranges_);
+    auto hi = bound_of(sl.end, ranges_);
+    if (lo && hi) ranges_[sl.var] = Interval{lo->lo, hi->hi - 1};
+    Stmt out = StmtMutator::mutate_StridedLoop(sl, self);
+    ranges_ = saved;
+    return out;
+  }
+  // A branch's Lets are visible in that branch only.
+  Stmt mutate_Cond(const Cond& cond, const Stmt& self) override {
+    const RangeMap saved = ranges_;
+    Stmt out = StmtMutator::mutate_Cond(cond, self);
+    ranges_ = saved;
     return out;
   }
 
@@ -318,16 +310,17 @@ class BodyWalker {
     return Stmt(StridedLoop{sl.var, sl.begin, rewritten.end, sl.step, sl.role, rewritten.unroll, rewritten.body});
   }
 
-  Stmt walk_loop(const Loop& loop, const Stmt& self, const RangeMap& ranges) {
-    RangeMap inner = ranges;
-    auto lo = bound_of(loop.begin, ranges);
-    auto hi = bound_of(loop.end, ranges);
-    if (lo && hi) inner[loop.var] = Interval{lo->lo, hi->hi - 1};
+  Stmt walk_loop(const Loop& loop, const Stmt& self) {
+    const RangeMap ranges = ranges_;
     const bool innermost = std::none_of(loop.body.begin(), loop.body.end(),
                                         [](const Stmt& s) { return s.is<Loop>() || s.is<StridedLoop>() || s.is<Cond>(); });
     if (!innermost) {  // only innermost straight-line loops can be vectorized; look inside
+      auto lo = bound_of(loop.begin, ranges);
+      auto hi = bound_of(loop.end, ranges);
+      if (lo && hi) ranges_[loop.var] = Interval{lo->lo, hi->hi - 1};
       Loop copy = loop;
-      copy.body = walk(loop.body, inner);
+      copy.body = mutate_body(loop.body);
+      ranges_ = ranges;
       if (ctx_ != nullptr) ctx_->skip(node_, "loop " + loop.var + ": body holds control flow");
       return copy;
     }
@@ -352,6 +345,7 @@ class BodyWalker {
   PassContext* ctx_;
   LoopVectorizer& vec_;
   int64_t k_;
+  RangeMap ranges_;
 };
 
 class VectorizeLoadsPass final : public KernelPass {
@@ -373,8 +367,8 @@ class VectorizeLoadsPass final : public KernelPass {
     const auto* kernel = n->op_as<KernelOp>();
     if (kernel == nullptr) return Status::ok();
     LoopVectorizer vec(g, bound_names(kernel->body));
-    BodyWalker probe(*n, nullptr, vec, 1);
-    probe.walk(kernel->body, launch_ranges(*kernel));
+    BodyWalker probe(*n, nullptr, vec, 1, launch_ranges(*kernel));
+    probe.mutate_body(kernel->body);
     if (probe.widest == 1) {
       ctx.skip(*n, "no serial loop with an aligned f32/bf16/f16 access at [.., c + v]");
       return Status::ok();
@@ -382,8 +376,8 @@ class VectorizeLoadsPass final : public KernelPass {
       Expected<int64_t> width = ctx.choose_int("WIDTH", *n, {1, 2, 4, 8}, probe.widest);
     if (!width) return std::move(width).error();
     if (*width == 1) return Status::ok();
-    BodyWalker rewriter(*n, &ctx, vec, *width);
-    Body body = rewriter.walk(kernel->body, launch_ranges(*kernel));
+    BodyWalker rewriter(*n, &ctx, vec, *width, launch_ranges(*kernel));
+    Body body = rewriter.mutate_body(kernel->body);
     auto op = std::make_unique<KernelOp>(*kernel);
     op->body = canonicalize_names(body);
     n->op = std::move(op);

@@ -533,6 +533,19 @@ std::string print_stmt(const Stmt& s, int indent = 0);
 // buffers): the names a pass must avoid when it invents one.
 std::set<std::string> bound_names(const Body& body);
 
+// Every axis, value and accumulator name `body` binds at any depth (not kernel-local buffers), in
+// order of first definition (depth-first, textual order).
+std::vector<std::string> defined_names(const Body& body);
+
+// Every name `body` reads at any depth: name fields that refer to a binding (an accumulator, a
+// value) and the free variables and values of every expression. Buffers are not included.
+std::set<std::string> used_names(const Body& body);
+
+// Renames, at any depth, every bound name in `renames` where it is defined and wherever it is
+// used (name fields, labels, and the variables and values of expressions). Buffers keep their
+// names; names not in the map are left alone.
+Body rename_names(const Body& body, const std::map<std::string, std::string>& renames);
+
 // Whether `body` holds a collective Tile IR statement (Stage, Combine, AsyncWait) at any depth.
 bool contains_collective(const Body& body);
 
