@@ -35,7 +35,7 @@
 
 #include "cli_session.h"
 #include "compile_program.h"
-#include "kernel_bench_suite.h"
+#include "bench_suite.h"
 #include "plugins/targets/cuda/driver_api.h"
 #include "plugins/targets/cuda/timing_extension.h"
 #include "tessera/eval/constant_data.h"
@@ -322,17 +322,19 @@ int main(int argc, char** argv) {
   for (const std::string& e : args.exprs)
     if (seen.insert(e).second) sources.emplace_back(expr_name(e), e);
   if (!args.suite.empty()) {
-    auto entries = read_suite_file(args.suite);
-    if (!entries) {
-      std::cerr << "error: " << entries.error().message << "\n";
+    // The suite reader of `tessera bench` (framework/cli/bench_suite.h): the same checks, the
+    // same selection; every entry is in the full tier.
+    Expected<cli::Suite> suite = cli::load_suite(args.suite);
+    if (!suite) {
+      std::cerr << suite.error().render();
       return 2;
     }
-    auto selected = select_suite_entries(*entries, args.tier, args.entries);
+    auto selected = cli::select_entries(*suite, args.tier.empty() ? "full" : args.tier, args.entries);
     if (!selected) {
-      std::cerr << "error: " << args.suite << ": " << selected.error().message << "\n";
+      std::cerr << selected.error().render();
       return 2;
     }
-    for (const SuiteEntry& e : *selected) sources.emplace_back(e.id, e.program);
+    for (const cli::SuiteEntry* e : *selected) sources.emplace_back(e->id, e->program);
   }
   if (sources.empty()) {
     std::cerr << "error: tessera_kernel_bench: nothing to benchmark: give -c EXPR or --suite FILE\n" << kUsage;

@@ -1,5 +1,5 @@
-// The pieces of tessera_kernel_bench and `tessera ab --bench` that run without a GPU: the suite
-// reader and entry selection (bench/kernel_bench_suite.cpp), the cuda plugin's timing extension
+// The pieces of tessera_kernel_bench and `tessera ab --bench` that run without a GPU (its suite
+// reader is `tessera bench`'s, tested in bench_suite_reader_test.cpp): the cuda plugin's timing extension
 // found in the loaded plugin file and refusing to open without a driver, and `ab --bench` failing
 // with one clear line. With a GPU: a TimedProgram times every kernel and the whole program, its
 // outputs match the reference, and `ab --bench` of one pipeline against itself finds no difference.
@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "bench/kernel_bench_suite.h"
 #include "plugins/targets/cuda/timing_extension.h"
 #include "support/built_plugins.h"
 #include "support/cli_runner.h"
@@ -31,77 +30,6 @@ bool driver_library_present() {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (h) dlclose(h);
   return h != nullptr;
-}
-
-// ---- the suite file --------------------------------------------------------------------------
-
-constexpr const char* kSuite = R"yaml(version: 1
-entries:
-  - id: a-norm
-    family: norm
-    tiers: [quick, full]
-    flops: 12
-    program: |
-      import torch
-      torch.softmax(torch.randn(2, 3), -1)
-  - id: b.mlp_1
-    tiers: [full]
-    program: "torch.relu(torch.randn(4))"
-)yaml";
-
-TEST(KernelBenchSuiteTest, ReadsIdsTiersAndPrograms) {
-  auto entries = parse_suite(kSuite, "s.yaml");
-  ASSERT_TRUE(entries) << entries.error().message;
-  ASSERT_EQ(entries->size(), 2u);
-  EXPECT_EQ((*entries)[0].id, "a-norm");
-  EXPECT_EQ((*entries)[0].tiers, (std::vector<std::string>{"quick", "full"}));
-  EXPECT_EQ((*entries)[0].program, "import torch\ntorch.softmax(torch.randn(2, 3), -1)\n");
-  EXPECT_EQ((*entries)[1].id, "b.mlp_1");
-  EXPECT_EQ((*entries)[1].program, "torch.relu(torch.randn(4))");
-}
-
-TEST(KernelBenchSuiteTest, SelectsByTierAndIds) {
-  auto entries = parse_suite(kSuite, "s.yaml");
-  ASSERT_TRUE(entries);
-  auto quick = select_suite_entries(*entries, "quick", {});
-  ASSERT_TRUE(quick);
-  ASSERT_EQ(quick->size(), 1u);
-  EXPECT_EQ((*quick)[0].id, "a-norm");
-  auto all = select_suite_entries(*entries, "", {});
-  ASSERT_TRUE(all);
-  EXPECT_EQ(all->size(), 2u);
-  auto one = select_suite_entries(*entries, "full", {"b.mlp_1"});
-  ASSERT_TRUE(one);
-  ASSERT_EQ(one->size(), 1u);
-  EXPECT_EQ((*one)[0].id, "b.mlp_1");
-  EXPECT_EQ(select_suite_entries(*entries, "", {"nope"}).error().message, "the suite has no entry 'nope'");
-  EXPECT_EQ(select_suite_entries(*entries, "quick", {"b.mlp_1"}).error().message,
-            "entry 'b.mlp_1' is not in tier 'quick'");
-  EXPECT_EQ(select_suite_entries(*entries, "nightly", {}).error().message,
-            "no entry of the suite is in tier 'nightly'");
-}
-
-TEST(KernelBenchSuiteTest, ErrorsNameTheFileAndPlace) {
-  EXPECT_EQ(parse_suite("version: 2\nentries: []\n", "s.yaml").error().message,
-            "s.yaml:1:10: unsupported suite version (expected 1)");
-  EXPECT_EQ(parse_suite("entries: []\n", "s.yaml").error().message, "s.yaml: no `version` (expected version: 1)");
-  EXPECT_EQ(parse_suite("version: 1\n", "s.yaml").error().message, "s.yaml: no `entries` list");
-  EXPECT_EQ(parse_suite("version: 1\nentries:\n  - id: Bad Id\n    tiers: [full]\n    program: x\n", "s.yaml")
-                .error()
-                .message,
-            "s.yaml:3:9: an entry needs an id of [a-z0-9_.-]+");
-  EXPECT_EQ(parse_suite("version: 1\nentries:\n  - {id: a, tiers: [full], program: x}\n  - {id: a, tiers: [full], "
-                        "program: y}\n",
-                        "s.yaml")
-                .error()
-                .message,
-            "s.yaml:4:10: duplicate entry id 'a'");
-  EXPECT_EQ(parse_suite("version: 1\nentries:\n  - {id: a, program: x}\n", "s.yaml").error().message,
-            "s.yaml:3:5: entry 'a' needs a `tiers` list");
-  EXPECT_EQ(parse_suite("version: 1\nentries:\n  - {id: a, tiers: [full], program: \" \"}\n", "s.yaml").error().message,
-            "s.yaml:3:37: entry 'a' needs a `program`");
-  EXPECT_NE(parse_suite("version: 1\nentries: [\n", "s.yaml").error().message.find("not valid YAML"), std::string::npos);
-  EXPECT_EQ(read_suite_file("/nonexistent/suite.yaml").error().message, "cannot read suite file /nonexistent/suite.yaml");
 }
 
 // ---- the timing extension ----------------------------------------------------------------------
