@@ -2,9 +2,10 @@
 // Gather).
 //
 // Rewrites, per torch node (in graph order; op semantics from docs/torch-ops.md):
-//   - elementwise math, comparisons, where, cast -> one Elementwise whose tensor operands are first
-//     broadcast to the output shape by IndexMaps (`bias_bc = bias[j]`); scalars become literal
-//     arguments; cast is the `identity` fn (the node's dtype does the conversion);
+//   - the elementwise functions with a torch form in tessera/ir/elementwise_fn.h (math,
+//     comparisons, where) and cast -> one Elementwise whose tensor operands are first broadcast to
+//     the output shape by IndexMaps (`bias_bc = bias[j]`); scalars become literal arguments; cast
+//     is the `identity` fn (the node's dtype does the conversion);
 //   - sum / mean / amax / amin over dims -> one Reduce per dim (mean multiplies by the literal 1/n);
 //     argmax / argmin -> max, eq, a coordinate-valued IndexMap, where, min (first hit wins);
 //   - layout ops (reshape, transpose, permute, unsqueeze, expand, slice) -> one IndexMap over the

@@ -185,16 +185,16 @@ class Lifter {
     // Floats accumulate in f32 (also for f16/bf16 inputs), integers in the node's dtype.
     const DType acc_dtype = dtype_is_float(in->type.dtype) ? DType::F32 : n_.type.dtype;
     const bool int_acc = !dtype_is_float(acc_dtype);
-    std::string accum_op;
+    CombineFn accum_op = CombineFn::Add;
     Expr identity;
-    if (op.fn == "sum") accum_op = "add", identity = int_acc ? Expr::int_(0) : Expr::float_(0.0);
-    else if (op.fn == "prod") accum_op = "mul", identity = int_acc ? Expr::int_(1) : Expr::float_(1.0);
+    if (op.fn == "sum") accum_op = CombineFn::Add, identity = int_acc ? Expr::int_(0) : Expr::float_(0.0);
+    else if (op.fn == "prod") accum_op = CombineFn::Mul, identity = int_acc ? Expr::int_(1) : Expr::float_(1.0);
     else if (op.fn == "max")
-      accum_op = "max", identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::min()
+      accum_op = CombineFn::Max, identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::min()
                                                                                 : acc_dtype == DType::Bool ? 0 : std::numeric_limits<int64_t>::min())
                                            : Expr::float_(-std::numeric_limits<double>::infinity());
     else if (op.fn == "min")
-      accum_op = "min", identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::max()
+      accum_op = CombineFn::Min, identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::max()
                                                                                 : acc_dtype == DType::Bool ? 1 : std::numeric_limits<int64_t>::max())
                                            : Expr::float_(std::numeric_limits<double>::infinity());
     else return error("unknown reduce function '" + op.fn + "' (expected sum, max, min or prod)");
@@ -220,7 +220,7 @@ class Lifter {
                    " does not give the node's type " + n_.type.str());
     Body reduce_body{Load{"in0", in->id, std::move(load_index), ValueType::scalar(in->type.dtype)}};
     Expr x = converted(reduce_body, Expr::value("in0"), in->type.dtype, acc_dtype);
-    reduce_body.push_back(Accum{"acc0", accum_op, x});
+    reduce_body.push_back(Accum{"acc0", std::string(name_of(accum_op)), x});
     Body inner{Init{"acc0", identity, ValueType::scalar(acc_dtype)},
                free_loop(reduce_var, in->type.dim(axis), std::move(reduce_body), LoopRole::Reduce)};
     Expr out = converted(inner, Expr::value("acc0"), acc_dtype, n_.type.dtype);
