@@ -49,6 +49,8 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "x=torch.randn(33); torch.sigmoid(x) * torch.abs(x) + torch.relu(x) + x ** 2"},
       {"UnaryMath_3",
        "import torch.nn.functional as F; x=torch.randn(7,33); F.gelu(x) + F.gelu(x, approximate='tanh')"},
+      {"UnaryMath_4",
+       "x=torch.randn(7,33); torch.sin(x) * x.cos() + torch.erf(x).square() - torch.square(x).neg()"},
       {"Reductions_1",
        "x=torch.randn(7,33,5); x.sum(-2)"},
       {"Reductions_2",

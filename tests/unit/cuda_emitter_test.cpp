@@ -16,6 +16,7 @@
 #include "support/built_plugins.h"
 #include "support/nvrtc_check.h"
 #include "tessera/frontend/frontend.h"
+#include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/graph.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
@@ -514,7 +515,7 @@ TEST_F(CudaEmitterTest, BadStatementsAreErrorsNamingNodeAndStatement) {
   };
   const std::vector<Case> cases = {
       {{Let{"a0", v("threadIdx.x")}, Assign{"v0", "frobnicate", {v("a0")}}},
-       "statement `v0 = frobnicate(a0)`: unknown elementwise function 'frobnicate' with 1 arguments"},
+       "statement `v0 = frobnicate(a0)`: unknown elementwise function 'frobnicate'"},
       {{Load{"in0", "x", {v("a9")}}}, "statement `in0 = load x[a9]`: 'a9' is not bound here"},
       {{Load{"in0", "x", {i(0), i(0)}}}, "'x' has 1 dimensions but is indexed with 2"},
       {{Load{"in0", "z", {i(0)}}}, "buffer 'z' is neither an input or the output of this node nor a declared Smem"},
@@ -591,6 +592,44 @@ TEST_F(CudaEmitterTest, HandBuiltKernelsCompileWithNvrtc) {
     ASSERT_TRUE(emit(g)) << k.name;
     expect_compiles(g, k.name);
   }
+}
+
+// Every function of the elementwise table and every combine op emits its table spelling (with the
+// helpers it calls in the preamble), and the kernel compiles with NVRTC: a table entry whose CUDA
+// spelling is wrong fails here, not on a GPU.
+TEST_F(CudaEmitterTest, EveryElementwiseFunctionAndCombineOpEmitsAndCompiles) {
+  KernelGraph k;
+  k.input("x", {256}).input("y", {256}).input("c", {256}, DType::Bool);
+  Body body = {Let{"a0", v("threadIdx.x")}, Load{"in0", "x", {v("a0")}}, Load{"in1", "y", {v("a0")}},
+               Load{"in2", "c", {v("a0")}, ValueType::scalar(DType::Bool)}, Init{"acc0", f(0.0)}};
+  int next = 0;
+  auto value = [&] { return "v" + std::to_string(next++); };
+  for (const ElementwiseFnInfo& fn : kElementwiseFns) {
+    ExprList args;
+    if (fn.fn == ElementwiseFn::Where) args = {Expr::value("in2"), Expr::value("in0"), Expr::value("in1")};
+    else
+      for (size_t a = 0; a < fn.arity; ++a) args.push_back(Expr::value(a == 0 ? "in0" : "in1"));
+    const bool is_bool = fn.result == FnResult::Bool;
+    std::string result = value();
+    body.push_back(Assign{result, std::string(fn.name), args, ValueType::scalar(is_bool ? DType::Bool : DType::F32)});
+    if (is_bool) {
+      std::string as_float = value();
+      body.push_back(Assign{as_float, "cast", {Expr::value(result)}, ValueType::scalar(DType::F32)});
+      result = as_float;
+    }
+    body.push_back(Accum{"acc0", "add", Expr::value(result)});
+  }
+  for (const CombineFnInfo& c : kCombineFns) body.push_back(Accum{"acc0", std::string(c.name), Expr::value("in0")});
+  body.push_back(Write{"out", {v("a0")}, Expr::value("acc0")});
+  k.kernel("out", {"x", "y", "c"}, f32({256}), "k_every_fn", {1, 1, 1}, {256, 1, 1}, body);
+  Status s = emit(k.g);
+  ASSERT_TRUE(s) << s.message();
+  const auto* op = k.g.nodes().back()->op_as<CudaOp>();
+  ASSERT_NE(op, nullptr);
+  for (const char* helper : {"tessera_relu(float", "tessera_maximum(float", "tessera_minimum(float"})
+    EXPECT_NE(op->source.find(helper), std::string::npos) << helper << " is not defined:\n" << op->source;
+  EXPECT_NE(op->source.find("acc0 = tessera_maximum(acc0, in0);"), std::string::npos) << op->source;
+  expect_compiles(k.g, "every elementwise function");
 }
 
 // The differential corpus through the tile passes, materialize and emit_cuda, then NVRTC.

@@ -240,7 +240,7 @@ TEST(Graph, UniqueIdOverManyNodes) {
 
 TEST(Graph, UsersInGraphOrderOncePerUser) {
   Graph g = tensor_graph();
-  g.add("sq", elementwise("multiply", {var("relu"), var("relu")}), {"relu", "relu"}, f32({16, 16}));
+  g.add("sq", elementwise("mul", {var("relu"), var("relu")}), {"relu", "relu"}, f32({16, 16}));
   EXPECT_EQ(g.users("relu"), (std::vector<std::string>{"total", "cat", "sq"}));
   EXPECT_TRUE(g.users("scaled").empty());
   EXPECT_TRUE(g.has_users("relu"));

@@ -34,7 +34,7 @@ inline Body every_stmt_kind_body() {
       lit(256),
       LoopRole::Reduce,
       4,
-      {Load{"in0", "x_stage", {var("a3")}}, Assign{"v0", "multiply", {val("in0"), val("in0")}},
+      {Load{"in0", "x_stage", {var("a3")}}, Assign{"v0", "mul", {val("in0"), val("in0")}},
        Accum{"acc0", "add", val("v0")}}});
   tile_body.push_back(Combine{"acc0", "add", CombineScope::Warp});
   tile_body.push_back(
@@ -139,7 +139,7 @@ inline Graph tensor_graph() {
   g.add("add", elementwise("add", {var("x"), var("bias_bc")}), {"x", "bias_bc"}, f32({16, 64}));
   g.add("add_bc", index_map({"i", "j", "k"}, "add", {var("i"), var("j")}), {"add"},
         f32({16, 64, 16}));
-  g.add("prod", elementwise("multiply", {var("add_bc"), var("w_bc")}), {"add_bc", "w_bc"},
+  g.add("prod", elementwise("mul", {var("add_bc"), var("w_bc")}), {"add_bc", "w_bc"},
         f32({16, 64, 16}));
   auto red = std::make_unique<ReduceOp>();
   red->fn = "sum";
@@ -163,7 +163,7 @@ inline Graph tensor_graph() {
   cat->sources.push_back(
       IndexMapSource{"", {}, flt(-std::numeric_limits<double>::infinity()), Expr()});
   g.add("cat", std::move(cat), {"relu", "emb"}, f32({40, 16}));
-  g.add("scaled", elementwise("multiply", {var("cat"), flt(0.125)}), {"cat"}, f32({40, 16}));
+  g.add("scaled", elementwise("mul", {var("cat"), flt(0.125)}), {"cat"}, f32({40, 16}));
   g.outputs() = {"scaled", "total"};
   return g;
 }
@@ -179,7 +179,7 @@ inline Graph loop_graph() {
                       Load{"in1", "x", {var("a0"), var("a2")}},
                       Load{"in2", "w", {var("a2"), var("a1")}},
                       Assign{"v0", "add", {val("in1"), val("in0")}},
-                      Assign{"v1", "multiply", {val("v0"), val("in2")}},
+                      Assign{"v1", "mul", {val("v0"), val("in2")}},
                       Accum{"acc0", "add", val("v1")}};
   Body n_body = {Init{"acc0", flt(0.0)}, Loop{"a2", lit(0), lit(64), LoopRole::Reduce, 0, reduce_body},
                  Assign{"v2", "relu", {val("acc0")}},
@@ -207,18 +207,18 @@ inline Graph tile_graph() {
   auto op = std::make_unique<TileOp>();
   op->name = "k_rms_norm_reduce";
   Body reduce = {Load{"in0", "x_smem", {var("a2")}},
-                 Assign{"v1", "multiply", {val("in0"), val("in0")}},
+                 Assign{"v1", "mul", {val("in0"), val("in0")}},
                  Accum{"acc0", "add", val("v1")}};
   Body normalize = {Load{"in1", "x_smem", {var("a3")}}, Load{"in2", "p_weight", {var("a3")}},
-                    Assign{"v5", "multiply", {val("in1"), val("v4")}},
-                    Assign{"v6", "multiply", {val("v5"), val("in2")}},
+                    Assign{"v5", "mul", {val("in1"), val("v4")}},
+                    Assign{"v6", "mul", {val("v5"), val("in2")}},
                     Write{"rms_norm", {lit(0), var("a1"), var("a3")}, val("v6")}};
   Body tile = {
       Stage{"x_smem", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a2", 2048, 2}}, StageTransport::Sync, 0},
       Init{"acc0", flt(0.0)},
       StridedLoop{"a2", var("a0"), lit(2048), lit(256), LoopRole::Reduce, 0, reduce},
       Combine{"acc0", "add", CombineScope::Block},
-      Assign{"v2", "multiply", {val("acc0"), val("v0")}},
+      Assign{"v2", "mul", {val("acc0"), val("v0")}},
       Assign{"v3", "add", {val("v2"), flt(1e-06)}},
       Assign{"v4", "rsqrt", {val("v3")}},
       StridedLoop{"a3", var("a0"), lit(2048), lit(256), LoopRole::Free, 4, normalize}};
@@ -239,11 +239,11 @@ inline Graph kernel_graph() {
   op->block = {256, 1, 1};
   Body copy = {CpAsyncCopy{"x_smem", {var("a2")}, "x", {var("a1") * 2048 + var("a2")}, 4}};
   Body reduce = {Load{"in0", "x_smem", {var("a3")}},
-                 Assign{"v0", "multiply", {val("in0"), val("in0")}},
+                 Assign{"v0", "mul", {val("in0"), val("in0")}},
                  Accum{"acc0", "add", val("v0")}};
   Body normalize = {Load{"in2", "x_smem", {var("a4")}}, Load{"in3", "p_weight", {var("a4")}},
-                    Assign{"v4", "multiply", {val("in2"), val("v3")}},
-                    Assign{"v5", "multiply", {val("v4"), val("in3")}},
+                    Assign{"v4", "mul", {val("in2"), val("v3")}},
+                    Assign{"v5", "mul", {val("v4"), val("in3")}},
                     Write{"rms_norm", {lit(0), var("a1"), var("a4")}, val("v5")}};
   op->body = {Let{"a1", var("blockIdx.x")},
               Let{"a0", var("threadIdx.x")},
@@ -259,7 +259,7 @@ inline Graph kernel_graph() {
               Sync{},
               TreeHalve{"acc0_smem", var("a0"), 256, "add"},
               Load{"in1", "acc0_smem", {lit(0)}},
-              Assign{"v1", "multiply", {val("in1"), flt(0.00048828125)}},
+              Assign{"v1", "mul", {val("in1"), flt(0.00048828125)}},
               Assign{"v2", "add", {val("v1"), flt(1e-06)}},
               Assign{"v3", "rsqrt", {val("v2")}},
               StridedLoop{"a4", var("a0"), lit(2048), lit(256), LoopRole::Free, 0, normalize}};

@@ -139,7 +139,7 @@ Graph bf16_kernel_graph() {
       Load{"in2", "x", {Expr::cast(DType::I64, val("in1")) % 16, var("a1")}, typed(DType::BF16)},
       Assign{"v0", "cast", {val("in0")}},
       Assign{"v1", "cast", {val("in2")}},
-      Assign{"v2", "multiply", {val("v0"), flt(2.0)}},
+      Assign{"v2", "mul", {val("v0"), flt(2.0)}},
       Assign{"v3", "add", {val("v2"), val("v1")}},
       Assign{"v4", "lt", {val("v3"), flt(0.0)}, typed(DType::Bool)},
       Select{"v5", val("v4"), flt(0.0), val("v3")},
@@ -227,7 +227,7 @@ Graph kernel_abi_graph() {
       Cond{Expr::binary(ExprKind::Eq, var("a0"), lit(0)), {MbarrierArrive{"bar0", 256}, TmaLoad{"x_smem", "tmap_x", {lit(0), row}, "bar0"}}, {}},
       MbarrierWait{"bar0", lit(0)},
       Load{"in0", "x_smem", {var("a2")}},
-      Assign{"v0", "multiply", {val("in0"), val("scale")}},
+      Assign{"v0", "mul", {val("in0"), val("scale")}},
       Cond{var("a2") < var("steps"), {Write{"y", {var("a1"), var("a2")}, val("v0")}}, {}}};
   g.add("y", std::move(op), {"x"}, tensor({8, 64}, DType::F32));
   g.outputs() = {"y"};

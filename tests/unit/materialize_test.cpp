@@ -199,7 +199,7 @@ TEST_F(MaterializeTest, StagedCooperativeRMSNormVerifiesAsKernelIR) {
             "acc0 = init(0.0)\n"
             "StridedLoop(a3 = a0; < 2048; += 256):  # reduce\n"
             "  in1 = load x_smem[a3]\n"
-            "  v1 = multiply(in1, in1)\n"
+            "  v1 = mul(in1, in1)\n"
             "  acc0 <- add(acc0, v1)\n"
             "v2 = WarpShuffle(acc0, xor, 16, width=32)\n"
             "acc0 <- add(acc0, v2)\n"
@@ -216,14 +216,14 @@ TEST_F(MaterializeTest, StagedCooperativeRMSNormVerifiesAsKernelIR) {
             "Sync()\n"
             "TreeHalve(acc0_smem, tid=a0, n=8, op=add)\n"
             "in2 = load acc0_smem[0]\n"
-            "v7 = multiply(in2, v0)\n"
+            "v7 = mul(in2, v0)\n"
             "v8 = add(v7, 1e-06)\n"
             "v9 = rsqrt(v8)\n"
             "StridedLoop(a4 = a0; < 2048; += 256):  # free, unroll 4\n"
             "  in3 = load x_smem[a4]\n"
             "  in4 = load p_weight[a4]\n"
-            "  v10 = multiply(in3, v9)\n"
-            "  v11 = multiply(v10, in4)\n"
+            "  v10 = mul(in3, v9)\n"
+            "  v11 = mul(v10, in4)\n"
             "  rms_norm[0, a1, a4] = v11\n");
 }
 

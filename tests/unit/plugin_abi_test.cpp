@@ -21,6 +21,7 @@
 
 #include "tessera/eval/reference_evaluator.h"
 #include "tessera/frontend/frontend.h"
+#include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/graph.h"
 #include "tessera/pass/knob.h"
 #include "tessera/pass/pass.h"
@@ -47,6 +48,7 @@ struct AbiRecord {
 // Append-only. Never edit an existing entry: bump the version and add a new one.
 constexpr AbiRecord kAbiHistory[] = {
     {2, "f89a0ab52e2713bb", "9c59abea85e1fc6b"},
+    {3, "8f40b900d1f446b4", "36ae7f6580d88f53"},  // the elementwise function table (ir/elementwise_fn.h)
 };
 
 uint64_t fnv1a(const std::string& s) {
@@ -94,6 +96,11 @@ std::string layout_table() {
 #define TESSERA_X(K) t += " " #K;
   TESSERA_EXPR_KINDS(TESSERA_X)
 #undef TESSERA_X
+  t += "\nelementwise fns:";
+  for (const tessera::ElementwiseFnInfo& f : tessera::kElementwiseFns)
+    t += " " + std::string(f.name) + "/" + std::to_string(f.arity);
+  t += "\ncombine fns:";
+  for (const tessera::CombineFnInfo& c : tessera::kCombineFns) t += " " + std::string(c.name);
   t += "\n";
   return t;
 }

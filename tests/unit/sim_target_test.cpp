@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <span>
 #include <memory>
 #include <string>
 #include <utility>
@@ -16,8 +18,10 @@
 #include "support/hand_built_program.h"
 #include "support/program_corpus.h"
 #include "tessera/eval/constant_data.h"
+#include "tessera/eval/loop_interpreter.h"
 #include "tessera/eval/reference_evaluator.h"
 #include "tessera/frontend/frontend.h"
+#include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/graph.h"
 #include "tessera/ir/printer.h"
 #include "tessera/pass/pipeline.h"
@@ -384,6 +388,154 @@ TEST_F(SimTargetTest, KernelsSeeEarlierKernelsOutputsAndConstants) {
 // ---- differential: the corpus through the tile passes and materialize -------------------------
 
 // The corpus under the default pipeline and sampled schedules: tests/e2e/random_knobs_test.cpp.
+
+// ---- every elementwise function and combine op: simulator, Loop IR and Tensor IR agree ---------
+
+// Sample operands: every pair of these values (f32-exact), so NaN, infinities, signed zeros and
+// overflow of exp meet every other value in every operand position.
+std::vector<double> edge_values() {
+  const double inf = std::numeric_limits<double>::infinity();
+  return {0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 100.0, -100.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
+}
+
+struct EdgeInputs {
+  std::vector<double> x, y, c;  // c: the bool condition of `where`
+};
+
+EdgeInputs edge_inputs() {
+  EdgeInputs in;
+  const std::vector<double> v = edge_values();
+  for (size_t i = 0; i < v.size(); ++i)
+    for (size_t j = 0; j < v.size(); ++j) {
+      in.x.push_back(v[i]);
+      in.y.push_back(v[j]);
+      in.c.push_back((i + j) % 2 == 0 ? 1.0 : 0.0);
+    }
+  return in;
+}
+
+// Equal as the f32 values the output holds (NaN equals NaN).
+bool same_f32(double a, double b) {
+  const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+  return (std::isnan(fa) && std::isnan(fb)) || fa == fb;
+}
+
+// One program per function: the body `compute` (loads in0 = x, in1 = y, in2 = c, then v0 and a
+// write of v0 to `out`) as a Kernel IR kernel (one thread per element) and a Loop IR kernel, and
+// the function as a Tensor IR Elementwise node.
+struct FnPrograms {
+  KernelProgramBuilder kernel, loop, tensor;
+};
+
+FnPrograms fn_programs(const Body& compute, int64_t n, DType out_dtype, const ExprList& tensor_args,
+                       const std::string& fn) {
+  const EdgeInputs in = edge_inputs();
+  FnPrograms p;
+  for (KernelProgramBuilder* b : {&p.kernel, &p.loop, &p.tensor}) {
+    b->input("x", {n}, in.x);
+    b->input("y", {n}, in.y);
+    b->input("c", {n}, in.c, DType::Bool);
+  }
+  const TensorType out{{n}, out_dtype};
+  Body kernel_body = {Let{"a0", V("threadIdx.x")}};
+  kernel_body.insert(kernel_body.end(), compute.begin(), compute.end());
+  p.kernel.kernel("out", {"x", "y", "c"}, out, {1, 1, 1}, {n, 1, 1}, kernel_body);
+  p.kernel.g.outputs() = {"out"};
+  auto loop = std::make_unique<LoopOp>();
+  loop->name = "k_out";
+  loop->body = {Loop{"a0", I(0), I(n), LoopRole::Free, 0, compute}};
+  p.loop.g.add("out", std::move(loop), {"x", "y", "c"}, out);
+  p.loop.g.outputs() = {"out"};
+  if (!fn.empty()) {
+    auto ew = std::make_unique<ElementwiseOp>();
+    ew->fn = fn;
+    ew->args = tensor_args;
+    p.tensor.g.add("out", std::move(ew), {"x", "y", "c"}, out);
+    p.tensor.g.outputs() = {"out"};
+  }
+  return p;
+}
+
+Body load_operands() {
+  return {Load{"in0", "x", {V("a0")}}, Load{"in1", "y", {V("a0")}},
+          Load{"in2", "c", {V("a0")}, ValueType::scalar(DType::Bool)}};
+}
+
+TEST_F(SimTargetTest, EveryElementwiseFunctionAgreesWithTheInterpreters) {
+  const int64_t n = static_cast<int64_t>(edge_inputs().x.size());
+  for (const ElementwiseFnInfo& f : kElementwiseFns) {
+    SCOPED_TRACE(std::string(f.name));
+    ExprList args, tensor_args;
+    if (f.fn == ElementwiseFn::Where) {
+      args = {Expr::value("in2"), Expr::value("in0"), Expr::value("in1")};
+      tensor_args = {V("c"), V("x"), V("y")};
+    } else {
+      for (size_t i = 0; i < f.arity; ++i) {
+        args.push_back(Expr::value(i == 0 ? "in0" : "in1"));
+        tensor_args.push_back(V(i == 0 ? "x" : "y"));
+      }
+    }
+    const DType out_dtype = f.result == FnResult::Bool ? DType::Bool : DType::F32;
+    Body compute = load_operands();
+    compute.push_back(Assign{"v0", std::string(f.name), args, ValueType::scalar(out_dtype)});
+    compute.push_back(Write{"out", {V("a0")}, Expr::value("v0")});
+    FnPrograms p = fn_programs(compute, n, out_dtype, tensor_args, std::string(f.name));
+
+    Expected<TargetRun> sim = target_->execute(p.kernel.g, p.kernel.inputs, TargetOptions{});
+    ASSERT_TRUE(sim) << sim.error().render() << "\n" << print_graph(p.kernel.g);
+    Expected<ValueMap> loop = evaluate_loop_ir(p.loop.g, p.loop.inputs);
+    ASSERT_TRUE(loop) << loop.error().render();
+    Expected<ValueMap> tensor = evaluate_tensor_ir(p.tensor.g, p.tensor.inputs);
+    ASSERT_TRUE(tensor) << tensor.error().render();
+    const EdgeInputs in = edge_inputs();
+    const std::vector<double>& s = sim->outputs.at("out").data;
+    const std::vector<double>& l = loop->at("out").data;
+    const std::vector<double>& t = tensor->at("out").data;
+    for (size_t e = 0; e < s.size(); ++e) {
+      const std::vector<double> operands = f.fn == ElementwiseFn::Where ? std::vector<double>{in.c[e], in.x[e], in.y[e]}
+                                                                         : std::vector<double>{in.x[e], in.y[e]};
+      const double want = apply_elementwise_fn(f.fn, std::span<const double>(operands.data(), f.arity));
+      EXPECT_TRUE(same_f32(s[e], want) && same_f32(l[e], want) && same_f32(t[e], want))
+          << f.name << "(" << in.x[e] << ", " << in.y[e] << ", c=" << in.c[e] << "): expected " << want << ", sim "
+          << s[e] << ", Loop IR " << l[e] << ", Tensor IR " << t[e];
+    }
+  }
+}
+
+TEST_F(SimTargetTest, EveryCombineOpAgreesWithTheLoopInterpreter) {
+  const int64_t n = static_cast<int64_t>(edge_inputs().x.size());
+  for (const CombineFnInfo& c : kCombineFns) {
+    SCOPED_TRACE(std::string(c.name));
+    Body compute = load_operands();
+    compute.push_back(Init{"acc0", Expr::value("in0")});
+    compute.push_back(Accum{"acc0", std::string(c.name), Expr::value("in1")});
+    compute.push_back(Write{"out", {V("a0")}, Expr::value("acc0")});
+    FnPrograms p = fn_programs(compute, n, DType::F32, {}, "");
+    Expected<TargetRun> sim = target_->execute(p.kernel.g, p.kernel.inputs, TargetOptions{});
+    ASSERT_TRUE(sim) << sim.error().render() << "\n" << print_graph(p.kernel.g);
+    Expected<ValueMap> loop = evaluate_loop_ir(p.loop.g, p.loop.inputs);
+    ASSERT_TRUE(loop) << loop.error().render();
+    const EdgeInputs in = edge_inputs();
+    const std::vector<double>& s = sim->outputs.at("out").data;
+    const std::vector<double>& l = loop->at("out").data;
+    for (size_t e = 0; e < s.size(); ++e) {
+      const double want = apply_combine_fn(c.op, in.x[e], in.y[e]);
+      EXPECT_TRUE(same_f32(s[e], want) && same_f32(l[e], want))
+          << c.name << "(" << in.x[e] << ", " << in.y[e] << "): expected " << want << ", sim " << s[e] << ", Loop IR "
+          << l[e];
+    }
+  }
+  // NaN propagates through max and min accumulation, as through torch.amax / amin.
+  KernelProgramBuilder nan;
+  nan.input("x", {2}, {1.0, std::numeric_limits<double>::quiet_NaN()});
+  nan.kernel("y", {"x"}, test::f32({1}), {1, 1, 1}, {1, 1, 1},
+             {Init{"acc0", Expr::float_(-std::numeric_limits<double>::infinity())},
+              Loop{"a0", I(0), I(2), LoopRole::Reduce, 0, {Load{"in0", "x", {V("a0")}}, Accum{"acc0", "max", V("in0")}}},
+              Write{"y", {I(0)}, V("acc0")}});
+  Expected<TargetRun> r = run(nan, "y");
+  ASSERT_TRUE(r) << r.error().render();
+  EXPECT_TRUE(std::isnan(r->outputs.at("y").data[0]));
+}
 
 }  // namespace
 }  // namespace tessera

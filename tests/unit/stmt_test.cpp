@@ -251,7 +251,7 @@ TEST(StmtMutator, RewritesOnlyThePathToTheChangeAndSharesTheRest) {
   for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(reduce_new[i].same_node(reduce_old[i])) << i;
   EXPECT_FALSE(reduce_new[5].same_node(reduce_old[5]));
   EXPECT_EQ(print_stmt(reduce_new[5]), "acc0 <- add(acc0, v9)\n");
-  EXPECT_EQ(print_stmt(reduce_new[4]), "v1 = multiply(v0, in2)\n");  // a def is not an Expr
+  EXPECT_EQ(print_stmt(reduce_new[4]), "v1 = mul(v0, in2)\n");  // a def is not an Expr
 }
 
 TEST(StmtMutator, UnusedVariableLeavesEverythingShared) {
@@ -381,14 +381,14 @@ TEST(CanonicalizeNames, RenamesByCategoryInTextualOrder) {
             LoopRole::Reduce,
             0,
             {Load{"xv", "x", {var("i"), var("k")}},
-             Assign{"sq", "multiply", {var("xv"), var("xv")}}, Accum{"sum", "add", var("sq")}}},
+             Assign{"sq", "mul", {var("xv"), var("xv")}}, Accum{"sum", "add", var("sq")}}},
        Assign{"out", "sqrt", {var("sum")}}, Write{"y", {var("i")}, var("out")}}}};
   EXPECT_EQ(print_body(canonicalize_names(body)),
             "for a0 in 0..16:  # free\n"
             "  acc0 = init(0.0)\n"
             "  for a1 in 0..64:  # reduce\n"
             "    in0 = load x[a0, a1]\n"
-            "    v0 = multiply(in0, in0)\n"
+            "    v0 = mul(in0, in0)\n"
             "    acc0 <- add(acc0, v0)\n"
             "  v1 = sqrt(acc0)\n"
             "  y[a0] = v1\n");

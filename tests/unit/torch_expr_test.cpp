@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tessera/frontend/frontend.h"
+#include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/graph.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/printer.h"
@@ -1010,6 +1011,40 @@ TEST_F(TorchExprTest, EveryEmittedTargetIsInTheCatalog) {
   EXPECT_GE(targets.size(), 45u);
   for (const std::string& t : targets)
     EXPECT_NE(catalog.find("`" + t + "`"), std::string::npos) << "target " << t << " is not in docs/torch-ops.md";
+}
+
+// The frontend's elementwise functions come from the table (tessera/ir/elementwise_fn.h): every
+// entry with a torch form is a torch.* function and a Tensor method that emit the target of its
+// name, and has a row in docs/torch-ops.md.
+TEST_F(TorchExprTest, EveryTableFunctionWithATorchFormTraces) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/docs/torch-ops.md");
+  ASSERT_TRUE(in) << "docs/torch-ops.md is missing";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string catalog = text.str();
+  int traced = 0;
+  for (const ElementwiseFnInfo& f : kElementwiseFns) {
+    const std::string name(f.name);
+    std::vector<std::string> calls;
+    switch (f.torch) {
+      case TorchForm::None: break;
+      case TorchForm::Unary: calls = {"torch." + name + "(x)", "x." + name + "()"}; break;
+      case TorchForm::Arithmetic:
+      case TorchForm::TensorPair:
+      case TorchForm::Comparison: calls = {"torch." + name + "(x, y)", "x." + name + "(y)"}; break;
+      case TorchForm::Where: calls = {"torch.where(x > y, x, y)", "x.where(x > y, y)"}; break;
+    }
+    for (const std::string& call : calls) {
+      Graph g = trace("x = torch.randn(3, 4); y = torch.randn(4)\n" + call);
+      bool emitted = false;
+      for (const Node* n : g.nodes())
+        if (const TorchOp* op = n->op_as<TorchOp>()) emitted = emitted || op->target == name;
+      EXPECT_TRUE(emitted) << call << " emits no '" << name << "' node";
+      ++traced;
+    }
+    if (!calls.empty()) EXPECT_NE(catalog.find("`" + name + "`"), std::string::npos) << name << " is not in docs/torch-ops.md";
+  }
+  EXPECT_GE(traced, 2 * 28);
 }
 
 }  // namespace

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "compiled_expr.h"
-#include "elementwise_functions.h"
 #include "leaf_values.h"
+#include "tessera/ir/elementwise_fn.h"
 
 namespace tessera {
 namespace {
@@ -30,17 +30,14 @@ struct BufferSlot {
   bool is_int = false;
 };
 
-// How an Accum combines; the reduce ops are spelled out so NaN propagates as in the reference.
-enum class AccumKind { Add, Mul, Max, Min, Fn };
-
 struct CompiledStmt {
   StmtKind kind = StmtKind::Sync;
   const Stmt* source = nullptr;  // for error messages
   int slot = -1;                 // the name it defines (or the accumulator it updates)
   int buffer = -1;
   std::vector<CompiledExpr> exprs;
-  const ElementwiseFn* fn = nullptr;
-  AccumKind accum = AccumKind::Fn;
+  ElementwiseFn fn = ElementwiseFn::Identity;  // Assign
+  CombineFn accum = CombineFn::Add;             // Accum
   DType type = DType::F32;  // the dtype of the value it defines or accumulates
   std::vector<int64_t> dims;  // Init / Accum of a register array: its shape (elements are slots slot..)
   std::vector<CompiledStmt> body, else_body;
@@ -156,7 +153,7 @@ class KernelCompiler {
       case StmtKind::Assign: {
         const auto* st = s.as<Assign>();
         TESSERA_TRY(compile_exprs(st->args, s, c));
-        Expected<const ElementwiseFn*> fn = find_elementwise_fn(st->op, st->args.size());
+        Expected<ElementwiseFn> fn = resolve_elementwise_fn(st->op, st->args.size());
         if (!fn) return stmt_error(node_, s, fn.error().message);
         c.fn = *fn;
         c.type = st->type.dtype;
@@ -194,15 +191,9 @@ class KernelCompiler {
                                           " index expression(s) but it has rank " + std::to_string(rank));
         if (rank > 0) c.dims = array->second;
         TESSERA_TRY(compile_exprs(st->index, s, c));
-        if (st->op == "add") c.accum = AccumKind::Add;
-        else if (st->op == "mul") c.accum = AccumKind::Mul;
-        else if (st->op == "max" || st->op == "maximum") c.accum = AccumKind::Max;
-        else if (st->op == "min" || st->op == "minimum") c.accum = AccumKind::Min;
-        else {
-          Expected<const ElementwiseFn*> fn = find_elementwise_fn(st->op, 2);
-          if (!fn) return stmt_error(node_, s, fn.error().message);
-          c.fn = *fn;
-        }
+        Expected<CombineFn> op = parse_combine_fn(st->op);
+        if (!op) return stmt_error(node_, s, op.error().message);
+        c.accum = *op;
         break;
       }
       case StmtKind::Write: {
@@ -333,7 +324,7 @@ class KernelRunner {
           TESSERA_ASSIGN_OR_RETURN(Scalar a, eval(s.exprs[i], s));
           args_[i] = a.v;
         }
-        env_[static_cast<size_t>(s.slot)] = typed_scalar(s.fn->apply(args_), s.type);
+        env_[static_cast<size_t>(s.slot)] = typed_scalar(apply_elementwise_fn(s.fn, args_), s.type);
         return Status::ok();
       }
       case StmtKind::Select: {
@@ -366,15 +357,7 @@ class KernelRunner {
           flat = flat * s.dims[d] + static_cast<int64_t>(i.v);
         }
         Scalar& slot = env_[static_cast<size_t>(s.slot + flat)];
-        double& acc = slot.v;
-        switch (s.accum) {
-          case AccumKind::Add: acc += x.v; break;
-          case AccumKind::Mul: acc *= x.v; break;
-          case AccumKind::Max: acc = std::isnan(x.v) || std::isnan(acc) ? NAN : std::max(acc, x.v); break;
-          case AccumKind::Min: acc = std::isnan(x.v) || std::isnan(acc) ? NAN : std::min(acc, x.v); break;
-          case AccumKind::Fn: acc = s.fn->apply({acc, x.v}); break;
-        }
-        slot = typed_scalar(acc, s.type);
+        slot = typed_scalar(apply_combine_fn(s.accum, slot.v, x.v), s.type);
         return Status::ok();
       }
       case StmtKind::Write: {

@@ -11,8 +11,8 @@
 #include <map>
 #include <numbers>
 
-#include "elementwise_functions.h"
 #include "leaf_values.h"
+#include "tessera/ir/elementwise_fn.h"
 
 namespace tessera {
 namespace {
@@ -615,22 +615,19 @@ Expected<TensorValue> eval_cat(const OpCall& c) {
 using TargetFn = std::function<Expected<TensorValue>(const OpCall&)>;
 
 // An elementwise target computed by the scalar function of the same name.
-TargetFn by_scalar_fn(const std::string& fn, size_t arity) {
-  const ElementwiseFn* f = *find_elementwise_fn(fn, arity);  // the names below are all known
-  return [f, arity](const OpCall& c) { return eval_elementwise(c, arity, f->apply); };
+TargetFn by_scalar_fn(ElementwiseFn fn) {
+  return [fn](const OpCall& c) {
+    return eval_elementwise(c, fn_info(fn).arity, [fn](const std::vector<double>& a) { return apply_elementwise_fn(fn, a); });
+  };
 }
 
 const std::map<std::string, TargetFn>& targets() {
   static const std::map<std::string, TargetFn> table = [] {
     std::map<std::string, TargetFn> t;
-    for (const char* fn : {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"})
-      t[fn] = by_scalar_fn(fn, 2);
-    for (const char* fn : {"neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "reciprocal"})
-      t[fn] = by_scalar_fn(fn, 1);
-    t["where"] = by_scalar_fn("where", 3);
-    t["silu"] = [](const OpCall& c) {
-      return eval_elementwise(c, 1, [](const std::vector<double>& a) { return a[0] / (1.0 + std::exp(-a[0])); });
-    };
+    // The torch.* elementwise functions of the table, and F.silu (a Torch target decompose expands).
+    for (const ElementwiseFnInfo& f : kElementwiseFns)
+      if (f.torch != TorchForm::None) t[std::string(f.name)] = by_scalar_fn(f.fn);
+    t["silu"] = by_scalar_fn(ElementwiseFn::Silu);
     t["gelu"] = [](const OpCall& c) -> Expected<TensorValue> {
       std::string approximate = c.op.attrs.get_string("approximate", "none");
       if (approximate != "none" && approximate != "tanh")

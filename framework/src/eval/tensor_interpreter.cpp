@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "compiled_expr.h"
-#include "elementwise_functions.h"
+#include "tessera/ir/elementwise_fn.h"
 #include "leaf_values.h"
 #include "tessera/eval/reference_evaluator.h"
 
@@ -64,7 +64,7 @@ Expected<TensorValue> run_elementwise(const Node& n, const ElementwiseOp& op, co
     if (!c) return node_error(n, c.error().message);
     args.push_back(std::move(*c));
   }
-  Expected<const ElementwiseFn*> fn = find_elementwise_fn(op.fn, args.size());
+  Expected<ElementwiseFn> fn = resolve_elementwise_fn(op.fn, args.size());
   if (!fn) return node_error(n, fn.error().message);
 
   TensorValue out = TensorValue::filled(n.type);
@@ -75,7 +75,7 @@ Expected<TensorValue> run_elementwise(const Node& n, const ElementwiseOp& op, co
     for (size_t k = 0; k < operands.size(); ++k)
       env[k] = {operands[k]->data[static_cast<size_t>(operands[k]->size() == 1 ? 0 : i)], slots.is_int[k]};
     for (size_t k = 0; k < args.size(); ++k) arg_values[k] = eval_expr(args[k], env, fault).v;
-    out.data[static_cast<size_t>(i)] = conform_to_dtype((*fn)->apply(arg_values), n.type.dtype);
+    out.data[static_cast<size_t>(i)] = conform_to_dtype(apply_elementwise_fn(*fn, arg_values), n.type.dtype);
   }
   if (fault) return node_error(n, "integer division or modulo by zero in an argument");
   return out;

@@ -17,8 +17,12 @@
 // `where`: a bool condition; `cast`: any); an Accum adds a value of the accumulator's type; an
 // SSA value reference (Expr Value) never names an index variable. Literals take their context's
 // type. Conversions are explicit `cast` Assigns.
+//
+// Functions (ir/elementwise_fn.h): an Assign (and a Tensor IR Elementwise) names an elementwise
+// function of the table with its arity; Accum, Combine and TreeHalve name a combine op.
 #include "tessera/ir/verifier.h"
 #include "stmt_reflection.h"
+#include "tessera/ir/elementwise_fn.h"
 
 #include <algorithm>
 #include <map>
@@ -73,10 +77,6 @@ struct GraphBuffers {
   std::map<std::string, DType> dtypes;  // inputs and output
 };
 
-bool is_predicate_op(const std::string& op) {
-  return op == "lt" || op == "le" || op == "eq" || op == "ne" || op == "gt" || op == "ge" ||
-         op == "logical_and" || op == "logical_or" || op == "logical_not";
-}
 
 // Checks the typing rules above over a body whose names the BodyVerifier already checked.
 // Canonical bodies bind each name once, so one flat map of value types serves every scope.
@@ -109,9 +109,12 @@ class TypeVerifier final : public StmtVisitor {
   }
   void visit_Assign(const Assign& s) override {
     for (const Expr& a : s.args) check_elements(a);
-    if (s.op == "cast") {
-      if (s.args.size() == 1) require_value(s.args[0]);
-    } else if (is_predicate_op(s.op)) {
+    Expected<ElementwiseFn> fn = resolve_elementwise_fn(s.op, s.args.size());
+    if (!fn) {
+      fail_at(s.dst + " = " + s.op + "(...): " + fn.error().message);
+    } else if (*fn == ElementwiseFn::Cast) {
+      require_value(s.args[0]);
+    } else if (fn_info(*fn).result == FnResult::Bool) {
       if (!(s.type == ValueType::scalar(DType::Bool))) fail_at("a comparison or logical op produces bool, not " + s.type.str());
       std::optional<ValueType> first;
       for (const Expr& a : s.args) {
@@ -122,7 +125,7 @@ class TypeVerifier final : public StmtVisitor {
       }
     } else {
       for (size_t i = 0; i < s.args.size(); ++i) {
-        ValueType want = s.op == "where" && i == 0 ? ValueType::scalar(DType::Bool) : s.type;
+        ValueType want = *fn == ElementwiseFn::Where && i == 0 ? ValueType::scalar(DType::Bool) : s.type;
         expect(s.args[i], want, "operand " + std::to_string(i) + " of " + s.op);
       }
     }
@@ -141,6 +144,7 @@ class TypeVerifier final : public StmtVisitor {
   }
   void visit_Accum(const Accum& s) override {
     check_elements(s.value);
+    check_combine_op(s.acc + " <- " + s.op + "(...)", s.op);
     auto it = types_.find(s.acc);
     if (it == types_.end()) return;
     expect(s.value, it->second.element(), "the accumulated value");
@@ -150,6 +154,10 @@ class TypeVerifier final : public StmtVisitor {
       return;
     }
     check_array_index(s.acc, it->second, s.index);
+  }
+  void visit_Combine(const Combine& s) override { check_combine_op("Combine(" + s.acc + ", op=" + s.op + ")", s.op); }
+  void visit_TreeHalve(const TreeHalve& s) override {
+    check_combine_op("TreeHalve(" + s.buffer + ", op=" + s.op + ")", s.op);
   }
   void visit_WarpShuffle(const WarpShuffle& s) override {
     expect(s.src, s.type, "the shuffled value");
@@ -257,6 +265,11 @@ class TypeVerifier final : public StmtVisitor {
     if (it != buffer_dtypes_.end() && t.dtype != it->second)
       fail_at(verb + " " + t.str() + " from '" + buffer + "', whose elements are " +
               std::string(dtype_short_name(it->second)));
+  }
+
+  void check_combine_op(const std::string& stmt, const std::string& op) {
+    Expected<CombineFn> parsed = parse_combine_fn(op);
+    if (!parsed) fail_at(stmt + ": " + parsed.error().message);
   }
 
   void fail_at(const std::string& problem) {
@@ -592,6 +605,8 @@ Status verify_params(const Graph& g, const Node& n, const std::vector<KernelPara
 Status verify_op(const Graph& g, const Node& n) {
   std::set<std::string> inputs(n.inputs.begin(), n.inputs.end());
   if (const auto* op = n.op_as<ElementwiseOp>()) {
+    if (Expected<ElementwiseFn> fn = resolve_elementwise_fn(op->fn, op->args.size()); !fn)
+      return node_error(n, fn.error().message);
     for (const Expr& arg : op->args) {
       if (!arg.defined()) return node_error(n, "elementwise argument is undefined");
       for (const std::string& var : free_vars(arg)) {

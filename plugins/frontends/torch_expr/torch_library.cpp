@@ -6,6 +6,7 @@
 
 #include "shape_inference.h"
 #include "spelling_suggestion.h"
+#include "tessera/ir/elementwise_fn.h"
 
 namespace tessera::torch_expr {
 namespace {
@@ -38,10 +39,12 @@ std::vector<int64_t> shape_ints(const Shape& s) {
   return out;
 }
 
-// Unary ops whose result is floating point even for an integer input (like PyTorch).
+// Ops whose result is floating point even for integer inputs (like PyTorch): the elementwise
+// functions the table marks so (exp, div, silu, ...) and gelu.
 bool produces_float(const std::string& target) {
-  return target == "exp" || target == "log" || target == "reciprocal" || target == "tanh" || target == "sigmoid" || target == "rsqrt" || target == "sqrt" ||
-         target == "silu" || target == "gelu";
+  if (target == "gelu") return true;
+  Expected<ElementwiseFn> fn = parse_elementwise_fn(target);
+  return fn && fn_info(*fn).result == FnResult::Float;
 }
 
 
@@ -124,53 +127,57 @@ void TorchLibrary::register_constructors() {
                                    [this](const BoundArguments& a) { return make_input("full", a, false); }});
 }
 
-void TorchLibrary::register_elementwise() {
-  for (std::string op : {"relu", "exp", "log", "tanh", "sigmoid", "rsqrt", "sqrt", "abs", "neg", "reciprocal"}) {
-    functions_.emplace("torch." + op, FunctionEntry{CallSignature("input"), [this, op](const BoundArguments& a)
-                                                                               -> Expected<TracedValue> {
-      TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
-      return unary_op(op, x, a.site());
-    }});
-    methods_.emplace(op, MethodEntry{CallSignature(""), [this, op](const std::string& self, const BoundArguments& a) {
-                                       return unary_op(op, self, a.site());
-                                     }});
-  }
-  for (std::string op : {"add", "sub", "mul", "div", "pow"}) {
-    std::string other = op == "pow" ? "exponent" : "other";
-    functions_.emplace("torch." + op,
-                       FunctionEntry{CallSignature("input, " + other), [this, op, other](const BoundArguments& a)
-                                                                            -> Expected<TracedValue> {
-                         TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
-                         return elementwise(op, TensorValue{x}, a.value(other), a.site());
-                       }});
-    methods_.emplace(op, MethodEntry{CallSignature(other), [this, op, other](const std::string& self,
-                                                                              const BoundArguments& a) {
-                                       return elementwise(op, TensorValue{self}, a.value(other), a.site());
-                                     }});
-  }
-  for (std::string op : {"maximum", "minimum"}) {
-    functions_.emplace("torch." + op, FunctionEntry{CallSignature("input, other"), [this, op](const BoundArguments& a)
-                                                                                      -> Expected<TracedValue> {
-      TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
-      TESSERA_ASSIGN_OR_RETURN(std::string y, a.tensor("other"));
-      return binary_tensors(op, x, y, a.site());
-    }});
-    methods_.emplace(op, MethodEntry{CallSignature("other"), [this, op](const std::string& self, const BoundArguments& a)
-                                                                 -> Expected<TracedValue> {
-      TESSERA_ASSIGN_OR_RETURN(std::string y, a.tensor("other"));
-      return binary_tensors(op, self, y, a.site());
-    }});
-  }
-  for (std::string op : {"eq", "ne", "lt", "le", "gt", "ge"}) {
-    functions_.emplace("torch." + op, FunctionEntry{CallSignature("input, other"), [this, op](const BoundArguments& a)
-                                                                                      -> Expected<TracedValue> {
-      TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
-      return elementwise(op, TensorValue{x}, a.value("other"), a.site(), true);
-    }});
-    methods_.emplace(op, MethodEntry{CallSignature("other"), [this, op](const std::string& self, const BoundArguments& a) {
-                                       return elementwise(op, TensorValue{self}, a.value("other"), a.site(), true);
-                                     }});
-  }
+void TorchLibrary::register_unary(const std::string& op) {
+  functions_.emplace("torch." + op, FunctionEntry{CallSignature("input"), [this, op](const BoundArguments& a)
+                                                                             -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    return unary_op(op, x, a.site());
+  }});
+  methods_.emplace(op, MethodEntry{CallSignature(""), [this, op](const std::string& self, const BoundArguments& a) {
+                                     return unary_op(op, self, a.site());
+                                   }});
+}
+
+void TorchLibrary::register_arithmetic(const std::string& op) {
+  std::string other = op == "pow" ? "exponent" : "other";
+  functions_.emplace("torch." + op,
+                     FunctionEntry{CallSignature("input, " + other), [this, op, other](const BoundArguments& a)
+                                                                          -> Expected<TracedValue> {
+                       TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+                       return elementwise(op, TensorValue{x}, a.value(other), a.site());
+                     }});
+  methods_.emplace(op, MethodEntry{CallSignature(other), [this, op, other](const std::string& self,
+                                                                            const BoundArguments& a) {
+                                     return elementwise(op, TensorValue{self}, a.value(other), a.site());
+                                   }});
+}
+
+void TorchLibrary::register_tensor_pair(const std::string& op) {
+  functions_.emplace("torch." + op, FunctionEntry{CallSignature("input, other"), [this, op](const BoundArguments& a)
+                                                                                    -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    TESSERA_ASSIGN_OR_RETURN(std::string y, a.tensor("other"));
+    return binary_tensors(op, x, y, a.site());
+  }});
+  methods_.emplace(op, MethodEntry{CallSignature("other"), [this, op](const std::string& self, const BoundArguments& a)
+                                                               -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string y, a.tensor("other"));
+    return binary_tensors(op, self, y, a.site());
+  }});
+}
+
+void TorchLibrary::register_comparison(const std::string& op) {
+  functions_.emplace("torch." + op, FunctionEntry{CallSignature("input, other"), [this, op](const BoundArguments& a)
+                                                                                    -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+    return elementwise(op, TensorValue{x}, a.value("other"), a.site(), true);
+  }});
+  methods_.emplace(op, MethodEntry{CallSignature("other"), [this, op](const std::string& self, const BoundArguments& a) {
+                                     return elementwise(op, TensorValue{self}, a.value("other"), a.site(), true);
+                                   }});
+}
+
+void TorchLibrary::register_where() {
   functions_.emplace("torch.where", FunctionEntry{CallSignature("condition, input, other"),
                                                   [this](const BoundArguments& a) -> Expected<TracedValue> {
     TESSERA_ASSIGN_OR_RETURN(std::string c, a.tensor("condition"));
@@ -182,6 +189,21 @@ void TorchLibrary::register_elementwise() {
     TESSERA_ASSIGN_OR_RETURN(std::string c, a.tensor("condition"));
     return where(c, TensorValue{self}, a.value("other"), a.site());
   }});
+}
+
+void TorchLibrary::register_elementwise() {
+  // The torch.* functions and Tensor methods of the elementwise function table.
+  for (const ElementwiseFnInfo& fn : kElementwiseFns) {
+    const std::string op(fn.name);
+    switch (fn.torch) {
+      case TorchForm::Unary: register_unary(op); break;
+      case TorchForm::Arithmetic: register_arithmetic(op); break;
+      case TorchForm::TensorPair: register_tensor_pair(op); break;
+      case TorchForm::Comparison: register_comparison(op); break;
+      case TorchForm::Where: register_where(); break;
+      case TorchForm::None: break;
+    }
+  }
   struct CastVariant {
     std::string name;
     DType dtype;
@@ -748,7 +770,7 @@ Expected<TracedValue> TorchLibrary::elementwise(const std::string& target, const
     spec.type = TensorType{t.shape, promote_with_scalar(t.dtype, scalar.is<double>(), scalar.is<int64_t>(),
                                                         builder_.default_dtype())};
   }
-  if (target == "div" && !dtype_is_float(spec.type.dtype)) spec.type.dtype = builder_.default_dtype();  // true division
+  if (produces_float(target) && !dtype_is_float(spec.type.dtype)) spec.type.dtype = builder_.default_dtype();  // true division
   if (returns_bool) spec.type.dtype = DType::Bool;
   return emit(std::move(spec), site);
 }

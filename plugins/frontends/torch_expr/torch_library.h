@@ -96,6 +96,12 @@ class TorchLibrary {
 
   void register_constructors();
   void register_elementwise();
+  // One registration per TorchForm of the elementwise function table (tessera/ir/elementwise_fn.h).
+  void register_unary(const std::string& op);
+  void register_arithmetic(const std::string& op);
+  void register_tensor_pair(const std::string& op);
+  void register_comparison(const std::string& op);
+  void register_where();
   void register_reductions_and_layout();
   void register_functional();
   void register_modules();

@@ -2,9 +2,10 @@
 // Gather).
 //
 // Rewrites, per torch node (in graph order; op semantics from docs/torch-ops.md):
-//   - elementwise math, comparisons, where, cast -> one Elementwise whose tensor operands are first
-//     broadcast to the output shape by IndexMaps (`bias_bc = bias[j]`); scalars become literal
-//     arguments; cast is the `identity` fn (the node's dtype does the conversion);
+//   - the elementwise functions with a torch form in tessera/ir/elementwise_fn.h (math,
+//     comparisons, where) and cast -> one Elementwise whose tensor operands are first broadcast to
+//     the output shape by IndexMaps (`bias_bc = bias[j]`); scalars become literal arguments; cast
+//     is the `identity` fn (the node's dtype does the conversion);
 //   - sum / mean / amax / amin over dims -> one Reduce per dim (mean multiplies by the literal 1/n);
 //     argmax / argmin -> max, eq, a coordinate-valued IndexMap, where, min (first hit wins);
 //   - layout ops (reshape, transpose, permute, unsqueeze, expand, slice) -> one IndexMap over the
@@ -40,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/graph.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
@@ -240,12 +242,10 @@ class Decomposer {
   // ---- the ops ---------------------------------------------------------------------------------
 
   Expected<std::string> decompose() {
-    static const std::vector<std::string> pointwise = {
-        "add",  "sub",     "mul",     "div",        "neg",     "exp",     "log", "sqrt", "rsqrt",
-        "tanh", "sigmoid", "abs",     "reciprocal", "maximum", "minimum", "pow", "where", "erf",
-        "relu", "lt",      "le",      "eq",         "ne",      "gt",      "ge"};
     const std::string& t = op_.target;
-    if (std::find(pointwise.begin(), pointwise.end(), t) != pointwise.end()) {
+    // The torch.* elementwise functions map one to one onto Tensor IR Elementwise (silu and cast
+    // have their own rules below).
+    if (Expected<ElementwiseFn> fn = parse_elementwise_fn(t); fn && fn_info(*fn).torch != TorchForm::None) {
       if (inputs_.empty()) return error("expected at least one tensor operand");
       return elementwise(id_ + "_ew", t, operands(), out_.shape, out_.dtype);
     }

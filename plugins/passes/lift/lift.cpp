@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/graph.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
@@ -61,11 +62,6 @@ Stmt free_loop(const std::string& var, int64_t extent, Body body, LoopRole role 
 Body nest(const std::vector<int64_t>& extents, Body inner) {
   for (size_t d = extents.size(); d-- > 0;) inner = Body{free_loop(axis_name(d), extents[d], std::move(inner))};
   return inner;
-}
-
-bool is_predicate(const std::string& fn) {
-  return fn == "lt" || fn == "le" || fn == "eq" || fn == "ne" || fn == "gt" || fn == "ge" ||
-         fn == "logical_and" || fn == "logical_or" || fn == "logical_not";
 }
 
 // The dtype two operands are computed in (PyTorch type promotion over the categories bool < int <
@@ -114,11 +110,14 @@ class Lifter {
   Expr converted(Body& body, Expr value, DType from, DType to) {
     if (from == to) return value;
     std::string dst = next_value();
-    body.push_back(Assign{dst, "cast", {std::move(value)}, ValueType::scalar(to)});
+    body.push_back(Assign{dst, std::string(name_of(ElementwiseFn::Cast)), {std::move(value)}, ValueType::scalar(to)});
     return Expr::value(dst);
   }
 
   Expected<Body> elementwise(const ElementwiseOp& op) {
+    Expected<ElementwiseFn> fn = resolve_elementwise_fn(op.fn, op.args.size());
+    if (!fn) return error(fn.error().message);
+    const bool is_where = *fn == ElementwiseFn::Where;
     const size_t rank = n_.type.shape.size();
     const DType out_dtype = n_.type.dtype;
     // The dtype of each argument as stored (literals take the computation's type).
@@ -135,19 +134,20 @@ class Lifter {
     // operand_dtype: what each (non-condition) operand is cast to; result_dtype: the Assign's type.
     DType operand_dtype = compute_dtype(out_dtype);
     DType result_dtype = compute_dtype(out_dtype);
-    if (is_predicate(op.fn) || op.fn == "where") {
+    if (fn_info(*fn).result == FnResult::Bool || is_where) {
       std::optional<DType> joined;
-      for (size_t i = op.fn == "where" ? 1 : 0; i < arg_dtypes.size(); ++i)
+      for (size_t i = is_where ? 1 : 0; i < arg_dtypes.size(); ++i)
         if (arg_dtypes[i]) joined = joined ? promote(*joined, *arg_dtypes[i]) : compute_dtype(*arg_dtypes[i]);
       operand_dtype = joined ? *joined : DType::F32;
-      if (op.fn.rfind("logical_", 0) == 0) operand_dtype = DType::Bool;
-      result_dtype = op.fn == "where" ? operand_dtype : DType::Bool;
+      if (*fn == ElementwiseFn::LogicalAnd || *fn == ElementwiseFn::LogicalOr || *fn == ElementwiseFn::LogicalNot)
+        operand_dtype = DType::Bool;
+      result_dtype = is_where ? operand_dtype : DType::Bool;
     }
     Body inner;
     ExprList args;
     for (size_t a = 0; a < op.args.size(); ++a) {
       const Expr& arg = op.args[a];
-      const DType want = op.fn == "where" && a == 0 ? DType::Bool : operand_dtype;
+      const DType want = is_where && a == 0 ? DType::Bool : operand_dtype;
       // One load per argument: `mul(x, x)` loads x twice, as written; dedup_loads merges them.
       std::map<std::string, Expr> loaded;  // operand id -> the value it was loaded into
       for (const std::string& name : free_vars(arg)) {
@@ -185,16 +185,16 @@ class Lifter {
     // Floats accumulate in f32 (also for f16/bf16 inputs), integers in the node's dtype.
     const DType acc_dtype = dtype_is_float(in->type.dtype) ? DType::F32 : n_.type.dtype;
     const bool int_acc = !dtype_is_float(acc_dtype);
-    std::string accum_op;
+    CombineFn accum_op = CombineFn::Add;
     Expr identity;
-    if (op.fn == "sum") accum_op = "add", identity = int_acc ? Expr::int_(0) : Expr::float_(0.0);
-    else if (op.fn == "prod") accum_op = "mul", identity = int_acc ? Expr::int_(1) : Expr::float_(1.0);
+    if (op.fn == "sum") accum_op = CombineFn::Add, identity = int_acc ? Expr::int_(0) : Expr::float_(0.0);
+    else if (op.fn == "prod") accum_op = CombineFn::Mul, identity = int_acc ? Expr::int_(1) : Expr::float_(1.0);
     else if (op.fn == "max")
-      accum_op = "max", identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::min()
+      accum_op = CombineFn::Max, identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::min()
                                                                                 : acc_dtype == DType::Bool ? 0 : std::numeric_limits<int64_t>::min())
                                            : Expr::float_(-std::numeric_limits<double>::infinity());
     else if (op.fn == "min")
-      accum_op = "min", identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::max()
+      accum_op = CombineFn::Min, identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::max()
                                                                                 : acc_dtype == DType::Bool ? 1 : std::numeric_limits<int64_t>::max())
                                            : Expr::float_(std::numeric_limits<double>::infinity());
     else return error("unknown reduce function '" + op.fn + "' (expected sum, max, min or prod)");
@@ -220,7 +220,7 @@ class Lifter {
                    " does not give the node's type " + n_.type.str());
     Body reduce_body{Load{"in0", in->id, std::move(load_index), ValueType::scalar(in->type.dtype)}};
     Expr x = converted(reduce_body, Expr::value("in0"), in->type.dtype, acc_dtype);
-    reduce_body.push_back(Accum{"acc0", accum_op, x});
+    reduce_body.push_back(Accum{"acc0", std::string(name_of(accum_op)), x});
     Body inner{Init{"acc0", identity, ValueType::scalar(acc_dtype)},
                free_loop(reduce_var, in->type.dim(axis), std::move(reduce_body), LoopRole::Reduce)};
     Expr out = converted(inner, Expr::value("acc0"), acc_dtype, n_.type.dtype);

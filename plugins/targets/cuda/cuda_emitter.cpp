@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "tessera/ir/elementwise_fn.h"
+
 namespace tessera {
 namespace {
 
@@ -518,65 +520,34 @@ class CudaEmitter {
   Printed value(const Expr& e) { return as_float(print(e), e); }
   Printed index(const Expr& e) { return as_int(print(e)); }
 
-  // An Accum / TreeHalve combination of two float texts.
-  std::optional<std::string> combine(const std::string& op, const std::string& a, const std::string& b) {
-    if (op == "add") return a + " + " + b;
-    if (op == "mul") return a + " * " + b;
-    if (op == "max" || op == "maximum") {
-      helpers_.insert(kMaximum);
-      return "tessera_maximum(" + a + ", " + b + ")";
-    }
-    if (op == "min" || op == "minimum") {
-      helpers_.insert(kMinimum);
-      return "tessera_minimum(" + a + ", " + b + ")";
-    }
-    return std::nullopt;
+  // An Accum / TreeHalve combination of two float texts (loads and accumulators: atoms).
+  std::string combine(CombineFn op, const std::string& a, const std::string& b) {
+    return call_fn(fn_info(op).fn, {Printed{a, kAtom, Ty::Float}, Printed{b, kAtom, Ty::Float}});
   }
 
-  // An elementwise function of eval/reference_evaluator.h applied to float arguments.
-  std::optional<std::string> call_fn(const std::string& fn, const std::vector<Printed>& args) {
-    static const std::map<std::string, std::pair<size_t, std::string>> calls = {
-        {"exp", {1, "expf"}},   {"log", {1, "logf"}},   {"sqrt", {1, "sqrtf"}}, {"rsqrt", {1, "rsqrtf"}},
-        {"tanh", {1, "tanhf"}}, {"abs", {1, "fabsf"}},  {"erf", {1, "erff"}},   {"sin", {1, "sinf"}},
-        {"cos", {1, "cosf"}},   {"pow", {2, "powf"}}};
-    static const std::map<std::string, std::string> infix_ops = {
-        {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}};
-    static const std::map<std::string, std::string> compares = {
-        {"lt", "<"}, {"le", "<="}, {"eq", "=="}, {"ne", "!="}, {"gt", ">"}, {"ge", ">="}};
-    auto arity = [&](size_t n) { return args.size() == n; };
-    // Operands of binary C operators; casts and negative literals need no parentheses there.
-    auto A = [&](size_t i) { return wrap(args[i], args[i].prec > kUnary); };
-    auto N = [&](size_t i) { return atom(args[i]); };  // operand of unary minus
-    if (auto it = calls.find(fn); it != calls.end()) {
-      if (!arity(it->second.first)) return std::nullopt;
-      std::vector<std::string> texts;
-      for (const Printed& p : args) texts.push_back(p.text);
-      return it->second.second + "(" + join(texts, ", ") + ")";
+  // An elementwise function applied to float arguments: its table spelling (ir/elementwise_fn.h)
+  // with `{N}` the argument as printed, `{N:op}` an operand of a C operator, `{N:atom}` an atom.
+  // The arity was checked when the name was resolved.
+  std::string call_fn(ElementwiseFn fn, const std::vector<Printed>& args) {
+    std::string_view spelling = fn_info(fn).cuda_f32;
+    std::string out;
+    for (size_t i = 0; i < spelling.size(); ++i) {
+      size_t close = spelling[i] == '{' ? spelling.find('}', i) : std::string_view::npos;
+      if (close == std::string_view::npos) {
+        out += spelling[i];
+        continue;
+      }
+      std::string_view ref = spelling.substr(i + 1, close - i - 1);
+      const Printed& p = args.at(static_cast<size_t>(ref[0] - '0'));
+      std::string_view how = ref.size() > 2 ? ref.substr(2) : std::string_view();
+      out += how == "op" ? wrap(p, p.prec > kUnary) : how == "atom" ? atom(p) : p.text;
+      i = close;
     }
-    if (auto it = infix_ops.find(fn); it != infix_ops.end()) {
-      if (!arity(2)) return std::nullopt;
-      return A(0) + " " + it->second + " " + A(1);
-    }
-    if (auto it = compares.find(fn); it != compares.end()) {
-      if (!arity(2)) return std::nullopt;
-      return A(0) + " " + it->second + " " + A(1) + " ? 1.0f : 0.0f";
-    }
-    if ((fn == "identity" || fn == "cast") && arity(1)) return args[0].text;
-    if (fn == "neg" && arity(1)) return "-" + N(0);
-    if (fn == "reciprocal" && arity(1)) return "1.0f / " + A(0);
-    if (fn == "sigmoid" && arity(1)) return "1.0f / (1.0f + expf(-" + N(0) + "))";
-    if (fn == "silu" && arity(1)) return A(0) + " / (1.0f + expf(-" + N(0) + "))";
-    if (fn == "square" && arity(1)) return A(0) + " * " + A(0);
-    if (fn == "logical_not" && arity(1)) return A(0) + " == 0.0f ? 1.0f : 0.0f";
-    if (fn == "logical_and" && arity(2)) return A(0) + " != 0.0f && " + A(1) + " != 0.0f ? 1.0f : 0.0f";
-    if (fn == "logical_or" && arity(2)) return A(0) + " != 0.0f || " + A(1) + " != 0.0f ? 1.0f : 0.0f";
-    if (fn == "where" && arity(3)) return A(0) + " != 0.0f ? " + A(1) + " : " + A(2);
-    if (fn == "relu" && arity(1)) {
-      helpers_.insert(kRelu);
-      return "tessera_relu(" + args[0].text + ")";
-    }
-    if ((fn == "maximum" || fn == "minimum") && arity(2)) return combine(fn, args[0].text, args[1].text);
-    return std::nullopt;
+    // Helpers the spelling calls are defined in the preamble.
+    for (auto [helper, name] : {std::pair{kMaximum, "tessera_maximum("}, std::pair{kMinimum, "tessera_minimum("},
+                                std::pair{kRelu, "tessera_relu("}})
+      if (spelling.find(name) != std::string_view::npos) helpers_.insert(helper);
+    return out;
   }
 
   // ---- statements -------------------------------------------------------------------------------
@@ -681,10 +652,9 @@ class CudaEmitter {
         const auto* st = s.as<Assign>();
       std::vector<Printed> args;
       for (const Expr& a : st->args) args.push_back(arg(a, st->type.dtype));
-      std::optional<std::string> text = call_fn(st->op, args);
-      if (!text)
-        return error_at(s, "unknown elementwise function '" + st->op + "' with " + std::to_string(args.size()) +
-                               " arguments");
+      Expected<ElementwiseFn> fn = resolve_elementwise_fn(st->op, args.size());
+      if (!fn) return error_at(s, fn.error().message);
+      std::optional<std::string> text = call_fn(*fn, args);
       Ty computed = dtype_is_float(st->type.dtype) || args.empty() ? Ty::Float : args[0].type;
       for (const Printed& p : args) computed = p.type == Ty::Float ? Ty::Float : computed;
       line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, {*text, kTernary, computed}) + ";");
@@ -723,10 +693,14 @@ class CudaEmitter {
       if (!names_.count(st->acc)) return error_at(s, "accumulator '" + st->acc + "' is not initialized here");
       std::string target = st->acc;
       for (const Expr& i : st->index) target += "[" + index(i).text + "]";
-      if (st->op == "add") line(target + " += " + v.text + ";");
-      else if (st->op == "mul") line(target + " *= " + v.text + ";");
-      else if (auto c = combine(st->op, target, v.text)) line(target + " = " + *c + ";");
-      else return error_at(s, "unknown accumulation op '" + st->op + "' (expected add, mul, max or min)");
+      Expected<CombineFn> op = parse_combine_fn(st->op);
+      if (!op) return error_at(s, op.error().message);
+      switch (*op) {
+        case CombineFn::Add: line(target + " += " + v.text + ";"); break;
+        case CombineFn::Mul: line(target + " *= " + v.text + ";"); break;
+        case CombineFn::Max:
+        case CombineFn::Min: line(target + " = " + combine(*op, target, v.text) + ";"); break;
+      }
       return Status::ok();
     }
       case StmtKind::Write: {
@@ -939,9 +913,10 @@ class CudaEmitter {
     TESSERA_TRY(checked(s));
     std::string t = wrap(tid, tid.prec >= kAdd);
     auto slot = [&](const std::string& i) { return buf->cname + "[" + i + "]"; };
+    Expected<CombineFn> op = parse_combine_fn(st.op);
+    if (!op) return error_at(s, op.error().message);
     std::optional<std::string> c =
-        combine(st.op, load_text(*buf, slot(tid.text)), load_text(*buf, slot(t + " + tessera_s")));
-    if (!c) return error_at(s, "unknown op '" + st.op + "' (expected add, mul, max or min)");
+        combine(*op, load_text(*buf, slot(tid.text)), load_text(*buf, slot(t + " + tessera_s")));
     int64_t half = 1;
     while (half < st.count) half *= 2;
     half /= 2;

@@ -339,26 +339,8 @@ class BlockExecutor {
     return Status::ok();
   }
 
-  // Integer accumulators: exact (to 2^53).
-  static double combine_exact(AccumOp op, double acc, double x) {
-    switch (op) {
-      case AccumOp::Add: return acc + x;
-      case AccumOp::Mul: return acc * x;
-      case AccumOp::Max: return std::max(acc, x);
-      case AccumOp::Min: return std::min(acc, x);
-    }
-    return acc;
-  }
-
-  double combine(AccumOp op, double acc, double x) const {
-    switch (op) {
-      case AccumOp::Add: return to_float(acc + x);
-      case AccumOp::Mul: return to_float(acc * x);
-      case AccumOp::Max: return std::isnan(acc) || std::isnan(x) ? NAN : std::max(acc, x);
-      case AccumOp::Min: return std::isnan(acc) || std::isnan(x) ? NAN : std::min(acc, x);
-    }
-    return acc;
-  }
+  // Float accumulators round every partial result to f32 (integer ones are exact to 2^53).
+  double combine(CombineFn op, double acc, double x) const { return to_float(apply_combine_fn(op, acc, x)); }
 
   // buf[t] = op(buf[t], buf[t + s]) for t < s, t + s < n, halving s, a barrier after each step.
   Status run_tree_halve(const SimStmt& s, const Mask& mask) {
@@ -440,9 +422,7 @@ class BlockExecutor {
         for (size_t l = 0; l < n; ++l) {
           if (!mask[l]) continue;
           for (size_t i = 0; i < args.size(); ++i) a[i] = args[i][l];
-          Expected<double> r = apply_elementwise_fn(s.fn, a);
-          if (!r) return fail(s, static_cast<int>(l), r.error().message);
-          dst[l] = as_type(*r, s.value_type);
+          dst[l] = as_type(apply_elementwise_fn(s.fn, a), s.value_type);
         }
         return Status::ok();
       }
@@ -481,7 +461,7 @@ class BlockExecutor {
           }
           std::vector<double>& acc = regs_[static_cast<size_t>(s.slot + flat)];
           acc[l] = dtype_is_float(s.value_type) ? as_type(combine(s.accum, acc[l], v[l]), s.value_type)
-                                                : conform_to_dtype(combine_exact(s.accum, acc[l], v[l]), s.value_type);
+                                                : conform_to_dtype(apply_combine_fn(s.accum, acc[l], v[l]), s.value_type);
         }
         return Status::ok();
       }

@@ -169,12 +169,10 @@ class KernelCompiler {
     return error(s, "'" + name + "' is neither a declared Smem buffer, an input of the node, nor its output");
   }
 
-  Expected<AccumOp> accum_op(const std::string& op, const Stmt& s) {
-    if (op == "add") return AccumOp::Add;
-    if (op == "mul") return AccumOp::Mul;
-    if (op == "max" || op == "maximum") return AccumOp::Max;
-    if (op == "min" || op == "minimum") return AccumOp::Min;
-    return error(s, "unknown accumulation op '" + op + "' (add, mul, max, min)");
+  Expected<CombineFn> accum_op(const std::string& op, const Stmt& s) {
+    Expected<CombineFn> parsed = parse_combine_fn(op);
+    if (!parsed) return error(s, parsed.error().message);
+    return *parsed;
   }
 
   Expected<std::vector<SimStmt>> compile_body(const Body& body, bool top_level) {
@@ -205,10 +203,10 @@ class KernelCompiler {
       case StmtKind::Assign: {
         const auto* st = s.as<Assign>();
         TESSERA_TRY(compile_exprs(st->args, s, c.exprs));
-        // Checks the name and arity once here; the executor applies it per lane.
-        Expected<double> probe = apply_elementwise_fn(st->op, std::vector<double>(st->args.size(), 1.0));
-        if (!probe) return error(s, probe.error().message);
-        c.fn = st->op;
+        // Resolves the name and arity once here; the executor applies it per lane.
+        Expected<ElementwiseFn> fn = resolve_elementwise_fn(st->op, st->args.size());
+        if (!fn) return error(s, fn.error().message);
+        c.fn = *fn;
         c.value_type = st->type.dtype;
         c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
         break;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tessera/eval/tensor_value.h"
+#include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/graph.h"
 #include "tessera/ir/stmt.h"
 #include "tessera/support/status.h"
@@ -41,8 +42,6 @@ struct BufferRef {
   int index = -1;
 };
 
-enum class AccumOp { Add, Mul, Max, Min };
-
 struct SimStmt {
   StmtKind kind = StmtKind::Sync;
   const Stmt* source = nullptr;  // the statement, for error messages
@@ -55,8 +54,8 @@ struct SimStmt {
   std::vector<LaneExpr> index;   // buffer index, one per dimension
   std::vector<LaneExpr> src_index;
   std::vector<LaneExpr> exprs;   // values, args, loop bounds, condition, tid, shuffle source
-  std::string fn;                // Assign
-  AccumOp accum = AccumOp::Add;  // Accum, TreeHalve
+  ElementwiseFn fn = ElementwiseFn::Identity;  // Assign
+  CombineFn accum = CombineFn::Add;            // Accum, TreeHalve
   ShuffleMode mode = ShuffleMode::Xor;
   int64_t count = 0;             // CpAsyncWait keep, CpAsyncCopy elements, TreeHalve n, shuffle offset
   int64_t width = 32;            // WarpShuffle

@@ -10,12 +10,9 @@
 // by id; ConstantOp nodes are filled by constant_data. Errors (unknown target or fn, bad attrs,
 // shape mismatch, missing input) are Diagnostics attached to the node.
 //
-// Elementwise function names (ElementwiseOp::fn, the same names as the Torch elementwise targets):
-//   unary:   neg exp log sqrt rsqrt tanh sigmoid abs reciprocal erf relu silu sin cos square
-//            logical_not, identity (a copy, converted to the node's dtype)
-//   binary:  add sub mul div pow maximum minimum lt le eq ne gt ge logical_and logical_or
-//   ternary: where(cond, a, b)
-// Comparisons give 1 / 0. Results are converted to the node's dtype (conform_to_dtype).
+// Elementwise functions (ElementwiseOp::fn, and the Torch elementwise targets of the same names)
+// are those of tessera/ir/elementwise_fn.h, computed by apply_elementwise_fn. Comparisons give
+// 1 / 0. Results are converted to the node's dtype (conform_to_dtype).
 //
 // Tensor IR semantics the interpreter checks (each violation is an error naming the node):
 //   Elementwise  every Var operand has the output shape (or is a single element); Exprs over the
@@ -40,10 +37,6 @@ namespace tessera {
 
 Expected<ValueMap> evaluate_reference(const Graph& torch_graph, const ValueMap& inputs);
 Expected<ValueMap> evaluate_tensor_ir(const Graph& tensor_graph, const ValueMap& inputs);
-
-// Applies the elementwise function `fn` (names above) to scalar arguments; an unknown name or a
-// wrong argument count is an error naming `fn`.
-Expected<double> apply_elementwise_fn(const std::string& fn, const std::vector<double>& args);
 
 // How far `actual` is from `expected`, over the tensors of both maps.
 struct ValueComparison {

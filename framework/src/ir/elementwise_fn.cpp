@@ -1,0 +1,83 @@
+// The double-precision meaning of every elementwise function (ir/elementwise_fn.h) and name
+// lookup. The reference evaluator, the Tensor and Loop IR interpreters and the simulator all
+// compute through apply_elementwise_fn, so they agree by construction.
+#include "tessera/ir/elementwise_fn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "tessera/support/spelling.h"
+
+namespace tessera {
+
+Expected<ElementwiseFn> parse_elementwise_fn(std::string_view name) {
+  for (const ElementwiseFnInfo& f : kElementwiseFns)
+    if (f.name == name) return f.fn;
+  std::vector<std::string> names;
+  for (const ElementwiseFnInfo& f : kElementwiseFns) names.emplace_back(f.name);
+  std::string message = "unknown elementwise function '" + std::string(name) + "'";
+  if (std::optional<std::string> best = closest_spelling(name, names)) message += " (did you mean '" + *best + "'?)";
+  return make_error(message);
+}
+
+Expected<ElementwiseFn> resolve_elementwise_fn(std::string_view name, size_t arity) {
+  TESSERA_ASSIGN_OR_RETURN(ElementwiseFn fn, parse_elementwise_fn(name));
+  if (fn_info(fn).arity != arity)
+    return make_error("elementwise function '" + std::string(name) + "' takes " + std::to_string(fn_info(fn).arity) +
+                      " argument(s), got " + std::to_string(arity));
+  return fn;
+}
+
+double apply_elementwise_fn(ElementwiseFn fn, std::span<const double> a) {
+  switch (fn) {
+    // A cast's value is unchanged here; the typed definition it feeds (Assign's result type, the
+    // node's dtype) does the rounding to f16/bf16 or the truncation to an integer.
+    case ElementwiseFn::Identity:
+    case ElementwiseFn::Cast: return a[0];
+    case ElementwiseFn::Neg: return -a[0];
+    case ElementwiseFn::Exp: return std::exp(a[0]);
+    case ElementwiseFn::Log: return std::log(a[0]);
+    case ElementwiseFn::Sqrt: return std::sqrt(a[0]);
+    case ElementwiseFn::Rsqrt: return 1.0 / std::sqrt(a[0]);
+    case ElementwiseFn::Tanh: return std::tanh(a[0]);
+    case ElementwiseFn::Sigmoid: return 1.0 / (1.0 + std::exp(-a[0]));
+    case ElementwiseFn::Abs: return std::fabs(a[0]);
+    case ElementwiseFn::Reciprocal: return 1.0 / a[0];
+    case ElementwiseFn::Erf: return std::erf(a[0]);
+    case ElementwiseFn::Relu: return a[0] > 0.0 || std::isnan(a[0]) ? a[0] : 0.0;
+    case ElementwiseFn::Silu: return a[0] / (1.0 + std::exp(-a[0]));
+    case ElementwiseFn::Sin: return std::sin(a[0]);
+    case ElementwiseFn::Cos: return std::cos(a[0]);
+    case ElementwiseFn::Square: return a[0] * a[0];
+    case ElementwiseFn::LogicalNot: return a[0] == 0.0 ? 1.0 : 0.0;
+    case ElementwiseFn::Add: return a[0] + a[1];
+    case ElementwiseFn::Sub: return a[0] - a[1];
+    case ElementwiseFn::Mul: return a[0] * a[1];
+    case ElementwiseFn::Div: return a[0] / a[1];
+    case ElementwiseFn::Pow: return std::pow(a[0], a[1]);
+    // PyTorch propagates NaN through maximum/minimum (unlike std::fmax).
+    case ElementwiseFn::Maximum: return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::max(a[0], a[1]);
+    case ElementwiseFn::Minimum: return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::min(a[0], a[1]);
+    case ElementwiseFn::Lt: return a[0] < a[1] ? 1.0 : 0.0;
+    case ElementwiseFn::Le: return a[0] <= a[1] ? 1.0 : 0.0;
+    case ElementwiseFn::Eq: return a[0] == a[1] ? 1.0 : 0.0;
+    case ElementwiseFn::Ne: return a[0] != a[1] ? 1.0 : 0.0;
+    case ElementwiseFn::Gt: return a[0] > a[1] ? 1.0 : 0.0;
+    case ElementwiseFn::Ge: return a[0] >= a[1] ? 1.0 : 0.0;
+    case ElementwiseFn::LogicalAnd: return a[0] != 0.0 && a[1] != 0.0 ? 1.0 : 0.0;
+    case ElementwiseFn::LogicalOr: return a[0] != 0.0 || a[1] != 0.0 ? 1.0 : 0.0;
+    case ElementwiseFn::Where: return a[0] != 0.0 ? a[1] : a[2];
+  }
+  return NAN;  // unreachable: the switch covers every function
+}
+
+Expected<CombineFn> parse_combine_fn(std::string_view name) {
+  for (const CombineFnInfo& c : kCombineFns)
+    if (c.name == name || name_of(c.fn) == name) return c.op;
+  std::string names;
+  for (const CombineFnInfo& c : kCombineFns) names += (names.empty() ? "" : ", ") + std::string(c.name);
+  return make_error("unknown accumulation op '" + std::string(name) + "' (expected " + names + ")");
+}
+
+}  // namespace tessera
