@@ -564,6 +564,22 @@ std::set<std::string> accumulators(const Body& body) {
 
 constexpr int64_t kCandidates[] = {1, 2, 4, 8};
 
+// The Tile with `axis` register-tiled by `tn`, or why it cannot be.
+Expected<Tile> rewrite(const Tile& tile, const TileAxis& axis, const Dependence& dep, int64_t tn) {
+  const int64_t threads = axis.extent / tn;
+  Tile out = tile;
+  RangeMap ranges;
+  for (TileAxis& a : out.axes) {
+    if (a.name == axis.name) a.extent = threads;
+    ranges[a.name] = Interval{0, a.extent - 1};
+  }
+  RegisterTiler tiler(tile.body, dep, axis.name, threads, tn, ranges, bound_names(Body{Stmt(tile)}),
+                      accumulators(tile.body));
+  out.body = tiler.mutate_body(tile.body);
+  if (!tiler.failure().empty()) return make_error(tiler.failure());
+  return out;
+}
+
 class RegisterTilePass final : public KernelPass {
  public:
   std::string_view name() const override { return "register_tile"; }
@@ -630,26 +646,19 @@ class RegisterTilePass final : public KernelPass {
     if (facts.shares_operand)
       for (int64_t c : {2, 4})
         if (axis->extent % c == 0 && axis->extent / c >= ctx.device().warp_size) heuristic = c;
+    // Whether the rewrite succeeds does not depend on TN: try it before asking for the knob.
+    Expected<Tile> trial = rewrite(tile, *axis, *dep, candidates[1]);
+    if (!trial) {
+      ctx.skip(*n, trial.error().message);
+      return Status::ok();
+    }
     Expected<int64_t> tn = ctx.choose_int("TN", *n, candidates, heuristic);
     if (!tn) return std::move(tn).error();
     if (*tn == 1) return Status::ok();
-
-    const int64_t threads = axis->extent / *tn;
-    Tile out = tile;
-    RangeMap ranges;
-    for (TileAxis& a : out.axes) {
-      if (a.name == axis->name) a.extent = threads;
-      ranges[a.name] = Interval{0, a.extent - 1};
-    }
-    RegisterTiler tiler(tile.body, *dep, axis->name, threads, *tn, ranges, bound_names(Body{Stmt(tile)}),
-                        accumulators(tile.body));
-    out.body = tiler.mutate_body(tile.body);
-    if (!tiler.failure().empty()) {
-      ctx.skip(*n, tiler.failure());
-      return Status::ok();
-    }
+    Expected<Tile> out = *tn == candidates[1] ? std::move(trial) : rewrite(tile, *axis, *dep, *tn);
+    if (!out) return ctx.error_at(*n, out.error().message);
     auto op = std::make_unique<TileOp>(*kernel);
-    op->body = canonicalize_names(Body{Stmt(std::move(out))});
+    op->body = canonicalize_names(Body{Stmt(std::move(*out))});
     n->op = std::move(op);
     return Status::ok();
   }
