@@ -166,7 +166,8 @@ class FactFinder final : public StmtVisitor {
   }
   void visit_Write(const Write& s) override { facts.indexes_output |= dep_.depends(s.index); }
   void visit_Combine(const Combine& s) override {
-    if (dep_.names().count(s.acc)) obstacle("it combines `" + s.acc + "`, which depends on the axis, across threads");
+    if (dep_.names().count(s.acc))
+      obstacle("the THREAD axis feeds `" + s.acc + "`, which is combined across threads (a cooperative reduction)");
   }
   void visit_Loop(const Loop& s) override {
     const bool shared_reduce = s.role == LoopRole::Reduce && !dep_.depends(ExprList{s.begin, s.end});
