@@ -382,6 +382,24 @@ TEST_P(RegisterTileCorpusTest, EveryTNMakesArraysAndSimulatesLikeTheReference) {
   }
 }
 
+#ifdef TESSERA_HAVE_CUDA
+TEST_P(RegisterTileCorpusTest, TiledCudaCompilesWithNvrtc) {
+  Expected<PipelineSpec> pipeline = default_pipeline_with_tn(2);
+  ASSERT_TRUE(pipeline) << pipeline.error().render();
+  Graph g = trace(GetParam());
+  Status st = lower(g, *pipeline, Dialect::Cuda, device_);
+  ASSERT_TRUE(st) << st.error().render();
+  int arrays = 0;
+  for (const Node* n : g.nodes()) {
+    const auto* op = n->op_as<CudaOp>();
+    if (op == nullptr) continue;
+    arrays += op->source.find("[2];") != std::string::npos;
+    EXPECT_EQ(test::nvrtc_compile(*op, device_->arch), "") << n->id;
+  }
+  EXPECT_GT(arrays, 0) << "no kernel declares a register array";
+}
+#endif
+
 INSTANTIATE_TEST_SUITE_P(
     Families, RegisterTileCorpusTest,
     ::testing::Values("x=torch.randn(64,128); w=torch.randn(128,96); torch.matmul(x, w)",

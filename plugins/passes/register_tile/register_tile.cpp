@@ -274,44 +274,21 @@ bool is_false(const Expr& e) { return e.is(ExprKind::Int) && e.int_value() == 0;
 // updates element updates; everything else is copied (the axis substitution follows separately).
 class ReplicaIndexer final : public StmtMutator {
  public:
-  ReplicaIndexer(const std::set<std::string>& arrays, Expr replica) : arrays_(arrays), replica_(std::move(replica)) {}
-  Expr mutate_expr(const Expr& e) override {
-    if (!e.defined()) return e;
-    if (e.is(ExprKind::Value) && arrays_.count(e.name())) return Expr::element(e.name(), {replica_});
-    if (e.is_name() || e.is_const()) return e;
-    std::map<std::string, Expr> map;
-    for (const std::string& v : free_vars(e))
-      if (arrays_.count(v)) map[v] = Expr::element(v, {replica_});
-    return map.empty() ? e : substitute_values(e, map);
+  ReplicaIndexer(const std::set<std::string>& arrays, const Expr& replica) {
+    for (const std::string& acc : arrays) to_element_[acc] = Expr::element(acc, {replica});
   }
+  Expr mutate_expr(const Expr& e) override { return substitute(e, to_element_); }
   Stmt mutate_Accum(const Accum& s, const Stmt& self) override {
-    if (!arrays_.count(s.acc)) return StmtMutator::mutate_Accum(s, self);
+    auto it = to_element_.find(s.acc);
+    if (it == to_element_.end()) return StmtMutator::mutate_Accum(s, self);
     Accum out = s;
     out.value = mutate_expr(s.value);
-    out.index = {replica_};
+    out.index = it->second.operands();
     return out;
   }
 
  private:
-  // `substitute` keeps a Value a Value when mapped to a name; an Element needs a rebuild.
-  Expr substitute_values(const Expr& e, const std::map<std::string, Expr>& map) {
-    if (e.is(ExprKind::Value)) {
-      auto it = map.find(e.name());
-      return it == map.end() ? e : it->second;
-    }
-    if (e.is_name() || e.is_const() || e.operands().empty()) return e;
-    std::vector<Expr> ops;
-    for (const Expr& op : e.operands()) ops.push_back(substitute_values(op, map));
-    switch (e.kind()) {
-      case ExprKind::Not: return Expr::not_(ops[0]);
-      case ExprKind::Select: return Expr::select(ops[0], ops[1], ops[2]);
-      case ExprKind::Cast: return Expr::cast(e.cast_type(), ops[0]);
-      case ExprKind::Element: return Expr::element(e.name(), ops);
-      default: return Expr::binary(e.kind(), ops[0], ops[1]);
-    }
-  }
-  const std::set<std::string>& arrays_;
-  Expr replica_;
+  std::map<std::string, Expr> to_element_;  // array name -> its element of this replica
 };
 
 // The rewrite of the Tile body (see the header comment). Bodies are rewritten by mutate_body,
