@@ -4,7 +4,8 @@
 //     value computed before a loop is recomputed, and when the pass declines (with its reason).
 //     Each rewritten kernel is also lowered by materialize and run on `sim` next to the same kernel
 //     with TN=1: the outputs must be bit-identical (the pass keeps every output's operations).
-//   - The knob: the heuristic on the 64x128x96 matmul and on a kernel without reuse.
+//   - The knob: the heuristic on the 64x128x96 matmul (too small a grid), on the same kernel over a
+//     larger grid, and on a kernel without reuse.
 //   - Corpus programs (matmul, projections, GatedMLP, SDPA) through the default pipeline with each
 //     TN > 1 pinned: Kernel IR holds `f32[TN]` arrays and `sim` agrees with the reference evaluator.
 //   - The emitted CUDA of a tiled matmul compiles with NVRTC (when built with CUDA).
@@ -326,10 +327,13 @@ TEST_F(RegisterTileTest, DeclinesKernelsItDoesNotApplyTo) {
   };
   const std::string loads_own_output = std::string(kRowSum).replace(std::string(kRowSum).find("s[a0] = acc0"),
                                                                     12, "in1 = load s[a0]\n    s[a0] = in1");
+  const std::string axis_dependent_init =
+      std::string(kRowSum).replace(std::string(kRowSum).find("acc0 = init(0.0)"), 16, "acc0 = init(a0)");
   for (const Case& c : std::vector<Case>{
            {kElementwise, "y", "no reduce loop feeds an accumulator indexed by a THREAD axis"},
            {kOddExtent, "s", "extent 33, which no TN > 1 divides"},
-           {loads_own_output.c_str(), "s", "it loads `s`, which it also writes"}}) {
+           {loads_own_output.c_str(), "s", "it loads `s`, which it also writes"},
+           {axis_dependent_init.c_str(), "s", "`acc0` starts from a value that depends on the axis"}}) {
     std::vector<PassContext::Skip> skips;
     Graph g = tiled(c.text, 0, &skips);
     ASSERT_EQ(skips.size(), 1u) << c.text;
@@ -340,8 +344,16 @@ TEST_F(RegisterTileTest, DeclinesKernelsItDoesNotApplyTo) {
   }
 }
 
-TEST_F(RegisterTileTest, HeuristicTilesReusedOperandsOnly) {
-  Graph matmul = tiled(kMatmul, 0);
+TEST_F(RegisterTileTest, HeuristicTilesReusedOperandsOfLargeGridsOnly) {
+  // 32 blocks of 256 threads: a quarter of them would leave fewer than 4 warps per SM of an H100.
+  Graph small = tiled(kMatmul, 0);
+  EXPECT_NE(print_graph(small).find("register_tile.TN=1 (heuristic)"), std::string::npos) << print_graph(small);
+  // The same kernel over 512 blocks (M = 1024) keeps enough warps with 4 outputs per thread.
+  std::string large_text = kMatmul;
+  large_text.replace(large_text.find("a2:32=BLOCK"), 11, "a2:512=BLOCK");
+  large_text.replace(large_text.find("x: (64, 128)"), 12, "x: (1024, 128)");
+  large_text.replace(large_text.find("matmul: (64, 96)"), 16, "matmul: (1024, 96)");
+  Graph matmul = tiled(large_text, 0);
   EXPECT_NE(print_graph(matmul).find("register_tile.TN=4 (heuristic)"), std::string::npos) << print_graph(matmul);
   EXPECT_EQ(array_types(body_of(matmul, "matmul")), std::vector<std::string>{"f32[4]"});
   Graph row_sum = tiled(kRowSum, 0);

@@ -22,15 +22,16 @@
 // Collective statements (Stage, Combine, AsyncWait) are never replicated: the staging loops cover
 // the same slabs with fewer threads (they stride over the block's threads).
 // Knob TN (1, 2, 4, 8 among the divisors of E; 1 disables): outputs per thread along `a`. Asked only
-//   for kernels the pass applies to. Heuristic: the largest of 4, 2 that keeps at least
-//   device.warp_size threads along `a`, when some reduce loop has an operand every replica shares
-//   (an independent load next to a dependent accumulation); else 1.
+//   for kernels the pass applies to. Heuristic: 1 unless some reduce loop has an operand every
+//   replica shares (an independent load next to a dependent accumulation); then the largest of 4, 2
+//   that keeps at least device.warp_size threads along `a` and, in the whole grid, at least
+//   4 warps per SM (device.sm_count): small grids keep their parallelism.
 // Accepts: Tile IR (TileOp nodes whose body is one Tile). Applies when a THREAD axis `a` indexes a
 //   written output and a `# reduce` Loop with bounds independent of `a` feeds a dependent
 //   accumulator. Skips (with a reason) kernels without such an axis or loop, kernels that already
-//   hold register arrays, that load a buffer they write, that Combine a dependent accumulator, or
-//   where a dependent value reading an accumulator would have to be recomputed after the
-//   accumulator changed.
+//   hold register arrays, that load a buffer they write, that Combine a dependent accumulator or
+//   start one from a value that depends on the axis, or where a dependent value reading an
+//   accumulator would have to be recomputed after the accumulator changed.
 // Guarantees: every output element is computed by exactly one replica with the same operations in
 //   the same order as before (bit-identical results); the Tile covers the same iteration space;
 //   every array index is the variable of a loop with an unroll request; names canonical.
@@ -159,6 +160,7 @@ class FactFinder final : public StmtVisitor {
   }
   void visit_Init(const Init& s) override {
     if (s.type.is_array()) obstacle("it already holds register arrays");
+    if (dep_.depends(s.value)) obstacle("`" + s.acc + "` starts from a value that depends on the axis");
   }
   void visit_Accum(const Accum& s) override {
     if (!s.index.empty()) obstacle("it already holds register arrays");
@@ -558,6 +560,24 @@ Expected<Tile> rewrite(const Tile& tile, const TileAxis& axis, const Dependence&
   return out;
 }
 
+// Warps of work per SM the heuristic keeps after tiling: fewer threads per output is the point of
+// the pass, but a grid that no longer fills the SMs loses more than the reuse gains.
+constexpr int64_t kMinWarpsPerSm = 4;
+
+// The TN heuristic (see the header comment).
+int64_t heuristic_tn(const Tile& tile, const TileAxis& axis, const AxisFacts& facts, const DeviceDesc& device) {
+  if (!facts.shares_operand) return 1;
+  int64_t threads = 1;  // in the whole grid
+  for (const TileAxis& a : tile.axes) threads *= a.extent;
+  int64_t best = 1;
+  for (int64_t tn : {2, 4}) {
+    if (axis.extent % tn != 0 || axis.extent / tn < device.warp_size) continue;
+    if (threads / tn < int64_t{device.sm_count} * device.warp_size * kMinWarpsPerSm) continue;
+    best = tn;
+  }
+  return best;
+}
+
 class RegisterTilePass final : public KernelPass {
  public:
   std::string_view name() const override { return "register_tile"; }
@@ -620,10 +640,7 @@ class RegisterTilePass final : public KernelPass {
                        ", which no TN > 1 divides");
       return Status::ok();
     }
-    int64_t heuristic = 1;
-    if (facts.shares_operand)
-      for (int64_t c : {2, 4})
-        if (axis->extent % c == 0 && axis->extent / c >= ctx.device().warp_size) heuristic = c;
+    const int64_t heuristic = heuristic_tn(tile, *axis, facts, ctx.device());
     // Whether the rewrite succeeds does not depend on TN: try it before asking for the knob.
     Expected<Tile> trial = rewrite(tile, *axis, *dep, candidates[1]);
     if (!trial) {
