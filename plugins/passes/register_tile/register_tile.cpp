@@ -207,8 +207,8 @@ std::set<std::string> written_buffers(const Body& body) {
 }
 
 // Pre-order positions of the statements of a body that register_tile orders (keyed by the node's
-// address: statements are shared, immutable nodes) and, per accumulator, the position of its last
-// update.
+// address: statements are shared, immutable nodes) and, per accumulator and per staged buffer, the
+// position of its last update (Accum, Stage).
 class ProgramOrder final : public StmtVisitor {
  public:
   explicit ProgramOrder(const Body& body) { visit(body); }
@@ -227,6 +227,7 @@ class ProgramOrder final : public StmtVisitor {
   void visit_Init(const Init& s) override { number(&s); }
   void visit_Write(const Write& s) override { number(&s); }
   void visit_Accum(const Accum& s) override { last_update_[s.acc] = number(&s); }
+  void visit_Stage(const Stage& s) override { last_update_[s.dst] = number(&s); }
   void visit_Loop(const Loop& s) override {
     number(&s);
     StmtVisitor::visit_Loop(s);
@@ -444,9 +445,10 @@ class RegisterTiler final : public StmtMutator {
   static std::string defined_name(const Stmt& s) { return *bound_names(Body{s}).begin(); }
 
   // A pure statement may be computed later than where it stands unless it reads an accumulator
-  // that is updated after it.
+  // or a staged buffer that is updated (accumulated into, restaged) after it.
   bool recomputable(const Item& it) const {
     if (!is_pure(it.stmt)) return false;
+    if (const auto* load = it.stmt.as<Load>(); load && order_.last_update(load->buffer) > it.seq) return false;
     for (const std::string& n : NameReads::of(it.stmt, false))
       if (accumulators_.count(n) && order_.last_update(n) > it.seq) return false;
     return true;
