@@ -74,6 +74,26 @@ kernel k_y_reduce  inputs: x, w, b  outputs: y: (4, 40) float32
 return y
 )";
 
+// A causal mask around the reduction, with the masked elements written in the else branch.
+constexpr const char* kCausal = R"(q: (128, 8) float32
+k: (128, 8) float32
+
+kernel k_s_reduce  inputs: q, k  outputs: s: (128, 128) float32
+  Tile(axes=(a0:128=THREAD, a1:128=BLOCK)):
+    if a0 <= a1:
+      acc0 = init(0.0)
+      for a2 in 0..8:  # reduce
+        in0 = load q[a1, a2]
+        in1 = load k[a0, a2]
+        v0 = mul(in0, in1)
+        acc0 <- add(acc0, v0)
+      s[a1, a0] = acc0
+    else:
+      s[a1, a0] = -inf
+
+return s
+)";
+
 // A value read from the accumulator after the reduce loop, then written by a free loop.
 constexpr const char* kEpilogueLoop = R"(x: (16,) float32
 w: (16, 32) float32
@@ -287,6 +307,21 @@ TEST_F(RegisterTileTest, MatmulSharesTheRowOperandAndReplicatesTheColumns) {
   // The Stages are untouched.
   EXPECT_NE(text.find("w_smem = Stage(w, origin=(0, 0), slab=(a3:128@0, a0:128@1)) async"), std::string::npos) << text;
   for (int64_t tn : {2, 4, 8}) expect_same_outputs_as_untiled(kMatmul, tn);
+}
+
+TEST_F(RegisterTileTest, ConditionOnTheAxisIsPushedIntoTheReplicas) {
+  Graph g = tiled(kCausal, 4);
+  const std::string text = print_body(body_of(g, "s"));
+  // Then-region: replica 0 passes whenever any replica does (a0 <= a0 + r * 32 <= a1).
+  EXPECT_NE(text.find("\n  if a0 <= a1:\n    f32[4] acc0 = init(0.0)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("if a0 + a3 * 32 <= a1:"), std::string::npos) << text;
+  // Else-region: the negated condition, entered when the last replica is masked.
+  EXPECT_NE(text.find("\n  if a1 < a0 + 96:\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("if a1 < a0 + a5 * 32:"), std::string::npos) << text;
+  LoadPlaces places;
+  places.visit(body_of(g, "s"));
+  EXPECT_EQ(places.shared["q"], 1) << text;
+  for (int64_t tn : {2, 4, 8}) expect_same_outputs_as_untiled(kCausal, tn);
 }
 
 TEST_F(RegisterTileTest, ValueComputedBeforeTheLoopIsRecomputedWhereItIsUsed) {

@@ -15,8 +15,10 @@
 //   - a condition on `a` (a tail guard `if a0 < 96:`) that encloses loops or declarations is
 //     pushed inward: its terms without `a` stay an ordinary `if`, its terms with `a` guard each
 //     replica (`if a0 + r * 32 < 96:`), and the shared statements under it run when some replica
-//     passes (the disjunction over r, simplified). A condition without loops or declarations inside
-//     moves whole into the replica loop, as does a loop whose bounds depend on `a`;
+//     passes (the guard of the replica all others' guards imply, else the disjunction over r); an
+//     else branch is a second region under the negation. A condition without loops or
+//     declarations inside moves whole into the replica loop, as does a loop whose bounds depend
+//     on `a`;
 //   - a dependent pure value (load, assign, select) needed by a later replica loop than the one it
 //     was computed in (across a loop or a pushed-in guard) is recomputed there.
 // Collective statements (Stage, Combine, AsyncWait) are never replicated: the staging loops cover
@@ -399,17 +401,22 @@ class RegisterTiler final : public StmtMutator {
     conjuncts(c.cond, terms);
     for (const Expr& t : terms) (dep_.depends(t) ? per_replica : uniform).push_back(t);
     guarded_region(uniform, per_replica, c.then_body, out);
-    if (!c.else_body.empty()) guarded_region({}, {Expr::not_(c.cond)}, c.else_body, out);
+    if (!c.else_body.empty()) guarded_region({}, {simplify(Expr::not_(c.cond), ranges_)}, c.else_body, out);
   }
 
   void guarded_region(const ExprList& uniform, const ExprList& per_replica, const Body& body, Body& out) {
     const size_t mark = guards_.size();
     guards_.insert(guards_.end(), per_replica.begin(), per_replica.end());
-    // The shared statements of the region run when some replica enters it.
+    // The shared statements of the region run when some replica enters it: the disjunction over
+    // the replicas, or the guard of the one replica every other's guard implies.
     Expr any;
-    for (int64_t r = 0; r < tn_; ++r) {
-      Expr g = replica_guard(Expr::int_(r));
-      any = any.defined() ? Expr::binary(ExprKind::Or, any, g) : g;
+    if (std::optional<int64_t> r = dominant_replica()) {
+      any = replica_guard(Expr::int_(*r));
+    } else {
+      for (int64_t r = 0; r < tn_; ++r) {
+        Expr g = replica_guard(Expr::int_(r));
+        any = any.defined() ? Expr::binary(ExprKind::Or, any, g) : g;
+      }
     }
     ExprList outer = uniform;
     outer.push_back(any);
@@ -422,6 +429,32 @@ class RegisterTiler final : public StmtMutator {
       return;
     }
     out.push_back(Cond{cond, std::move(inner), {}});
+  }
+
+  // The replica whose guards every other replica's guards imply, when each guard term is a
+  // comparison `x < y` / `x <= y` with the axis on one side only and that side growing with the
+  // replica: all on the small side -> replica 0 (the tail guard `a0 + r * 32 < 96`), all on the
+  // large side -> the last replica (the else side of a causal mask).
+  std::optional<int64_t> dominant_replica() const {
+    int direction = 0;
+    const std::set<std::string> axis{axis_};
+    for (const Expr& g : guards_) {
+      ExprList terms;
+      conjuncts(g, terms);
+      for (const Expr& t : terms) {
+        if (!t.is(ExprKind::Lt) && !t.is(ExprKind::Le)) return std::nullopt;
+        const bool small = mentions(t.operand(0), axis), large = mentions(t.operand(1), axis);
+        if (small == large) return std::nullopt;
+        const Expr& side = small ? t.operand(0) : t.operand(1);
+        Expr step = simplify(substitute(side, {{axis_, Expr::var(axis_) + threads_}}) - side, ranges_);
+        if (!step.is(ExprKind::Int) || step.int_value() <= 0) return std::nullopt;
+        const int d = small ? 1 : -1;
+        if (direction != 0 && direction != d) return std::nullopt;
+        direction = d;
+      }
+    }
+    if (direction == 0) return std::nullopt;
+    return direction > 0 ? 0 : tn_ - 1;
   }
 
   // The guards in force for replica `r` (an index expression), simplified; true when none.
