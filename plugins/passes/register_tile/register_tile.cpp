@@ -1,0 +1,704 @@
+// register_tile: gives each thread TN outputs along a THREAD axis, kept in register arrays.
+//
+// Rewrites: a Tile kernel whose per-thread work is a reduction producing outputs indexed by a
+// THREAD axis `a` (extent E; the matmul / projection shape). With knob TN > 1:
+//   - `a` shrinks to E/TN threads; the thread's replica r in 0..TN stands for the old thread
+//     `a + r * (E/TN)`, so a warp's accesses of one replica stay consecutive (coalesced);
+//   - a statement is *dependent* when it reads `a`, a value computed from `a`, or an accumulator
+//     fed under a condition or with a value that depends on `a` (a fixpoint over the body);
+//   - independent statements stay where they are and run once for all replicas (the operand of a
+//     matmul's row that every output column uses: the register reuse this pass is for);
+//   - each run of dependent statements becomes one replica loop
+//         for r in 0..TN:  # free, unroll TN
+//     holding the run with `a` replaced by `a + r * (E/TN)`; dependent accumulators declared outside
+//     a replica loop become arrays `f32[TN] acc0 = init(..)`, updated and read as `acc0[r]`;
+//   - a condition on `a` (a tail guard `if a0 < 96:`) that encloses loops or declarations is
+//     pushed inward: its terms without `a` stay an ordinary `if`, its terms with `a` guard each
+//     replica (`if a0 + r * 32 < 96:`), and the shared statements under it run when some replica
+//     passes (the guard of the replica all others' guards imply, else the disjunction over r); an
+//     else branch is a second region under the negation. A condition without loops or
+//     declarations inside moves whole into the replica loop, as does a loop whose bounds depend
+//     on `a`;
+//   - a dependent pure value (load, assign, select) needed by a later replica loop than the one it
+//     was computed in (across a loop or a pushed-in guard) is recomputed there.
+// Collective statements (Stage, Combine, AsyncWait) are never replicated: the staging loops cover
+// the same slabs with fewer threads (they stride over the block's threads).
+// Knob TN (1, 2, 4, 8 among the divisors of E; 1 disables): outputs per thread along `a`. Asked only
+//   for kernels the pass applies to. Heuristic: 1 unless some reduce loop has an operand every
+//   replica shares (an independent load next to a dependent accumulation); then the largest of 4, 2
+//   that keeps at least device.warp_size threads along `a` and, in the whole grid, at least
+//   4 warps per SM (device.sm_count): small grids keep their parallelism.
+// Accepts: Tile IR (TileOp nodes whose body is one Tile). Applies when a THREAD axis `a` indexes a
+//   written output and a `# reduce` Loop with bounds independent of `a` feeds a dependent
+//   accumulator. Skips (with a reason) kernels without such an axis or loop, kernels that already
+//   hold register arrays, that load a buffer they write, that Combine a dependent accumulator or
+//   start one from a value that depends on the axis, or where a dependent value reading an
+//   accumulator would have to be recomputed after the accumulator changed.
+// Guarantees: every output element is computed by exactly one replica with the same operations in
+//   the same order as before (bit-identical results); the Tile covers the same iteration space;
+//   every array index is the variable of a loop with an unroll request; names canonical.
+// Tests: tests/golden/register_tile/, tests/unit/register_tile_test.cpp, and the corpus through
+//   sim in tests/e2e/random_knobs_test.cpp.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+bool mentions(const Expr& e, const std::set<std::string>& names) {
+  for (const std::string& v : free_vars(e))
+    if (names.count(v)) return true;
+  return false;
+}
+bool mentions(const ExprList& list, const std::set<std::string>& names) {
+  return std::any_of(list.begin(), list.end(), [&](const Expr& e) { return mentions(e, names); });
+}
+
+// Every name a statement's own expressions (not its nested bodies') read, plus accumulators it
+// updates. Built on the mutator's expression hook, which sees every Expr field of every kind.
+class NameReads final : public StmtMutator {
+ public:
+  std::set<std::string> names;
+  Expr mutate_expr(const Expr& e) override {
+    for (const std::string& v : free_vars(e)) names.insert(v);
+    return e;
+  }
+  Stmt mutate_Accum(const Accum& s, const Stmt& self) override {
+    names.insert(s.acc);
+    return StmtMutator::mutate_Accum(s, self);
+  }
+  Body mutate_body(const Body& b) override {
+    if (recurse_) return StmtMutator::mutate_body(b);
+    return b;
+  }
+  static std::set<std::string> of(const Stmt& s, bool recurse) {
+    NameReads r;
+    r.recurse_ = recurse;
+    r.mutate(s);
+    return r.names;
+  }
+
+ private:
+  bool recurse_ = false;
+};
+
+// The names that depend on the tiled axis (see the header comment), to a fixpoint.
+class Dependence final : public StmtVisitor {
+ public:
+  explicit Dependence(const std::string& axis) { dep_.insert(axis); }
+
+  void run(const Body& body) {
+    size_t before = 0;
+    do {
+      before = dep_.size();
+      visit(body);
+    } while (dep_.size() != before);
+  }
+  const std::set<std::string>& names() const { return dep_; }
+  bool depends(const Expr& e) const { return mentions(e, dep_); }
+  bool depends(const ExprList& l) const { return mentions(l, dep_); }
+
+  void visit_Load(const Load& s) override { mark(s.dst, depends(s.index)); }
+  void visit_Assign(const Assign& s) override { mark(s.dst, depends(s.args)); }
+  void visit_Select(const Select& s) override {
+    mark(s.dst, depends(ExprList{s.cond, s.then_value, s.else_value}));
+  }
+  void visit_Init(const Init& s) override { mark(s.acc, depends(s.value)); }
+  void visit_Accum(const Accum& s) override {
+    mark(s.acc, context_ > 0 || depends(s.value) || depends(s.index));
+  }
+  void visit_Loop(const Loop& s) override {
+    nested(depends(ExprList{s.begin, s.end}), s.var, [&] { StmtVisitor::visit_Loop(s); });
+  }
+  void visit_StridedLoop(const StridedLoop& s) override {
+    nested(depends(ExprList{s.begin, s.end, s.step}), s.var, [&] { StmtVisitor::visit_StridedLoop(s); });
+  }
+  void visit_Cond(const Cond& s) override {
+    nested(depends(s.cond), "", [&] { StmtVisitor::visit_Cond(s); });
+  }
+
+ private:
+  void mark(const std::string& name, bool dependent) {
+    if (dependent) dep_.insert(name);
+  }
+  template <class F> void nested(bool dependent, const std::string& var, F&& visit_children) {
+    if (dependent && !var.empty()) dep_.insert(var);
+    context_ += dependent;
+    visit_children();
+    context_ -= dependent;
+  }
+  std::set<std::string> dep_;
+  int context_ = 0;
+};
+
+// Facts about a Tile the applicability test and the heuristic need, for one candidate axis.
+struct AxisFacts {
+  bool indexes_output = false;      // some Write index depends on the axis
+  bool feeds_reduction = false;     // a shared `# reduce` Loop holds a dependent Accum
+  bool shares_operand = false;      // ... next to an independent Load (reuse across replicas)
+  std::string obstacle;             // why the pass cannot apply, when it cannot
+};
+
+class FactFinder final : public StmtVisitor {
+ public:
+  FactFinder(const Dependence& dep, std::set<std::string> written) : dep_(dep), written_(std::move(written)) {}
+  AxisFacts facts;
+
+  void visit_Load(const Load& s) override {
+    if (written_.count(s.buffer)) obstacle("it loads `" + s.buffer + "`, which it also writes");
+    if (reduce_depth_ > 0 && !dep_.depends(s.index)) independent_load_in_reduce_ = true;
+  }
+  void visit_Init(const Init& s) override {
+    if (s.type.is_array()) obstacle("it already holds register arrays");
+    if (dep_.depends(s.value)) obstacle("`" + s.acc + "` starts from a value that depends on the axis");
+  }
+  void visit_Accum(const Accum& s) override {
+    if (!s.index.empty()) obstacle("it already holds register arrays");
+    if (reduce_depth_ > 0 && dep_.names().count(s.acc)) dependent_accum_in_reduce_ = true;
+  }
+  void visit_Write(const Write& s) override { facts.indexes_output |= dep_.depends(s.index); }
+  void visit_Combine(const Combine& s) override {
+    if (dep_.names().count(s.acc))
+      obstacle("the THREAD axis feeds `" + s.acc + "`, which is combined across threads (a cooperative reduction)");
+  }
+  void visit_Loop(const Loop& s) override {
+    const bool shared_reduce = s.role == LoopRole::Reduce && !dep_.depends(ExprList{s.begin, s.end});
+    if (!shared_reduce) return StmtVisitor::visit_Loop(s);
+    // One reduce loop nest at a time decides reuse: its own loads and accumulations.
+    const bool outer = reduce_depth_ == 0;
+    if (outer) independent_load_in_reduce_ = dependent_accum_in_reduce_ = false;
+    ++reduce_depth_;
+    StmtVisitor::visit_Loop(s);
+    --reduce_depth_;
+    if (outer && dependent_accum_in_reduce_) {
+      facts.feeds_reduction = true;
+      facts.shares_operand |= independent_load_in_reduce_;
+    }
+  }
+
+ private:
+  void obstacle(std::string why) {
+    if (facts.obstacle.empty()) facts.obstacle = std::move(why);
+  }
+  const Dependence& dep_;
+  std::set<std::string> written_;
+  int reduce_depth_ = 0;
+  bool independent_load_in_reduce_ = false;
+  bool dependent_accum_in_reduce_ = false;
+};
+
+std::set<std::string> written_buffers(const Body& body) {
+  struct Finder final : StmtVisitor {
+    std::set<std::string> out;
+    void visit_Write(const Write& s) override { out.insert(s.buffer); }
+  } finder;
+  finder.visit(body);
+  return finder.out;
+}
+
+// Pre-order positions of the statements of a body that register_tile orders (keyed by the node's
+// address: statements are shared, immutable nodes) and, per accumulator and per staged buffer, the
+// position of its last update (Accum, Stage).
+class ProgramOrder final : public StmtVisitor {
+ public:
+  explicit ProgramOrder(const Body& body) { visit(body); }
+  int64_t of(const Stmt& s) const {
+    auto it = position_.find(address(s));
+    return it == position_.end() ? -1 : it->second;
+  }
+  int64_t last_update(const std::string& acc) const {
+    auto it = last_update_.find(acc);
+    return it == last_update_.end() ? -1 : it->second;
+  }
+
+  void visit_Load(const Load& s) override { number(&s); }
+  void visit_Assign(const Assign& s) override { number(&s); }
+  void visit_Select(const Select& s) override { number(&s); }
+  void visit_Init(const Init& s) override { number(&s); }
+  void visit_Write(const Write& s) override { number(&s); }
+  void visit_Accum(const Accum& s) override { last_update_[s.acc] = number(&s); }
+  void visit_Stage(const Stage& s) override { last_update_[s.dst] = number(&s); }
+  void visit_Loop(const Loop& s) override {
+    number(&s);
+    StmtVisitor::visit_Loop(s);
+  }
+  void visit_StridedLoop(const StridedLoop& s) override {
+    number(&s);
+    StmtVisitor::visit_StridedLoop(s);
+  }
+  void visit_Cond(const Cond& s) override {
+    number(&s);
+    StmtVisitor::visit_Cond(s);
+  }
+
+ private:
+  static const void* address(const Stmt& s) {
+    return std::visit([](const auto& alternative) -> const void* { return &alternative; }, s.variant());
+  }
+  int64_t number(const void* node) {
+    position_[node] = next_;
+    return next_++;
+  }
+  std::map<const void*, int64_t> position_;
+  std::map<std::string, int64_t> last_update_;
+  int64_t next_ = 0;
+};
+
+// The conjuncts of a condition: `x && y && z` -> {x, y, z}.
+void conjuncts(const Expr& e, ExprList& out) {
+  if (e.is(ExprKind::And)) {
+    conjuncts(e.operand(0), out);
+    conjuncts(e.operand(1), out);
+  } else {
+    out.push_back(e);
+  }
+}
+
+Expr conjoin(const ExprList& terms) {
+  Expr out;
+  for (const Expr& t : terms) out = out.defined() ? Expr::binary(ExprKind::And, out, t) : t;
+  return out;
+}
+
+bool is_true(const Expr& e) { return e.is(ExprKind::Int) && e.int_value() != 0; }
+bool is_false(const Expr& e) { return e.is(ExprKind::Int) && e.int_value() == 0; }
+
+// Inside a replica loop: reads of the register arrays become element reads `acc0[r]` and their
+// updates element updates; everything else is copied (the axis substitution follows separately).
+class ReplicaIndexer final : public StmtMutator {
+ public:
+  ReplicaIndexer(const std::set<std::string>& arrays, const Expr& replica) {
+    for (const std::string& acc : arrays) to_element_[acc] = Expr::element(acc, {replica});
+  }
+  Expr mutate_expr(const Expr& e) override { return substitute(e, to_element_); }
+  Stmt mutate_Accum(const Accum& s, const Stmt& self) override {
+    auto it = to_element_.find(s.acc);
+    if (it == to_element_.end()) return StmtMutator::mutate_Accum(s, self);
+    Accum out = s;
+    out.value = mutate_expr(s.value);
+    out.index = it->second.operands();
+    return out;
+  }
+
+ private:
+  std::map<std::string, Expr> to_element_;  // array name -> its element of this replica
+};
+
+// The rewrite of the Tile body (see the header comment). Bodies are rewritten by mutate_body,
+// which splits each into shared statements and replica loops.
+class RegisterTiler final : public StmtMutator {
+ public:
+  RegisterTiler(const Body& body, const Dependence& dep, std::string axis, int64_t threads, int64_t tn, RangeMap ranges,
+                std::set<std::string> taken, std::set<std::string> accumulators)
+      : dep_(dep), axis_(std::move(axis)), threads_(threads), tn_(tn), ranges_(std::move(ranges)),
+        taken_(std::move(taken)), accumulators_(std::move(accumulators)), order_(body) {}
+
+  const std::string& failure() const { return failure_; }
+
+  Body mutate_body(const Body& body) override {
+    const size_t available_mark = available_.size();
+    Body out;
+    std::vector<Item> group;
+    auto flush = [&] {
+      if (!group.empty()) emit_replicas(group, out);
+      group.clear();
+    };
+    for (const Stmt& s : body) {
+      const int64_t seq = order_.of(s);
+      switch (classify(s)) {
+        case Kind::Shared: out.push_back(s); break;
+        case Kind::SharedInit: {
+          Init init = *s.as<Init>();
+          init.type.array = {tn_};
+          arrays_.insert(init.acc);
+          out.push_back(std::move(init));
+          break;
+        }
+        case Kind::Replicated: group.push_back({s, seq}); break;
+        case Kind::SharedNested: flush(); out.push_back(mutate(s)); break;
+        case Kind::SplitCond: flush(); split_cond(*s.as<Cond>(), out); break;
+        case Kind::Ordered: flush(); out.push_back(s); break;
+      }
+    }
+    flush();
+    available_.resize(available_mark);  // values of this body are out of scope beyond it
+    return out;
+  }
+
+ private:
+  enum class Kind {
+    Shared,        // independent pure statement or Init: stays, runs once for all replicas
+    SharedInit,    // Init of a dependent accumulator: becomes a register array
+    Replicated,    // dependent: joins the current replica loop
+    SharedNested,  // independent Loop / StridedLoop / Cond: stays, its bodies are rewritten
+    SplitCond,     // dependent Cond holding loops or declarations: pushed inward
+    Ordered,       // independent side effect (Write, Accum, collective): keeps its place
+  };
+  struct Item {
+    Stmt stmt;
+    int64_t seq;
+  };
+
+  Kind classify(const Stmt& s) const {
+    switch (s.kind()) {
+      case StmtKind::Load: return dep_.depends(s.as<Load>()->index) ? Kind::Replicated : Kind::Shared;
+      case StmtKind::Assign: return dep_.depends(s.as<Assign>()->args) ? Kind::Replicated : Kind::Shared;
+      case StmtKind::Select: {
+        const auto* sel = s.as<Select>();
+        return dep_.depends(ExprList{sel->cond, sel->then_value, sel->else_value}) ? Kind::Replicated : Kind::Shared;
+      }
+      case StmtKind::Init: return dep_.names().count(s.as<Init>()->acc) ? Kind::SharedInit : Kind::Shared;
+      case StmtKind::Accum: return dep_.names().count(s.as<Accum>()->acc) ? Kind::Replicated : Kind::Ordered;
+      case StmtKind::Write: {
+        const auto* w = s.as<Write>();
+        return dep_.depends(w->index) || dep_.depends(w->value) ? Kind::Replicated : Kind::Ordered;
+      }
+      case StmtKind::Loop: {
+        const auto* l = s.as<Loop>();
+        return dep_.depends(ExprList{l->begin, l->end}) ? Kind::Replicated : Kind::SharedNested;
+      }
+      case StmtKind::StridedLoop: {
+        const auto* l = s.as<StridedLoop>();
+        return dep_.depends(ExprList{l->begin, l->end, l->step}) ? Kind::Replicated : Kind::SharedNested;
+      }
+      case StmtKind::Cond: {
+        const auto* c = s.as<Cond>();
+        if (!dep_.depends(c->cond)) return Kind::SharedNested;
+        return holds_structure(c->then_body) || holds_structure(c->else_body) ? Kind::SplitCond : Kind::Replicated;
+      }
+      default: return Kind::Ordered;
+    }
+  }
+
+  // Whether a body declares something or loops: then pushing a guard inward shares work.
+  static bool holds_structure(const Body& body) {
+    struct Finder final : StmtVisitor {
+      bool found = false;
+      void visit_Init(const Init&) override { found = true; }
+      void visit_Loop(const Loop&) override { found = true; }
+      void visit_StridedLoop(const StridedLoop&) override { found = true; }
+    } finder;
+    finder.visit(body);
+    return finder.found;
+  }
+
+  // `if c: T else: E` with c depending on the axis: T runs for the replicas passing c, E for the
+  // others. The terms of c free of the axis stay an ordinary condition around T.
+  void split_cond(const Cond& c, Body& out) {
+    ExprList terms, uniform, per_replica;
+    conjuncts(c.cond, terms);
+    for (const Expr& t : terms) (dep_.depends(t) ? per_replica : uniform).push_back(t);
+    guarded_region(uniform, per_replica, c.then_body, out);
+    if (!c.else_body.empty()) guarded_region({}, {simplify(Expr::not_(c.cond), ranges_)}, c.else_body, out);
+  }
+
+  void guarded_region(const ExprList& uniform, const ExprList& per_replica, const Body& body, Body& out) {
+    const size_t mark = guards_.size();
+    guards_.insert(guards_.end(), per_replica.begin(), per_replica.end());
+    // The shared statements of the region run when some replica enters it: the disjunction over
+    // the replicas, or the guard of the one replica every other's guard implies.
+    Expr any;
+    if (std::optional<int64_t> r = dominant_replica()) {
+      any = replica_guard(Expr::int_(*r));
+    } else {
+      for (int64_t r = 0; r < tn_; ++r) {
+        Expr g = replica_guard(Expr::int_(r));
+        any = any.defined() ? Expr::binary(ExprKind::Or, any, g) : g;
+      }
+    }
+    ExprList outer = uniform;
+    outer.push_back(any);
+    Expr cond = simplify(conjoin(outer), ranges_);
+    Body inner = mutate_body(body);
+    guards_.resize(mark);
+    if (is_false(cond)) return;  // no replica enters the region
+    if (is_true(cond)) {
+      out.insert(out.end(), inner.begin(), inner.end());
+      return;
+    }
+    out.push_back(Cond{cond, std::move(inner), {}});
+  }
+
+  // The replica whose guards every other replica's guards imply, when each guard term is a
+  // comparison `x < y` / `x <= y` with the axis on one side only and that side growing with the
+  // replica: all on the small side -> replica 0 (the tail guard `a0 + r * 32 < 96`), all on the
+  // large side -> the last replica (the else side of a causal mask).
+  std::optional<int64_t> dominant_replica() const {
+    int direction = 0;
+    const std::set<std::string> axis{axis_};
+    for (const Expr& g : guards_) {
+      ExprList terms;
+      conjuncts(g, terms);
+      for (const Expr& t : terms) {
+        if (!t.is(ExprKind::Lt) && !t.is(ExprKind::Le)) return std::nullopt;
+        const bool small = mentions(t.operand(0), axis), large = mentions(t.operand(1), axis);
+        if (small == large) return std::nullopt;
+        const Expr& side = small ? t.operand(0) : t.operand(1);
+        Expr step = simplify(substitute(side, {{axis_, Expr::var(axis_) + threads_}}) - side, ranges_);
+        if (!step.is(ExprKind::Int) || step.int_value() <= 0) return std::nullopt;
+        const int d = small ? 1 : -1;
+        if (direction != 0 && direction != d) return std::nullopt;
+        direction = d;
+      }
+    }
+    if (direction == 0) return std::nullopt;
+    return direction > 0 ? 0 : tn_ - 1;
+  }
+
+  // The guards in force for replica `r` (an index expression), simplified; true when none.
+  Expr replica_guard(const Expr& r) const {
+    if (guards_.empty()) return Expr::int_(1);
+    std::map<std::string, Expr> to_replica{{axis_, Expr::var(axis_) + r * threads_}};
+    RangeMap ranges = ranges_;
+    return simplify(substitute(conjoin(guards_), to_replica), ranges);
+  }
+
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; taken_.count(name); ++i) name = base + "_" + std::to_string(i);
+    taken_.insert(name);
+    return name;
+  }
+
+  static bool is_pure(const Stmt& s) {
+    return s.is<Load>() || s.is<Assign>() || s.is<Select>();
+  }
+  static std::string defined_name(const Stmt& s) { return *bound_names(Body{s}).begin(); }
+
+  // A pure statement may be computed later than where it stands unless it reads an accumulator
+  // or a staged buffer that is updated (accumulated into, restaged) after it.
+  bool recomputable(const Item& it) const {
+    if (!is_pure(it.stmt)) return false;
+    if (const auto* load = it.stmt.as<Load>(); load && order_.last_update(load->buffer) > it.seq) return false;
+    for (const std::string& n : NameReads::of(it.stmt, false))
+      if (accumulators_.count(n) && order_.last_update(n) > it.seq) return false;
+    return true;
+  }
+
+  // Emits one replica loop for `group`. Recomputable pure values go in only when the loop needs
+  // them (they stay available to later loops); values an earlier loop computed are recomputed.
+  void emit_replicas(const std::vector<Item>& group, Body& out) {
+    std::map<std::string, const Item*> deferred;  // this group's recomputable values by name
+    Body fixed;                                   // statements that stay, whatever they read
+    std::vector<Item> items;
+    for (const Item& it : group) {
+      if (recomputable(it)) {
+        deferred[defined_name(it.stmt)] = &it;
+      } else {
+        items.push_back(it);
+        fixed.push_back(it.stmt);
+      }
+    }
+    const std::set<std::string> local = bound_names(fixed);
+    std::vector<std::string> pending;
+    for (const Stmt& s : fixed)
+      for (const std::string& n : NameReads::of(s, true)) pending.push_back(n);
+    std::set<int64_t> taken_items;
+    while (!pending.empty()) {
+      const std::string n = pending.back();
+      pending.pop_back();
+      if (local.count(n) || !dep_.names().count(n) || n == axis_ || arrays_.count(n)) continue;
+      const Item* source = nullptr;
+      if (auto d = deferred.find(n); d != deferred.end()) {
+        source = d->second;
+      } else {
+        for (const Available& a : available_)
+          if (a.name == n) source = &a.item;
+      }
+      if (source == nullptr) {
+        if (failure_.empty())
+          failure_ = "`" + n + "` depends on the axis and would be read after the accumulator it reads changed";
+        continue;
+      }
+      if (!taken_items.insert(source->seq).second) continue;
+      items.push_back(*source);
+      for (const std::string& m : NameReads::of(source->stmt, false)) pending.push_back(m);
+    }
+    for (const auto& [name, it] : deferred) available_.push_back({name, *it});
+    if (items.empty()) return;
+    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.seq < b.seq; });
+
+    const std::string r = fresh("r");
+    Body body;
+    for (const Item& it : items) body.push_back(it.stmt);
+    ReplicaIndexer indexer(arrays_, Expr::var(r));
+    body = indexer.mutate_body(body);
+    RangeMap ranges = ranges_;
+    ranges[r] = Interval{0, tn_ - 1};
+    body = substitute_and_simplify(body, {{axis_, Expr::var(axis_) + Expr::var(r) * threads_}}, ranges);
+    Expr guard = simplify(replica_guard(Expr::var(r)), ranges);
+    if (is_false(guard)) return;
+    if (!is_true(guard)) body = Body{Cond{guard, std::move(body), {}}};
+    Loop loop;
+    loop.var = r;
+    loop.begin = Expr::int_(0);
+    loop.end = Expr::int_(tn_);
+    loop.role = LoopRole::Free;
+    loop.unroll = tn_;
+    loop.body = std::move(body);
+    out.push_back(std::move(loop));
+  }
+
+  struct Available {
+    std::string name;
+    Item item;
+  };
+  const Dependence& dep_;
+  std::string axis_;
+  int64_t threads_, tn_;
+  RangeMap ranges_;
+  std::set<std::string> taken_;
+  std::set<std::string> accumulators_;  // every accumulator the kernel declares
+  std::set<std::string> arrays_;
+  std::vector<Available> available_;  // dependent pure values in scope that may be recomputed
+  ExprList guards_;                   // conditions on the axis in force (unsubstituted)
+  ProgramOrder order_;
+  std::string failure_;
+};
+
+std::set<std::string> accumulators(const Body& body) {
+  struct Finder final : StmtVisitor {
+    std::set<std::string> out;
+    void visit_Init(const Init& s) override { out.insert(s.acc); }
+  } finder;
+  finder.visit(body);
+  return finder.out;
+}
+
+constexpr int64_t kCandidates[] = {1, 2, 4, 8};
+
+// The Tile with `axis` register-tiled by `tn`, or why it cannot be.
+Expected<Tile> rewrite(const Tile& tile, const TileAxis& axis, const Dependence& dep, int64_t tn) {
+  const int64_t threads = axis.extent / tn;
+  Tile out = tile;
+  RangeMap ranges;
+  for (TileAxis& a : out.axes) {
+    if (a.name == axis.name) a.extent = threads;
+    ranges[a.name] = Interval{0, a.extent - 1};
+  }
+  RegisterTiler tiler(tile.body, dep, axis.name, threads, tn, ranges, bound_names(Body{Stmt(tile)}),
+                      accumulators(tile.body));
+  out.body = tiler.mutate_body(tile.body);
+  if (!tiler.failure().empty()) return make_error(tiler.failure());
+  return out;
+}
+
+// Warps of work per SM the heuristic keeps after tiling: fewer threads per output is the point of
+// the pass, but a grid that no longer fills the SMs loses more than the reuse gains.
+constexpr int64_t kMinWarpsPerSm = 4;
+
+// The TN heuristic (see the header comment).
+int64_t heuristic_tn(const Tile& tile, const TileAxis& axis, const AxisFacts& facts, const DeviceDesc& device) {
+  if (!facts.shares_operand) return 1;
+  int64_t threads = 1;  // in the whole grid
+  for (const TileAxis& a : tile.axes) threads *= a.extent;
+  int64_t best = 1;
+  for (int64_t tn : {2, 4}) {
+    if (axis.extent % tn != 0 || axis.extent / tn < device.warp_size) continue;
+    if (threads / tn < int64_t{device.sm_count} * device.warp_size * kMinWarpsPerSm) continue;
+    best = tn;
+  }
+  return best;
+}
+
+class RegisterTilePass final : public KernelPass {
+ public:
+  std::string_view name() const override { return "register_tile"; }
+  std::string_view summary() const override {
+    return "give each thread TN outputs along a thread axis, in register arrays";
+  }
+  std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  Dialect input_dialect() const override { return Dialect::Tile; }
+  std::vector<KnobSpec> knobs() const override {
+    return {KnobSpec{"TN", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}}, std::nullopt,
+                     "outputs per thread along the coalesced output thread axis; 1 disables"}};
+  }
+
+  Status run_on(Node& node, PassContext& ctx) override {
+    Node* n = &node;
+    const auto* kernel = n->op_as<TileOp>();
+    if (kernel == nullptr) return Status::ok();
+    if (kernel->tile() == nullptr)
+      return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
+    const Tile& tile = *kernel->tile();
+
+    // The first THREAD axis (the coalesced one first) that indexes an output and feeds a reduction.
+    const TileAxis* axis = nullptr;
+    std::optional<Dependence> dep;
+    AxisFacts facts;
+    std::string why_not = "no THREAD axis";
+    for (const TileAxis& a : tile.axes) {
+      if (a.binding != AxisBinding::Thread) continue;
+      Dependence d(a.name);
+      d.run(tile.body);
+      FactFinder finder(d, written_buffers(tile.body));
+      finder.visit(tile.body);
+      if (!finder.facts.obstacle.empty()) {
+        why_not = finder.facts.obstacle;
+        continue;
+      }
+      if (!finder.facts.indexes_output) {
+        why_not = "no THREAD axis indexes the output";
+        continue;
+      }
+      if (!finder.facts.feeds_reduction) {
+        why_not = "no reduce loop feeds an accumulator indexed by a THREAD axis";
+        continue;
+      }
+      axis = &a;
+      dep = std::move(d);
+      facts = finder.facts;
+      break;
+    }
+    if (axis == nullptr) {
+      ctx.skip(*n, why_not);
+      return Status::ok();
+    }
+
+    std::vector<int64_t> candidates;
+    for (int64_t c : kCandidates)
+      if (axis->extent % c == 0) candidates.push_back(c);
+    if (candidates.size() < 2) {
+      ctx.skip(*n, "axis " + axis->name + " has extent " + std::to_string(axis->extent) +
+                       ", which no TN > 1 divides");
+      return Status::ok();
+    }
+    const int64_t heuristic = heuristic_tn(tile, *axis, facts, ctx.device());
+    // Whether the rewrite succeeds does not depend on TN: try it before asking for the knob.
+    Expected<Tile> trial = rewrite(tile, *axis, *dep, candidates[1]);
+    if (!trial) {
+      ctx.skip(*n, trial.error().message);
+      return Status::ok();
+    }
+    Expected<int64_t> tn = ctx.choose_int("TN", *n, candidates, heuristic);
+    if (!tn) return std::move(tn).error();
+    if (*tn == 1) return Status::ok();
+    Expected<Tile> out = *tn == candidates[1] ? std::move(trial) : rewrite(tile, *axis, *dep, *tn);
+    if (!out) return ctx.error_at(*n, out.error().message);
+    auto op = std::make_unique<TileOp>(*kernel);
+    op->body = canonicalize_names(Body{Stmt(std::move(*out))});
+    n->op = std::move(op);
+    return Status::ok();
+  }
+};
+
+void register_register_tile(Registry& r) {
+  r.add_pass("register_tile", [] { return std::make_unique<RegisterTilePass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("register_tile", "1.0.0", ::tessera::register_register_tile)
