@@ -67,8 +67,9 @@ bool mentions(const ExprList& list, const std::set<std::string>& names) {
 }
 
 // Every name a statement's own expressions (not its nested bodies') read, plus accumulators it
-// updates. Built on the mutator's expression hook, which sees every Expr field of every kind.
-class NameReads final : public StmtMutator {
+// updates (used_names in ir/stmt.h is the same at every depth). Built on the mutator's expression
+// hook, which sees every Expr field of every kind.
+class ShallowNameReads final : public StmtMutator {
  public:
   std::set<std::string> names;
   Expr mutate_expr(const Expr& e) override {
@@ -79,19 +80,12 @@ class NameReads final : public StmtMutator {
     names.insert(s.acc);
     return StmtMutator::mutate_Accum(s, self);
   }
-  Body mutate_body(const Body& b) override {
-    if (recurse_) return StmtMutator::mutate_body(b);
-    return b;
-  }
-  static std::set<std::string> of(const Stmt& s, bool recurse) {
-    NameReads r;
-    r.recurse_ = recurse;
+  Body mutate_body(const Body& b) override { return b; }
+  static std::set<std::string> of(const Stmt& s) {
+    ShallowNameReads r;
     r.mutate(s);
     return r.names;
   }
-
- private:
-  bool recurse_ = false;
 };
 
 // The names that depend on the tiled axis (see the header comment), to a fixpoint.
@@ -482,7 +476,7 @@ class RegisterTiler final : public StmtMutator {
   bool recomputable(const Item& it) const {
     if (!is_pure(it.stmt)) return false;
     if (const auto* load = it.stmt.as<Load>(); load && order_.last_update(load->buffer) > it.seq) return false;
-    for (const std::string& n : NameReads::of(it.stmt, false))
+    for (const std::string& n : ShallowNameReads::of(it.stmt))
       if (accumulators_.count(n) && order_.last_update(n) > it.seq) return false;
     return true;
   }
@@ -503,8 +497,7 @@ class RegisterTiler final : public StmtMutator {
     }
     const std::set<std::string> local = bound_names(fixed);
     std::vector<std::string> pending;
-    for (const Stmt& s : fixed)
-      for (const std::string& n : NameReads::of(s, true)) pending.push_back(n);
+    for (const std::string& n : used_names(fixed)) pending.push_back(n);
     std::set<int64_t> taken_items;
     while (!pending.empty()) {
       const std::string n = pending.back();
@@ -524,7 +517,7 @@ class RegisterTiler final : public StmtMutator {
       }
       if (!taken_items.insert(source->seq).second) continue;
       items.push_back(*source);
-      for (const std::string& m : NameReads::of(source->stmt, false)) pending.push_back(m);
+      for (const std::string& m : ShallowNameReads::of(source->stmt)) pending.push_back(m);
     }
     for (const auto& [name, it] : deferred) available_.push_back({name, *it});
     if (items.empty()) return;
