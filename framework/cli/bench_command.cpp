@@ -536,7 +536,7 @@ int bench_command(int argc, char** argv, int first) {
     if (!target) return exit_code;
     if (!pipeline_reaches_target(*session, *target, "tessera bench", std::cerr)) return kExitUsage;
   } else if (std::string why; !target->available(&why)) {
-    std::cerr << "error: tessera bench: no CUDA driver/GPU: " << why << " (--dry-run compiles the suite without one)\n";
+    std::cerr << "error: tessera bench needs a GPU: " << why << " (--dry-run compiles the suite without one)\n";
     return kExitError;
   }
   const TargetOptions to = target_options(*session, *target, global.arch, flags.cache_dir);

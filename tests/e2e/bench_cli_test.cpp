@@ -129,7 +129,7 @@ TEST(BenchCli, WithoutAGpuStopsWithAClearMessage) {
   auto r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "quick", "--out", tmp.path()});
   if (r.exit_code == 0) GTEST_SKIP() << "a GPU is present: the suite ran";
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find("error: tessera bench: no CUDA driver/GPU: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: tessera bench needs a GPU: no CUDA driver / GPU found: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--dry-run compiles the suite without one"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/report.md"));
 }
