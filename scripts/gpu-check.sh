@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: gpu-check.sh [RESULTS_DIR] [--tier quick|full]
+# Usage: gpu-check.sh [RESULTS_DIR] [--tier quick|full] [--only STEP,...]
 #
 # Run from a bundle (scripts/bundle.sh) on a machine with an NVIDIA GPU. In order:
 #   0. a smoke run of one small program on the cuda target,
@@ -11,16 +11,19 @@
 #   4. the suite's quick tier (or --tier full) against PyTorch eager and torch.compile, writing the
 #      report (report.md, report.json, plot) under RESULTS_DIR/suite.
 # Every step runs even when an earlier one fails; logs go to RESULTS_DIR (default ./gpu-check-<date>)
-# and the exit status is non-zero when any step failed.
+# and the exit status is non-zero when any step failed. --only runs the named steps (smoke,
+# gpu-tests, corpus-cuda, kernel-bench, suite), for machines that limit how long one command runs.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 results=""
 tier=quick
+only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --tier) tier=${2:?--tier needs quick or full}; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --only) only=",${2:?--only needs a list of steps},"; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) results=$1; shift ;;
   esac
 done
@@ -35,9 +38,18 @@ for d in "${CUDA_HOME:-}" /usr/local/cuda; do
   done
 done
 
+for name in $(echo "$only" | tr ',' ' '); do
+  case "$name" in
+    smoke|gpu-tests|corpus-cuda|kernel-bench|suite) ;;
+    *) echo "gpu-check: unknown step '$name' (steps: smoke, gpu-tests, corpus-cuda, kernel-bench, suite)" >&2; exit 2 ;;
+  esac
+done
+wanted() { [ -z "$only" ] || case "$only" in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+
 failed=()
 step() {  # step NAME COMMAND...: runs one step, its output to the terminal and RESULTS/NAME.log
   local name=$1; shift
+  wanted "$name" || return 0
   echo "== $name: $*" | tee "$results/$name.log"
   local start=$SECONDS
   "$@" 2>&1 | tee -a "$results/$name.log"
@@ -57,6 +69,7 @@ cat "$results/machine.txt"
 
 # A skipped GPU test passes in GoogleTest's eyes; here it means the GPU was not usable.
 no_skips() {  # no_skips STEP JSON: fails STEP when its GoogleTest JSON reports skipped tests
+  wanted "$1" || return 0
   if grep -q '"result": "SKIPPED"' "$2" 2>/dev/null; then
     echo "== $1: tests were SKIPPED (no usable GPU?); see $1.log" | tee -a "$results/$1.log"
     failed+=("$1 (skipped tests)")
@@ -75,7 +88,7 @@ if [ -f "$here/bench/suite.yaml" ]; then
   step kernel-bench "$here/bin/tessera_kernel_bench" --suite "$here/bench/suite.yaml" --tier "$tier" \
     --benchmark_out="$results/kernel-bench.json" --benchmark_out_format=json
   step suite "$here/bin/tessera" bench --suite "$here/bench/suite.yaml" --tier "$tier" --out "$results/suite"
-else
+elif wanted suite || wanted kernel-bench; then
   failed+=("suite (bench/suite.yaml is not in the bundle)")
 fi
 
