@@ -77,7 +77,6 @@ struct GraphBuffers {
   std::map<std::string, DType> dtypes;  // inputs and output
 };
 
-
 // Checks the typing rules above over a body whose names the BodyVerifier already checked.
 // Canonical bodies bind each name once, so one flat map of value types serves every scope.
 class TypeVerifier final : public StmtVisitor {
@@ -707,7 +706,9 @@ Status verify_graph(const Graph& g, Dialect expected) {
     }
     TESSERA_TRY(verify_op(g, *n));
     if (const auto* kernel = n->op_as<KernelLikeOp>()) {
-      GraphBuffers buffers{std::set<std::string>(n->inputs.begin(), n->inputs.end()), n->id};
+      GraphBuffers buffers;
+      buffers.inputs = std::set<std::string>(n->inputs.begin(), n->inputs.end());
+      buffers.output = n->id;
       if (const auto* k = n->op_as<KernelOp>()) buffers.params = &k->params;
       buffers.dtypes[n->id] = n->type.dtype;
       for (const std::string& input : n->inputs)
