@@ -36,6 +36,7 @@
 #include "external_command.h"
 #include "kernel_timing_table.h"
 #include "program_run.h"
+#include "progress_line.h"
 #include "run_io_file.h"
 #include "tessera/eval/constant_data.h"
 #include "tessera/eval/reference_evaluator.h"
@@ -76,13 +77,6 @@ std::vector<std::string> split_ids(const std::string& s) {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string clock_text(double seconds) {
-  const long s = std::lround(seconds);
-  char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
-}
 
 std::string first_line(const std::string& s) {
   size_t start = s.find_first_not_of('\n');

@@ -16,6 +16,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <unistd.h>
 
 #include "cli_session.h"
 #include "commands.h"
@@ -23,7 +24,9 @@
 #include "external_command.h"
 #include "kernel_timing_table.h"
 #include "program_run.h"
+#include "progress_line.h"
 #include "run_io_file.h"
+#include "tessera/target/kernel_cost.h"
 #include "tessera/eval/constant_data.h"
 #include "tessera/eval/reference_evaluator.h"
 #include "tessera/ir/printer.h"
@@ -35,6 +38,28 @@
 namespace tessera::cli {
 
 namespace {
+
+// The simulator's default work bound (--sim-work-limit), and its typical speed on this kind of
+// machine (30 to 50 M units/s: a 1024x1024x1024 f32 matmul, 2.2e9 units, in about a minute).
+constexpr double kDefaultSimWorkLimit = 1e10;
+constexpr double kSimWorkPerSecond = 3e7;
+
+// "2.7e+08" -> "270 M", "1.4e+11" -> "137 G".
+std::string format_work(double units) {
+  char buf[32];
+  if (units >= 1e9) std::snprintf(buf, sizeof buf, units >= 1e11 ? "%.0f G" : "%.1f G", units / 1e9);
+  else std::snprintf(buf, sizeof buf, "%.0f M", units / 1e6);
+  return buf;
+}
+
+// An estimate for people: "40 s", "46 min", "3.8 hours".
+std::string format_duration(double seconds) {
+  char buf[32];
+  if (seconds < 120) std::snprintf(buf, sizeof buf, "%.0f s", seconds);
+  else if (seconds < 7200) std::snprintf(buf, sizeof buf, "%.0f min", seconds / 60);
+  else std::snprintf(buf, sizeof buf, "%.1f hours", seconds / 3600);
+  return buf;
+}
 
 std::string format_error(double v) {
   char buf[32];
@@ -103,6 +128,7 @@ int run_command(int argc, char** argv, int first) {
   uint64_t sample_seed = 0;
   double rtol = 0;
   double memory_limit_gb = 0;
+  double sim_work_limit_g = kDefaultSimWorkLimit / 1e9;
   std::string cache_dir;
   po::options_description desc("tessera run options");
   add_program_options(desc, src);
@@ -113,6 +139,7 @@ int run_command(int argc, char** argv, int first) {
       ("rtol", po::value(&rtol)->value_name("R"), "relative tolerance (default: 1e-4 for f32, 2e-2 f16, 1e-1 bf16)")
       ("cache-dir", po::value(&cache_dir)->value_name("DIR"), "kernel cache of the cuda target (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)")
       ("memory-limit", po::value(&memory_limit_gb)->value_name("GB"), "host memory the reference and the target's buffers may use (default: half the physical memory)")
+      ("sim-work-limit", po::value(&sim_work_limit_g)->value_name("G"), "--target sim: the most estimated work (10^9 operations and 4-byte words moved) to simulate (default 10)")
       ("bench", "time the kernels (needs the cuda target) and print a per-kernel table")
       ("iterations", po::value<int>()->value_name("N"), "--bench: timed runs per kernel after warm-up (default 50)")
       ("graphs", "--bench: time the whole program replayed as a CUDA graph")
@@ -184,12 +211,35 @@ int run_command(int argc, char** argv, int first) {
     return kExitUsage;
   }
 
+  // The simulator (and the reference beside it) runs at tens of millions of operations a second:
+  // refuse at once what would take hours, saying how long and how to allow it.
+  if (target->name() == "sim") {
+    if (!(sim_work_limit_g > 0)) {
+      std::cerr << "error: tessera run --sim-work-limit must be a positive number (10^9 units)\n";
+      return kExitUsage;
+    }
+    const double work = KernelCost::program_work(*graph);
+    if (work > sim_work_limit_g * 1e9) {
+      std::cerr << "error: tessera run: simulating this program is about " << format_work(work)
+                << " of work (operations plus 4-byte words moved), about " << format_duration(work / kSimWorkPerSecond)
+                << " at the simulator's typical " << format_work(kSimWorkPerSecond)
+                << "/s; the limit is " << format_work(sim_work_limit_g * 1e9)
+                << " (--sim-work-limit G raises it; --target cuda runs it on a GPU)\n";
+      return kExitError;
+    }
+  }
+
   ValueMap inputs = make_inputs(reference_graph, seed);
   auto expected = evaluate_reference(reference_graph, inputs);
   if (!expected) return report(std::cerr, expected.error());
 
-  const TargetOptions to = target_options(*session, *target, flags.arch, cache_dir);
+  TargetOptions to = target_options(*session, *target, flags.arch, cache_dir);
+  ProgressLine progress(std::cerr, isatty(STDERR_FILENO) != 0, std::string(target->name()));
+  to.progress = [&progress](const TargetProgress& p) {
+    progress.update(p.kernel, p.total > 0 ? p.done / p.total : 0.0);
+  };
   auto ran = target->execute(*graph, inputs, to);
+  progress.finish();
   if (!ran) return report(std::cerr, ran.error());
   for (const std::string& w : ran->warnings) std::cerr << "warning: " << w << "\n";
 

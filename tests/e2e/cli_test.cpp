@@ -37,6 +37,20 @@ TEST(Cli, MainJobPrintsTheCudaKernelOfRmsNorm) {
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
+// The simulator refuses at once a program that would take it hours, with the estimate and the flag.
+TEST(Cli, SimulatorRefusesWorkBeyondItsLimitWithTheEstimate) {
+  const std::string big = "x=torch.randn(4096,4096); w=torch.randn(4096,4096); torch.matmul(x, w)";
+  tessera::test::CliResult r = run_cli({"run", "--target", "sim", "-c", big});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("error: tessera run: simulating this program is about 137 G of work"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the limit is 10.0 G (--sim-work-limit G raises it"), std::string::npos) << r.err;
+  r = run_cli({"run", "--target", "sim", "--sim-work-limit", "0", "-c", "torch.relu(torch.randn(4))"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = run_cli({"run", "--target", "sim", "--sim-work-limit", "0.000001", "-c", "torch.relu(torch.randn(400))"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("the limit is 0 M"), std::string::npos) << r.err;
+}
+
 TEST(Cli, OutputIsDeterministic) {
   auto a = run_cli({"compile", "-c", kRmsNorm, "--emit", "json"});
   auto b = run_cli({"compile", "-c", kRmsNorm, "--emit", "json"});

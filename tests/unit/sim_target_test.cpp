@@ -28,6 +28,7 @@
 #include "tessera/pass/runner.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
+#include "tessera/target/kernel_cost.h"
 #include "tessera/target/target.h"
 
 namespace tessera {
@@ -134,6 +135,30 @@ TEST_P(SimCooperativeSumTest, ProducesTheRowSums) {
 INSTANTIATE_TEST_SUITE_P(Shapes, SimCooperativeSumTest,
                          ::testing::Values(CooperativeSumCase{128, 300}, CooperativeSumCase{96, 1000},
                                            CooperativeSumCase{32, 33}));
+
+// With TargetOptions::progress the simulator reports after every block: the work done grows to
+// the program's estimated work (KernelCost::program_work) and names the kernel running.
+TEST_F(SimTargetTest, ReportsProgressAfterEveryBlockUpToTheEstimatedWork) {
+  KernelProgramBuilder p;
+  p.input("x", {4, 64}, iota_data(4 * 64));
+  Body body = {Let{"a0", V("threadIdx.x")}, Let{"a1", V("blockIdx.x")}, Load{"in0", "x", {V("a1"), V("a0")}},
+               Assign{"v0", "mul", {V("in0"), V("in0")}}, Write{"y", {V("a1"), V("a0")}, V("v0")}};
+  p.kernel("y", {"x"}, test::f32({4, 64}), {4, 1, 1}, {64, 1, 1}, body);
+  p.g.outputs() = {"y"};
+  std::vector<TargetProgress> reports;
+  TargetOptions options;
+  options.progress = [&](const TargetProgress& r) { reports.push_back(r); };
+  Expected<TargetRun> r = target_->execute(p.g, p.inputs, options);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(reports.size(), 4u) << "one report per block";
+  const double total = KernelCost::program_work(p.g);
+  EXPECT_GT(total, 0);
+  for (size_t i = 0; i < reports.size(); ++i) {
+    EXPECT_EQ(reports[i].kernel, "k_y");
+    EXPECT_DOUBLE_EQ(reports[i].total, total);
+    EXPECT_DOUBLE_EQ(reports[i].done, total * static_cast<double>(i + 1) / 4.0);
+  }
+}
 
 // Each thread writes its own shared slot and reads its neighbour's: correct with a barrier between,
 // a race without one.

@@ -89,4 +89,11 @@ KernelCost KernelCost::of(const Graph& g, const Node& n) {
   return cost;
 }
 
+double KernelCost::program_work(const Graph& g) {
+  double work = 0;
+  for (const Node* n : g.nodes())
+    if (n->op_as<KernelOp>() != nullptr) work += of(g, *n).work();
+  return work;
+}
+
 }  // namespace tessera

@@ -20,6 +20,7 @@ double to_float(double v) { return static_cast<double>(static_cast<float>(v)); }
 // A computed value as a register of `type` holds it: floats rounded to float and then to their
 // storage format (bf16, f16), integers truncated, booleans 0/1.
 double as_type(double v, DType type) {
+  if (type == DType::F32) return to_float(v);  // the common case, without the calls below
   return dtype_is_float(type) ? round_to_storage(to_float(v), type) : conform_to_dtype(v, type);
 }
 
@@ -58,6 +59,11 @@ class BlockExecutor {
     }
     for (const auto& [slot, value] : program.scalar_slots)
       std::fill(regs_[static_cast<size_t>(slot)].begin(), regs_[static_cast<size_t>(slot)].end(), value);
+    for (const GlobalBuffer& g : globals_) {
+      std::vector<int64_t> dims;
+      for (const Dim& d : g.value->type.shape) dims.push_back(d.value());
+      global_dims_.push_back(std::move(dims));
+    }
     fill_literals(program_.body);
   }
 
@@ -197,14 +203,25 @@ class BlockExecutor {
   // ---- memory -----------------------------------------------------------------------------
 
   // Flat offset of `index` (per lane, plus `extra` on the last dimension) in buffer `b`, checked
-  // per dimension.
+  // per dimension. The hot path of every access: no allocation; a bad index goes to offset_error.
   Expected<int64_t> offset_of(const SimStmt& s, BufferRef b, const std::vector<const double*>& index, int lane,
                               int64_t extra) {
+    const std::vector<int64_t>& dims = b.shared ? shared_.decl(b.index).shape : global_dims_[static_cast<size_t>(b.index)];
+    int64_t flat = 0;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const double x = index[d][lane] + (d + 1 == dims.size() ? static_cast<double>(extra) : 0.0);
+      if (!(x >= 0 && x < static_cast<double>(dims[d])) || x != std::floor(x))
+        return offset_error(s, b, index, lane, extra, dims);
+      flat = flat * dims[d] + static_cast<int64_t>(x);
+    }
+    return flat;
+  }
+
+  // The error of an index offset_of refused: a non-integer coordinate (first), else the first
+  // coordinate out of bounds.
+  Diagnostic offset_error(const SimStmt& s, BufferRef b, const std::vector<const double*>& index, int lane,
+                          int64_t extra, const std::vector<int64_t>& dims) const {
     const std::string& name = b.shared ? shared_.decl(b.index).name : globals_[static_cast<size_t>(b.index)].name;
-    std::vector<int64_t> dims;
-    if (b.shared) dims = shared_.decl(b.index).shape;
-    else
-      for (const Dim& d : globals_[static_cast<size_t>(b.index)].value->type.shape) dims.push_back(d.value());
     std::vector<int64_t> at(dims.size());
     for (size_t d = 0; d < dims.size(); ++d) {
       double x = index[d][lane] + (d + 1 == dims.size() ? static_cast<double>(extra) : 0.0);
@@ -213,15 +230,13 @@ class BlockExecutor {
                                  "' is not an integer");
       at[d] = static_cast<int64_t>(x);
     }
-    int64_t flat = 0;
     for (size_t d = 0; d < dims.size(); ++d) {
       if (at[d] < 0 || at[d] >= dims[d])
         return fail(s, lane, std::string(b.shared ? "shared" : "global") + " access " + index_str(name, at) +
                                  " is out of bounds: index " + std::to_string(at[d]) + " of dimension " +
                                  std::to_string(d) + " is outside [0, " + std::to_string(dims[d]) + ")");
-      flat = flat * dims[d] + at[d];
     }
-    return flat;
+    return fail(s, lane, "access to '" + name + "' refused");  // unreachable: offset_of found a bad coordinate
   }
 
   Expected<double> load(const SimStmt& s, BufferRef b, const std::vector<const double*>& index, int lane, int64_t extra) {
@@ -236,7 +251,8 @@ class BlockExecutor {
     if (g.is_output && output_writer_[static_cast<size_t>(flat)] < 0)
       return fail(s, lane, "reads output element " + index_str(g.name, unflatten_index(flat, g.value->type.shape)) +
                                " before any thread writes it");
-    return to_float(round_to_storage(g.value->data[static_cast<size_t>(flat)], g.value->type.dtype));
+    const double stored = g.value->data[static_cast<size_t>(flat)];
+    return g.value->type.dtype == DType::F32 ? to_float(stored) : to_float(round_to_storage(stored, g.value->type.dtype));
   }
 
   Status store(const SimStmt& s, BufferRef b, const std::vector<const double*>& index, int lane, int64_t extra, double v) {
@@ -540,6 +556,7 @@ class BlockExecutor {
   std::vector<GlobalBuffer>& globals_;
   std::vector<int64_t>& output_writer_;  // per output element: the writing thread's global id, or -1
   const int lanes_;
+  std::vector<std::vector<int64_t>> global_dims_;  // the shape of each global buffer
   std::vector<std::vector<double>> regs_;   // per register slot, one value per lane
   std::vector<std::vector<double>> temps_;  // per expression node, one value per lane
   std::vector<uint8_t> fault_;
@@ -551,16 +568,22 @@ class BlockExecutor {
 
 }  // namespace
 
-Status launch_kernel(const Node& node, const KernelOp& op, const KernelProgram& program, std::vector<GlobalBuffer>& globals) {
+Status launch_kernel(const Node& node, const KernelOp& op, const KernelProgram& program, std::vector<GlobalBuffer>& globals,
+                     const std::function<void(int64_t, int64_t)>& after_block) {
   GlobalBuffer* output = nullptr;
   for (GlobalBuffer& g : globals)
     if (g.is_output) output = &g;
   if (output == nullptr) return make_error("sim: kernel " + op.name + " (node " + node.id + ") has no output buffer").at_node(node.id);
   std::vector<int64_t> writer(static_cast<size_t>(output->value->size()), -1);
   BlockExecutor executor(node, op, program, globals, writer);
+  const int64_t blocks = op.grid[0] * op.grid[1] * op.grid[2];
+  int64_t done = 0;
   for (int64_t bz = 0; bz < op.grid[2]; ++bz)
     for (int64_t by = 0; by < op.grid[1]; ++by)
-      for (int64_t bx = 0; bx < op.grid[0]; ++bx) TESSERA_TRY(executor.run_block(bx, by, bz));
+      for (int64_t bx = 0; bx < op.grid[0]; ++bx) {
+        TESSERA_TRY(executor.run_block(bx, by, bz));
+        if (after_block) after_block(++done, blocks);
+      }
   for (size_t i = 0; i < writer.size(); ++i)
     if (writer[i] < 0)
       return make_error("sim: kernel " + op.name + " (node " + node.id + "): output element " +

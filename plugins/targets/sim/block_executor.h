@@ -6,6 +6,7 @@
 // writing one global element; output elements the kernel never writes).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "kernel_program.h"
@@ -16,7 +17,9 @@ namespace tessera::sim {
 
 // Runs `program` (compiled from `op`, the op of `node`) over its whole grid. `globals` holds the
 // kernel's buffers; the one with is_output is written.
+// `after_block(blocks_done, blocks)` is called after every block (may be empty).
 Status launch_kernel(const Node& node, const KernelOp& op, const KernelProgram& program,
-                     std::vector<GlobalBuffer>& globals);
+                     std::vector<GlobalBuffer>& globals,
+                     const std::function<void(int64_t, int64_t)>& after_block = {});
 
 }  // namespace tessera::sim

@@ -12,11 +12,14 @@
 //   naming the kernel, the statement, the block and thread, and the offending index.
 // Tests: tests/unit/sim_target_test.cpp (hand-built kernels; the differential corpus through the
 //   tile passes and materialize).
+// Progress: with TargetOptions::progress, reports the work done (KernelCost::work, each kernel's
+//   share spread evenly over its blocks) after every block.
 // Kernel parameters: scalars take their values from TargetOptions::scalars (by name; a missing
 //   value, an i32 overflow or a value outside the declared range is an error); tensor maps are
 //   carried but TMA copies are not simulated. Shared memory: the Smem arrays must fit the
 //   device's static limit, or, with dynamic_smem, the declared dynamic bytes and the opt-in limit.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -28,6 +31,7 @@
 #include "tessera/eval/constant_data.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
+#include "tessera/target/kernel_cost.h"
 #include "tessera/target/target.h"
 
 namespace tessera {
@@ -46,6 +50,8 @@ class SimTarget final : public Target {
   Expected<TargetRun> execute(const Graph& g, const ValueMap& inputs, const TargetOptions& options) override {
     ValueMap values;
     TargetRun run;
+    TargetProgress progress;
+    if (options.progress) progress.total = KernelCost::program_work(g);
     for (const Node* n : g.nodes()) {
       if (n->op_as<InputOp>()) {
         auto it = inputs.find(n->id);
@@ -60,7 +66,15 @@ class SimTarget final : public Target {
         if (!v) return std::move(v).error().at_node(n->id);
         values[n->id] = std::move(*v);
       } else if (const auto* k = n->op_as<KernelOp>()) {
-        TESSERA_TRY(run_kernel(*n, *k, values, options));
+        // Progress in work units: this kernel's share, spread evenly over its blocks.
+        const double before = progress.done;
+        const double work = options.progress ? KernelCost::of(g, *n).work() : 0.0;
+        progress.kernel = k->name;
+        auto after_block = [&](int64_t done, int64_t blocks) {
+          progress.done = before + work * static_cast<double>(done) / static_cast<double>(blocks);
+          options.progress(progress);
+        };
+        TESSERA_TRY(run_kernel(*n, *k, values, options, options.progress ? after_block : std::function<void(int64_t, int64_t)>()));
         run.launches.push_back(KernelLaunch{n->id, k->name, k->grid, k->block});
       } else {
         return make_error("sim executes Kernel IR; node " + n->id + " is in " + std::string(dialect_name(n->dialect())) +
@@ -136,7 +150,8 @@ class SimTarget final : public Target {
     return out;
   }
 
-  static Status run_kernel(const Node& n, const KernelOp& k, ValueMap& values, const TargetOptions& options) {
+  static Status run_kernel(const Node& n, const KernelOp& k, ValueMap& values, const TargetOptions& options,
+                           const std::function<void(int64_t, int64_t)>& after_block) {
     TESSERA_TRY(check_geometry(n, k, options));
     values[n.id] = TensorValue::filled(n.type);
     std::vector<sim::GlobalBuffer> globals;
@@ -148,7 +163,7 @@ class SimTarget final : public Target {
     globals.push_back(sim::GlobalBuffer{n.id, &values[n.id], true});
     TESSERA_ASSIGN_OR_RETURN(std::vector<sim::ScalarBinding> scalars, scalar_bindings(n, k, options));
     TESSERA_ASSIGN_OR_RETURN(sim::KernelProgram program, sim::compile_kernel(n, k, globals, scalars));
-    return sim::launch_kernel(n, k, program, globals);
+    return sim::launch_kernel(n, k, program, globals, after_block);
   }
 };
 

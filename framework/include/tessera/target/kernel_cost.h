@@ -16,8 +16,15 @@ struct KernelCost {
   // The sizes of the kernel's input buffers plus its output buffer.
   int64_t bytes = 0;
 
+  // One number for "how much work": the operations plus the 4-byte words moved. The simulator's
+  // progress and `run --sim-work-limit` count it.
+  double work() const { return flops + static_cast<double>(bytes) / 4.0; }
+
   // `n` is a KernelOp node of `g`; any other node costs 0 flops (bytes still counted).
   static KernelCost of(const Graph& g, const Node& n);
+
+  // The work of every KernelOp node of `g`, summed.
+  static double program_work(const Graph& g);
 };
 
 }  // namespace tessera

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,12 +29,22 @@ using ScalarValue = std::variant<int64_t, double>;
 // By parameter name; every kernel of the program with a scalar parameter of that name gets it.
 using ScalarArgs = std::map<std::string, ScalarValue>;
 
+// How far a run has come, in units of estimated work (KernelCost::work, summed over the kernels).
+struct TargetProgress {
+  std::string kernel;  // the kernel running
+  double done = 0;
+  double total = 0;
+};
+
 struct TargetOptions {
   std::string arch;                 // sm_90, ...
   const DeviceDesc* device = nullptr;
   std::string cache_dir;
   bool want_ptx = false;            // build() also returns each kernel's PTX (KernelBuild::ptx)
   ScalarArgs scalars;               // the values of the kernels' scalar parameters
+  // Called by a target whose execute() takes long (the simulator, after every block) with the
+  // work done so far; empty: no reports. Called on the thread that called execute().
+  std::function<void(const TargetProgress&)> progress;
 };
 
 // One kernel launch a target performed, in launch order (what `tessera run` lists).
