@@ -329,9 +329,6 @@ TEST(PipelineTest, SamePipelineComparesMeaning) {
       a, parse_ok("name: a\nstages: {loop: [fuse], tile: [{launch_geometry: {BN: 64, swizzle: true}}]}\n")));
 }
 
-}  // namespace
-}  // namespace tessera
-
 // A ',' outside a flow collection once made the YAML loader start empty documents forever (a fuzz
 // finding, tests/fuzz/regressions/pipeline_yaml/); it is a located error now.
 TEST(PipelineTest, StrayCommaIsALocatedErrorNotAHang) {
@@ -350,3 +347,6 @@ TEST(PipelineTest, StrayCommaIsALocatedErrorNotAHang) {
   // A ',' inside a flow collection is YAML's separator and reads as usual.
   EXPECT_TRUE(parse_pipeline("name: t\nstages: {torch: [canonicalize], tensor: []}\n", "ok.yaml"));
 }
+
+}  // namespace
+}  // namespace tessera
