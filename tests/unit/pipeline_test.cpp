@@ -329,5 +329,24 @@ TEST(PipelineTest, SamePipelineComparesMeaning) {
       a, parse_ok("name: a\nstages: {loop: [fuse], tile: [{launch_geometry: {BN: 64, swizzle: true}}]}\n")));
 }
 
+// A ',' outside a flow collection once made the YAML loader start empty documents forever (a fuzz
+// finding, tests/fuzz/regressions/pipeline_yaml/); it is a located error now.
+TEST(PipelineTest, StrayCommaIsALocatedErrorNotAHang) {
+  struct Case {
+    const char* text;
+    int line, col;
+  };
+  for (const Case& c : {Case{",", 1, 1}, Case{"- 1\n,", 2, 1}, Case{"name: t\nstages: {}\n---\n,\n", 4, 1}}) {
+    Expected<PipelineSpec> p = parse_pipeline(c.text, "comma.yaml");
+    ASSERT_FALSE(p) << c.text;
+    EXPECT_NE(p.error().message.find("unexpected ',' outside a flow collection"), std::string::npos)
+        << p.error().render();
+    EXPECT_EQ(p.error().loc.line, c.line) << c.text;
+    EXPECT_EQ(p.error().loc.col, c.col) << c.text;
+  }
+  // A ',' inside a flow collection is YAML's separator and reads as usual.
+  EXPECT_TRUE(parse_pipeline("name: t\nstages: {torch: [canonicalize], tensor: []}\n", "ok.yaml"));
+}
+
 }  // namespace
 }  // namespace tessera

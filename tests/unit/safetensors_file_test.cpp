@@ -215,6 +215,18 @@ TEST(SafetensorsFile, CorruptFilesAreRejectedWithLocatedErrors) {
   }
 }
 
+// A number too large for a double once escaped the reader as an exception (a fuzz finding,
+// tests/fuzz/regressions/safetensors/); it is an error naming the header byte of the number.
+TEST(SafetensorsFile, NumberOverflowIsALocatedError) {
+  const std::string header = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1E400],\"data_offsets\":[0,4]}}";
+  std::string bytes;
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+  bytes += header + std::string(4, '\0');
+  const std::string error = decode_error(bytes);
+  EXPECT_NE(error.find("number overflow parsing '1E400'"), std::string::npos) << error;
+  EXPECT_NE(error.find("header byte " + std::to_string(8 + header.find("1E400"))), std::string::npos) << error;
+}
+
 TEST(SafetensorsFile, OverlappingTensorsAreRejected) {
   // Two 4-byte tensors over the same bytes, and 4 more so the section is covered.
   const std::string header =

@@ -257,6 +257,15 @@ Expected<SafetensorsFile> decode_safetensors(std::string_view bytes, const std::
   } catch (const nlohmann::json::parse_error& e) {
     return file_error(source, "header byte " + std::to_string(8 + (e.byte > 0 ? e.byte - 1 : 0)) +
                                   ": the header is not valid JSON (" + e.what() + ")");
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number too large for a double ("1E400"): nlohmann names the number, not its byte.
+    const std::string what = e.what();
+    const size_t quote = what.find("parsing '");
+    const std::string number =
+        quote == std::string::npos ? std::string() : what.substr(quote + 9, what.rfind('\'') - (quote + 9));
+    const size_t at = number.empty() ? std::string_view::npos : header.find(number);
+    return file_error(source, (at == std::string_view::npos ? std::string("header") : "header byte " + std::to_string(8 + at)) +
+                                  ": the header is not valid JSON (" + what + ")");
   }
   if (!duplicate.empty()) return file_error(source, "header: key " + in_quotes(duplicate) + " appears twice in one object");
   if (!doc.is_object()) return file_error(source, "header: the JSON header is not an object");

@@ -2,6 +2,7 @@
 // validates it against the loaded plugins, and prints the effective pipeline back as YAML.
 #include "tessera/pass/pipeline.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -70,6 +71,38 @@ bool is_quoted_or_str(const YAML::Node& n) { return n.Tag() == "!" || n.Tag() ==
 
 std::string str_scalar(std::string_view s) { return knob_value_str(AttrValue(std::string(s))); }
 
+// Where each YAML document of a text starts. yaml-cpp (0.7) never consumes a ',' that stands outside
+// a flow collection ("," or "- 1\n,"): it ends an empty document there and starts the next one at
+// the same place, so YAML::LoadAll loops forever, allocating. A document that starts where the
+// previous one started is that stuck token.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// The position of a token the YAML parser cannot get past, if the text has one (see DocumentStarts).
+// Parse errors are left to YAML::LoadAll, which reports them.
+std::optional<YAML::Mark> stuck_document_start(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts documents;
+  while (parser.HandleNextDocument(documents)) {
+    const size_t n = documents.starts.size();
+    if (n >= 2 && documents.starts[n - 1].pos == documents.starts[n - 2].pos) return documents.starts[n - 1];
+  }
+  return std::nullopt;
+}
+
 // Reads one pipeline file's YAML tree into a PipelineSpec, stopping at the first shape error.
 class PipelineReader {
  public:
@@ -78,6 +111,10 @@ class PipelineReader {
   Expected<PipelineSpec> read() {
     std::vector<YAML::Node> documents;
     try {
+      if (std::optional<YAML::Mark> stuck = stuck_document_start(text_)) {
+        return error(loc_of_mark(*stuck, 1),
+                     "invalid YAML: unexpected ',' outside a flow collection ([...] or {...})");
+      }
       documents = YAML::LoadAll(text_);
     } catch (const YAML::ParserException& e) {
       return error(loc_of_mark(e.mark, 1), "invalid YAML: " + e.msg);

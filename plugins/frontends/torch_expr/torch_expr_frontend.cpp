@@ -1,13 +1,11 @@
 // The torch_expr frontend plugin: `-c` programs (a small Python subset of PyTorch) -> Torch IR.
-// Pipeline: SourceText -> Lexer (tokens) -> Parser (syntax tree) -> Tracer (graph).
+// Pipeline: SourceText -> Lexer (tokens) -> Parser (syntax tree) -> Tracer (graph), in trace_program.
 #include <memory>
 
-#include "lexer.h"
-#include "parser.h"
 #include "tessera/frontend/frontend.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
-#include "tracer.h"
+#include "trace_program.h"
 
 namespace tessera::torch_expr {
 namespace {
@@ -20,19 +18,7 @@ class TorchExprFrontend final : public Frontend {
   }
 
   Expected<Graph> import(const FrontendInput& input, const FrontendOptions& options) override {
-    // Nothing below throws on bad input; this guard only keeps an internal failure (such as
-    // std::bad_alloc on a pathological program) from crossing the plugin boundary.
-    try {
-      SourceText source(input.file, input.text);
-      Lexer lexer(source);
-      TESSERA_ASSIGN_OR_RETURN(std::vector<Token> tokens, lexer.tokenize());
-      Parser parser(source, std::move(tokens));
-      TESSERA_ASSIGN_OR_RETURN(Program program, parser.parse_program());
-      Tracer tracer(source, options);
-      return tracer.trace(program);
-    } catch (const std::exception& e) {
-      return make_error(std::string("internal error in the torch_expr frontend: ") + e.what());
-    }
+    return trace_program(input, options);
   }
 };
 

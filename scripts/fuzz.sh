@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds and runs the libFuzzer targets (tests/fuzz, docs/fuzzing.md) under ASan and UBSan.
+#
+#   scripts/fuzz.sh [--runs N] [--seconds S] [TARGET...]
+#
+# TARGET is one of torch_expr, pipeline_yaml, ir_json, ir_text, safetensors (default: all). Each
+# target runs N executions (default 100000), or stops after S seconds when --seconds is given,
+# starting from its seed corpus (tests/fuzz/corpus/<target>) and its regressions
+# (tests/fuzz/regressions/<target>). New interesting inputs go to build-fuzz/corpus/<target>, not
+# into the source tree. Exits non-zero when any target finds a crash, hang, leak or undefined
+# behaviour, after printing the path of the input that caused it (build-fuzz/findings/<target>/):
+# add that file to tests/fuzz/regressions/<target>/ with the fix.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=100000
+seconds=""
+targets=()
+all_targets=(torch_expr pipeline_yaml ir_json ir_text safetensors)
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --runs) runs="$2"; shift 2 ;;
+    --seconds) seconds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "fuzz.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+[[ ${#targets[@]} -gt 0 ]] || targets=("${all_targets[@]}")
+for target in "${targets[@]}"; do
+  if [[ ! " ${all_targets[*]} " =~ " ${target} " ]]; then
+    echo "fuzz.sh: unknown target '${target}' (one of: ${all_targets[*]})" >&2
+    exit 2
+  fi
+done
+
+build=build-fuzz
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(cd .. && pwd)}"
+if [[ ! -f ${build}/CMakeCache.txt ]]; then
+  cmake -S . -B ${build} -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER=clang++ -DTESSERA_FUZZ=ON \
+    -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF -DTESSERA_WITH_CUDA=OFF
+fi
+for target in "${targets[@]}"; do
+  cmake --build ${build} --target "${target}_fuzz"
+done
+
+# Leaks and undefined behaviour are findings; a finding stops the target.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+failed=0
+mkdir -p ${build}/logs
+for target in "${targets[@]}"; do
+  work_corpus=${build}/corpus/${target}
+  findings=${build}/findings/${target}
+  log=${build}/logs/${target}.log
+  mkdir -p "${work_corpus}" "${findings}"
+  limits=(-runs="${runs}")
+  [[ -n ${seconds} ]] && limits=(-max_total_time="${seconds}")
+  echo "== ${target}: ${limits[*]} (log: ${log})"
+  start=$(date +%s)
+  status=0
+  ${build}/fuzz/${target}_fuzz "${limits[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -print_final_stats=1 -artifact_prefix="${findings}/" \
+    "${work_corpus}" tests/fuzz/corpus/"${target}" tests/fuzz/regressions/"${target}" \
+    > "${log}" 2>&1 || status=$?
+  elapsed=$(( $(date +%s) - start ))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${log}" | tail -1)
+  if [[ ${status} -ne 0 ]]; then
+    failed=1
+    echo "== ${target}: FINDING after ${execs:-?} executions, ${elapsed} s (exit ${status})"
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "${log}" | head -5 || true
+    sed -n 's/^.*Test unit written to \(.*\)$/   input: \1/p' "${log}"
+  else
+    echo "== ${target}: ${execs:-?} executions, ${elapsed} s, no finding"
+  fi
+done
+exit ${failed}

@@ -1,0 +1,10 @@
+// libFuzzer target: safetensors (see fuzz_entries.h; run with scripts/fuzz.sh safetensors).
+#include <cstddef>
+#include <cstdint>
+
+#include "fuzz/fuzz_entries.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  (void)tessera::fuzz::fuzz_one_safetensors(data, size);
+  return 0;
+}
