@@ -40,4 +40,16 @@ if [ "$rc" -eq 0 ]; then
 fi
 grep -q "gpu-tests (skipped tests)" "$work/check.log" || { cat "$work/check.log"; echo "FAIL: skips not reported"; exit 1; }
 [ -f "$work/results/machine.txt" ] || { echo "FAIL: no machine.txt"; exit 1; }
+# --only runs the named steps and nothing else; an unknown step is a usage error.
+set +e
+env -i PATH=/usr/bin:/bin "$work/bundle/gpu-check.sh" "$work/only" --only smoke > "$work/only.log" 2>&1
+set -e
+if grep -q "== gpu-tests" "$work/only.log" || ! grep -q "== smoke" "$work/only.log"; then
+  cat "$work/only.log"; echo "FAIL: --only smoke did not run exactly the smoke step"; exit 1
+fi
+set +e
+env -i PATH=/usr/bin:/bin "$work/bundle/gpu-check.sh" "$work/only" --only bogus > "$work/bogus.log" 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q "unknown step 'bogus'" "$work/bogus.log" || { cat "$work/bogus.log"; echo "FAIL: --only bogus (exit $rc)"; exit 1; }
 echo "PASS"
