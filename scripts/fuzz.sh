@@ -4,16 +4,16 @@
 #   scripts/fuzz.sh [--runs N] [--seconds S] [TARGET...]
 #
 # TARGET is one of torch_expr, pipeline_yaml, ir_json, ir_text, safetensors (default: all). Each
-# target runs N executions (default 100000), or stops after S seconds when --seconds is given,
-# starting from its seed corpus (tests/fuzz/corpus/<target>) and its regressions
-# (tests/fuzz/regressions/<target>). New interesting inputs go to build-fuzz/corpus/<target>, not
+# target runs N executions and at most S seconds, whichever ends first (only --seconds: no count
+# limit; neither: 100000 executions), starting from its seed corpus (tests/fuzz/corpus/<target>) and its regressions
+# (tests/fuzz/regressions/<target>). New interesting inputs go to build-sanitize/corpus/<target>, not
 # into the source tree. Exits non-zero when any target finds a crash, hang, leak or undefined
-# behaviour, after printing the path of the input that caused it (build-fuzz/findings/<target>/):
+# behaviour, after printing the path of the input that caused it (build-sanitize/findings/<target>/):
 # add that file to tests/fuzz/regressions/<target>/ with the fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=100000
+runs=""
 seconds=""
 targets=()
 all_targets=(torch_expr pipeline_yaml ir_json ir_text safetensors)
@@ -34,13 +34,11 @@ for target in "${targets[@]}"; do
   fi
 done
 
-build=build-fuzz
+# The fuzz targets live in the sanitizer build (CMake preset `sanitize`, shared with
+# scripts/sanitize.sh): one clang build serves the ASan+UBSan test suite and the fuzzers.
+build=build-sanitize
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(cd .. && pwd)}"
-if [[ ! -f ${build}/CMakeCache.txt ]]; then
-  cmake -S . -B ${build} -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER=clang++ -DTESSERA_FUZZ=ON \
-    -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF -DTESSERA_WITH_CUDA=OFF
-fi
+[[ -f ${build}/CMakeCache.txt ]] || cmake --preset sanitize
 for target in "${targets[@]}"; do
   cmake --build ${build} --target "${target}_fuzz"
 done
@@ -56,8 +54,10 @@ for target in "${targets[@]}"; do
   findings=${build}/findings/${target}
   log=${build}/logs/${target}.log
   mkdir -p "${work_corpus}" "${findings}"
-  limits=(-runs="${runs}")
-  [[ -n ${seconds} ]] && limits=(-max_total_time="${seconds}")
+  limits=()
+  [[ -n ${runs} ]] && limits+=(-runs="${runs}")
+  [[ -n ${seconds} ]] && limits+=(-max_total_time="${seconds}")
+  [[ ${#limits[@]} -gt 0 ]] || limits=(-runs=100000)
   echo "== ${target}: ${limits[*]} (log: ${log})"
   start=$(date +%s)
   status=0

@@ -287,7 +287,7 @@ Node& Node::operator=(const Node& o) {
 // A node in a graph keeps its place; its inputs are assigned through the graph.
 Node& Node::operator=(Node&& o) noexcept {
   if (this == &o) return *this;
-  assert((inputs.store_ == nullptr || id == o.id) && "a node in a graph keeps its id");
+  assert((!inputs.in_graph() || id == o.id) && "a node in a graph keeps its id");
   id = std::move(o.id);
   op = std::move(o.op);
   inputs = std::move(o.inputs);

@@ -64,6 +64,8 @@ class NodeInputs {
   const_iterator end() const { return ids_.end(); }
   size_t size() const { return ids_.size(); }
   bool empty() const { return ids_.empty(); }
+  // True while the node that holds these inputs is part of a graph (assignments go through it).
+  bool in_graph() const { return store_ != nullptr; }
   const std::string& operator[](size_t i) const { return ids_[i]; }
   const std::string& front() const { return ids_.front(); }
   const std::string& back() const { return ids_.back(); }
