@@ -54,7 +54,8 @@ def import_torch():
     except ImportError:
         pass
     other = os.environ.get("TESSERA_TORCH_PYTHON", "")
-    if other and os.path.realpath(other) != os.path.realpath(sys.executable) and not os.environ.get("TESSERA_ORACLE_REEXEC"):
+    # Not realpath: a venv's python is a link to the base interpreter, but runs with the venv's packages.
+    if other and os.path.abspath(other) != os.path.abspath(sys.executable) and not os.environ.get("TESSERA_ORACLE_REEXEC"):
         env = dict(os.environ, TESSERA_ORACLE_REEXEC="1")
         sys.stdout.flush()
         os.execve(other, [other, "-B", os.path.abspath(__file__)] + sys.argv[1:], env)
