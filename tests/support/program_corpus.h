@@ -153,6 +153,8 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "a=torch.full((2, 3), 16777217, dtype=torch.int64); a + 1 - (a * 2 - 33554434)"},
       {"Int32SumIsExact",
        "a=torch.randint(0, 2147483647, (4, 70), dtype=torch.int32); a.sum(-1) + a.sum()"},
+      {"Int32ArithmeticWraps",
+       "a=torch.randint(0, 2147483647, (8, 5), dtype=torch.int32); a * 3 + 5 - a"},
       {"FullInfersItsDtype",
        "torch.where(torch.full((2, 3), True), torch.full((2, 3), 7), 0) * 2"},
       {"ZeroDimTensorPromotesLikeAScalar",

@@ -211,6 +211,22 @@ TEST_F(TorchFidelityTest, ViewOfANonContiguousTensorIsRefusedWhereNoViewExists) 
 
 // ---- integers are exact end to end ----------------------------------------------------------------
 
+// Values are doubles in the evaluators: integers past 2^53 could not be exact, so they are refused.
+TEST_F(TorchFidelityTest, IntegersBeyondTwoToThe53AreRefused) {
+  expect_refused("torch.full((2,), 1152921504606846976)", "is beyond 2^53", 1, 1);
+  expect_refused("a = torch.randint(0, 5, (4,))\na + 9007199254740993", "is beyond 2^53", 2, 1);
+  trace("a = torch.randint(0, 5, (4,))\na + 9007199254740992");
+}
+
+// int32 arithmetic wraps around, as in PyTorch (2147483647 * 2 == -2).
+TEST_F(TorchFidelityTest, Int32ArithmeticWraps) {
+  TensorValue v = reference_output("torch.full((2,), 2147483647, dtype=torch.int32) * 2 + 1");
+  ASSERT_EQ(v.data.size(), 2u);
+  EXPECT_EQ(v.data[0], -1.0);
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c", "torch.full((2,), 2147483647, dtype=torch.int32) * 2 + 1"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 TEST_F(TorchFidelityTest, IntegerOutputsAreComparedExactly) {
   TensorType t = tt({2}, DType::I64);
   ValueMap expected{{"y", TensorValue(t, {16777218.0, 5.0})}};

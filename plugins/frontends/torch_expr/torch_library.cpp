@@ -734,6 +734,7 @@ Expected<TracedValue> TorchLibrary::make_input(const std::string& init, const Bo
     const TracedValue& v = a.value("fill_value");
     if (!v.is_number()) return a.error("fill_value", "argument 'fill_value' of torch.full() must be a number, got " +
                                                          describe_value(v));
+    TESSERA_TRY(require_exact_integer(v, site));
     fill = v.number();
   }
   Shape shape(sizes.begin(), sizes.end());
@@ -761,6 +762,7 @@ Expected<TracedValue> TorchLibrary::elementwise(const std::string& target, const
   if (!rt && !rhs.is_number()) return bad_operand(rhs);
   if (!lt && !rt) return builder_.error(site.span, site.callee + ": expected at least one tensor operand");
   TESSERA_TRY(reject_like_pytorch(target, {lhs, rhs}, site));
+  TESSERA_TRY(require_exact_integer(lt ? rhs : lhs, site));
 
   TorchNodeSpec spec;
   spec.target = target;
@@ -1156,6 +1158,14 @@ Expected<TracedValue> TorchLibrary::attention(const std::string& q, const std::s
 }
 
 // ---- operand types PyTorch refuses ----------------------------------------------------------
+
+Status TorchLibrary::require_exact_integer(const TracedValue& v, const CallSite& site) const {
+  const auto* i = v.as<int64_t>();
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (!i || (*i <= kExact && *i >= -kExact)) return Status::ok();
+  return builder_.error(site.span, site.callee + ": the integer " + std::to_string(*i) +
+                                       " is beyond 2^53: Tessera computes integers exactly only up to 2^53");
+}
 
 Status TorchLibrary::reject_like_pytorch(const std::string& target, const std::vector<TracedValue>& operands,
                                          const CallSite& site) const {

@@ -166,6 +166,8 @@ class TorchLibrary {
   // integer ** negative int), refused with PyTorch's message, located at the call.
   Status reject_like_pytorch(const std::string& target, const std::vector<TracedValue>& operands,
                              const CallSite& site) const;
+  // Integers are exact to 2^53 (values are doubles in the evaluators): a larger Python int is refused.
+  Status require_exact_integer(const TracedValue& v, const CallSite& site) const;
 
   // Module parameters: specs by kind, and their creation (with a unique path) on the first call.
   std::vector<ParameterSpec> parameter_specs(const BuiltinModule& m) const;
