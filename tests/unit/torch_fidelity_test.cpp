@@ -207,6 +207,15 @@ TEST_F(TorchFidelityTest, ViewOfANonContiguousTensorIsRefusedWhereNoViewExists) 
   trace("x = torch.randn(4, 6)\nx[1:3].view(12)");
   trace("x = torch.randn(4, 6)\nx[:, ::2].view(12)");  // strides (6, 2): still one chunk
   trace("x = torch.randn(2, 3)\n(x.t() * 2).contiguous().view(6)");
+  // Elementwise results keep the layout of their first operand of the output's shape.
+  expect_refused("x = torch.randn(4, 6)\n(x.t() * 2).view(24)", "view size is not compatible", 2, 1);
+  expect_refused("x = torch.randn(4, 6)\ny = torch.randn(6, 4)\ntorch.exp(x.t() + y).view(24)",
+                 "view size is not compatible", 3, 1);
+  expect_refused("x = torch.randn(4, 6)\n(x.t() + torch.randn(4)).view(24)", "view size is not compatible", 2, 1);
+  trace("x = torch.randn(4, 6)\ny = torch.randn(6, 4)\n(y + x.t()).view(24)");
+  trace("x = torch.randn(4, 6)\nx[:, ::2].exp().view(12)");
+  trace("x = torch.randn(4, 1)\nx.expand(4, 6).exp().view(24)");
+  trace("x = torch.randn(2, 3, 4)\nx.transpose(0, 2).sum(0).view(6)");
 }
 
 // ---- integers are exact end to end ----------------------------------------------------------------

@@ -696,8 +696,9 @@ Expected<TracedValue> TorchLibrary::emit(TorchNodeSpec spec, const CallSite& sit
   const std::vector<std::string> inputs = spec.inputs;
   const Attrs attrs = spec.attrs;
   TESSERA_ASSIGN_OR_RETURN(std::string id, builder_.add_torch_op(std::move(spec), site.name_hint, site.span));
-  if (inputs.size() == 1)
-    views_.record(id, shape_ints(type(id).shape), target, attrs, inputs[0], shape_ints(type(inputs[0]).shape));
+  std::vector<ViewStrides::Operand> operands;
+  for (const std::string& in : inputs) operands.push_back({in, shape_ints(type(in).shape)});
+  views_.record(id, shape_ints(type(id).shape), target, attrs, operands);
   return TracedValue(TensorValue{id});
 }
 

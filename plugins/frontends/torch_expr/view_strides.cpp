@@ -1,7 +1,10 @@
 // ViewStrides (see view_strides.h): the stride rules of PyTorch's view ops.
 #include "view_strides.h"
 
+#include <algorithm>
 #include <utility>
+
+#include "tessera/ir/elementwise_fn.h"
 
 namespace tessera::torch_expr {
 namespace {
@@ -64,9 +67,47 @@ bool ViewStrides::contiguous(const std::string& node, const std::vector<int64_t>
   return is_contiguous(shape, strides(node, shape));
 }
 
+// Elementwise targets (their results follow their operands' layout).
+bool is_elementwise(const std::string& target) {
+  if (target == "cast" || target == "gelu" || target == "silu") return true;
+  Expected<ElementwiseFn> fn = parse_elementwise_fn(target);
+  return fn && fn_info(*fn).torch != TorchForm::None;
+}
+
+// Dense strides of `shape` with its dims laid out in the order of `like`'s strides (largest first;
+// ties keep dim order): what TensorIterator allocates for a result.
+std::vector<int64_t> dense_like(const std::vector<int64_t>& shape, const std::vector<int64_t>& like) {
+  std::vector<size_t> order(shape.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return like[a] > like[b]; });
+  std::vector<int64_t> out(shape.size(), 1);
+  int64_t stride = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    out[order[k]] = stride;
+    stride *= shape[order[k]];
+  }
+  return out;
+}
+
 void ViewStrides::record(const std::string& node, const std::vector<int64_t>& out_shape, const std::string& target,
-                         const Attrs& attrs, const std::string& input, const std::vector<int64_t>& in_shape) {
-  const std::vector<int64_t> in = strides(input, in_shape);
+                         const Attrs& attrs, const std::vector<Operand>& inputs) {
+  if (is_elementwise(target)) {
+    // The first operand of the output's shape without stretched (stride 0) dims decides.
+    for (const Operand& o : inputs) {
+      if (o.shape != out_shape) continue;
+      const std::vector<int64_t> s = strides(o.node, o.shape);
+      bool overlapping = false;
+      for (size_t d = 0; d < s.size(); ++d) overlapping = overlapping || (s[d] == 0 && o.shape[d] > 1);
+      if (overlapping) continue;
+      std::vector<int64_t> out = dense_like(out_shape, s);
+      if (!is_contiguous(out_shape, out)) strides_[node] = std::move(out);
+      return;
+    }
+    return;
+  }
+  if (inputs.size() != 1) return;
+  const std::vector<int64_t>& in_shape = inputs[0].shape;
+  const std::vector<int64_t> in = strides(inputs[0].node, in_shape);
   const int64_t rank = static_cast<int64_t>(in_shape.size());
   auto normalized = [](int64_t d, int64_t r) { return d < 0 ? d + r : d; };
   std::optional<std::vector<int64_t>> out;
