@@ -24,7 +24,6 @@ import argparse
 import ast
 import concurrent.futures
 import json
-import math
 import os
 import subprocess
 import sys
@@ -74,7 +73,7 @@ def read_corpus(args):
     return corpus
 
 
-def run_tessera(args, name, program, io_path):
+def run_tessera(args, program, io_path):
     """`tessera run --target sim --save-io`: (exit code, output text)."""
     cmd = [args.tessera, "run", "--target", "sim", "--seed", "0", "--save-io", io_path, "-c", program]
     try:
@@ -161,7 +160,7 @@ class ProgramParameters:
 
 
 def run_pytorch(torch, program, st):
-    """Runs `program` with the file's inputs and parameters; returns (outputs, inputs, parameters)."""
+    """Runs `program` with the file's inputs and parameters; returns its outputs (a flat list of tensors)."""
     tree = ast.parse(program)
     if not tree.body or not isinstance(tree.body[-1], ast.Expr):
         raise ValueError("the program's last statement is not an expression")
@@ -196,7 +195,7 @@ def reduction_bound(st):
 def tessera_phase(args, entry, work_dir):
     """Runs the program in Tessera (in a worker thread): (exit code, text, io path)."""
     io_path = os.path.join(work_dir, entry["name"] + ".safetensors")
-    rc, text = run_tessera(args, entry["name"], entry["program"], io_path)
+    rc, text = run_tessera(args, entry["program"], io_path)
     return rc, text, io_path
 
 
@@ -252,6 +251,10 @@ def main(argv):
     except (OSError, ValueError, subprocess.CalledProcessError) as e:
         print(f"pytorch_oracle: cannot read the corpus: {e}", file=sys.stderr)
         return 2
+    stale = sorted(set(EXCLUDED) - {p["name"] for p in corpus})
+    if stale:
+        print(f"pytorch_oracle: EXCLUDED names programs the corpus does not have: {', '.join(stale)}", file=sys.stderr)
+        return 2
     if args.programs:
         wanted = [n for n in args.programs.split(",") if n]
         unknown = sorted(set(wanted) - {p["name"] for p in corpus})
@@ -259,10 +262,6 @@ def main(argv):
             print(f"pytorch_oracle: no corpus program named {', '.join(unknown)}", file=sys.stderr)
             return 2
         corpus = [p for p in corpus if p["name"] in set(wanted)]
-    stale = sorted(set(EXCLUDED) - {p["name"] for p in read_corpus(args)})
-    if stale:
-        print(f"pytorch_oracle: EXCLUDED names programs the corpus does not have: {', '.join(stale)}", file=sys.stderr)
-        return 2
 
     with tempfile.TemporaryDirectory(prefix="tessera-oracle-") as tmp:
         work_dir = args.keep_dir or tmp
