@@ -125,7 +125,9 @@ Expected<std::vector<OutputCheck>> check_outputs(const Graph& g, const ValueMap&
     OutputCheck c;
     c.name = name;
     const Node* node = g.find(name);
-    c.rtol = rtol > 0 ? rtol : default_output_rtol(node ? node->type.dtype : DType::F32);
+    const DType dtype = node ? node->type.dtype : DType::F32;
+    // Integer and bool outputs are compared exactly, whatever --rtol says (rtol 0 prints "exact").
+    c.rtol = !dtype_is_float(dtype) ? 0.0 : rtol > 0 ? rtol : default_output_rtol(dtype);
     if (!expected.count(name) || !actual.count(name)) {
       c.missing_from = !expected.count(name) ? "reference" : "target run";
       checks.push_back(c);

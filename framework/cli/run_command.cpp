@@ -264,8 +264,9 @@ int run_command(int argc, char** argv, int first) {
       continue;
     }
     out << "  " << c.name << "  max abs err " << format_error(c.max_abs_error) << "  max rel err "
-        << format_error(c.max_rel_error) << "  (" << c.elements << " elements, rtol " << format_error(c.rtol)
-        << ")  " << (c.ok ? "ok" : "MISMATCH") << "\n";
+        << format_error(c.max_rel_error) << "  (" << c.elements << " elements, "
+        << (c.rtol == 0 ? std::string("exact") : "rtol " + format_error(c.rtol)) << ")  " << (c.ok ? "ok" : "MISMATCH")
+        << "\n";
   }
   if (vm.count("save-io")) {
     const std::string path = vm["save-io"].as<std::string>();

@@ -141,7 +141,36 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "        x2 = q[..., 8:]\n"
        "        rot = torch.cat((-x2, x1), dim=-1)\n"
        "        return q * 0.5 + rot * 0.25\n"
-       "Block()(torch.randint(0, 50, (2, 7)))"}};
+       "Block()(torch.randint(0, 50, (2, 7)))"},
+      // Fidelity to PyTorch (each checked in PyTorch itself by tests/pytorch_oracle): bool and int32
+      // sums are int64 and exact, integers stay exact past 2^24, torch.full infers its dtype, 0-dim
+      // tensors promote like scalars, rank-0 reductions, norms' float32 default eps and parameters.
+      {"BoolSumIsInt64",
+       "m=torch.ones(2, 3, dtype=torch.bool); m.sum() + m.sum(-1, keepdim=True)"},
+      {"MaskCountsAreExact",
+       "x=torch.randn(7, 33); (x > 0).sum(0) * 3 - (x < 0.5).sum(-1, keepdim=True)"},
+      {"LargeIntegersStayExact",
+       "a=torch.full((2, 3), 16777217, dtype=torch.int64); a + 1 - (a * 2 - 33554434)"},
+      {"Int32SumIsExact",
+       "a=torch.randint(0, 2147483647, (4, 70), dtype=torch.int32); a.sum(-1) + a.sum()"},
+      {"Int32ArithmeticWraps",
+       "a=torch.randint(0, 2147483647, (8, 5), dtype=torch.int32); a * 3 + 5 - a"},
+      {"FullInfersItsDtype",
+       "torch.where(torch.full((2, 3), True), torch.full((2, 3), 7), 0) * 2"},
+      {"ZeroDimTensorPromotesLikeAScalar",
+       "x=torch.randn(3, 4, dtype=torch.float16); s=torch.randn(()); x * s + x"},
+      {"ZeroDimIntKeepsTheTensorsIntType",
+       "a=torch.randint(0, 100, (5,), dtype=torch.int32); b=torch.full((), 7, dtype=torch.int64); a * b + a"},
+      {"RankZeroReductions",
+       "x=torch.randn(()); x.sum(0) + x.sum(-1) + x.max(0)[0] + torch.softmax(x, 0) + x.amin(-1) + x.mean(0)"},
+      {"RmsNormHalfInputDefaultEps",
+       "F.rms_norm(torch.full((2, 8), 0.05, dtype=torch.bfloat16), (8,)) + F.rms_norm(torch.randn(2, 8, dtype=torch.bfloat16), (8,))"},
+      {"RmsNormModuleFloat32WeightOnBFloat16",
+       "nn.RMSNorm(64)(torch.randn(3, 64, dtype=torch.bfloat16))"},
+      {"LayerNormModuleFloat32WeightOnFloat16",
+       "nn.LayerNorm(64)(torch.randn(3, 64, dtype=torch.float16))"},
+      {"ViewAfterContiguous",
+       "x=torch.randn(2, 3, 4); x.transpose(1, 2).contiguous().view(2, -1) + x.transpose(0, 1).view(3, 2, 2, 2).reshape(2, 12)"}};
   return corpus;
 }
 

@@ -497,7 +497,7 @@ TEST_F(TorchExprTest, FunctionalNormsAndLinear) {
       "b = torch.randn(8, dtype=torch.float16); lw = torch.randn(3, 8, dtype=torch.float16)\n"
       "r = F.rms_norm(x, (8,), w); l = F.layer_norm(x, [8], w, b, eps=1e-3); y = F.linear(x, lw)\nr, l, y");
   EXPECT_EQ(g.find("r")->inputs, (std::vector<std::string>{"x", "w"}));
-  EXPECT_EQ(torch_op(g, "r").attrs.get_float("eps", 0), 0.0009765625);  // finfo(float16).eps
+  EXPECT_EQ(torch_op(g, "r").attrs.get_float("eps", 0), 1.1920928955078125e-07);  // float32's, as PyTorch
   EXPECT_EQ(g.find("l")->inputs, (std::vector<std::string>{"x", "w", "b"}));
   EXPECT_EQ(torch_op(g, "l").attrs.get_float("eps", 0), 1e-3);
   EXPECT_EQ(g.find("y")->type, tt({2, 3}, DType::F16));

@@ -1,4 +1,5 @@
-// compare_values: max absolute / relative error between two sets of node values.
+// compare_values: max absolute / relative error between two sets of node values (integer and bool
+// tensors: exact, any difference is an infinite relative error).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,6 +34,9 @@ Expected<ValueComparison> compare_values(const ValueMap& expected, const ValueMa
       return make_error("compare_values: '" + id + "' is " + a->second.type.str() + " but " +
                         e->second.type.str() + " was expected")
           .at_node(id);
+    // Integers and bools must match exactly: any difference is an infinite relative error, so no
+    // tolerance passes it (a relative measure would let a large value be off by a few).
+    const bool exact = !dtype_is_float(e->second.type.dtype) || !dtype_is_float(a->second.type.dtype);
     for (size_t i = 0; i < e->second.data.size(); ++i) {
       double ev = e->second.data[i];
       double av = a->second.data[i];
@@ -44,7 +48,7 @@ Expected<ValueComparison> compare_values(const ValueMap& expected, const ValueMa
       } else {
         abs_err = std::fabs(av - ev);
       }
-      double rel_err = abs_err == 0.0 ? 0.0 : abs_err / std::max(std::fabs(ev), rel_floor);
+      double rel_err = abs_err == 0.0 ? 0.0 : exact ? INFINITY : abs_err / std::max(std::fabs(ev), rel_floor);
       c.max_abs_error = std::max(c.max_abs_error, abs_err);
       if (rel_err > c.max_rel_error || c.worst_node.empty()) {
         if (rel_err > c.max_rel_error) c.max_rel_error = rel_err;

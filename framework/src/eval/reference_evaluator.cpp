@@ -258,7 +258,17 @@ Expected<TensorValue> eval_reduction(const OpCall& c) {
   const TensorValue& x = c.operand(0);
   const std::string& t = c.op.target;
   std::vector<bool> reduced(static_cast<size_t>(x.rank()), false);
-  if (t == "argmax" || t == "argmin") {
+  if (x.rank() == 0) {
+    // A 0-d tensor reduces over "dim 0" (0 or -1, as PyTorch allows) to itself.
+    std::vector<int64_t> dims;
+    if (t == "argmax" || t == "argmin") {
+      TESSERA_ASSIGN_OR_RETURN(int64_t d, c.int_attr("dim"));
+      dims.push_back(d);
+    } else {
+      TESSERA_ASSIGN_OR_RETURN(dims, c.ints_attr("dim"));
+    }
+    for (int64_t d : dims) TESSERA_TRY(c.dim_in(d, 1).status());
+  } else if (t == "argmax" || t == "argmin") {
     TESSERA_ASSIGN_OR_RETURN(int64_t d, c.int_attr("dim"));
     TESSERA_ASSIGN_OR_RETURN(int64_t n, c.dim_in(d, x.rank()));
     reduced[static_cast<size_t>(n)] = true;

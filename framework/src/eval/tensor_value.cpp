@@ -77,7 +77,14 @@ double round_to_storage(double v, DType dtype) {
 double conform_to_dtype(double v, DType dtype) {
   switch (dtype) {
     case DType::Bool: return v != 0.0 ? 1.0 : 0.0;
-    case DType::I32:
+    case DType::I32: {
+      // int32 arithmetic wraps around (two's complement), as in PyTorch and CUDA.
+      if (!std::isfinite(v)) return v;
+      const double t = std::trunc(v);
+      if (t >= -2147483648.0 && t < 2147483648.0) return t;
+      return static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(
+          static_cast<int64_t>(std::fmod(t, 4294967296.0))))));
+    }
     case DType::I64: return std::isfinite(v) ? std::trunc(v) : v;
     default: return v;
   }

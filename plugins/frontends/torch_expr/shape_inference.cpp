@@ -142,4 +142,18 @@ DType promote_with_scalar(DType tensor, bool scalar_is_float, bool scalar_is_int
   return scalar_category == 2 ? default_float : DType::I64;
 }
 
+void TensorResultType::add(const TensorType& t) {
+  std::optional<DType>& slot = t.rank() == 0 ? zero_dim_ : dimensioned_;
+  slot = slot ? promote_types(*slot, t.dtype) : t.dtype;
+}
+
+std::optional<DType> TensorResultType::result() const {
+  if (!dimensioned_ || !zero_dim_) return dimensioned_ ? dimensioned_ : zero_dim_;
+  // c10's combine_categories(higher = dimensioned, lower = 0-dim).
+  const DType higher = *dimensioned_, lower = *zero_dim_;
+  if (dtype_is_float(higher)) return higher;
+  if (higher == DType::Bool || dtype_is_float(lower)) return promote_types(higher, lower);
+  return higher;
+}
+
 }  // namespace tessera::torch_expr

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tessera/ir/type.h"
@@ -35,5 +36,19 @@ DType promote_types(DType a, DType b);
 // Promotion of a tensor with a Python scalar: the tensor's dtype unless the scalar is of a higher
 // category (a float scalar with an integer tensor gives `default_float`).
 DType promote_with_scalar(DType tensor, bool scalar_is_float, bool scalar_is_int, DType default_float);
+
+// PyTorch's result_type over tensor operands: dimensioned tensors decide the dtype; 0-dim tensors
+// (like Python scalars) only when they are of a higher category (bool < integer < floating), so
+// `randn(3, dtype=float16) + randn(())` is float16 and `ones(3, dtype=int32) + ones((), dtype=int64)`
+// int32, while `ones(3, dtype=int64) + randn(())` is float32.
+class TensorResultType {
+ public:
+  void add(const TensorType& t);
+  // The promoted dtype of everything added; nullopt when nothing was.
+  std::optional<DType> result() const;
+
+ private:
+  std::optional<DType> dimensioned_, zero_dim_;
+};
 
 }  // namespace tessera::torch_expr

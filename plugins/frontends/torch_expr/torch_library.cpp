@@ -19,14 +19,9 @@ const std::map<std::string, DType>& torch_dtypes() {
   return dtypes;
 }
 
-// torch.finfo(dtype).eps: what F.rms_norm uses when eps is None.
-double finfo_eps(DType t) {
-  switch (t) {
-    case DType::F16: return 0.0009765625;
-    case DType::BF16: return 0.0078125;
-    default: return 1.1920928955078125e-07;
-  }
-}
+// What F.rms_norm / nn.RMSNorm use when eps is None: the epsilon of the type PyTorch computes in
+// (its "opmath" type), float32 for every input dtype Tessera has, also f16 and bf16.
+constexpr double kRmsNormDefaultEps = 1.1920928955078125e-07;  // torch.finfo(torch.float32).eps
 
 std::string ints_str(const std::vector<int64_t>& v) {
   Shape s(v.begin(), v.end());
@@ -311,9 +306,10 @@ void TorchLibrary::register_reductions_and_layout() {
     return reshape(x, shape, a.site());
   }});
   for (std::string name : {"reshape", "view"}) {
-    methods_.emplace(name, MethodEntry{CallSignature("*shape"), [this](const std::string& self, const BoundArguments& a)
+    methods_.emplace(name, MethodEntry{CallSignature("*shape"), [this, name](const std::string& self, const BoundArguments& a)
                                                                     -> Expected<TracedValue> {
                                          TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> shape, a.sizes("shape"));
+                                         if (name == "view") TESSERA_TRY(require_viewable(self, shape, a.site()));
                                          return reshape(self, shape, a.site());
                                        }});
   }
@@ -589,8 +585,9 @@ Expected<TracedValue> TorchLibrary::call_module(BuiltinModule& m, const std::vec
   static const CallSignature forward("input");
   TESSERA_ASSIGN_OR_RETURN(BoundArguments a, forward.bind(args, s, builder_.source()));
   TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
-  // An embedding's input is integer ids: its table takes the default float dtype instead.
-  DType dtype = m.dtype.value_or(m.kind == "Embedding" ? builder_.default_dtype() : type(x).dtype);
+  // Parameters are created in the default float dtype (float32) unless the constructor's dtype=
+  // says otherwise, whatever the input's dtype: PyTorch does not convert a module to its input.
+  DType dtype = m.dtype.value_or(builder_.default_dtype());
   TESSERA_TRY(create_parameters(m, dtype, s));
   auto param = [&](const std::string& name) -> std::optional<std::string> {
     auto it = m.param_nodes.find(name);
@@ -695,7 +692,13 @@ Status TorchLibrary::require_float(const std::string& x, const CallSite& site) c
 }
 
 Expected<TracedValue> TorchLibrary::emit(TorchNodeSpec spec, const CallSite& site) {
+  const std::string target = spec.target;
+  const std::vector<std::string> inputs = spec.inputs;
+  const Attrs attrs = spec.attrs;
   TESSERA_ASSIGN_OR_RETURN(std::string id, builder_.add_torch_op(std::move(spec), site.name_hint, site.span));
+  std::vector<ViewStrides::Operand> operands;
+  for (const std::string& in : inputs) operands.push_back({in, shape_ints(type(in).shape)});
+  views_.record(id, shape_ints(type(id).shape), target, attrs, operands);
   return TracedValue(TensorValue{id});
 }
 
@@ -713,6 +716,12 @@ Expected<TracedValue> TorchLibrary::make_input(const std::string& init, const Bo
       return a.error("size", site.callee + "(): sizes must be positive, got " + ints_str(sizes));
   TESSERA_ASSIGN_OR_RETURN(std::optional<DType> dtype, a.optional_dtype("dtype"));
   DType dt = dtype.value_or(builder_.default_dtype());
+  // torch.full without dtype= takes it from the fill value: bool, int64 for an int, else the default.
+  if (init == "full" && !dtype) {
+    const TracedValue& fill_value = a.value("fill_value");
+    if (fill_value.is<bool>()) dt = DType::Bool;
+    else if (fill_value.is<int64_t>()) dt = DType::I64;
+  }
   if ((init == "randn" || init == "rand") && !dtype_is_float(dt))
     return a.error("dtype", site.callee + "() needs a floating-point dtype, got " + std::string(dtype_name(dt)));
   // Placement is Tessera's decision, so device= is accepted and ignored, as is requires_grad=.
@@ -726,6 +735,7 @@ Expected<TracedValue> TorchLibrary::make_input(const std::string& init, const Bo
     const TracedValue& v = a.value("fill_value");
     if (!v.is_number()) return a.error("fill_value", "argument 'fill_value' of torch.full() must be a number, got " +
                                                          describe_value(v));
+    TESSERA_TRY(require_exact_integer(v, site));
     fill = v.number();
   }
   Shape shape(sizes.begin(), sizes.end());
@@ -735,6 +745,7 @@ Expected<TracedValue> TorchLibrary::make_input(const std::string& init, const Bo
 
 Expected<TracedValue> TorchLibrary::unary_op(const std::string& target, const std::string& x, const CallSite& site,
                                              Attrs attrs) {
+  TESSERA_TRY(reject_like_pytorch(target, {TracedValue(TensorValue{x})}, site));
   TensorType out = type(x);
   if (produces_float(target) && !dtype_is_float(out.dtype)) out.dtype = builder_.default_dtype();
   return emit(TorchNodeSpec{target, {x}, {}, std::move(attrs), out}, site);
@@ -751,6 +762,8 @@ Expected<TracedValue> TorchLibrary::elementwise(const std::string& target, const
   if (!lt && !lhs.is_number()) return bad_operand(lhs);
   if (!rt && !rhs.is_number()) return bad_operand(rhs);
   if (!lt && !rt) return builder_.error(site.span, site.callee + ": expected at least one tensor operand");
+  TESSERA_TRY(reject_like_pytorch(target, {lhs, rhs}, site));
+  TESSERA_TRY(require_exact_integer(lt ? rhs : lhs, site));
 
   TorchNodeSpec spec;
   spec.target = target;
@@ -760,7 +773,10 @@ Expected<TracedValue> TorchLibrary::elementwise(const std::string& target, const
     Expected<Shape> shape = broadcast_shapes(a.shape, b.shape);
     if (!shape) return located(site, shape.error());
     spec.inputs = {lt->node, rt->node};
-    spec.type = TensorType{*shape, promote_types(a.dtype, b.dtype)};
+    TensorResultType result;
+    result.add(a);
+    result.add(b);
+    spec.type = TensorType{*shape, *result.result()};
   } else {
     const std::string& node = lt ? lt->node : rt->node;
     const TracedValue& scalar = lt ? rhs : lhs;
@@ -878,12 +894,14 @@ Expected<TracedValue> TorchLibrary::norm(const std::string& target, const std::s
     if (shape_ints(p.shape) != shape)
       return builder_.error(site.span, site.callee + ": " + name + " of shape " + shape_str(p.shape) +
                                            " does not match normalized_shape " + ints_str(shape));
-    if (p.dtype != t.dtype)
-      return builder_.error(site.span, site.callee + ": " + name + " is " + std::string(dtype_name(p.dtype)) +
-                                           " but the input is " + std::string(dtype_name(t.dtype)));
+    // A weight or bias of another floating dtype is allowed (nn.RMSNorm's float32 weight on a bfloat16
+    // input): PyTorch computes in float32 and the result has the input's dtype.
+    if (!dtype_is_float(p.dtype))
+      return builder_.error(site.span, site.callee + ": " + name + " must be floating point, got " +
+                                           std::string(dtype_name(p.dtype)));
     inputs.push_back(*param);
   }
-  double e = eps.value_or(finfo_eps(t.dtype));  // rms_norm's eps=None means finfo(dtype).eps
+  double e = eps.value_or(kRmsNormDefaultEps);
   if (!(e >= 0)) return builder_.error(site.span, site.callee + ": eps must be non-negative");
   Attrs attrs;
   attrs.set("normalized_shape", shape);
@@ -902,9 +920,12 @@ Expected<TracedValue> TorchLibrary::linear(const std::string& x, const std::stri
     return builder_.error(site.span, site.callee + ": input of shape " + shape_str(tx.shape) +
                                          " does not match weight of shape " + shape_str(tw.shape) + " (expected " +
                                          std::to_string(tw.dim(1)) + " input features)");
+  // PyTorch's matmul refuses mixed dtypes; nn.Linear's parameters are float32 unless created with
+  // dtype=, so a float16 input needs nn.Linear(..., dtype=torch.float16).
   if (tx.dtype != tw.dtype)
-    return builder_.error(site.span, site.callee + ": weight is " + std::string(dtype_name(tw.dtype)) +
-                                         " but the input is " + std::string(dtype_name(tx.dtype)));
+    return builder_.error(site.span, site.callee + ": mat1 and mat2 must have the same dtype, but got " +
+                                         std::string(dtype_name(tx.dtype)) + " (input) and " +
+                                         std::string(dtype_name(tw.dtype)) + " (weight)");
   std::vector<std::string> inputs = {x, weight};
   if (bias) {
     const TensorType& tb = type(*bias);
@@ -991,8 +1012,10 @@ Expected<TracedValue> TorchLibrary::binary_tensors(const std::string& target, co
                                                    const std::string& b, const CallSite& site) {
   Expected<Shape> shape = broadcast_shapes(type(a).shape, type(b).shape);
   if (!shape) return located(site, shape.error());
-  return emit(TorchNodeSpec{target, {a, b}, {}, {}, TensorType{*shape, promote_types(type(a).dtype, type(b).dtype)}},
-              site);
+  TensorResultType result;
+  result.add(type(a));
+  result.add(type(b));
+  return emit(TorchNodeSpec{target, {a, b}, {}, {}, TensorType{*shape, *result.result()}}, site);
 }
 
 Expected<TracedValue> TorchLibrary::where(const std::string& condition, const TracedValue& input,
@@ -1004,7 +1027,7 @@ Expected<TracedValue> TorchLibrary::where(const std::string& condition, const Tr
   spec.target = "where";
   spec.inputs = {condition};
   Shape shape = type(condition).shape;
-  std::optional<DType> tensor_dtype;
+  TensorResultType tensors;
   const TracedValue* scalar = nullptr;
   int64_t position = 1;
   for (const TracedValue* v : {&input, &other}) {
@@ -1012,7 +1035,7 @@ Expected<TracedValue> TorchLibrary::where(const std::string& condition, const Tr
       Expected<Shape> s = broadcast_shapes(shape, type(t->node).shape);
       if (!s) return located(site, s.error());
       shape = *s;
-      tensor_dtype = tensor_dtype ? promote_types(*tensor_dtype, type(t->node).dtype) : type(t->node).dtype;
+      tensors.add(type(t->node));
       spec.inputs.push_back(t->node);
     } else if (v->is_number()) {
       spec.scalar_args.push_back({position, v->number()});
@@ -1023,6 +1046,7 @@ Expected<TracedValue> TorchLibrary::where(const std::string& condition, const Tr
     }
     ++position;
   }
+  const std::optional<DType> tensor_dtype = tensors.result();
   DType dtype;
   if (!tensor_dtype) {
     dtype = input.is<double>() || other.is<double>() ? builder_.default_dtype()
@@ -1132,6 +1156,55 @@ Expected<TracedValue> TorchLibrary::attention(const std::string& q, const std::s
   out.back() = tv.shape.back();
   return emit(TorchNodeSpec{"scaled_dot_product_attention", {q, k, v}, {}, std::move(attrs), TensorType{out, tq.dtype}},
               site);
+}
+
+// ---- operand types PyTorch refuses ----------------------------------------------------------
+
+Status TorchLibrary::require_exact_integer(const TracedValue& v, const CallSite& site) const {
+  const auto* i = v.as<int64_t>();
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (!i || (*i <= kExact && *i >= -kExact)) return Status::ok();
+  return builder_.error(site.span, site.callee + ": the integer " + std::to_string(*i) +
+                                       " is beyond 2^53: Tessera computes integers exactly only up to 2^53");
+}
+
+Status TorchLibrary::reject_like_pytorch(const std::string& target, const std::vector<TracedValue>& operands,
+                                         const CallSite& site) const {
+  // The dtype an operand takes part as: a tensor's own; a Python scalar's bool / int64 / float.
+  auto dtype_of = [&](const TracedValue& v) -> std::optional<DType> {
+    if (const auto* t = v.as<TensorValue>()) return type(t->node).dtype;
+    if (v.is<bool>()) return DType::Bool;
+    if (v.is<int64_t>()) return DType::I64;
+    if (v.is<double>()) return DType::F32;
+    return std::nullopt;
+  };
+  auto fail = [&](const std::string& message) { return builder_.error(site.span, site.callee + ": " + message); };
+  if ((target == "silu" || target == "gelu") && !operands.empty()) {
+    const DType t = *dtype_of(operands[0]);
+    if (!dtype_is_float(t))
+      return fail(target + " is not implemented for " + std::string(dtype_name(t)) +
+                  " tensors (PyTorch: \"" + (target == "silu" ? "silu_cpu" : "GeluKernelImpl") +
+                  "\" not implemented); it needs a floating-point input");
+  }
+  if (target == "neg" && !operands.empty() && dtype_of(operands[0]) == DType::Bool)
+    return fail("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+                "mask, use the `~` or `logical_not()` operator instead.");
+  if (target == "sub" && operands.size() == 2) {
+    const bool a = dtype_of(operands[0]) == DType::Bool, b = dtype_of(operands[1]) == DType::Bool;
+    if (a && b)
+      return fail("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                  "`logical_xor()` operator instead.");
+    if (a || b)
+      return fail("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert "
+                  "a mask, use the `~` or `logical_not()` operator instead.");
+  }
+  // An integer (or bool) tensor to a negative Python int power; a tensor exponent is not checked.
+  if (target == "pow" && operands.size() == 2 && operands[0].is<TensorValue>() &&
+      !dtype_is_float(*dtype_of(operands[0]))) {
+    const auto* exponent = operands[1].as<int64_t>();
+    if (exponent && *exponent < 0) return fail("Integers to negative integer powers are not allowed.");
+  }
+  return Status::ok();
 }
 
 }  // namespace tessera::torch_expr

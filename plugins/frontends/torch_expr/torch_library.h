@@ -26,6 +26,7 @@
 #include "call_signature.h"
 #include "graph_builder.h"
 #include "traced_value.h"
+#include "view_strides.h"
 
 namespace tessera::torch_expr {
 
@@ -156,6 +157,18 @@ class TorchLibrary {
   Expected<TracedValue> attention(const std::string& q, const std::string& k, const std::string& v, bool is_causal,
                                   std::optional<double> scale, bool enable_gqa, const CallSite& site);
 
+  // Strides (view_strides.h): x.view(shape) is refused where PyTorch refuses it; x.contiguous() of a
+  // non-contiguous view is a copy (a reshape to its own shape).
+  Status require_viewable(const std::string& x, const std::vector<int64_t>& shape, const CallSite& site) const;
+  Expected<TracedValue> contiguous(const std::string& x, const CallSite& site);
+
+  // The operand dtypes PyTorch refuses for `target` (silu/gelu of integers, neg and sub of bool,
+  // integer ** negative int), refused with PyTorch's message, located at the call.
+  Status reject_like_pytorch(const std::string& target, const std::vector<TracedValue>& operands,
+                             const CallSite& site) const;
+  // Integers are exact to 2^53 (values are doubles in the evaluators): a larger Python int is refused.
+  Status require_exact_integer(const TracedValue& v, const CallSite& site) const;
+
   // Module parameters: specs by kind, and their creation (with a unique path) on the first call.
   std::vector<ParameterSpec> parameter_specs(const BuiltinModule& m) const;
   Status create_parameters(BuiltinModule& m, DType dtype, const CallSite& site);
@@ -165,6 +178,7 @@ class TorchLibrary {
   const TensorType& type(const std::string& node) const { return builder_.type_of(node); }
 
   GraphBuilder& builder_;
+  ViewStrides views_;  // the strides of the view nodes, for .view() and .contiguous()
   std::map<std::string, FunctionEntry> functions_;  // qualified: "torch.matmul"
   std::map<std::string, MethodEntry> methods_;      // tensor methods: "mean"
   std::map<std::string, ModuleEntry> modules_;      // qualified: "torch.nn.Linear"

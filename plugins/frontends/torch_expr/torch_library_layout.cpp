@@ -66,8 +66,8 @@ void TorchLibrary::register_layout() {
   }});
   methods_.emplace("t", MethodEntry{CallSignature(""), do_t});
   methods_.emplace("contiguous", MethodEntry{CallSignature("memory_format=None"),
-                                             [](const std::string& self, const BoundArguments&) -> Expected<TracedValue> {
-                                               return TracedValue(TensorValue{self});
+                                             [this](const std::string& self, const BoundArguments& a) -> Expected<TracedValue> {
+                                               return contiguous(self, a.site());
                                              }});
 
   auto do_flatten = [this](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
@@ -422,6 +422,29 @@ Expected<TracedValue> TorchLibrary::index_tensor(const std::string& node, const 
   }
   if (needs_reshape) return reshape(current, final_shape, site);
   return TracedValue(TensorValue{current});
+}
+
+// ---- strides: view and contiguous ------------------------------------------------------------
+
+Status TorchLibrary::require_viewable(const std::string& x, const std::vector<int64_t>& shape,
+                                      const CallSite& site) const {
+  const TensorType& t = type(x);
+  Expected<Shape> out = reshape_shape(t.shape, shape);
+  if (!out) return Status::ok();  // reshape() reports the size mismatch
+  if (view_strides(dims_of(t.shape), views_.strides(x, dims_of(t.shape)), dims_of(*out))) return Status::ok();
+  return builder_.error(site.span, site.callee + ": view size is not compatible with input tensor's size and stride "
+                                                 "(at least one dimension spans across two contiguous subspaces). "
+                                                 "Use .reshape(...) instead.");
+}
+
+Expected<TracedValue> TorchLibrary::contiguous(const std::string& x, const CallSite& site) {
+  const TensorType& t = type(x);
+  if (views_.contiguous(x, dims_of(t.shape))) return TracedValue(TensorValue{x});
+  Attrs attrs;
+  attrs.set("shape", dims_of(t.shape));
+  TESSERA_ASSIGN_OR_RETURN(TracedValue copy, emit(TorchNodeSpec{"reshape", {x}, {}, std::move(attrs), t}, site));
+  views_.make_contiguous(copy.as<TensorValue>()->node);
+  return copy;
 }
 
 }  // namespace tessera::torch_expr

@@ -4,10 +4,12 @@
 // Rewrites, per torch node (in graph order; op semantics from docs/torch-ops.md):
 //   - the elementwise functions with a torch form in tessera/ir/elementwise_fn.h (math,
 //     comparisons, where) and cast -> one Elementwise whose tensor operands are first broadcast to
-//     the output shape by IndexMaps (`bias_bc = bias[j]`); scalars become literal arguments; cast
-//     is the `identity` fn (the node's dtype does the conversion);
-//   - sum / mean / amax / amin over dims -> one Reduce per dim (mean multiplies by the literal 1/n);
-//     argmax / argmin -> max, eq, a coordinate-valued IndexMap, where, min (first hit wins);
+//     the output shape by IndexMaps (`bias_bc = bias[j]`); scalars become literal arguments
+//     (integer literals in integer arithmetic, so they stay exact); cast is the `identity` fn (the
+//     node's dtype does the conversion);
+//   - sum / mean / amax / amin over dims -> one Reduce per dim (mean multiplies by the literal 1/n;
+//     a bool / int32 sum first converts to int64); argmax / argmin -> max, eq, a coordinate-valued
+//     IndexMap, where, min (first hit wins); a 0-d input reduces to itself (argmax to 0);
 //   - layout ops (reshape, transpose, permute, unsqueeze, expand, slice) -> one IndexMap over the
 //     output coordinates; cat -> one IndexMap with a source per operand selected by predicates;
 //   - matmul -> broadcast both operands into (batch.., M, K, N), multiply, sum over K (keepdim),
@@ -141,9 +143,15 @@ class Decomposer {
     auto op = std::make_unique<ElementwiseOp>();
     op->fn = fn;
     std::vector<std::string> inputs;
+    // A whole-number scalar in integer arithmetic (every tensor operand and the result integer or
+    // bool) is an integer literal, so that it is exact (an f32 literal is not beyond 2^24).
+    bool integer_math = !dtype_is_float(dtype);
+    for (const Operand& o : operands)
+      if (!o.node.empty() && dtype_is_float(type(o.node).dtype)) integer_math = false;
     for (const Operand& o : operands) {
       if (o.node.empty()) {
-        op->args.push_back(Expr::float_(o.scalar));
+        const bool whole = std::isfinite(o.scalar) && std::trunc(o.scalar) == o.scalar && std::fabs(o.scalar) < 0x1p63;
+        op->args.push_back(integer_math && whole ? Expr::int_(static_cast<int64_t>(o.scalar)) : Expr::float_(o.scalar));
         continue;
       }
       std::string b = broadcast(o.node, shape);
@@ -205,9 +213,11 @@ class Decomposer {
     return dims;
   }
 
+  // A 0-d tensor has one "dim", 0 or -1 (as in PyTorch).
   Expected<int64_t> normalize_dim(int64_t dim, int64_t rank) const {
-    int64_t d = dim < 0 ? dim + rank : dim;
-    if (d < 0 || d >= std::max<int64_t>(rank, 1)) return error("dim " + std::to_string(dim) + " is out of range");
+    const int64_t r = std::max<int64_t>(rank, 1);
+    int64_t d = dim < 0 ? dim + r : dim;
+    if (d < 0 || d >= r) return error("dim " + std::to_string(dim) + " is out of range");
     return d;
   }
 
@@ -298,6 +308,12 @@ class Decomposer {
       TESSERA_ASSIGN_OR_RETURN(int64_t n, normalize_dim(d, t.rank()));
       dims.push_back(n);
     }
+    // sum of bool / int32 is int64 (docs/torch-ops.md): convert first, so the Reduce accumulates in
+    // int64 (a bool accumulator would saturate at 1).
+    if (t.dtype != out_.dtype) {
+      x = elementwise(id_ + "_wide", "identity", {Operand::tensor(x)}, t.shape, out_.dtype);
+      if (t.rank() == 0) return x;
+    }
     if (t.rank() == 0) return identity();
     bool keepdim = op_.attrs.get_bool("keepdim", false);
     const std::string& target = op_.target;
@@ -313,8 +329,13 @@ class Decomposer {
   Expected<std::string> arg_reduction() {
     TESSERA_ASSIGN_OR_RETURN(std::string x, input(0));
     const TensorType& t = type(x);
-    if (t.rank() == 0) return error("a 0-d tensor has no dim to reduce");
     TESSERA_ASSIGN_OR_RETURN(int64_t d, normalize_dim(op_.attrs.get_int("dim", 0), t.rank()));
+    if (t.rank() == 0) {
+      // The index of the only element: 0 (as an elementwise op of x, so that the node reads it).
+      std::string any = elementwise(id_ + "_any", "eq", {Operand::tensor(x), Operand::tensor(x)}, t.shape, DType::Bool);
+      return elementwise(id_ + "_zero", "where", {Operand::tensor(any), Operand::literal(0.0), Operand::literal(0.0)},
+                         t.shape, DType::I64);
+    }
     bool keepdim = op_.attrs.get_bool("keepdim", false);
     std::string fn = op_.target == "argmax" ? "max" : "min";
     std::string best = reduce(id_ + "_" + fn, fn, x, d, true);
@@ -582,7 +603,11 @@ class Decomposer {
   Expected<std::string> softmax() {
     TESSERA_ASSIGN_OR_RETURN(std::string x, input(0));
     TESSERA_ASSIGN_OR_RETURN(int64_t d, normalize_dim(op_.attrs.get_int("dim", -1), type(x).rank()));
-    if (type(x).rank() == 0) return error("softmax of a 0-d tensor is not supported");
+    if (type(x).rank() == 0) {
+      // One element: e^(x - x) / e^(x - x), 1 (NaN for a non-finite x, as in PyTorch).
+      std::string e = ew("exp", "exp", {Operand::tensor(ew("sub", "sub", {Operand::tensor(x), Operand::tensor(x)}))});
+      return ew("div", "div", {Operand::tensor(e), Operand::tensor(e)});
+    }
     std::string m = reduce(id_ + "_max", "max", x, d, true);
     std::string shifted = ew("sub", "sub", {Operand::tensor(x), Operand::tensor(m)});
     std::string e = ew("exp", "exp", {Operand::tensor(shifted)});
@@ -668,9 +693,12 @@ class Decomposer {
     Node* torch = g_.find(id_);
     Node* last = g_.find(value);
     if (!created_.empty() && value == created_.back() && !g_.has_users(value)) {
+      // An Elementwise result converts to the op's dtype (a bfloat16 rms_norm with a float32 weight
+      // multiplies in f32 and rounds to bfloat16 once).
+      const bool converts = last->op_as<ElementwiseOp>() != nullptr && last->type.shape == out_.shape;
       torch->op = std::move(last->op);
       torch->inputs = last->inputs;
-      torch->type = last->type;
+      torch->type = converts ? out_ : last->type;
       return g_.erase(value);
     }
     auto op = std::make_unique<IndexMapOp>();

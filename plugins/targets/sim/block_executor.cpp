@@ -1,5 +1,6 @@
-// BlockExecutor and launch_kernel (see block_executor.h). Values are float: every computed value
-// is rounded with static_cast<float>; integer index arithmetic is exact (floor division/modulo).
+// BlockExecutor and launch_kernel (see block_executor.h). Float values are float: every computed
+// float value is rounded with static_cast<float>; integer values (i32, i64, bool) and integer index
+// arithmetic are exact (floor division/modulo), never passed through float.
 #include "block_executor.h"
 
 #include <cmath>
@@ -252,7 +253,9 @@ class BlockExecutor {
       return fail(s, lane, "reads output element " + index_str(g.name, unflatten_index(flat, g.value->type.shape)) +
                                " before any thread writes it");
     const double stored = g.value->data[static_cast<size_t>(flat)];
-    return g.value->type.dtype == DType::F32 ? to_float(stored) : to_float(round_to_storage(stored, g.value->type.dtype));
+    const DType dt = g.value->type.dtype;
+    if (!dtype_is_float(dt)) return conform_to_dtype(stored, dt);  // integers load exactly
+    return dt == DType::F32 ? to_float(stored) : to_float(round_to_storage(stored, dt));
   }
 
   Status store(const SimStmt& s, BufferRef b, const std::vector<const double*>& index, int lane, int64_t extra, double v) {
@@ -357,6 +360,9 @@ class BlockExecutor {
 
   // Float accumulators round every partial result to f32 (integer ones are exact to 2^53).
   double combine(CombineFn op, double acc, double x) const { return to_float(apply_combine_fn(op, acc, x)); }
+  double combine_as(CombineFn op, double acc, double x, DType type) const {
+    return dtype_is_float(type) ? combine(op, acc, x) : conform_to_dtype(apply_combine_fn(op, acc, x), type);
+  }
 
   // buf[t] = op(buf[t], buf[t + s]) for t < s, t + s < n, halving s, a barrier after each step.
   Status run_tree_halve(const SimStmt& s, const Mask& mask) {
@@ -377,7 +383,7 @@ class BlockExecutor {
         std::string err = shared_.read(s.buffer.index, t, l, a);
         if (err.empty()) err = shared_.read(s.buffer.index, t + stride, l, b);
         if (!err.empty()) return fail(s, l, err + " (step s=" + std::to_string(stride) + ")");
-        partial[static_cast<size_t>(l)] = combine(s.accum, a, b);
+        partial[static_cast<size_t>(l)] = combine_as(s.accum, a, b, shared_.decl(s.buffer.index).dtype);
       }
       for (int l = 0; l < lanes_; ++l) {
         if (!participates(l)) continue;

@@ -1,0 +1,285 @@
+// Fidelity to PyTorch: the dtype rules, values and refusals of the torch_expr frontend checked
+// against what PyTorch 2.15 does (each expectation here was read off real PyTorch), and integer
+// exactness through the reference evaluator, the simulator and the output check. The programs
+// whose values matter are also in the differential corpus (tests/support/program_corpus.h), which
+// the PyTorch oracle (tests/pytorch_oracle) runs in PyTorch itself.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/src/eval/safetensors_file.h"
+#include "support/built_plugins.h"
+#include "support/cli_runner.h"
+#include "tessera/eval/constant_data.h"
+#include "tessera/eval/reference_evaluator.h"
+#include "tessera/frontend/frontend.h"
+#include "tessera/ir/printer.h"
+#include "tessera/plugin/plugin_host.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+using test::run_cli;
+
+class TorchFidelityTest : public test::BuiltPluginsTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(load_error_.empty()) << load_error_;
+    frontend_ = host_->registry().make_frontend("torch_expr");
+    ASSERT_NE(frontend_, nullptr);
+  }
+
+  Expected<Graph> import(const std::string& text) { return frontend_->import(FrontendInput{text, "<-c>"}, {}); }
+
+  Graph trace(const std::string& text) {
+    Expected<Graph> g = import(text);
+    if (!g) {
+      ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
+      return Graph();
+    }
+    return std::move(*g);
+  }
+
+  // The type of the program's (single) output.
+  TensorType output_type(const std::string& text) {
+    Graph g = trace(text);
+    if (g.outputs().size() != 1) {
+      ADD_FAILURE() << text << ": expected one output";
+      return {};
+    }
+    return g.find(g.outputs()[0])->type;
+  }
+
+  // A program PyTorch refuses: the message holds `fragment` and points at line:col.
+  void expect_refused(const std::string& text, const std::string& fragment, int line, int col) {
+    Expected<Graph> g = import(text);
+    if (g) {
+      ADD_FAILURE() << "program traced but PyTorch refuses it:\n" << text << "\n" << print_graph(*g);
+      return;
+    }
+    const Diagnostic& d = g.error();
+    EXPECT_NE(d.message.find(fragment), std::string::npos) << "message: " << d.message << "\nexpected: " << fragment;
+    EXPECT_EQ(d.loc.line, line) << d.render();
+    EXPECT_EQ(d.loc.col, col) << d.render();
+    EXPECT_FALSE(d.source_line.empty()) << d.render();
+  }
+
+  // The reference evaluator's value of the program's output on seed-0 inputs.
+  TensorValue reference_output(const std::string& text) {
+    Graph g = trace(text);
+    Expected<ValueMap> values = evaluate_reference(g, make_inputs(g, 0));
+    if (!values) {
+      ADD_FAILURE() << values.error().render();
+      return {};
+    }
+    return values->at(g.outputs()[0]);
+  }
+
+  std::unique_ptr<Frontend> frontend_;
+};
+
+TensorType tt(Shape shape, DType dtype) { return TensorType{std::move(shape), dtype}; }
+
+// ---- dtype rules ------------------------------------------------------------------------------
+
+TEST_F(TorchFidelityTest, BoolAndInt32SumsAreInt64) {
+  EXPECT_EQ(output_type("torch.ones(2, 3, dtype=torch.bool).sum()"), tt({}, DType::I64));
+  EXPECT_EQ(output_type("torch.ones(2, 3, dtype=torch.int32).sum(-1)"), tt({2}, DType::I64));
+  TensorValue six = reference_output("torch.ones(2, 3, dtype=torch.bool).sum()");
+  ASSERT_EQ(six.data.size(), 1u);
+  EXPECT_EQ(six.data[0], 6.0);
+}
+
+TEST_F(TorchFidelityTest, FullTakesItsDtypeFromTheFillValue) {
+  EXPECT_EQ(output_type("torch.full((2, 3), 7)"), tt({2, 3}, DType::I64));
+  EXPECT_EQ(output_type("torch.full((2, 3), True)"), tt({2, 3}, DType::Bool));
+  EXPECT_EQ(output_type("torch.full((2, 3), 7.0)"), tt({2, 3}, DType::F32));
+  EXPECT_EQ(output_type("torch.full((2, 3), 7, dtype=torch.float16)"), tt({2, 3}, DType::F16));
+}
+
+// PyTorch's result_type: dimensioned tensors > 0-dim tensors > Python scalars, by category.
+TEST_F(TorchFidelityTest, ZeroDimTensorsPromoteLikeScalars) {
+  EXPECT_EQ(output_type("torch.randn(3, 4, dtype=torch.float16) + torch.randn(())"), tt({3, 4}, DType::F16));
+  EXPECT_EQ(output_type("torch.ones(3, dtype=torch.int64) + torch.randn(())"), tt({3}, DType::F32));
+  EXPECT_EQ(output_type("torch.ones(3, dtype=torch.int32) + torch.ones((), dtype=torch.int64)"), tt({3}, DType::I32));
+  EXPECT_EQ(output_type("torch.ones(3, dtype=torch.bool) + torch.ones((), dtype=torch.int64)"), tt({3}, DType::I64));
+  EXPECT_EQ(output_type("torch.ones((), dtype=torch.int32) + torch.ones((), dtype=torch.float16)"), tt({}, DType::F16));
+  EXPECT_EQ(output_type("torch.ones((), dtype=torch.float16) + torch.ones(())"), tt({}, DType::F32));
+  EXPECT_EQ(output_type("torch.ones(3, dtype=torch.bfloat16) + torch.ones((), dtype=torch.float16)"),
+            tt({3}, DType::BF16));
+  EXPECT_EQ(output_type("torch.maximum(torch.ones(3, dtype=torch.float16), torch.ones(()))"), tt({3}, DType::F16));
+  EXPECT_EQ(output_type("torch.where(torch.ones(3, dtype=torch.bool), torch.ones(3, dtype=torch.float16), "
+                        "torch.ones(()))"),
+            tt({3}, DType::F16));
+  // Two dimensioned tensors still promote as before.
+  EXPECT_EQ(output_type("torch.randn(3, dtype=torch.float16) + torch.randn(3)"), tt({3}, DType::F32));
+}
+
+TEST_F(TorchFidelityTest, RankZeroReductions) {
+  EXPECT_EQ(output_type("torch.randn(()).sum(0)"), tt({}, DType::F32));
+  EXPECT_EQ(output_type("torch.randn(()).sum(-1)"), tt({}, DType::F32));
+  EXPECT_EQ(output_type("torch.randn(()).max(0)[0]"), tt({}, DType::F32));
+  EXPECT_EQ(output_type("torch.randn(()).max(0)[1]"), tt({}, DType::I64));
+  EXPECT_EQ(output_type("torch.softmax(torch.randn(()), 0)"), tt({}, DType::F32));
+  EXPECT_EQ(output_type("torch.softmax(torch.randn(()), -1)"), tt({}, DType::F32));
+  TensorValue one = reference_output("torch.softmax(torch.randn(()), -1)");
+  ASSERT_EQ(one.data.size(), 1u);
+  EXPECT_EQ(one.data[0], 1.0);
+}
+
+// ---- norms and module parameters --------------------------------------------------------------
+
+// eps=None is float32's epsilon for every input dtype (PyTorch computes f16/bf16 norms in f32):
+// rms_norm of a constant row is 1.
+TEST_F(TorchFidelityTest, RmsNormDefaultEpsIsFloat32EpsForHalfInputs) {
+  for (const char* dtype : {"bfloat16", "float16", "float32"}) {
+    const std::string program = std::string("F.rms_norm(torch.full((2, 8), 0.05, dtype=torch.") + dtype + "), (8,))";
+    Graph g = trace(program);
+    const Node* n = g.find(g.outputs()[0]);
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->op_as<TorchOp>()->attrs.get_float("eps", 0.0), 1.1920928955078125e-07) << dtype;
+    TensorValue out = reference_output(program);
+    for (double v : out.data) EXPECT_NEAR(v, 1.0, 1e-2) << dtype;
+  }
+}
+
+TEST_F(TorchFidelityTest, ModuleParametersStayFloat32UnlessCreatedWithADtype) {
+  Graph g = trace("nn.RMSNorm(8)(torch.randn(2, 8, dtype=torch.bfloat16))");
+  EXPECT_EQ(g.find("p_weight")->type, tt({8}, DType::F32));
+  EXPECT_EQ(g.find(g.outputs()[0])->type, tt({2, 8}, DType::BF16));  // the input's dtype, as PyTorch
+  Graph ln = trace("nn.LayerNorm(8)(torch.randn(2, 8, dtype=torch.float16))");
+  EXPECT_EQ(ln.find("p_weight")->type, tt({8}, DType::F32));
+  EXPECT_EQ(ln.find(ln.outputs()[0])->type, tt({2, 8}, DType::F16));
+  Graph half = trace("nn.Linear(8, 16, dtype=torch.float16)(torch.randn(2, 8, dtype=torch.float16))");
+  EXPECT_EQ(half.find("p_weight")->type, tt({16, 8}, DType::F16));
+}
+
+// ---- what PyTorch refuses -----------------------------------------------------------------------
+
+TEST_F(TorchFidelityTest, LinearRefusesAnInputOfAnotherDtype) {
+  expect_refused("nn.Linear(8, 16)(torch.randn(2, 8, dtype=torch.float16))",
+                 "mat1 and mat2 must have the same dtype, but got float16 (input) and float32 (weight)", 1, 1);
+  expect_refused("x = torch.randn(2, 8, dtype=torch.bfloat16)\nF.linear(x, torch.randn(16, 8))",
+                 "mat1 and mat2 must have the same dtype", 2, 1);
+}
+
+TEST_F(TorchFidelityTest, SiluAndGeluRefuseIntegerTensors) {
+  expect_refused("ids = torch.randint(0, 5, (4,))\nF.silu(ids)", "silu is not implemented for int64", 2, 1);
+  expect_refused("ids = torch.randint(0, 5, (4,), dtype=torch.int32)\nF.gelu(ids)", "gelu is not implemented for int32",
+                 2, 1);
+  expect_refused("m = torch.ones(4, dtype=torch.bool)\nnn.SiLU()(m)", "silu is not implemented for bool", 2, 1);
+}
+
+TEST_F(TorchFidelityTest, BoolTensorsRefuseMinus) {
+  const std::string m = "m = torch.ones(4, dtype=torch.bool)\n";
+  expect_refused(m + "m - m", "Subtraction, the `-` operator, with two bool tensors is not supported", 2, 1);
+  expect_refused(m + "1 - m", "Subtraction, the `-` operator, with a bool tensor is not supported", 2, 1);
+  expect_refused(m + "torch.sub(m, 1)", "with a bool tensor is not supported", 2, 1);
+  expect_refused(m + "-m", "Negation, the `-` operator, on a bool tensor is not supported", 2, 1);
+  expect_refused(m + "torch.neg(m)", "Negation, the `-` operator, on a bool tensor is not supported", 2, 1);
+  trace("m = torch.ones(4, dtype=torch.bool)\nm + m");  // only minus is refused
+}
+
+TEST_F(TorchFidelityTest, IntegersToNegativeIntegerPowersAreRefused) {
+  expect_refused("a = torch.randint(0, 5, (4,))\na ** -1", "Integers to negative integer powers are not allowed.", 2, 1);
+  expect_refused("a = torch.randint(0, 5, (4,), dtype=torch.int32)\ntorch.pow(a, -2)",
+                 "Integers to negative integer powers are not allowed.", 2, 1);
+  EXPECT_EQ(output_type("a = torch.randint(0, 5, (4,))\na ** -1.0"), tt({4}, DType::F32));
+  EXPECT_EQ(output_type("a = torch.randint(0, 5, (4,))\na ** 2"), tt({4}, DType::I64));
+}
+
+TEST_F(TorchFidelityTest, ViewOfANonContiguousTensorIsRefusedWhereNoViewExists) {
+  expect_refused("x = torch.randn(2, 3, 4)\nx.transpose(1, 2).view(2, -1)",
+                 "view size is not compatible with input tensor's size and stride", 2, 1);
+  expect_refused("x = torch.randn(4, 6)\nx.t().view(24)", "Use .reshape(...) instead", 2, 1);
+  expect_refused("x = torch.randn(4, 6)\nx[:, :3].view(12)", "view size is not compatible", 2, 1);
+  // Views PyTorch makes: splitting a dim, dims that stay contiguous with each other, after contiguous().
+  trace("x = torch.randn(2, 3, 4)\nx.transpose(1, 2).view(2, 4, 3)");
+  trace("x = torch.randn(2, 3, 4)\nx.transpose(1, 2).view(2, 2, 2, 3)");
+  trace("x = torch.randn(2, 3, 4)\nx.transpose(0, 1).view(3, 2, 2, 2)");
+  trace("x = torch.randn(2, 3, 4)\nx.transpose(1, 2).contiguous().view(2, -1)");
+  trace("x = torch.randn(2, 3, 4)\nx.transpose(1, 2).reshape(2, -1)");
+  trace("x = torch.randn(4, 6)\nx[1:3].view(12)");
+  trace("x = torch.randn(4, 6)\nx[:, ::2].view(12)");  // strides (6, 2): still one chunk
+  trace("x = torch.randn(2, 3)\n(x.t() * 2).contiguous().view(6)");
+  // Elementwise results keep the layout of their first operand of the output's shape.
+  expect_refused("x = torch.randn(4, 6)\n(x.t() * 2).view(24)", "view size is not compatible", 2, 1);
+  expect_refused("x = torch.randn(4, 6)\ny = torch.randn(6, 4)\ntorch.exp(x.t() + y).view(24)",
+                 "view size is not compatible", 3, 1);
+  expect_refused("x = torch.randn(4, 6)\n(x.t() + torch.randn(4)).view(24)", "view size is not compatible", 2, 1);
+  trace("x = torch.randn(4, 6)\ny = torch.randn(6, 4)\n(y + x.t()).view(24)");
+  trace("x = torch.randn(4, 6)\nx[:, ::2].exp().view(12)");
+  trace("x = torch.randn(4, 1)\nx.expand(4, 6).exp().view(24)");
+  trace("x = torch.randn(2, 3, 4)\nx.transpose(0, 2).sum(0).view(6)");
+}
+
+// ---- integers are exact end to end ----------------------------------------------------------------
+
+// Values are doubles in the evaluators: integers past 2^53 could not be exact, so they are refused.
+TEST_F(TorchFidelityTest, IntegersBeyondTwoToThe53AreRefused) {
+  expect_refused("torch.full((2,), 1152921504606846976)", "is beyond 2^53", 1, 1);
+  expect_refused("a = torch.randint(0, 5, (4,))\na + 9007199254740993", "is beyond 2^53", 2, 1);
+  trace("a = torch.randint(0, 5, (4,))\na + 9007199254740992");
+}
+
+// int32 arithmetic wraps around, as in PyTorch (2147483647 * 2 == -2).
+TEST_F(TorchFidelityTest, Int32ArithmeticWraps) {
+  TensorValue v = reference_output("torch.full((2,), 2147483647, dtype=torch.int32) * 2 + 1");
+  ASSERT_EQ(v.data.size(), 2u);
+  EXPECT_EQ(v.data[0], -1.0);
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c", "torch.full((2,), 2147483647, dtype=torch.int32) * 2 + 1"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(TorchFidelityTest, IntegerOutputsAreComparedExactly) {
+  TensorType t = tt({2}, DType::I64);
+  ValueMap expected{{"y", TensorValue(t, {16777218.0, 5.0})}};
+  ValueMap off_by_two{{"y", TensorValue(t, {16777216.0, 5.0})}};
+  Expected<ValueComparison> cmp = compare_output(expected, off_by_two, "y");
+  ASSERT_TRUE(cmp);
+  EXPECT_FALSE(cmp->within(default_output_rtol(DType::F32))) << cmp->str();
+  EXPECT_FALSE(cmp->within(1.0)) << "an integer difference must fail every tolerance";
+  ValueMap same{{"y", TensorValue(t, {16777218.0, 5.0})}};
+  EXPECT_TRUE(compare_output(expected, same, "y")->within(0.0));
+}
+
+TEST_F(TorchFidelityTest, LargeIntegersSurviveTheSimulatorExactly) {
+  test::TempDir dir;
+  const std::string io = dir.path() + "/io.safetensors";
+  test::CliResult r = run_cli({"run", "--target", "sim", "--save-io", io, "-c",
+                               "torch.full((2,), 16777217, dtype=torch.int64) + 1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("exact)  ok"), std::string::npos) << r.out;
+  Expected<SafetensorsFile> file = read_safetensors_file(io);
+  ASSERT_TRUE(file) << file.error().render();
+  for (const SafetensorsTensor& t : file->tensors) {
+    if (t.name != "add") continue;
+    ASSERT_EQ(t.dtype, DType::I64);
+    ASSERT_EQ(t.bytes.size(), 16u);
+    int64_t v[2];
+    std::memcpy(v, t.bytes.data(), sizeof v);
+    EXPECT_EQ(v[0], 16777218);
+    EXPECT_EQ(v[1], 16777218);
+    return;
+  }
+  ADD_FAILURE() << "no output 'add' in " << io;
+}
+
+TEST_F(TorchFidelityTest, Int32SumsAndBoolSumsAreExactOnTheSimulator) {
+  for (const char* program : {"torch.randint(0, 2147483647, (300,), dtype=torch.int32).sum()",
+                              "torch.randint(0, 2147483647, (4, 70), dtype=torch.int32).sum(-1)",
+                              "torch.ones(2, 3, dtype=torch.bool).sum()",
+                              "(torch.randn(7, 33) > 0).sum(0)"}) {
+    test::CliResult r = run_cli({"run", "--target", "sim", "-c", program});
+    EXPECT_EQ(r.exit_code, 0) << program << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("exact)  ok"), std::string::npos) << program << "\n" << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace tessera
