@@ -149,10 +149,14 @@ int run_command(int argc, char** argv, int first) {
       ("profile", "re-run the command under Nsight Compute (ncu) when it is on PATH")
       ("time-passes", "print the time spent in each pass (stderr)")
       ("verify-each", "run the IR verifier after every pass");
+  add_model_options(desc, src.model);
   add_global_options(desc, flags);
   auto args = strip_verbosity(argc, argv, first, flags.verbosity);
   po::variables_map vm;
-  if (auto code = parse_command_line(args, desc, {}, vm, "tessera run -c EXPR [--target auto|sim|cuda] [options]")) return *code;
+  if (auto code = parse_command_line(args, desc, model_positional(), vm,
+                                     "tessera run -c EXPR [--target auto|sim|cuda] [options]\n"
+                                     "       tessera run MODEL [--layer N] [--seq-len S | --decode --cache-len C] [options]"))
+    return *code;
 
   for (const char* flag : {"iterations", "graphs", "flush-l2", "json"})
     if (vm.count(flag) && !vm.count("bench")) {
@@ -269,7 +273,8 @@ int run_command(int argc, char** argv, int first) {
   }
   if (vm.count("save-io")) {
     const std::string path = vm["save-io"].as<std::string>();
-    if (Status saved = save_run_io(path, reference_graph, inputs, ran->outputs, src.expr); !saved) {
+    const std::string program = src.model.model.empty() ? src.expr : src.model.frontend_text();
+    if (Status saved = save_run_io(path, reference_graph, inputs, ran->outputs, program); !saved) {
       std::cerr << "error: tessera run --save-io: " << saved.error().render();
       return kExitError;
     }

@@ -79,10 +79,12 @@ class ConfigReader {
   const std::string& file_;
 };
 
-Expected<std::optional<Llama3RopeScaling>> read_rope_scaling(const ConfigReader& r) {
-  if (!r.has("rope_scaling")) return std::optional<Llama3RopeScaling>();
-  const json& s = r["rope_scaling"];
-  if (!s.is_object()) return r.error("rope_scaling", "is " + s.dump() + ", not an object or null");
+// RoPE scaling: `rope_scaling` (transformers 4 configs), or `rope_parameters` (transformers 5,
+// which also holds rope_theta) read by `key`.
+Expected<std::optional<Llama3RopeScaling>> read_rope_scaling(const ConfigReader& r, const std::string& key) {
+  if (!r.has(key)) return std::optional<Llama3RopeScaling>();
+  const json& s = r[key];
+  if (!s.is_object()) return r.error(key, "is " + s.dump() + ", not an object or null");
   std::string type;
   for (const char* key : {"rope_type", "type"})
     if (s.contains(key) && s[key].is_string()) {
@@ -91,13 +93,13 @@ Expected<std::optional<Llama3RopeScaling>> read_rope_scaling(const ConfigReader&
     }
   if (type == "default") return std::optional<Llama3RopeScaling>();
   if (type != "llama3")
-    return r.error("rope_scaling", "rope_type '" + type + "' is not supported (Tessera implements the default RoPE and 'llama3')");
+    return r.error(key, "rope_type '" + type + "' is not supported (Tessera implements the default RoPE and 'llama3')");
   Llama3RopeScaling out;
-  auto number = [&](const char* key, double& field) -> Status {
-    if (!s.contains(key)) return r.error("rope_scaling", std::string("missing '") + key + "'");
-    if (!s[key].is_number() || !(s[key].get<double>() > 0))
-      return r.error("rope_scaling", std::string("'") + key + "' is " + s[key].dump() + ", not a positive number");
-    field = s[key].get<double>();
+  auto number = [&](const char* field_key, double& field) -> Status {
+    if (!s.contains(field_key)) return r.error(key, std::string("missing '") + field_key + "'");
+    if (!s[field_key].is_number() || !(s[field_key].get<double>() > 0))
+      return r.error(key, std::string("'") + field_key + "' is " + s[field_key].dump() + ", not a positive number");
+    field = s[field_key].get<double>();
     return Status::ok();
   };
   TESSERA_TRY(number("factor", out.factor));
@@ -107,7 +109,7 @@ Expected<std::optional<Llama3RopeScaling>> read_rope_scaling(const ConfigReader&
   TESSERA_TRY(number("original_max_position_embeddings", original));
   out.original_max_position_embeddings = static_cast<int64_t>(original);
   if (!(out.high_freq_factor > out.low_freq_factor))
-    return r.error("rope_scaling", "'high_freq_factor' must be larger than 'low_freq_factor'");
+    return r.error(key, "'high_freq_factor' must be larger than 'low_freq_factor'");
   return std::optional<Llama3RopeScaling>(out);
 }
 
@@ -168,7 +170,24 @@ Expected<ModelConfig> parse_model_config(const std::string& text, const std::str
                                               std::to_string(c.num_heads));
   TESSERA_ASSIGN_OR_RETURN(c.rms_norm_eps, r.positive_number("rms_norm_eps", 1e-6));
   TESSERA_ASSIGN_OR_RETURN(c.rope_theta, r.positive_number("rope_theta", 10000.0));
-  TESSERA_ASSIGN_OR_RETURN(c.rope_scaling, read_rope_scaling(r));
+  TESSERA_ASSIGN_OR_RETURN(c.rope_scaling, read_rope_scaling(r, "rope_scaling"));
+  if (r.has("rope_parameters")) {  // transformers 5: theta and scaling in one object
+    const json& p = r["rope_parameters"];
+    if (!p.is_object()) return r.error("rope_parameters", "is " + p.dump() + ", not an object");
+    if (p.contains("rope_theta")) {
+      if (!p["rope_theta"].is_number() || !(p["rope_theta"].get<double>() > 0))
+        return r.error("rope_parameters", "'rope_theta' is " + p["rope_theta"].dump() + ", not a positive number");
+      c.rope_theta = p["rope_theta"].get<double>();
+    }
+    TESSERA_ASSIGN_OR_RETURN(c.rope_scaling, read_rope_scaling(r, "rope_parameters"));
+  }
+  if (r.has("layer_types")) {
+    const json& types = r["layer_types"];
+    if (!types.is_array()) return r.error("layer_types", "is " + types.dump() + ", not a list");
+    for (const json& t : types)
+      if (!t.is_string() || t.get<std::string>() != "full_attention")
+        return r.error("layer_types", "has " + t.dump() + "; Tessera builds \"full_attention\" layers only");
+  }
   TESSERA_ASSIGN_OR_RETURN(c.tie_word_embeddings, r.boolean("tie_word_embeddings", false));
 
   if (r.has("hidden_act") && (!r["hidden_act"].is_string() || r["hidden_act"].get<std::string>() != "silu"))
