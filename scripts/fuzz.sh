@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [--runs N] [--seconds S] [TARGET...]
 #
-# TARGET is one of torch_expr, pipeline_yaml, ir_json, ir_text, safetensors (default: all). Each
+# TARGET is one of torch_expr, pipeline_yaml, ir_json, ir_text, safetensors, hf_config (default: all). Each
 # target runs N executions (default 100000), or stops after S seconds when --seconds is given,
 # starting from its seed corpus (tests/fuzz/corpus/<target>) and its regressions
 # (tests/fuzz/regressions/<target>). New interesting inputs go to build-fuzz/corpus/<target>, not
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 runs=100000
 seconds=""
 targets=()
-all_targets=(torch_expr pipeline_yaml ir_json ir_text safetensors)
+all_targets=(torch_expr pipeline_yaml ir_json ir_text safetensors hf_config)
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;

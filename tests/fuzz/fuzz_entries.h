@@ -29,4 +29,8 @@ bool fuzz_one_ir_text(const uint8_t* data, size_t size);
 // view reader of checkpoints converts every tensor's values.
 bool fuzz_one_safetensors(const uint8_t* data, size_t size);
 
+// A Hugging Face config.json (the hf frontend's parse_model_config); an accepted config gets its
+// RoPE frequencies computed.
+bool fuzz_one_hf_config(const uint8_t* data, size_t size);
+
 }  // namespace tessera::fuzz

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model_config.h"
+
 namespace tessera::hf {
 
 namespace fs = std::filesystem;
@@ -24,10 +26,14 @@ Diagnostic file_error(const std::string& file, std::string message) {
 // weight_map of model.safetensors.index.json: tensor name -> shard file name.
 Expected<std::map<std::string, std::string>> read_index(const fs::path& index_path) {
   const std::string file = index_path.string();
+  std::error_code ec;
+  if (fs::file_size(index_path, ec) > kMaxJsonBytes && !ec)
+    return file_error(file, "the checkpoint index is larger than " + std::to_string(kMaxJsonBytes >> 20) + " MB");
   std::ifstream in(index_path, std::ios::binary);
   if (!in) return file_error(file, "cannot read the checkpoint index");
   std::ostringstream text;
   text << in.rdbuf();
+  TESSERA_TRY(check_outside_json(text.str(), file));
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text.str());

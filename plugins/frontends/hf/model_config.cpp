@@ -2,6 +2,7 @@
 #include "model_config.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <numbers>
 #include <sstream>
@@ -115,12 +116,43 @@ Expected<std::optional<Llama3RopeScaling>> read_rope_scaling(const ConfigReader&
 
 }  // namespace
 
+Status check_outside_json(std::string_view text, const std::string& file) {
+  auto error = [&](std::string message) {
+    Diagnostic d = make_error(std::move(message));
+    d.loc.file = file;
+    return d;
+  };
+  if (text.size() > kMaxJsonBytes)
+    return error("the file has " + std::to_string(text.size()) + " bytes, more than the " +
+                 std::to_string(kMaxJsonBytes >> 20) + " MB Tessera reads as JSON");
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        return error("byte " + std::to_string(i) + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                     " levels");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return Status::ok();
+}
+
 const std::vector<std::string>& supported_architectures() {
   static const std::vector<std::string> names = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
   return names;
 }
 
 Expected<ModelConfig> parse_model_config(const std::string& text, const std::string& file) {
+  TESSERA_TRY(check_outside_json(text, file));
   json doc;
   try {
     doc = json::parse(text);
@@ -213,6 +245,13 @@ Expected<ModelConfig> parse_model_config(const std::string& text, const std::str
 }
 
 Expected<ModelConfig> read_model_config(const std::string& file) {
+  std::error_code ec;
+  if (const auto size = std::filesystem::file_size(file, ec); !ec && size > kMaxJsonBytes) {
+    Diagnostic d = make_error("config.json has " + std::to_string(size) + " bytes, more than the " +
+                              std::to_string(kMaxJsonBytes >> 20) + " MB Tessera reads as JSON");
+    d.loc.file = file;
+    return d;
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     Diagnostic d = make_error("cannot read config.json");

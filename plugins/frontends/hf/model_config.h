@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/support/status.h"
@@ -51,6 +52,13 @@ struct ModelConfig {
   bool qk_norm = false;             // Qwen3
   bool tie_word_embeddings = false;
 };
+
+// Outside JSON (config.json, the checkpoint index) is checked before it is parsed: at most
+// kMaxJsonBytes long and nested at most kMaxJsonDepth deep, so no file can exhaust memory or the
+// stack of the parser. An error names `file` and the byte where the nesting passed the limit.
+inline constexpr size_t kMaxJsonBytes = size_t{64} << 20;
+inline constexpr int kMaxJsonDepth = 32;
+Status check_outside_json(std::string_view text, const std::string& file);
 
 // Parses `text`, the contents of `file`.
 Expected<ModelConfig> parse_model_config(const std::string& text, const std::string& file);
