@@ -56,9 +56,9 @@ void count_model(const Graph& g, ModelSummary& s) {
       if (!c->path.empty() && seen_paths.insert(c->path).second) s.parameters += elements(*n);
       continue;
     }
-    if (const auto* in = n->op_as<InputOp>()) {
-      if (n->id == "input_ids" || n->id == "x") s.tokens = n->type.dim(1);
-      (void)in;
+    if (n->op_as<InputOp>()) {
+      // The token ids (a whole model) or the hidden state (one layer): (1, tokens, ...).
+      if ((n->id == "input_ids" || n->id == "x") && n->type.rank() >= 2) s.tokens = n->type.dim(1);
       continue;
     }
     const auto* t = n->op_as<TorchOp>();
