@@ -98,8 +98,7 @@ int profile_with_ncu(int argc, char** argv) {
 
 // --check-intermediates: walks the launches in order and reports the first kernel whose output
 // buffer differs from the reference beyond tolerance (--rtol, else ten times the dtype's output
-// tolerance), with its IR. Returns kExitError
-// after reporting one, kExitOk when every buffer agrees.
+// tolerance), with its IR. Returns kExitError after reporting one, kExitOk when all agree.
 int report_first_divergence(const Graph& g, const ValueMap& expected, const TargetRun& ran, double rtol) {
   size_t checked = 0;
   for (const KernelLaunch& k : ran.launches) {

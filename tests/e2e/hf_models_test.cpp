@@ -278,6 +278,20 @@ TEST_F(HfModelsTest, WithoutWeightsParametersAreSeededAndNotMaterialized) {
   EXPECT_EQ(print_graph(g), print_graph(import_ok("Qwen/Qwen2.5-7B --seq-len 4")));
 }
 
+// One layer of a decode step: its hidden state, the position and its caches in; its output and
+// next caches out, with that layer's parameters.
+TEST_F(HfModelsTest, OneDecodeLayer) {
+  const Graph g = import_ok("Qwen/Qwen2.5-7B --decode --cache-len 8 --layer 3");
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(g.outputs(), (std::vector<std::string>{"l3_out", "l3_k_cache_next", "l3_v_cache_next"}));
+  ASSERT_NE(g.find("l3_k_cache"), nullptr);
+  EXPECT_EQ(g.find("l3_k_cache")->type.shape, (Shape{1, 4, 8, 128}));
+  EXPECT_EQ(g.find("x")->type.shape, (Shape{1, 1, 3584}));
+  EXPECT_EQ(g.find("position")->type, (TensorType{{1}, DType::I64}));
+  EXPECT_NE(g.find("p_model_layers_3_self_attn_q_proj_bias"), nullptr);
+  EXPECT_EQ(g.find("embed"), nullptr);
+}
+
 // The layers come from one template: layer 0 and layer 1 alone differ only in their names.
 TEST_F(HfModelsTest, LayersAreOneTemplate) {
   auto layer_text = [&](int n) {
