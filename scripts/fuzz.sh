@@ -3,7 +3,8 @@
 #
 #   scripts/fuzz.sh [--runs N] [--seconds S] [TARGET...]
 #
-# TARGET is one of torch_expr, pipeline_yaml, ir_json, ir_text, safetensors (default: all). Each
+# TARGET is one of torch_expr, pipeline_yaml, ir_json, ir_text, safetensors, hf_config (default:
+# all). Each
 # target runs N executions and at most S seconds, whichever ends first (only --seconds: no count
 # limit; neither: 100000 executions), starting from its seed corpus (tests/fuzz/corpus/<target>) and its regressions
 # (tests/fuzz/regressions/<target>). New interesting inputs go to build-sanitize/corpus/<target>, not
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 runs=""
 seconds=""
 targets=()
-all_targets=(torch_expr pipeline_yaml ir_json ir_text safetensors)
+all_targets=(torch_expr pipeline_yaml ir_json ir_text safetensors hf_config)
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;

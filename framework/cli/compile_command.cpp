@@ -1,4 +1,5 @@
 // `tessera compile`: run the pipeline up to a stage and print that stage's IR.
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -6,6 +7,7 @@
 #include "cli_session.h"
 #include "commands.h"
 #include "compile_program.h"
+#include "model_summary.h"
 #include "tessera/ir/printer.h"
 #include "tessera/target/target.h"
 #include "tessera/ir/serialize.h"
@@ -68,10 +70,14 @@ int compile_command(int argc, char** argv, int first) {
       ("sample-knobs", po::value(&sample_seed)->value_name("SEED"), "pick a random valid value for every knob not pinned in the pipeline (seeded)")
       ("dump-dir", po::value(&dump_dir)->value_name("DIR"), "write every stage to DIR as text and JSON")
       ("cache-dir", po::value(&cache_dir)->value_name("DIR"), "kernel cache for --ir cuda -v (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)");
+  add_model_options(desc, src.model);
   add_global_options(desc, flags);
   auto args = strip_verbosity(argc, argv, first, flags.verbosity);
   po::variables_map vm;
-  if (auto code = parse_command_line(args, desc, {}, vm, "tessera compile -c EXPR [--ir STAGE] [options]")) return *code;
+  if (auto code = parse_command_line(args, desc, model_positional(), vm,
+                                     "tessera compile -c EXPR [--ir STAGE] [options]\n"
+                                     "       tessera compile MODEL [--layer N] [--seq-len S | --decode --cache-len C] [--ir STAGE] [options]"))
+    return *code;
   if (emit != "text" && emit != "json" && emit != "ptx") {
     std::cerr << "error: --emit must be 'text', 'json' or 'ptx', got '" << emit << "'\n";
     return kExitUsage;
@@ -83,8 +89,13 @@ int compile_command(int argc, char** argv, int first) {
 
   auto stop = resolve_stop_stage(*session, ir, std::cerr);
   if (!stop) return kExitUsage;
+  const auto started = std::chrono::steady_clock::now();
   auto graph = load_program(*session, src, std::cerr);
   if (!graph) return kExitError;
+  // A whole model prints a summary unless a stage or a format is asked for.
+  const bool model_summary = !src.model.model.empty() && ir.empty() && !vm.count("emit");
+  ModelSummary summary;
+  if (model_summary) count_model(*graph, summary);
 
   RunnerOptions ro;
   ro.stop_after = *stop;
@@ -115,6 +126,14 @@ int compile_command(int argc, char** argv, int first) {
   Status st = runner.run(*graph, diags);
   std::cerr << diags.render_all();
   if (!st) return report(std::cerr, st.error());
+  if (model_summary) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    count_kernels(*graph, summary);
+    if (*stop == Dialect::Cuda && flags.verbosity >= 1)
+      if (int code = build_kernels(*session, *graph, cache_dir, flags.verbosity, nullptr); code != kExitOk) return code;
+    return emit_output(flags, print_model_summary(src.model.model, std::string(dialect_name(*stop)), summary, seconds),
+                       std::cerr);
+  }
   if (emit == "ptx" && *stop != Dialect::Cuda) {
     std::cerr << "error: --emit ptx needs the cuda stage (--ir cuda, or a pipeline that ends there)\n";
     return kExitUsage;

@@ -18,7 +18,54 @@ void add_program_options(po::options_description& desc, ProgramSource& src) {
       ("frontend", po::value(&src.frontend)->value_name("NAME"), "frontend for -c (default torch_expr)");
 }
 
+std::string ModelSource::frontend_text() const {
+  std::string text = model;
+  if (seq_len) text += " --seq-len " + std::to_string(*seq_len);
+  if (decode) text += " --decode";
+  if (cache_len) text += " --cache-len " + std::to_string(*cache_len);
+  if (layer) text += " --layer " + std::to_string(*layer);
+  return text;
+}
+
+void add_model_options(po::options_description& desc, ModelSource& model) {
+  desc.add_options()
+      ("model", po::value(&model.model)->value_name("MODEL"), "a Hugging Face model directory (config.json, *.safetensors) or a known model id such as Qwen/Qwen2.5-7B (also the first positional argument)")
+      ("layer", po::value<int64_t>()->value_name("N")->notifier([&model](int64_t v) { model.layer = v; }), "MODEL: compile layer N alone (input: its hidden state)")
+      ("seq-len", po::value<int64_t>()->value_name("S")->notifier([&model](int64_t v) { model.seq_len = v; }), "MODEL: prefill of S tokens (default 128)")
+      ("decode", po::bool_switch(&model.decode), "MODEL: one decode step with a static KV cache (the position is a run-time input)")
+      ("cache-len", po::value<int64_t>()->value_name("C")->notifier([&model](int64_t v) { model.cache_len = v; }), "MODEL --decode: KV-cache slots (default 512)");
+}
+
+po::positional_options_description model_positional() {
+  po::positional_options_description pos;
+  pos.add("model", 1);
+  return pos;
+}
+
 std::optional<Graph> load_program(Session& s, const ProgramSource& src, std::ostream& err) {
+  if (!src.model.model.empty()) {
+    if (!src.expr.empty() || !src.from_ir.empty()) {
+      err << "error: give a MODEL, -c EXPR or --from-ir FILE, not several\n";
+      return std::nullopt;
+    }
+    auto frontend = s.host.registry().make_frontend("hf");
+    if (!frontend) {
+      err << "error: compiling a MODEL needs the hf frontend plugin, which is not loaded\n";
+      return std::nullopt;
+    }
+    FrontendOptions opts;
+    opts.dtype = s.dtype;
+    auto g = frontend->import(FrontendInput{src.model.frontend_text(), src.model.model}, opts);
+    if (!g) {
+      report(err, g.error());
+      return std::nullopt;
+    }
+    return std::move(*g);
+  }
+  if (src.model.any_flag()) {
+    err << "error: --layer, --seq-len, --decode and --cache-len apply to a MODEL (tessera compile MODEL ...)\n";
+    return std::nullopt;
+  }
   if (!src.from_ir.empty() && !src.expr.empty()) {
     err << "error: give either -c EXPR or --from-ir FILE, not both\n";
     return std::nullopt;

@@ -13,12 +13,28 @@
 
 namespace tessera::cli {
 
+// A whole model for the hf frontend: a model directory or a known id, and its compile options.
+struct ModelSource {
+  std::string model;  // MODEL ("" = none)
+  std::optional<int64_t> layer, seq_len, cache_len;
+  bool decode = false;
+  // The hf frontend's program text: MODEL and the flags given, spelled as on the command line.
+  std::string frontend_text() const;
+  bool any_flag() const { return layer || seq_len || cache_len || decode; }
+};
+
 struct ProgramSource {
   std::string expr;        // -c EXPR
   std::string from_ir;     // --from-ir FILE (printed IR or graph JSON)
   std::string frontend = "torch_expr";
   std::string label = "<-c>";  // how errors in `expr` name its source (bench: the suite entry)
+  ModelSource model;       // MODEL [--layer N] [--seq-len S | --decode --cache-len C] (the hf frontend)
 };
+
+// Adds the model flags (--seq-len, --decode, --cache-len, --layer) to an option set; MODEL itself
+// is the command's positional argument (model_positional()).
+void add_model_options(po::options_description& desc, ModelSource& model);
+po::positional_options_description model_positional();
 
 // Adds -c / --from-ir / --frontend to an option set.
 void add_program_options(po::options_description& desc, ProgramSource& src);

@@ -96,6 +96,32 @@ int profile_with_ncu(int argc, char** argv) {
   return rc == 0 ? kExitOk : kExitError;
 }
 
+// --check-intermediates: walks the launches in order and reports the first kernel whose output
+// buffer differs from the reference beyond tolerance (--rtol, else ten times the dtype's output
+// tolerance), with its IR. Returns kExitError after reporting one, kExitOk when all agree.
+int report_first_divergence(const Graph& g, const ValueMap& expected, const TargetRun& ran, double rtol) {
+  size_t checked = 0;
+  for (const KernelLaunch& k : ran.launches) {
+    const Node* n = g.find(k.node);
+    if (!n || !expected.count(k.node) || !ran.outputs.count(k.node)) continue;
+    Expected<ValueComparison> cmp = compare_output(expected, ran.outputs, k.node);
+    if (!cmp) return report(std::cerr, cmp.error());
+    ++checked;
+    // Rounding differences compound along the program, so an intermediate buffer gets ten times
+    // the tolerance of an output (--rtol sets both); a wrong kernel is off by far more.
+    const double tol = rtol > 0 ? rtol : 10 * default_output_rtol(n->type.dtype);
+    if (cmp->within(tol)) continue;
+    std::cerr << "error: tessera run --check-intermediates: kernel " << k.kernel << " (launch " << checked
+              << ", output '" << k.node << "') diverges from the reference: " << cmp->str() << " (rtol "
+              << format_error(tol) << "); every kernel before it agrees. Its IR:\n"
+              << print_node(g, *n);
+    return kExitError;
+  }
+  std::cerr << "note: --check-intermediates: the outputs of all " << checked
+            << " kernels with a reference value agree with the reference\n";
+  return kExitOk;
+}
+
 int needs_tuner(int argc, char** argv, int first) {
   GlobalFlags flags;
   ProgramSource src;
@@ -148,11 +174,16 @@ int run_command(int argc, char** argv, int first) {
       ("save-io", po::value<std::string>()->value_name("FILE"), "write every input, parameter and output of the run to FILE (safetensors)")
       ("profile", "re-run the command under Nsight Compute (ncu) when it is on PATH")
       ("time-passes", "print the time spent in each pass (stderr)")
-      ("verify-each", "run the IR verifier after every pass");
+      ("verify-each", "run the IR verifier after every pass")
+      ("check-intermediates", "compare every kernel's output buffer with the reference, in launch order, and name the first that diverges (with its IR)");
+  add_model_options(desc, src.model);
   add_global_options(desc, flags);
   auto args = strip_verbosity(argc, argv, first, flags.verbosity);
   po::variables_map vm;
-  if (auto code = parse_command_line(args, desc, {}, vm, "tessera run -c EXPR [--target auto|sim|cuda] [options]")) return *code;
+  if (auto code = parse_command_line(args, desc, model_positional(), vm,
+                                     "tessera run -c EXPR [--target auto|sim|cuda] [options]\n"
+                                     "       tessera run MODEL [--layer N] [--seq-len S | --decode --cache-len C] [options]"))
+    return *code;
 
   for (const char* flag : {"iterations", "graphs", "flush-l2", "json"})
     if (vm.count(flag) && !vm.count("bench")) {
@@ -238,8 +269,23 @@ int run_command(int argc, char** argv, int first) {
   to.progress = [&progress](const TargetProgress& p) {
     progress.update(p.kernel, p.total > 0 ? p.done / p.total : 0.0);
   };
+  // --check-intermediates: every kernel's buffer becomes an output of the run, so the target
+  // returns it; the reference evaluator already computes every Torch IR node, and a kernel keeps
+  // the id of the node whose value it computes.
+  const bool check_intermediates = vm.count("check-intermediates") > 0;
+  const std::vector<std::string> program_outputs = graph->outputs();
+  if (check_intermediates)
+    for (const Node* n : graph->nodes())
+      if (n->dialect() > Dialect::Core && std::find(graph->outputs().begin(), graph->outputs().end(), n->id) ==
+                                              graph->outputs().end())
+        graph->outputs().push_back(n->id);
   auto ran = target->execute(*graph, inputs, to);
   progress.finish();
+  if (check_intermediates) {
+    graph->outputs() = program_outputs;
+    if (!ran) return report(std::cerr, ran.error());
+    if (int code = report_first_divergence(*graph, *expected, *ran, rtol); code != kExitOk) return code;
+  }
   if (!ran) return report(std::cerr, ran.error());
   for (const std::string& w : ran->warnings) std::cerr << "warning: " << w << "\n";
 
@@ -270,7 +316,8 @@ int run_command(int argc, char** argv, int first) {
   }
   if (vm.count("save-io")) {
     const std::string path = vm["save-io"].as<std::string>();
-    if (Status saved = save_run_io(path, reference_graph, inputs, ran->outputs, src.expr); !saved) {
+    const std::string program = src.model.model.empty() ? src.expr : src.model.frontend_text();
+    if (Status saved = save_run_io(path, reference_graph, inputs, ran->outputs, program); !saved) {
       std::cerr << "error: tessera run --save-io: " << saved.error().render();
       return kExitError;
     }

@@ -5,5 +5,7 @@
 file(GLOB TESSERA_FUZZ_TORCH_EXPR_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/plugins/frontends/torch_expr/*.cpp)
 list(FILTER TESSERA_FUZZ_TORCH_EXPR_SOURCES EXCLUDE REGEX "/torch_expr_frontend\\.cpp$")
 list(SORT TESSERA_FUZZ_TORCH_EXPR_SOURCES)
-set(TESSERA_FUZZ_ENTRY_SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_entries.cpp ${TESSERA_FUZZ_TORCH_EXPR_SOURCES})
+# The hf frontend's config.json reader (hf_config target) is one self-contained file.
+set(TESSERA_FUZZ_ENTRY_SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_entries.cpp ${TESSERA_FUZZ_TORCH_EXPR_SOURCES}
+    ${CMAKE_SOURCE_DIR}/plugins/frontends/hf/model_config.cpp)
 set(TESSERA_FUZZ_ENTRY_INCLUDE_DIRS ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/tests)

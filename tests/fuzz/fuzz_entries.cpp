@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "framework/src/eval/safetensors_file.h"
+#include "plugins/frontends/hf/model_config.h"
 #include "plugins/frontends/torch_expr/trace_program.h"
 #include "tessera/frontend/frontend.h"
 #include "tessera/ir/parser.h"
@@ -60,10 +61,20 @@ bool fuzz_one_ir_text(const uint8_t* data, size_t size) {
 }
 
 bool fuzz_one_safetensors(const uint8_t* data, size_t size) {
-  Expected<SafetensorsFile> file =
-      decode_safetensors(std::string_view(reinterpret_cast<const char*>(data), size), "<fuzz>.safetensors");
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  // The checkpoint path (hf frontend): the view parser and the conversion of every tensor's values.
+  if (Expected<SafetensorsView> view = decode_safetensors_view(bytes, "<fuzz>.safetensors"))
+    for (const SafetensorsTensorView& t : view->tensors) (void)safetensors_values(t, view->source);
+  Expected<SafetensorsFile> file = decode_safetensors(bytes, "<fuzz>.safetensors");
   if (!file) return false;
   (void)encode_safetensors(*file);
+  return true;
+}
+
+bool fuzz_one_hf_config(const uint8_t* data, size_t size) {
+  Expected<hf::ModelConfig> config = hf::parse_model_config(as_text(data, size), "<fuzz>/config.json");
+  if (!config) return false;
+  (void)hf::rope_inverse_frequencies(*config);
   return true;
 }
 

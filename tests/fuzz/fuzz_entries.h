@@ -25,7 +25,12 @@ bool fuzz_one_ir_json(const uint8_t* data, size_t size);
 // Printed IR (parse_graph, ir/parser.h); an accepted graph is verified and printed.
 bool fuzz_one_ir_text(const uint8_t* data, size_t size);
 
-// A safetensors file (`run --save-io`); an accepted file is encoded again.
+// A safetensors file (`run --save-io`, hf checkpoints); an accepted file is encoded again, and the
+// view reader of checkpoints converts every tensor's values.
 bool fuzz_one_safetensors(const uint8_t* data, size_t size);
+
+// A Hugging Face config.json (the hf frontend's parse_model_config); an accepted config gets its
+// RoPE frequencies computed.
+bool fuzz_one_hf_config(const uint8_t* data, size_t size);
 
 }  // namespace tessera::fuzz

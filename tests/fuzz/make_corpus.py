@@ -6,7 +6,8 @@
 torch_expr: the differential corpus (tests/support/program_corpus.h) and the goldens' `#### program`
 sections; pipeline_yaml: pipelines/*.yaml and tests/errors/pipelines/*.yaml; ir_text: the goldens'
 `#### input` and `#### expected` sections; ir_json: `tessera compile --emit json` of a few programs
-at every stage; safetensors: `tessera run --save-io` of a few programs. Seeds are named by content
+at every stage; safetensors: `tessera run --save-io` of a few programs; hf_config: the shipped
+config.json files (data/models). Seeds are named by content
 hash (as libFuzzer names its own), so a rerun replaces the folders with the same files.
 """
 import hashlib
@@ -96,6 +97,9 @@ def main():
                 files.append(tmp.read_bytes())
             tmp.unlink(missing_ok=True)
     write_seeds("safetensors", files)
+
+    configs = [p.read_bytes() for p in sorted((ROOT / "data" / "models").glob("*/config.json"))]
+    write_seeds("hf_config", configs)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ const FuzzTarget kTargets[] = {
     {"torch_expr", fuzz_one_torch_expr}, {"pipeline_yaml", fuzz_one_pipeline_yaml},
     {"ir_json", fuzz_one_ir_json},       {"ir_text", fuzz_one_ir_text},
     {"safetensors", fuzz_one_safetensors},
+    {"hf_config", fuzz_one_hf_config},
 };
 
 std::string read_bytes(const fs::path& path) {

@@ -2,7 +2,16 @@
 // Tests: tests/unit/safetensors_file_test.cpp.
 #include "safetensors_file.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -84,6 +93,16 @@ uint64_t get_u64_le(std::string_view in) {
 }
 
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+// IEEE binary16 bits -> double (exact: every half value is a double).
+double half_bits_to_double(uint16_t h) {
+  const int sign = (h >> 15) & 1, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  double v;
+  if (exponent == 0) v = std::ldexp(static_cast<double>(mantissa), -24);
+  else if (exponent == 31) v = mantissa == 0 ? INFINITY : NAN;
+  else v = std::ldexp(static_cast<double>(mantissa | 0x400), exponent - 25);
+  return sign ? -v : v;
+}
 
 // One header entry, checked: exactly dtype, shape and data_offsets, well typed.
 Expected<SafetensorsTensor> parse_entry(const std::string& name, const nlohmann::json& entry, uint64_t data_bytes,
@@ -219,8 +238,8 @@ Expected<std::string> encode_safetensors(const SafetensorsFile& file) {
   return out;
 }
 
-Expected<SafetensorsFile> decode_safetensors(std::string_view bytes, const std::string& source,
-                                             const SafetensorsLimits& limits) {
+Expected<SafetensorsView> decode_safetensors_view(std::string_view bytes, const std::string& source,
+                                                 const SafetensorsLimits& limits) {
   if (bytes.size() < 8)
     return file_error(source, "not a safetensors file: " + std::to_string(bytes.size()) +
                                   " bytes, shorter than the 8-byte header length");
@@ -270,7 +289,8 @@ Expected<SafetensorsFile> decode_safetensors(std::string_view bytes, const std::
   if (!duplicate.empty()) return file_error(source, "header: key " + in_quotes(duplicate) + " appears twice in one object");
   if (!doc.is_object()) return file_error(source, "header: the JSON header is not an object");
 
-  SafetensorsFile file;
+  SafetensorsView view;
+  view.source = source;
   const uint64_t data_bytes = bytes.size() - 8 - header_bytes;
   const std::string_view data = bytes.substr(8 + header_bytes);
   std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::string>> spans;  // ((begin, end), name)
@@ -280,15 +300,15 @@ Expected<SafetensorsFile> decode_safetensors(std::string_view bytes, const std::
       for (const auto& [mk, mv] : value.items()) {
         if (!mv.is_string())
           return file_error(source, "header: __metadata__ value of " + in_quotes(mk) + " is " + mv.dump() + ", not a string");
-        file.metadata[mk] = mv.get<std::string>();
+        view.metadata[mk] = mv.get<std::string>();
       }
       continue;
     }
     std::pair<uint64_t, uint64_t> span;
     TESSERA_ASSIGN_OR_RETURN(SafetensorsTensor t, parse_entry(key, value, data_bytes, source, limits, span));
-    t.bytes.assign(data.substr(span.first, span.second - span.first));
     spans.push_back({span, t.name});
-    file.tensors.push_back(std::move(t));
+    view.tensors.push_back(SafetensorsTensorView{std::move(t.name), t.dtype, std::move(t.shape),
+                                                 data.substr(span.first, span.second - span.first)});
   }
   // The tensors must tile the data section: no gap, no overlap, nothing after the last one.
   std::sort(spans.begin(), spans.end());
@@ -308,9 +328,89 @@ Expected<SafetensorsFile> decode_safetensors(std::string_view bytes, const std::
   if (covered != data_bytes)
     return file_error(source, "the data section has " + std::to_string(data_bytes) + " bytes, but the tensors cover " +
                                   std::to_string(covered));
-  std::sort(file.tensors.begin(), file.tensors.end(),
-            [](const SafetensorsTensor& a, const SafetensorsTensor& b) { return a.name < b.name; });
+  std::sort(view.tensors.begin(), view.tensors.end(),
+            [](const SafetensorsTensorView& a, const SafetensorsTensorView& b) { return a.name < b.name; });
+  return view;
+}
+
+Expected<SafetensorsFile> decode_safetensors(std::string_view bytes, const std::string& source,
+                                             const SafetensorsLimits& limits) {
+  TESSERA_ASSIGN_OR_RETURN(SafetensorsView view, decode_safetensors_view(bytes, source, limits));
+  SafetensorsFile file;
+  file.metadata = std::move(view.metadata);
+  for (SafetensorsTensorView& t : view.tensors)
+    file.tensors.push_back(SafetensorsTensor{std::move(t.name), t.dtype, std::move(t.shape), std::string(t.bytes)});
   return file;
+}
+
+const SafetensorsTensorView* SafetensorsView::find(std::string_view name) const {
+  auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
+                             [](const SafetensorsTensorView& t, std::string_view n) { return t.name < n; });
+  return it != tensors.end() && it->name == name ? &*it : nullptr;
+}
+
+Expected<std::vector<double>> safetensors_values(const SafetensorsTensorView& tensor, const std::string& source) {
+  const size_t width = static_cast<size_t>(dtype_bytes(tensor.dtype));
+  if (width == 0 || tensor.bytes.size() % width != 0)
+    return file_error(source, "tensor " + in_quotes(tensor.name) + ": " + std::to_string(tensor.bytes.size()) +
+                                  " bytes are not whole " + std::string(safetensors_dtype_name(tensor.dtype)) +
+                                  " elements");
+  const size_t count = tensor.bytes.size() / width;
+  std::vector<double> out(count);
+  const auto* p = reinterpret_cast<const unsigned char*>(tensor.bytes.data());
+  auto le = [&](size_t i, size_t n) {
+    uint64_t v = 0;
+    for (size_t b = n; b-- > 0;) v = (v << 8) | p[i * n + b];
+    return v;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    switch (tensor.dtype) {
+      case DType::F32: out[i] = std::bit_cast<float>(static_cast<uint32_t>(le(i, 4))); break;
+      case DType::F16: out[i] = half_bits_to_double(static_cast<uint16_t>(le(i, 2))); break;
+      case DType::BF16: out[i] = std::bit_cast<float>(static_cast<uint32_t>(le(i, 2)) << 16); break;
+      case DType::I32: out[i] = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(le(i, 4)))); break;
+      case DType::I64: out[i] = static_cast<double>(static_cast<int64_t>(le(i, 8))); break;
+      case DType::Bool: out[i] = p[i] != 0 ? 1.0 : 0.0; break;
+    }
+  }
+  return out;
+}
+
+// ---- MappedSafetensors --------------------------------------------------------------------------
+
+struct MappedSafetensors::Mapping {
+  void* address = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (address != nullptr && address != MAP_FAILED) ::munmap(address, size);
+  }
+};
+
+Expected<MappedSafetensors> MappedSafetensors::open(const std::string& path, const SafetensorsLimits& limits) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return file_error(path, std::string("cannot open the file: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return file_error(path, "not a regular file");
+  }
+  auto mapping = std::make_shared<Mapping>();
+  mapping->size = static_cast<size_t>(st.st_size);
+  if (mapping->size > 0) {
+    mapping->address = ::mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapping->address == MAP_FAILED) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      return file_error(path, "cannot map the file into memory: " + why);
+    }
+  }
+  ::close(fd);  // the mapping stays valid without the descriptor
+  const std::string_view bytes(static_cast<const char*>(mapping->address), mapping->size);
+  TESSERA_ASSIGN_OR_RETURN(SafetensorsView view, decode_safetensors_view(bytes, path, limits));
+  MappedSafetensors mapped;
+  mapped.mapping_ = std::move(mapping);
+  mapped.view_ = std::move(view);
+  return mapped;
 }
 
 Status write_safetensors_file(const std::string& path, const SafetensorsFile& file) {

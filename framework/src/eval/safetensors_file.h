@@ -15,11 +15,16 @@
 // equal the offsets' span, and the tensors must tile the byte section exactly (no gap, overlap or
 // trailing byte). Every error names the file and the header byte, tensor or key at fault.
 //
+// Model checkpoints are read through MappedSafetensors: the file is memory-mapped, its header
+// checked as above, and each tensor is a view of the mapping, converted to values only when asked
+// (safetensors_values: F32, F16 and BF16 exactly, integers and bool as their values).
+//
 // Tests: tests/unit/safetensors_file_test.cpp.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +66,44 @@ Expected<std::string> encode_safetensors(const SafetensorsFile& file);
 // Parses `bytes`; `source` names the file in errors.
 Expected<SafetensorsFile> decode_safetensors(std::string_view bytes, const std::string& source,
                                              const SafetensorsLimits& limits = {});
+
+// One tensor of a parsed file, its bytes a view into the file's bytes (which must outlive it).
+struct SafetensorsTensorView {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::string_view bytes;
+};
+
+struct SafetensorsView {
+  std::string source;                           // the file, for messages
+  std::map<std::string, std::string> metadata;  // the "__metadata__" map
+  std::vector<SafetensorsTensorView> tensors;   // sorted by name
+
+  const SafetensorsTensorView* find(std::string_view name) const;  // binary search; nullptr if absent
+};
+
+// Parses and checks `bytes` exactly as decode_safetensors does, without copying tensor bytes.
+Expected<SafetensorsView> decode_safetensors_view(std::string_view bytes, const std::string& source,
+                                                 const SafetensorsLimits& limits = {});
+
+// The elements of `tensor` as doubles (little-endian; f16 and bf16 exactly). `source` names the
+// file in errors.
+Expected<std::vector<double>> safetensors_values(const SafetensorsTensorView& tensor, const std::string& source);
+
+// A safetensors file memory-mapped read-only and checked: the tensors are views of the mapping,
+// which lives as long as any copy of this object.
+class MappedSafetensors {
+ public:
+  static Expected<MappedSafetensors> open(const std::string& path, const SafetensorsLimits& limits = {});
+  const SafetensorsView& view() const { return view_; }
+  const std::string& path() const { return view_.source; }
+
+ private:
+  struct Mapping;
+  std::shared_ptr<Mapping> mapping_;
+  SafetensorsView view_;
+};
 
 Status write_safetensors_file(const std::string& path, const SafetensorsFile& file);
 Expected<SafetensorsFile> read_safetensors_file(const std::string& path, const SafetensorsLimits& limits = {});

@@ -1,0 +1,602 @@
+// The hf frontend (plugins/frontends/hf) end to end: tiny Llama, Qwen2 and Qwen3 models (2 layers,
+// hidden 64, 4 heads, 2 KV heads, vocab 128) with weights the test writes to safetensors, compiled
+// with the default pipeline and run on the simulator against the reference evaluator, for prefill
+// and for three consecutive decode steps (whose logits must equal the prefill's at the same
+// positions); config.json and checkpoint errors (unsupported architecture, missing / unexpected /
+// misshapen tensors, sharded checkpoints, corrupt files) and the CLI (`compile MODEL`, `--layer`).
+// The comparison with transformers itself is bench/hf_check.py (needs PyTorch).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "framework/src/eval/safetensors_file.h"
+#include "plugins/frontends/hf/model_config.h"
+#include "support/built_plugins.h"
+#include "support/cli_runner.h"
+#include "tessera/eval/constant_data.h"
+#include "tessera/eval/reference_evaluator.h"
+#include "tessera/ir/printer.h"
+#include "tessera/ir/serialize.h"
+#include "tessera/target/target.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TinyModel {
+  std::string architecture;
+  bool tied = false;
+};
+
+std::string tiny_config(const TinyModel& m) {
+  std::string extra;
+  if (m.architecture == "Qwen3ForCausalLM") extra = R"("head_dim": 16, "attention_bias": false, )";
+  return std::string("{\n") + R"(  "architectures": [")" + m.architecture + R"("],)" + "\n" +
+         R"(  "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,)" + "\n" +
+         R"(  "num_key_value_heads": 2, "vocab_size": 128, "max_position_embeddings": 64, "rms_norm_eps": 1e-05,)" +
+         "\n  " + extra + R"("rope_theta": 10000.0, "hidden_act": "silu", "tie_word_embeddings": )" +
+         (m.tied ? "true" : "false") + "\n}\n";
+}
+
+// Deterministic weights: linear weights ~ U(-1, 1) / sqrt(in), norms around 1, biases small.
+SafetensorsFile tiny_weights(const hf::ModelConfig& c, uint64_t seed, DType dtype = DType::F32) {
+  SafetensorsFile f;
+  SplitMix64 rng(seed);
+  auto add = [&](const std::string& name, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const bool norm = name.find("norm") != std::string::npos;
+    const bool bias = name.size() > 4 && name.substr(name.size() - 4) == "bias";
+    const double scale = norm || bias ? 0.2 : 1.0 / std::sqrt(static_cast<double>(shape.back()));
+    std::string bytes;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = static_cast<float>((norm ? 1.0 : 0.0) + scale * (2 * rng.uniform() - 1));
+      if (dtype == DType::F32) {
+        bytes.append(reinterpret_cast<const char*>(&v), 4);
+      } else {  // bf16: the top half of the f32 (truncation is fine for test data)
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        const uint16_t top = static_cast<uint16_t>(bits >> 16);
+        bytes.append(reinterpret_cast<const char*>(&top), 2);
+      }
+    }
+    f.tensors.push_back({name, dtype, shape, bytes});
+  };
+  const int64_t h = c.hidden_size, d = c.head_dim;
+  add("model.embed_tokens.weight", {c.vocab_size, h});
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "input_layernorm.weight", {h});
+    add(p + "post_attention_layernorm.weight", {h});
+    for (auto [name, heads] : {std::pair{"q", c.num_heads}, std::pair{"k", c.num_kv_heads}, std::pair{"v", c.num_kv_heads}}) {
+      add(p + "self_attn." + name + "_proj.weight", {heads * d, h});
+      if (c.qkv_bias) add(p + "self_attn." + name + "_proj.bias", {heads * d});
+    }
+    if (c.qk_norm) {
+      add(p + "self_attn.q_norm.weight", {d});
+      add(p + "self_attn.k_norm.weight", {d});
+    }
+    add(p + "self_attn.o_proj.weight", {h, c.num_heads * d});
+    add(p + "mlp.gate_proj.weight", {c.intermediate_size, h});
+    add(p + "mlp.up_proj.weight", {c.intermediate_size, h});
+    add(p + "mlp.down_proj.weight", {h, c.intermediate_size});
+  }
+  add("model.norm.weight", {h});
+  if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, h});
+  return f;
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+}
+
+// A model directory: config.json and (unless `weights` is false) model.safetensors.
+std::string make_model_dir(const test::TempDir& tmp, const TinyModel& m, bool weights = true, DType dtype = DType::F32) {
+  const fs::path dir = fs::path(tmp.path()) / m.architecture;
+  fs::create_directories(dir);
+  const std::string config = tiny_config(m);
+  write_text(dir / "config.json", config);
+  if (weights) {
+    Expected<hf::ModelConfig> c = hf::parse_model_config(config, "config.json");
+    EXPECT_TRUE(c) << c.error().render();
+    Status st = write_safetensors_file((dir / "model.safetensors").string(), tiny_weights(*c, 11, dtype));
+    EXPECT_TRUE(st) << st.message();
+  }
+  return dir.string();
+}
+
+class HfModelsTest : public test::BuiltPluginsTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(load_error_.empty()) << load_error_;
+    auto spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+    ASSERT_TRUE(spec) << spec.error().render();
+    pipeline_ = std::move(*spec);
+    ASSERT_TRUE(validate_pipeline(pipeline_, host_->registry()));
+    ASSERT_NE(h100(), nullptr);
+  }
+
+  Expected<Graph> import(const std::string& text, DType dtype = DType::F32) {
+    std::unique_ptr<Frontend> frontend = host_->registry().make_frontend("hf");
+    EXPECT_NE(frontend, nullptr);
+    if (!frontend) return make_error("no hf frontend");
+    FrontendOptions options;
+    options.dtype = dtype;
+    return frontend->import(FrontendInput{text, "<model>"}, options);
+  }
+
+  Graph import_ok(const std::string& text, DType dtype = DType::F32) {
+    Expected<Graph> g = import(text, dtype);
+    if (!g) {
+      ADD_FAILURE() << g.error().render();
+      return Graph();
+    }
+    return std::move(*g);
+  }
+
+  std::string import_error(const std::string& text) {
+    Expected<Graph> g = import(text);
+    EXPECT_FALSE(g) << text << " imported";
+    return g ? std::string() : g.error().render();
+  }
+
+  // Lowers to Kernel IR and runs on the simulator with `inputs`.
+  ValueMap run_on_sim(const Graph& kernels, const ValueMap& inputs) {
+    auto sim = host_->registry().make_target("sim");
+    EXPECT_NE(sim, nullptr);
+    TargetOptions to;
+    to.arch = h100()->arch;
+    to.device = h100();
+    auto ran = sim->execute(kernels, inputs, to);
+    EXPECT_TRUE(ran) << ran.error().render();
+    return ran ? ran->outputs : ValueMap();
+  }
+
+  Graph lowered(const Graph& torch) {
+    Graph g = torch;
+    Status st = lower(g, pipeline_, Dialect::Kernel, h100());
+    EXPECT_TRUE(st) << st.message();
+    return g;
+  }
+
+  PipelineSpec pipeline_;
+};
+
+const TinyModel kTinyModels[] = {{"LlamaForCausalLM", false}, {"Qwen2ForCausalLM", true}, {"Qwen3ForCausalLM", false}};
+
+// Max |a - b| over max |b|.
+double relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff = std::max(diff, std::fabs(a[i] - b[i]));
+    scale = std::max(scale, std::fabs(b[i]));
+  }
+  return a.size() == b.size() ? diff / (scale > 0 ? scale : 1) : INFINITY;
+}
+
+TEST_F(HfModelsTest, TinyModelsMatchTheReferenceOnTheSimulatorForPrefill) {
+  test::TempDir tmp;
+  for (const TinyModel& m : kTinyModels) {
+    SCOPED_TRACE(m.architecture);
+    const std::string dir = make_model_dir(tmp, m);
+    const Graph torch = import_ok(dir + " --seq-len 5");
+    ASSERT_FALSE(HasFailure());
+    const Graph kernels = lowered(torch);
+    ValueMap inputs = make_inputs(torch, 3);
+    auto expected = evaluate_reference(torch, inputs);
+    ASSERT_TRUE(expected) << expected.error().render();
+    ValueMap outputs = run_on_sim(kernels, inputs);
+    ASSERT_EQ(torch.outputs(), std::vector<std::string>{"logits"});
+    auto cmp = compare_output(*expected, outputs, "logits");
+    ASSERT_TRUE(cmp) << cmp.error().render();
+    EXPECT_TRUE(cmp->within(default_output_rtol(DType::F32))) << cmp->str();
+    EXPECT_EQ(outputs.at("logits").type.shape, (Shape{1, 5, 128}));
+  }
+}
+
+// One compiled decode step serves every position: three steps from an empty cache, each fed the
+// caches the previous one wrote, give the prefill's logits at positions 0, 1, 2.
+TEST_F(HfModelsTest, ThreeDecodeStepsEqualThePrefillAtTheSamePositions) {
+  test::TempDir tmp;
+  const std::vector<double> tokens = {17, 3, 101};
+  for (const TinyModel& m : kTinyModels) {
+    SCOPED_TRACE(m.architecture);
+    const std::string dir = make_model_dir(tmp, m);
+    const Graph prefill = import_ok(dir + " --seq-len 3");
+    const Graph step = import_ok(dir + " --decode --cache-len 4");
+    ASSERT_FALSE(HasFailure());
+    ValueMap prefill_inputs;
+    prefill_inputs["input_ids"] = TensorValue(TensorType{{1, 3}, DType::I64}, tokens);
+    const ValueMap prefill_out = run_on_sim(lowered(prefill), prefill_inputs);
+    ASSERT_TRUE(prefill_out.count("logits"));
+    const std::vector<double>& all = prefill_out.at("logits").data;
+
+    const Graph step_kernels = lowered(step);
+    ValueMap inputs = make_inputs(step, 0);
+    for (const std::string& id : step.outputs())
+      if (id != "logits") {  // lN_k_cache_next: the cache inputs start as zeros
+        const std::string in = id.substr(0, id.size() - 5);
+        ASSERT_TRUE(inputs.count(in)) << in;
+        for (double v : inputs.at(in).data) ASSERT_EQ(v, 0.0);
+      }
+    for (int pos = 0; pos < 3; ++pos) {
+      SCOPED_TRACE("position " + std::to_string(pos));
+      inputs["input_ids"] = TensorValue(TensorType{{1, 1}, DType::I64}, {tokens[static_cast<size_t>(pos)]});
+      inputs["position"] = TensorValue(TensorType{{1}, DType::I64}, {static_cast<double>(pos)});
+      auto expected = evaluate_reference(step, inputs);
+      ASSERT_TRUE(expected) << expected.error().render();
+      ValueMap out = run_on_sim(step_kernels, inputs);
+      for (const std::string& id : step.outputs()) {
+        auto cmp = compare_output(*expected, out, id);
+        ASSERT_TRUE(cmp) << cmp.error().render();
+        EXPECT_TRUE(cmp->within(default_output_rtol(DType::F32))) << id << ": " << cmp->str();
+      }
+      const std::vector<double> row(all.begin() + pos * 128, all.begin() + (pos + 1) * 128);
+      EXPECT_LT(relative_difference(out.at("logits").data, row), 1e-4);
+      for (const std::string& id : step.outputs())
+        if (id != "logits") inputs[id.substr(0, id.size() - 5)] = out.at(id);  // the next step's cache
+    }
+  }
+}
+
+TEST_F(HfModelsTest, Bf16WeightsConvertToTheCompileDtype) {
+  test::TempDir tmp;
+  const std::string dir = make_model_dir(tmp, kTinyModels[0], true, DType::BF16);
+  const Graph f32 = import_ok(dir + " --seq-len 2");
+  const Graph bf16 = import_ok(dir + " --seq-len 2", DType::BF16);
+  ASSERT_FALSE(HasFailure());
+  const Node* w = f32.find("p_model_layers_0_mlp_up_proj_weight");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->type.dtype, DType::F32);
+  EXPECT_EQ(w->op_as<ConstantOp>()->values.size(), 96u * 64u);
+  EXPECT_EQ(bf16.find("p_model_layers_0_mlp_up_proj_weight")->type.dtype, DType::BF16);
+  EXPECT_EQ(bf16.find("logits")->type.dtype, DType::BF16);
+  EXPECT_EQ(bf16.find("input_ids")->type.dtype, DType::I64);
+}
+
+TEST_F(HfModelsTest, WithoutWeightsParametersAreSeededAndNotMaterialized) {
+  const Graph g = import_ok("Qwen/Qwen2.5-7B --seq-len 4");
+  ASSERT_FALSE(HasFailure());
+  int64_t params = 0;
+  for (const Node* n : g.nodes())
+    if (const auto* c = n->op_as<ConstantOp>(); c && !c->path.empty()) {
+      ++params;
+      EXPECT_TRUE(c->values.empty()) << n->id;
+      EXPECT_TRUE(c->init == "randn" || c->init == "ones") << n->id << " " << c->init;
+    }
+  EXPECT_EQ(params, 1 + 28 * 12 + 1 + 1);  // embedding, 12 per layer (q/k/v biases), norm, lm_head
+  // Deterministic: the same import twice is the same graph.
+  EXPECT_EQ(print_graph(g), print_graph(import_ok("Qwen/Qwen2.5-7B --seq-len 4")));
+}
+
+// One layer of a decode step: its hidden state, the position and its caches in; its output and
+// next caches out, with that layer's parameters.
+TEST_F(HfModelsTest, OneDecodeLayer) {
+  const Graph g = import_ok("Qwen/Qwen2.5-7B --decode --cache-len 8 --layer 3");
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(g.outputs(), (std::vector<std::string>{"l3_out", "l3_k_cache_next", "l3_v_cache_next"}));
+  ASSERT_NE(g.find("l3_k_cache"), nullptr);
+  EXPECT_EQ(g.find("l3_k_cache")->type.shape, (Shape{1, 4, 8, 128}));
+  EXPECT_EQ(g.find("x")->type.shape, (Shape{1, 1, 3584}));
+  EXPECT_EQ(g.find("position")->type, (TensorType{{1}, DType::I64}));
+  EXPECT_NE(g.find("p_model_layers_3_self_attn_q_proj_bias"), nullptr);
+  EXPECT_EQ(g.find("embed"), nullptr);
+}
+
+// The layers come from one template: layer 0 and layer 1 alone differ only in their names.
+TEST_F(HfModelsTest, LayersAreOneTemplate) {
+  auto layer_text = [&](int n) {
+    std::string text = print_graph(import_ok("TinyLlama/TinyLlama-1.1B-Chat-v1.0 --seq-len 4 --layer " + std::to_string(n)));
+    const std::string name = "layers_" + std::to_string(n) + "_", dotted = "layers." + std::to_string(n) + ".",
+                      prefix = "l" + std::to_string(n) + "_";
+    for (const auto& [from, to] : {std::pair{name, std::string("layers_N_")}, std::pair{dotted, std::string("layers.N.")},
+                                   std::pair{prefix, std::string("lN_")}})
+      for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+        text.replace(at, from.size(), to);
+    // Seeds derive from the parameter names, so they differ; everything else must not.
+    for (size_t at = text.find("seed="); at != std::string::npos; at = text.find("seed=", at + 5)) {
+      const size_t end = text.find_first_of(" \n", at);
+      text.replace(at, end - at, "seed=S");
+    }
+    return text;
+  };
+  EXPECT_EQ(layer_text(0), layer_text(1));
+}
+
+TEST_F(HfModelsTest, KnownModelsBuildWithTheirShapes) {
+  struct Known {
+    const char* id;
+    int64_t vocab, hidden, params;
+  };
+  for (const Known& k : {Known{"TinyLlama/TinyLlama-1.1B-Chat-v1.0", 32000, 2048, 2 + 22 * 9 + 1},
+                         Known{"Qwen/Qwen2.5-0.5B", 151936, 896, 1 + 24 * 12 + 1},
+                         Known{"Qwen/Qwen3-8B", 151936, 4096, 2 + 36 * 11 + 1},
+                         Known{"meta-llama/Meta-Llama-3-8B", 128256, 4096, 2 + 32 * 9 + 1}}) {
+    SCOPED_TRACE(k.id);
+    const Graph g = import_ok(std::string(k.id) + " --seq-len 2");
+    ASSERT_FALSE(HasFailure());
+    EXPECT_EQ(g.find("logits")->type.shape, (Shape{1, 2, k.vocab}));
+    EXPECT_EQ(g.find("embed")->type.shape, (Shape{1, 2, k.hidden}));
+    int64_t params = 0;
+    for (const Node* n : g.nodes())
+      if (const auto* c = n->op_as<ConstantOp>(); c && !c->path.empty()) ++params;
+    EXPECT_EQ(params, k.params);
+  }
+}
+
+TEST_F(HfModelsTest, ConfigErrorsNameTheFileAndKey) {
+  test::TempDir tmp;
+  const fs::path dir = fs::path(tmp.path()) / "m";
+  fs::create_directories(dir);
+  std::string config = tiny_config({"MistralForCausalLM", false});
+  write_text(dir / "config.json", config);
+  std::string err = import_error(dir.string());
+  EXPECT_NE(err.find("config.json:2:3: error: config.json key 'architectures': architecture 'MistralForCausalLM' "
+                     "is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)"),
+            std::string::npos)
+      << err;
+
+  config = tiny_config({"LlamaForCausalLM", false});
+  config.replace(config.find("\"num_attention_heads\": 4"), 24, "\"num_attention_heads\": 0");
+  write_text(dir / "config.json", config);
+  err = import_error(dir.string());
+  EXPECT_NE(err.find("config.json:3:"), std::string::npos) << err;
+  EXPECT_NE(err.find("key 'num_attention_heads': is 0, not a positive integer"), std::string::npos) << err;
+
+  config = tiny_config({"LlamaForCausalLM", false});
+  config.replace(config.find("\"hidden_size\": 64, "), 19, "");
+  write_text(dir / "config.json", config);
+  err = import_error(dir.string());
+  EXPECT_NE(err.find("key 'hidden_size': missing"), std::string::npos) << err;
+
+  config = tiny_config({"LlamaForCausalLM", false});
+  config.replace(config.find("\"silu\""), 6, "\"gelu\"");
+  write_text(dir / "config.json", config);
+  EXPECT_NE(import_error(dir.string()).find("key 'hidden_act'"), std::string::npos);
+
+  write_text(dir / "config.json", "{\"architectures\": [\"LlamaForCausalLM\"],");
+  EXPECT_NE(import_error(dir.string()).find("config.json is not valid JSON"), std::string::npos);
+}
+
+TEST_F(HfModelsTest, ModelAndOptionErrors) {
+  std::string err = import_error("Qwen/Qwen9");
+  EXPECT_NE(err.find("'Qwen/Qwen9' is neither a model directory nor a known model id (known: Qwen/Qwen2.5-0.5B, "),
+            std::string::npos)
+      << err;
+  err = import_error("Qwen/Qwen2.5-7B --layer 28");
+  EXPECT_NE(err.find("--layer 28 is out of range: Qwen/Qwen2.5-7B has 28 layers (0..27)"), std::string::npos) << err;
+  EXPECT_NE(import_error("Qwen/Qwen2.5-7B --layer -1").find("out of range"), std::string::npos);
+  EXPECT_NE(import_error("TinyLlama/TinyLlama-1.1B-Chat-v1.0 --seq-len 4096").find("max_position_embeddings"),
+            std::string::npos);
+  EXPECT_NE(import_error("Qwen/Qwen2.5-7B --decode --seq-len 4").find("--seq-len is for prefill"), std::string::npos);
+  EXPECT_NE(import_error("Qwen/Qwen2.5-7B --cache-len 4").find("--cache-len applies to --decode"), std::string::npos);
+  EXPECT_NE(import_error("Qwen/Qwen2.5-7B --sequence 4").find("unknown option '--sequence'"), std::string::npos);
+}
+
+TEST_F(HfModelsTest, CheckpointTensorsMustMatchTheConfig) {
+  test::TempDir tmp;
+  const TinyModel m = kTinyModels[0];
+  const std::string dir = make_model_dir(tmp, m, false);
+  Expected<hf::ModelConfig> c = hf::parse_model_config(tiny_config(m), "config.json");
+  ASSERT_TRUE(c);
+  const std::string file = dir + "/model.safetensors";
+  auto with = [&](const std::function<void(SafetensorsFile&)>& edit) {
+    SafetensorsFile f = tiny_weights(*c, 5);
+    edit(f);
+    EXPECT_TRUE(write_safetensors_file(file, f));
+    return import_error(dir + " --seq-len 2");
+  };
+  auto erase = [](SafetensorsFile& f, const std::string& name) {
+    std::erase_if(f.tensors, [&](const SafetensorsTensor& t) { return t.name == name; });
+  };
+  std::string err = with([&](SafetensorsFile& f) { erase(f, "model.layers.1.mlp.up_proj.weight"); });
+  EXPECT_NE(err.find("missing tensor 'model.layers.1.mlp.up_proj.weight' (shape [96, 64])"), std::string::npos) << err;
+  err = with([](SafetensorsFile& f) { f.tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", DType::F32, {1}, std::string(4, '\0')}); });
+  EXPECT_NE(err.find("unexpected tensor 'model.layers.0.self_attn.rotary_emb.inv_freq'"), std::string::npos) << err;
+  err = with([&](SafetensorsFile& f) {
+    for (SafetensorsTensor& t : f.tensors)
+      if (t.name == "model.norm.weight") {
+        t.shape = {32};
+        t.bytes.resize(32 * 4);
+      }
+  });
+  EXPECT_NE(err.find("tensor 'model.norm.weight' has shape [32], but the config needs [64]"), std::string::npos) << err;
+  EXPECT_NE(err.find(file), std::string::npos) << err;
+  err = with([&](SafetensorsFile& f) {
+    for (SafetensorsTensor& t : f.tensors)
+      if (t.name == "model.norm.weight") {
+        t.dtype = DType::I32;
+      }
+  });
+  EXPECT_NE(err.find("tensor 'model.norm.weight' is I32; weights must be F32, F16 or BF16"), std::string::npos) << err;
+}
+
+// A sharded checkpoint: the index's weight_map says which shard holds each tensor.
+TEST_F(HfModelsTest, ShardedCheckpointsReadEveryShard) {
+  test::TempDir tmp;
+  const TinyModel m = kTinyModels[1];
+  const std::string dir = make_model_dir(tmp, m, false);
+  Expected<hf::ModelConfig> c = hf::parse_model_config(tiny_config(m), "config.json");
+  ASSERT_TRUE(c);
+  SafetensorsFile all = tiny_weights(*c, 5), first, second;
+  std::string index = R"({"metadata": {}, "weight_map": {)";
+  for (size_t i = 0; i < all.tensors.size(); ++i) {
+    const bool one = i % 2 == 0;
+    (one ? first : second).tensors.push_back(all.tensors[i]);
+    index += (i ? ", \"" : "\"") + all.tensors[i].name + "\": \"model-0000" + (one ? "1" : "2") + "-of-00002.safetensors\"";
+  }
+  index += "}}";
+  ASSERT_TRUE(write_safetensors_file(dir + "/model-00001-of-00002.safetensors", first));
+  ASSERT_TRUE(write_safetensors_file(dir + "/model-00002-of-00002.safetensors", second));
+  write_text(fs::path(dir) / "model.safetensors.index.json", index);
+  ASSERT_TRUE(write_safetensors_file(tmp.path() + "/single.safetensors", all));
+
+  // The same values as one file would give.
+  const Graph sharded = import_ok(dir + " --seq-len 2");
+  fs::rename(tmp.path() + "/single.safetensors", dir + "/model.safetensors");
+  fs::remove(fs::path(dir) / "model.safetensors.index.json");
+  fs::remove(fs::path(dir) / "model-00001-of-00002.safetensors");
+  fs::remove(fs::path(dir) / "model-00002-of-00002.safetensors");
+  const Graph single = import_ok(dir + " --seq-len 2");
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(graph_to_json_text(sharded), graph_to_json_text(single));
+
+  // An index that places a tensor in the wrong shard.
+  ASSERT_TRUE(write_safetensors_file(dir + "/model-00001-of-00002.safetensors", first));
+  ASSERT_TRUE(write_safetensors_file(dir + "/model-00002-of-00002.safetensors", second));
+  fs::remove(fs::path(dir) / "model.safetensors");
+  std::string wrong = index;
+  const std::string moved = "\"model.embed_tokens.weight\": \"model-00001-of-00002.safetensors\"";
+  ASSERT_NE(wrong.find(moved), std::string::npos);
+  wrong.replace(wrong.find(moved), moved.size(), "\"model.embed_tokens.weight\": \"model-00002-of-00002.safetensors\"");
+  write_text(fs::path(dir) / "model.safetensors.index.json", wrong);
+  std::string err = import_error(dir + " --seq-len 2");
+  EXPECT_NE(err.find("tensor 'model.embed_tokens.weight' is here, but model.safetensors.index.json places it in "
+                     "model-00002-of-00002.safetensors"),
+            std::string::npos)
+      << err;
+  // Shards outside the directory are refused.
+  write_text(fs::path(dir) / "model.safetensors.index.json", R"({"weight_map": {"a": "../x.safetensors"}})");
+  err = import_error(dir + " --seq-len 2");
+  EXPECT_NE(err.find("not a file of the model directory"), std::string::npos) << err;
+}
+
+// Corrupt checkpoint files are rejected with a message naming the file (and tensor), never a crash.
+TEST_F(HfModelsTest, CorruptSafetensorsAreRejected) {
+  test::TempDir tmp;
+  const TinyModel m = kTinyModels[0];
+  const std::string dir = make_model_dir(tmp, m, true);
+  const std::string file = dir + "/model.safetensors";
+  const std::string good = test::read_file(file);
+  auto header_of = [](const std::string& text) {
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(text[static_cast<size_t>(i)]);
+    return n;
+  };
+  auto with_header = [&](std::string header, const std::string& data) {
+    header.append((8 - header.size() % 8) % 8, ' ');
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    return out + header + data;
+  };
+  struct Case {
+    const char* what;
+    std::string bytes;
+    const char* message;
+  };
+  std::string past_end = good;
+  past_end[0] = '\xf0';
+  past_end[1] = '\xff';
+  past_end[2] = '\x0f';
+  const std::vector<Case> cases = {
+      {"truncated", good.substr(0, good.size() - 100), "reach past the data section"},
+      {"truncated in the header", good.substr(0, 8 + header_of(good) / 2), "reaches past the end"},
+      {"header length past the end", past_end, "reaches past the end of the"},
+      {"overlapping offsets",
+       with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                   std::string(12, '\0')),
+       "overlap tensor 'a'"},
+      {"wrong dtype string", with_header(R"({"a":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0')),
+       "dtype 'F33' is not a safetensors dtype"},
+      {"huge shape",
+       with_header(R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,4]}})", std::string(4, '\0')),
+       "is too large to address"},
+      {"not JSON", with_header("{\"a\": [}", ""), "the header is not valid JSON"},
+      {"empty", "", "shorter than the 8-byte header length"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    write_text(file, c.bytes);
+    const std::string err = import_error(dir + " --seq-len 2");
+    EXPECT_NE(err.find(c.message), std::string::npos) << err;
+    EXPECT_NE(err.find(file), std::string::npos) << err;
+  }
+}
+
+TEST(HfModelConfig, Llama3RopeScalingFollowsTransformers) {
+  const std::string text = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "rope_theta": 500000.0,
+    "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"}})";
+  Expected<hf::ModelConfig> c = hf::parse_model_config(text, "config.json");
+  ASSERT_TRUE(c) << c.error().render();
+  ASSERT_TRUE(c->rope_scaling);
+  const std::vector<double> scaled = hf::rope_inverse_frequencies(*c);
+  hf::ModelConfig plain = *c;
+  plain.rope_scaling.reset();
+  const std::vector<double> base = hf::rope_inverse_frequencies(plain);
+  ASSERT_EQ(scaled.size(), 64u);
+  for (size_t i = 0; i < base.size(); ++i) {
+    const double wavelen = 2 * std::numbers::pi / base[i];
+    if (wavelen < 8192.0 / 4) EXPECT_DOUBLE_EQ(scaled[i], base[i]) << i;            // high frequencies kept
+    else if (wavelen > 8192.0) EXPECT_DOUBLE_EQ(scaled[i], base[i] / 8) << i;       // low ones divided by factor
+    else EXPECT_TRUE(scaled[i] < base[i] && scaled[i] > base[i] / 8) << i;          // interpolated between
+  }
+  // transformers' first and last values for Llama 3.1 (inv_freq[0] = 1, inv_freq[63] scaled by 1/8).
+  EXPECT_DOUBLE_EQ(scaled[0], 1.0);
+  EXPECT_NEAR(scaled[63], std::pow(500000.0, -126.0 / 128) / 8, 1e-15);
+}
+
+TEST(HfCli, CompileModelPrintsASummaryAndLayersReadably) {
+  test::CliResult r = test::run_cli({"compile", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "--seq-len", "16"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("model: TinyLlama/TinyLlama-1.1B-Chat-v1.0  (16 tokens per run)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernels: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parameters: 1.10 G (1100048384)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FLOPs per token: "), std::string::npos) << r.out;
+
+  r = test::run_cli({"compile", "Qwen/Qwen2.5-0.5B", "--layer", "0", "--seq-len", "4", "--ir", "loop"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("=== merged_l0_"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("return l0_out"), std::string::npos) << r.out;
+
+  r = test::run_cli({"compile", "Qwen/Qwen2.5-7B", "--layer", "28"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--layer 28 is out of range: Qwen/Qwen2.5-7B has 28 layers (0..27)"), std::string::npos) << r.err;
+
+  r = test::run_cli({"compile", "-c", "torch.randn(2)", "--seq-len", "4"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("apply to a MODEL"), std::string::npos) << r.err;
+}
+
+TEST(HfCli, RunTinyModelOnTheSimulator) {
+  test::TempDir tmp;
+  const std::string dir = make_model_dir(tmp, kTinyModels[2]);
+  test::CliResult r = test::run_cli({"run", dir, "--seq-len", "4", "--target", "sim"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("logits  max abs err"), std::string::npos) << r.out;
+  r = test::run_cli({"run", dir, "--decode", "--cache-len", "8", "--target", "sim"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("l1_v_cache_next  max abs err"), std::string::npos) << r.out;
+}
+
+// --check-intermediates compares every kernel's buffer in launch order; with a tolerance nothing
+// meets, the first kernel is named with its IR.
+TEST(HfCli, CheckIntermediatesNamesTheFirstDivergingKernel) {
+  test::TempDir tmp;
+  const std::string dir = make_model_dir(tmp, kTinyModels[0]);
+  test::CliResult r = test::run_cli({"run", dir, "--seq-len", "4", "--target", "sim", "--check-intermediates"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("note: --check-intermediates: the outputs of all "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" kernels with a reference value agree with the reference"), std::string::npos) << r.err;
+  r = test::run_cli({"run", dir, "--seq-len", "4", "--target", "sim", "--check-intermediates", "--rtol", "1e-15"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("error: tessera run --check-intermediates: kernel k_rope_angles (launch 1, output "
+                       "'rope_angles') diverges from the reference"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("kernel k_rope_angles  grid="), std::string::npos) << r.err;  // its IR
+}
+
+}  // namespace
+}  // namespace tessera
