@@ -4,10 +4,10 @@
 #   scripts/fuzz.sh [--runs N] [--seconds S] [TARGET...]
 #
 # TARGET is one of torch_expr, pipeline_yaml, ir_json, ir_text, safetensors, hf_config (default:
-# all). Each
-# target runs N executions and at most S seconds, whichever ends first (only --seconds: no count
-# limit; neither: 100000 executions), starting from its seed corpus (tests/fuzz/corpus/<target>) and its regressions
-# (tests/fuzz/regressions/<target>). New interesting inputs go to build-sanitize/corpus/<target>, not
+# all). Each target runs N executions and at most S seconds, whichever ends first (only --seconds:
+# no count limit; neither: 100000 executions), starting from its seed corpus
+# (tests/fuzz/corpus/<target>) and its regressions (tests/fuzz/regressions/<target>). New
+# interesting inputs go to build-sanitize/corpus/<target>, not
 # into the source tree. Exits non-zero when any target finds a crash, hang, leak or undefined
 # behaviour, after printing the path of the input that caused it (build-sanitize/findings/<target>/):
 # add that file to tests/fuzz/regressions/<target>/ with the fix.
@@ -22,7 +22,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
     --seconds) seconds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option '$1'" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
