@@ -12,6 +12,7 @@
 #include <sstream>
 
 #ifdef TESSERA_HAVE_CUDA
+#include <dlfcn.h>
 #include <nvrtc.h>
 #endif
 
@@ -34,6 +35,16 @@ std::vector<std::string> split_lines(const std::string& text) {
 }
 
 }  // namespace
+
+void keep_nvrtc_loaded() {
+#ifdef TESSERA_HAVE_CUDA
+  // RTLD_NOLOAD finds the copy the plugin already links; RTLD_NODELETE pins it. The handle's
+  // reference is never released on purpose.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) != 0 && info.dli_fname != nullptr)
+    (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+#endif
+}
 
 KernelResources parse_ptxas_resources(const std::string& log, const std::string& kernel) {
   // Only the report of `kernel`'s entry function counts (device functions have their own lines).

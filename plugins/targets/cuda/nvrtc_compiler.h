@@ -42,6 +42,12 @@ class NvrtcCompiler {
 };
 
 // Parses ptxas's `-v` report (the NVRTC log) for `kernel`; missing numbers read as 0.
+// Keeps libnvrtc loaded until the process exits, even when the cuda plugin is unloaded. NVRTC
+// carries its own static C++ runtime, whose exception-handling pool (71 KB) is allocated when the
+// library loads and never freed: every plugin load/unload cycle would leak it (LeakSanitizer
+// reports it at exit). Called once when the plugin registers; a no-op without NVRTC.
+void keep_nvrtc_loaded();
+
 KernelResources parse_ptxas_resources(const std::string& log, const std::string& kernel);
 
 // The source lines an NVRTC log points at (`name.cu(N): error` or `line N`), each as
