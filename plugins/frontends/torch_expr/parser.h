@@ -52,6 +52,11 @@ class Parser {
   Expected<ExprPtr> parse_subscript_item();
   Status parse_call_arguments(CallExpr& call);
   Status reject_comprehension() const;
+  // Loops, conditionals and comprehensions (traced by unrolling / at trace time).
+  Expected<StmtPtr> parse_for();
+  Expected<StmtPtr> parse_if();
+  Expected<ExprPtr> parse_for_target();
+  Expected<ExprPtr> parse_comprehension(ExprPtr element, SourceSpan start);
 
   // Token access.
   const Token& peek(size_t ahead = 0) const;
