@@ -12,6 +12,8 @@
 // Dims are recorded as written (e.g. -1), after checking they are in range.
 // Issue 3 adds (dims normalized): log reciprocal maximum minimum where cast amin argmax argmin
 //   permute expand slice cat embedding scaled_dot_product_attention.
+// Issue 13 adds arange, full and logical_and/or/not; its other idioms (einsum, tril, masked_fill,
+//   sdpa attn_mask, var, clamp, ...) are composed of the targets above (torch_library_idioms.cpp).
 // docs/torch-ops.md is the full catalog (operands, attrs, shapes, math) and must stay in sync.
 #pragma once
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -168,6 +169,58 @@ void TorchLibrary::register_idiom_generators() {
       return full(Shape(sizes.begin(), sizes.end()), value, dtype.value_or(type(self).dtype), a.site());
     }});
   }
+
+  // torch.tensor([...]): a literal from nested lists of numbers, built from `full` pieces and one
+  // `cat` (a single `full` when every element is equal).
+  functions_.emplace("torch.tensor", FunctionEntry{CallSignature("data, *, dtype=None, device=None, requires_grad=False"),
+                                                   [this](const BoundArguments& a) -> Expected<TracedValue> {
+    constexpr size_t kMaxLiteralElements = 1024;
+    std::vector<int64_t> shape;
+    std::vector<TracedValue> flat;
+    bool shape_known = false;
+    std::function<Status(const TracedValue&, size_t)> walk = [&](const TracedValue& v, size_t depth) -> Status {
+      if (const auto* seq = v.as<SequenceValue>()) {
+        if (!shape_known && depth == shape.size()) shape.push_back(static_cast<int64_t>(seq->items.size()));
+        if (depth >= shape.size() || shape[depth] != static_cast<int64_t>(seq->items.size()))
+          return a.error("data", "torch.tensor(): the nested lists are not rectangular");
+        if (seq->items.empty()) return a.error("data", "torch.tensor(): empty tensors are not supported");
+        for (const TracedValue& item : seq->items) TESSERA_TRY(walk(item, depth + 1));
+        return Status::ok();
+      }
+      if (v.is<TensorValue>())
+        return a.error("data", "torch.tensor() of tensors is not supported; use torch.stack");
+      if (!v.is_number()) return a.error("data", "torch.tensor(): expected numbers, got " + describe_value(v));
+      if (!shape_known) shape_known = true;
+      if (depth != shape.size()) return a.error("data", "torch.tensor(): the nested lists are not rectangular");
+      if (flat.size() >= kMaxLiteralElements)
+        return a.error("data", "torch.tensor(): literals of more than " + std::to_string(kMaxLiteralElements) +
+                                   " elements are not supported");
+      flat.push_back(v);
+      return Status::ok();
+    };
+    TESSERA_TRY(walk(a.value("data"), 0));
+    TESSERA_ASSIGN_OR_RETURN(std::optional<DType> dtype, a.optional_dtype("dtype"));
+    bool any_float = false, any_int = false;
+    for (const TracedValue& v : flat) {
+      any_float = any_float || v.is<double>();
+      any_int = any_int || v.is<int64_t>();
+    }
+    // PyTorch: float32 (the default) if any element is a float, else int64, else bool.
+    const DType dt = dtype.value_or(any_float ? builder_.default_dtype() : any_int ? DType::I64 : DType::Bool);
+    const Shape out_shape(shape.begin(), shape.end());
+    bool uniform = true;
+    for (const TracedValue& v : flat) uniform = uniform && v.number() == flat[0].number();
+    if (uniform) return full(out_shape, flat[0].number(), dt, a.site());
+    std::vector<std::string> pieces;
+    for (const TracedValue& v : flat) {
+      TESSERA_ASSIGN_OR_RETURN(TracedValue piece, full(Shape{1}, v.number(), dt, intermediate(a.site())));
+      pieces.push_back(node_of(piece));
+    }
+    const bool reshape_after = shape.size() != 1;
+    TESSERA_ASSIGN_OR_RETURN(TracedValue joined, cat(pieces, 0, reshape_after ? intermediate(a.site()) : a.site()));
+    if (!reshape_after) return joined;
+    return reshape(node_of(joined), shape, a.site());
+  }});
 
   // torch.outer(a, b) = a[:, None] * b[None, :] (also torch.ger).
   for (std::string name : {"outer", "ger"}) {
@@ -689,6 +742,61 @@ void TorchLibrary::register_idiom_masks() {
                                                         }});
     methods_.emplace(target, MethodEntry{CallSignature("dim=None, keepdim=False"), do_arg});
   }
+
+  // topk as k rounds of (max, first argmax, mask that position out), then one cat each for the
+  // values and the indices: sorted, ties by the lower index. Meant for the small k of decoding.
+  auto do_topk = [this](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
+    constexpr int64_t kMaxTopK = 64;
+    TESSERA_ASSIGN_OR_RETURN(int64_t k, a.integer("k"));
+    TESSERA_ASSIGN_OR_RETURN(int64_t dim, a.integer("dim"));
+    TESSERA_ASSIGN_OR_RETURN(bool largest, a.boolean("largest"));
+    TESSERA_ASSIGN_OR_RETURN(bool sorted, a.boolean("sorted"));
+    (void)sorted;  // always sorted (PyTorch leaves the order unspecified when sorted=False)
+    const TensorType t = type(x);
+    if (t.dtype == DType::Bool) return a.error("input", a.site().callee + "(): \"topk\" is not implemented for 'Bool'");
+    Expected<int64_t> d = normalize_dim(dim, t.rank());
+    if (!d || t.rank() == 0) return a.error("dim", a.site().callee + "(): " + (d ? "a 0-d tensor has no dim" : d.error().message));
+    const int64_t n = t.dim(*d);
+    if (k < 1 || k > n) return a.error("k", a.site().callee + "(): k (" + std::to_string(k) + ") is out of range for a dim of size " +
+                                                std::to_string(n) + " (k = 0 would be an empty tensor)");
+    if (k > kMaxTopK) return a.error("k", a.site().callee + "(): k > " + std::to_string(kMaxTopK) + " is not supported");
+    CallSite mid = intermediate(a.site());
+    std::vector<int64_t> pos_shape(static_cast<size_t>(t.rank()), 1);
+    pos_shape[static_cast<size_t>(*d)] = n;
+    TESSERA_ASSIGN_OR_RETURN(TracedValue pos, arange(0, static_cast<double>(n), 1, DType::I64, mid));
+    TESSERA_ASSIGN_OR_RETURN(pos, reshape(node_of(pos), pos_shape, mid));
+    const double fill = dtype_is_float(t.dtype) ? (largest ? -INFINITY : INFINITY)
+                        : t.dtype == DType::I32 ? (largest ? -2147483648.0 : 2147483647.0)
+                                                : (largest ? -9223372036854775808.0 : 9223372036854775807.0);
+    std::vector<std::string> values, indices;
+    std::string current = x;
+    for (int64_t j = 0; j < k; ++j) {
+      TESSERA_ASSIGN_OR_RETURN(TracedValue v, reduction(largest ? "amax" : "amin", current, std::vector<int64_t>{*d}, true, mid));
+      Attrs attrs;
+      attrs.set("dim", *d);
+      attrs.set("keepdim", true);
+      TESSERA_ASSIGN_OR_RETURN(TracedValue i, emit(TorchNodeSpec{largest ? "argmax" : "argmin", {current}, {}, std::move(attrs),
+                                                                 TensorType{reduced_shape(type(current).shape, {*d}, true), DType::I64}},
+                                                   mid));
+      values.push_back(node_of(v));
+      indices.push_back(node_of(i));
+      if (j + 1 == k) break;
+      TESSERA_ASSIGN_OR_RETURN(TracedValue hit, elementwise("eq", pos, i, mid, true));
+      TESSERA_ASSIGN_OR_RETURN(TracedValue rest, where(node_of(hit), TracedValue(fill), TensorValue{current}, mid));
+      current = node_of(rest);
+    }
+    TESSERA_ASSIGN_OR_RETURN(TracedValue vs, values.size() == 1 ? Expected<TracedValue>(TracedValue(TensorValue{values[0]}))
+                                                                : cat(values, *d, a.site()));
+    TESSERA_ASSIGN_OR_RETURN(TracedValue is, indices.size() == 1 ? Expected<TracedValue>(TracedValue(TensorValue{indices[0]}))
+                                                                 : cat(indices, *d, mid));
+    return TracedValue(SequenceValue{{vs, is}, false, {"values", "indices"}});
+  };
+  functions_.emplace("torch.topk", FunctionEntry{CallSignature("input, k, dim=-1, largest=True, sorted=True"),
+                                                 [do_topk](const BoundArguments& a) -> Expected<TracedValue> {
+                                                   TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+                                                   return do_topk(x, a);
+                                                 }});
+  methods_.emplace("topk", MethodEntry{CallSignature("k, dim=-1, largest=True, sorted=True"), do_topk});
 
   auto do_log_softmax = [this](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
     TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> dim, a.optional_integer("dim"));

@@ -701,6 +701,16 @@ Expected<TracedValue> Tracer::eval_compare(const ExprNode& e, const CompareExpr&
   TracedValue result = true;
   for (size_t i = 0; i < cmp.ops.size(); ++i) {
     TESSERA_ASSIGN_OR_RETURN(TracedValue rhs, eval(*cmp.operands[i + 1], frame));
+    const bool identity = cmp.ops[i] == CompareOp::Is || cmp.ops[i] == CompareOp::IsNot;
+    if (identity && (lhs.is<TensorValue>() || rhs.is<TensorValue>())) {
+      // `mask is None` on a tensor: identity is known at trace time (the same node or not).
+      const auto* a = lhs.as<TensorValue>();
+      const auto* b = rhs.as<TensorValue>();
+      bool same = a && b && a->node == b->node;
+      if (same != (cmp.ops[i] == CompareOp::Is)) return TracedValue(false);
+      lhs = std::move(rhs);
+      continue;
+    }
     if (lhs.is<TensorValue>() || rhs.is<TensorValue>()) {
       if (cmp.ops.size() > 1)
         return source_.error(e.span, "chained comparisons involving tensors are not supported; use & on two comparisons");
