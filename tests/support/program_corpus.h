@@ -171,6 +171,219 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "nn.LayerNorm(64)(torch.randn(3, 64, dtype=torch.float16))"},
       {"ViewAfterContiguous",
        "x=torch.randn(2, 3, 4); x.transpose(1, 2).contiguous().view(2, -1) + x.transpose(0, 1).view(3, 2, 2, 2).reshape(2, 12)"}};
+      // Issue 13, the idioms LLM code is written in (docs/torch-ops.md, "Idioms"): each program also
+      // runs in PyTorch with the same result.
+      {"IdiomArangeDtypesAndSteps",
+       "a = torch.arange(5); b = torch.arange(1, 4, 0.5); c = torch.arange(2, 11, 3, dtype=torch.float32)\n"
+       "(a * 2 + 1).float().sum() + (b * b).sum() + c.sum()"},
+      {"IdiomRopeOuterEinsumCat",
+       "import torch\n"
+       "inv_freq = 1.0 / (10000.0 ** (torch.arange(0, 16, 2, dtype=torch.int64).float() / 16))\n"
+       "t = torch.arange(9, dtype=torch.int64).type_as(inv_freq)\n"
+       "freqs = torch.outer(t, inv_freq) + torch.einsum('i,j->ij', t, inv_freq)\n"
+       "emb = torch.cat((freqs, freqs), dim=-1)\n"
+       "q = torch.randn(2, 9, 16)\n"
+       "q * emb.cos() + q * emb.sin()"},
+      {"IdiomEinsumAttention",
+       "q = torch.randn(1, 2, 5, 8); k = torch.randn(1, 2, 7, 8); v = torch.randn(1, 2, 7, 8); w = torch.randn(8, 6)\n"
+       "s = torch.einsum('bhqd,bhkd->bhqk', q, k).softmax(-1)\n"
+       "torch.einsum('...d,de->...e', torch.einsum('bhqk,bhkd->bhqd', s, v), w)"},
+      {"IdiomRepeatInterleaveGqa",
+       "q = torch.randn(1, 4, 5, 8); k = torch.randn(1, 2, 5, 8)\n"
+       "k2 = torch.repeat_interleave(k, 2, dim=1)\n"
+       "(q @ k2.transpose(-2, -1)) + k.repeat_interleave(3).reshape(1, 2, 5, 24)[..., :5].sum(1, keepdim=True)"},
+      {"IdiomTrilTriuMaskedFill",
+       "x = torch.randn(2, 5, 7)\n"
+       "m = torch.ones(5, 7, dtype=torch.bool).tril(diagonal=1)\n"
+       "torch.tril(x, -1) + x.triu(2) + x.masked_fill(~m, float('-inf')).softmax(-1)"},
+      {"IdiomBoolMaskLogic",
+       "a = torch.randn(4, 6); b = torch.randn(6)\n"
+       "m = (a > 0) & (b < 0.5) | ~(a > 1)\n"
+       "torch.where(m ^ (b > 0), a, b) + torch.logical_and(a > 0, b > 0).float()"},
+      {"IdiomTensorIndexGather",
+       "x = torch.randn(6, 3, 2); idx = torch.randint(0, 6, (2, 5)) - 3\n"
+       "x[idx] * 2 + torch.randn(8)[torch.randint(0, 8, (2, 5, 1))].unsqueeze(-1)"},
+      {"IdiomArgmaxArgminSpellings",
+       "x = torch.randn(4, 7)\n"
+       "torch.argmax(x, dim=-1, keepdim=True) + x.argmin(0) + torch.argmax(x) + x.argmin(keepdim=True)"},
+      {"IdiomMaxValuesIndices",
+       "x = torch.randn(4, 7); r = x.max(dim=-1); s = torch.min(x, 0, keepdim=True)\n"
+       "r.values * r.indices.float() + s.values.sum() + s.indices.sum()"},
+      {"IdiomLogSoftmax",
+       "import torch.nn.functional as F\n"
+       "x = torch.randn(3, 5)\n"
+       "F.log_softmax(x, dim=1) + x.log_softmax(0) + torch.log_softmax(x, -1, dtype=torch.float32)"},
+      {"IdiomSdpaBoolMaskGqa",
+       "import torch.nn.functional as F\n"
+       "q = torch.randn(1, 4, 6, 8); k = torch.randn(1, 2, 6, 8); v = torch.randn(1, 2, 6, 8)\n"
+       "m = torch.ones(6, 6, dtype=torch.bool).tril()\n"
+       "F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)"},
+      {"IdiomSdpaAdditiveMask",
+       "import torch.nn.functional as F\n"
+       "q = torch.randn(2, 2, 5, 8); k = torch.randn(2, 2, 7, 8); v = torch.randn(2, 2, 7, 4); bias = torch.randn(2, 1, 5, 7)\n"
+       "F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.5)"},
+      {"IdiomSoftmaxDtypeHalf",
+       "import torch.nn.functional as F\n"
+       "x = torch.randn(3, 33, dtype=torch.float16); y = torch.randn(3, 33)\n"
+       "F.softmax(x, dim=-1, dtype=torch.float32) + y.type_as(x.float()) + x.softmax(0, dtype=torch.float32).type(torch.float32)"},
+      {"IdiomSequentialModuleListLoops",
+       "import math\n"
+       "import torch\n"
+       "import torch.nn as nn\n"
+       "import torch.nn.functional as F\n"
+       "\n"
+       "class Block(nn.Module):\n"
+       "    def __init__(self, d):\n"
+       "        super().__init__()\n"
+       "        self.net = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Dropout(0.0), nn.Linear(2 * d, d))\n"
+       "    def forward(self, x):\n"
+       "        return x + self.net(x) / math.sqrt(2)\n"
+       "\n"
+       "class Model(nn.Module):\n"
+       "    def __init__(self, d, n):\n"
+       "        super().__init__()\n"
+       "        self.layers = nn.ModuleList([Block(d) for _ in range(n)])\n"
+       "    def forward(self, x):\n"
+       "        for i, layer in enumerate(self.layers):\n"
+       "            if i % 2 == 0:\n"
+       "                x = layer(x)\n"
+       "            else:\n"
+       "                x = F.dropout(layer(x), p=0.1, training=self.training)\n"
+       "        return x\n"
+       "\n"
+       "Model(16, 3)(torch.randn(2, 5, 16))"},
+      {"IdiomClampVarStd",
+       "x = torch.randn(5, 9)\n"
+       "torch.clamp(x, min=-0.5, max=0.7) + x.clip(max=0.2) + x.clamp_min(0.1) + x.var(-1, keepdim=True) + x.std(0, unbiased=False) + torch.var(x, dim=1, correction=0, keepdim=True) + x.std()"},
+      {"IdiomAlsoListOps",
+       "x = torch.randn(6, 4); y = torch.randn(6, 4)\n"
+       "a, b, c = torch.unbind(x.reshape(3, 2, 4), dim=0)\n"
+       "z = torch.add(a, b, alpha=2) - torch.sub(2, c) + torch.div(1, y[:2]) + torch.div(y[2:4], 0.3, rounding_mode='trunc')\n"
+       "w = torch.concatenate([z, abs(x[:2]) + torch.zeros_like(z) + torch.ones_like(z) * torch.full_like(z, 3.0)], axis=0)\n"
+       "w.T.mT + torch.randn(size=(4, 4))"},
+      {"IdiomTopkAndTensorLiteral",
+       "x = torch.randn(4, 9); w = torch.tensor([[1.0, -2.0, 0.5], [3, 4, 5]])\n"
+       "v, i = torch.topk(x, 3, dim=-1)\n"
+       "r = x.topk(2, dim=0, largest=False)\n"
+       "v * w[0] + i.float() + r.values.sum() + r.indices.sum() + torch.tensor(2) + w.sum()"},
+      // A decoder written the way Hugging Face writes it: RoPE from arange/outer/cos/sin, GQA by
+      // repeat_interleave, a causal mask from tril + masked_fill(finfo.min), softmax(dtype=float32).to(),
+      // an nn.ModuleList built by a comprehension; the same text runs in PyTorch.
+      {"IdiomHuggingFaceDecoder",
+       "import math\n"
+       "import torch\n"
+       "import torch.nn as nn\n"
+       "import torch.nn.functional as F\n"
+       "\n"
+       "\n"
+       "def rotate_half(x):\n"
+       "    x1 = x[..., : x.shape[-1] // 2]\n"
+       "    x2 = x[..., x.shape[-1] // 2 :]\n"
+       "    return torch.cat((-x2, x1), dim=-1)\n"
+       "\n"
+       "\n"
+       "def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):\n"
+       "    cos = cos.unsqueeze(unsqueeze_dim)\n"
+       "    sin = sin.unsqueeze(unsqueeze_dim)\n"
+       "    q_embed = (q * cos) + (rotate_half(q) * sin)\n"
+       "    k_embed = (k * cos) + (rotate_half(k) * sin)\n"
+       "    return q_embed, k_embed\n"
+       "\n"
+       "\n"
+       "class RotaryEmbedding(nn.Module):\n"
+       "    def __init__(self, dim, base=10000.0):\n"
+       "        super().__init__()\n"
+       "        self.inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))\n"
+       "\n"
+       "    def forward(self, x, seq_len):\n"
+       "        t = torch.arange(seq_len, dtype=torch.int64).type_as(self.inv_freq)\n"
+       "        freqs = torch.outer(t, self.inv_freq)\n"
+       "        emb = torch.cat((freqs, freqs), dim=-1)\n"
+       "        return emb.cos().to(x.dtype)[None], emb.sin().to(x.dtype)[None]\n"
+       "\n"
+       "\n"
+       "class Attention(nn.Module):\n"
+       "    def __init__(self, hidden_size, num_heads, num_key_value_heads):\n"
+       "        super().__init__()\n"
+       "        self.num_heads = num_heads\n"
+       "        self.num_key_value_heads = num_key_value_heads\n"
+       "        self.head_dim = hidden_size // num_heads\n"
+       "        self.num_key_value_groups = num_heads // num_key_value_heads\n"
+       "        self.q_proj = nn.Linear(hidden_size, num_heads * self.head_dim, bias=False)\n"
+       "        self.k_proj = nn.Linear(hidden_size, num_key_value_heads * self.head_dim, bias=False)\n"
+       "        self.v_proj = nn.Linear(hidden_size, num_key_value_heads * self.head_dim, bias=False)\n"
+       "        self.o_proj = nn.Linear(num_heads * self.head_dim, hidden_size, bias=False)\n"
+       "        self.rotary_emb = RotaryEmbedding(self.head_dim)\n"
+       "\n"
+       "    def forward(self, hidden_states, attention_mask):\n"
+       "        bsz, q_len, _ = hidden_states.size()\n"
+       "        query_states = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)\n"
+       "        key_states = self.k_proj(hidden_states).view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)\n"
+       "        value_states = self.v_proj(hidden_states).view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)\n"
+       "        cos, sin = self.rotary_emb(value_states, q_len)\n"
+       "        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)\n"
+       "        key_states = torch.repeat_interleave(key_states, self.num_key_value_groups, dim=1)\n"
+       "        value_states = value_states.repeat_interleave(self.num_key_value_groups, dim=1)\n"
+       "        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)\n"
+       "        if attention_mask is not None:\n"
+       "            attn_weights = attn_weights + attention_mask\n"
+       "        attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)\n"
+       "        attn_weights = F.dropout(attn_weights, p=0.0, training=self.training)\n"
+       "        attn_output = torch.matmul(attn_weights, value_states)\n"
+       "        attn_output = attn_output.transpose(1, 2).reshape(bsz, q_len, -1)\n"
+       "        return self.o_proj(attn_output)\n"
+       "\n"
+       "\n"
+       "class MLP(nn.Module):\n"
+       "    def __init__(self, hidden_size, intermediate_size):\n"
+       "        super().__init__()\n"
+       "        self.gate_proj = nn.Linear(hidden_size, intermediate_size, bias=False)\n"
+       "        self.up_proj = nn.Linear(hidden_size, intermediate_size, bias=False)\n"
+       "        self.down_proj = nn.Linear(intermediate_size, hidden_size, bias=False)\n"
+       "        self.act_fn = nn.SiLU()\n"
+       "\n"
+       "    def forward(self, x):\n"
+       "        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))\n"
+       "\n"
+       "\n"
+       "class DecoderLayer(nn.Module):\n"
+       "    def __init__(self, hidden_size, num_heads, num_key_value_heads, intermediate_size):\n"
+       "        super().__init__()\n"
+       "        self.self_attn = Attention(hidden_size, num_heads, num_key_value_heads)\n"
+       "        self.mlp = MLP(hidden_size, intermediate_size)\n"
+       "        self.input_layernorm = nn.RMSNorm(hidden_size, eps=1e-6)\n"
+       "        self.post_attention_layernorm = nn.RMSNorm(hidden_size, eps=1e-6)\n"
+       "\n"
+       "    def forward(self, hidden_states, attention_mask=None):\n"
+       "        residual = hidden_states\n"
+       "        hidden_states = self.input_layernorm(hidden_states)\n"
+       "        hidden_states = self.self_attn(hidden_states, attention_mask)\n"
+       "        hidden_states = residual + hidden_states\n"
+       "        residual = hidden_states\n"
+       "        hidden_states = self.post_attention_layernorm(hidden_states)\n"
+       "        hidden_states = self.mlp(hidden_states)\n"
+       "        return residual + hidden_states\n"
+       "\n"
+       "\n"
+       "class Model(nn.Module):\n"
+       "    def __init__(self, hidden_size=32, num_heads=4, num_key_value_heads=2, intermediate_size=64, num_layers=2):\n"
+       "        super().__init__()\n"
+       "        self.layers = nn.ModuleList(\n"
+       "            [DecoderLayer(hidden_size, num_heads, num_key_value_heads, intermediate_size) for _ in range(num_layers)]\n"
+       "        )\n"
+       "        self.norm = nn.RMSNorm(hidden_size, eps=1e-6)\n"
+       "\n"
+       "    def forward(self, hidden_states):\n"
+       "        seq_len = hidden_states.shape[1]\n"
+       "        causal = torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))\n"
+       "        mask = torch.zeros(seq_len, seq_len, dtype=hidden_states.dtype)\n"
+       "        mask = mask.masked_fill(~causal, torch.finfo(hidden_states.dtype).min)\n"
+       "        for decoder_layer in self.layers:\n"
+       "            hidden_states = decoder_layer(hidden_states, attention_mask=mask)\n"
+       "        return self.norm(hidden_states)\n"
+       "\n"
+       "\n"
+       "Model()(torch.randn(1, 7, 32))"}};
   return corpus;
 }
 

@@ -591,15 +591,17 @@ TEST_F(TorchExprTest, ErrorUnknownFunctionOrMethod) {
 }
 
 TEST_F(TorchExprTest, ErrorUnsupportedConstructs) {
-  expect_error(fail("x = torch.randn(2)\nfor i in range(3):\n    x = x + i\nx"), "'for' loops are not supported", 2, 1, 3);
+  // `for` loops, comprehensions and `if` on trace-time values are traced (torch_idioms_test.cpp).
+  expect_error(fail("x = torch.randn(2)\nfor i in range(3):\n    x = x + i\nelse:\n    pass\nx"),
+               "'for ... else' is not supported", 4, 1, 4);
   expect_error(fail("while True:\n    pass"), "'while' loops are not supported", 1, 1, 5);
   expect_error(fail("f = lambda x: x * 2"), "lambda expressions are not supported", 1, 5, 6);
   expect_error(fail("import os\ntorch.randn(2)"), "import of 'os' is not supported", 1, 8, 2);
   expect_error(fail("x = torch.randn(2)\nx.foo"), "tensor attribute 'foo' is not supported", 2, 3, 3);
   // Indexing with a tensor (boolean masks, gathers) stays unsupported; ints, slices, ... and None work.
   expect_error(fail("x = torch.randn(4, 4)\nx[1:, x]"), "tensors can only be indexed with ints, slices", 2, 7, 1);
-  expect_error(fail("x = torch.randn(2)\nif x: x"), "'if' statements are not supported", 2, 1, 2);
-  expect_error(fail("[x for x in (1, 2)]"), "comprehensions", 1, 4, 3);
+  expect_error(fail("x = torch.randn(2)\nif x: x"), "the truth value of a traced tensor is unknown", 2, 4, 1);
+  expect_error(fail("[x for x in (1, 2) for y in (3,)]"), "comprehensions with more than one 'for'", 1, 20, 3);
   expect_error(fail("{'a': 1}"), "dict and set literals are not supported", 1, 1, 1);
 }
 

@@ -620,6 +620,33 @@ Expected<TensorValue> eval_cat(const OpCall& c) {
   return out;
 }
 
+// ---- generated tensors -------------------------------------------------------------------------
+
+// arange: out[i] = start + i * step, computed in double and stored in the node's dtype (as
+// PyTorch's CPU kernel accumulates in double).
+Expected<TensorValue> eval_arange(const OpCall& c) {
+  TESSERA_TRY(c.expect_arity(0, 0));
+  if (c.out_shape().size() != 1) return c.error("arange produces a 1-D tensor, but the node's type is " + c.node.type.str());
+  const double start = c.op.attrs.get_float("start", 0.0);
+  const double step = c.op.attrs.get_float("step", 1.0);
+  TensorValue out = c.output();
+  for (size_t i = 0; i < out.data.size(); ++i)
+    out.data[i] = conform_to_dtype(start + static_cast<double>(i) * step, c.node.type.dtype);
+  return out;
+}
+
+// full: every element is `value` in the node's dtype.
+Expected<TensorValue> eval_full(const OpCall& c) {
+  TESSERA_TRY(c.expect_arity(0, 0));
+  const AttrValue* v = c.op.attrs.find("value");
+  if (!v || std::holds_alternative<std::string>(*v) || std::holds_alternative<std::vector<int64_t>>(*v))
+    return c.error("full needs a number attribute 'value'");
+  const double value = c.op.attrs.get_float("value", 0.0);
+  TensorValue out = c.output();
+  for (double& e : out.data) e = conform_to_dtype(value, c.node.type.dtype);
+  return out;
+}
+
 // ---- dispatch ----------------------------------------------------------------------------------
 
 using TargetFn = std::function<Expected<TensorValue>(const OpCall&)>;
@@ -668,6 +695,11 @@ const std::map<std::string, TargetFn>& targets() {
     t["expand"] = eval_expand;
     t["slice"] = eval_slice;
     t["cat"] = eval_cat;
+    // Generated tensors (issue 13): no operands, the node's type gives shape and dtype.
+    t["arange"] = eval_arange;
+    t["full"] = eval_full;
+    for (const char* f : {"logical_and", "logical_or", "logical_not"})
+      t[f] = by_scalar_fn(*parse_elementwise_fn(f));
     return t;
   }();
   return table;

@@ -109,6 +109,14 @@ struct SliceExpr {
 struct StarredExpr {
   ExprPtr value;
 };
+// `[element for target in iter if condition]`, also a generator expression `(... for ...)`
+// (traced as a list): one `for` clause, any number of `if` filters.
+struct ComprehensionExpr {
+  ExprPtr element;
+  ExprPtr target;
+  ExprPtr iter;
+  std::vector<ExprPtr> conditions;
+};
 
 struct ExprNode {
   SourceSpan span;
@@ -118,7 +126,8 @@ struct ExprNode {
   int height = 1;
   std::variant<NameExpr, NoneLiteral, EllipsisLiteral, BoolLiteral, IntLiteral, FloatLiteral,
                StringLiteral, TupleExpr, AttributeExpr, CallExpr, BinaryExpr, UnaryExpr,
-               CompareExpr, BoolExpr, ConditionalExpr, SubscriptExpr, SliceExpr, StarredExpr>
+               CompareExpr, BoolExpr, ConditionalExpr, SubscriptExpr, SliceExpr, StarredExpr,
+               ComprehensionExpr>
       node;
 
   template <class T> const T* as() const { return std::get_if<T>(&node); }
@@ -178,10 +187,24 @@ struct ClassDef {
   StmtList body;
 };
 
+// `for target in iter:` (traced by unrolling).
+struct ForStmt {
+  ExprPtr target;
+  ExprPtr iter;
+  StmtList body;
+};
+// `if cond: ... elif ...: ... else: ...` (the condition is a trace-time value; `elif` nests an
+// IfStmt in orelse).
+struct IfStmt {
+  ExprPtr cond;
+  StmtList body;
+  StmtList orelse;
+};
+
 struct StmtNode {
   SourceSpan span;
   std::variant<ExprStmt, AssignStmt, AugAssignStmt, ImportStmt, FromImportStmt, ReturnStmt,
-               PassStmt, FunctionDef, ClassDef>
+               PassStmt, FunctionDef, ClassDef, ForStmt, IfStmt>
       node;
 
   template <class T> const T* as() const { return std::get_if<T>(&node); }

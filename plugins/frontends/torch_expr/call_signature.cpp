@@ -124,6 +124,11 @@ Expected<BoundArguments> CallSignature::bind(const std::vector<ArgumentValue>& a
     const Param* match = nullptr;
     for (const Param& p : params_)
       if (!p.var_positional && p.name == a.keyword) match = &p;
+    if (!match && var_positional && var_positional->name == a.keyword && varargs.items.empty()) {
+      // PyTorch's `torch.randn(size=(2, 3))`: the keyword gives the whole *size as one tuple.
+      bound.slots_[var_positional->name] = {SequenceValue{{a.value}, false, {}}, SourceSpan::cover(a.keyword_span, a.span), true};
+      continue;
+    }
     if (!match) {
       std::string msg = callee + " got an unexpected keyword argument '" + a.keyword + "'" +
                         did_you_mean(a.keyword, parameter_names());

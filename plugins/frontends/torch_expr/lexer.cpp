@@ -20,11 +20,11 @@ constexpr std::array<std::string_view, 35> kKeywords = {
     "or",    "pass",   "raise",   "return",   "try",    "while",  "with",   "yield"};
 
 // Longest first, so that the first match is the longest one.
-constexpr std::array<std::string_view, 46> kOperators = {
+constexpr std::array<std::string_view, 47> kOperators = {
     "**=", "//=", ">>=", "<<=", "...", "**", "//", "==", "!=", "<=", ">=", "->", "+=", "-=", "*=",
     "/=",  "%=",  "@=",  "&=",  "|=",  "^=", ":=", "<<", ">>", "(",  ")",  "[",  "]",  "{",  "}",
     ",",   ".",   ":",   ";",   "=",   "+",  "-",  "*",  "/",  "%",  "@",  "<",  ">",  "&",  "|",
-    "^"};
+    "^",   "~"};
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }

@@ -142,6 +142,11 @@ int tallest_child(const SliceExpr& n) {
   return std::max({height_of(n.lower), height_of(n.upper), height_of(n.step)});
 }
 int tallest_child(const StarredExpr& n) { return height_of(n.value); }
+int tallest_child(const ComprehensionExpr& n) {
+  int h = std::max({height_of(n.element), height_of(n.target), height_of(n.iter)});
+  for (const ExprPtr& c : n.conditions) h = std::max(h, height_of(c));
+  return h;
+}
 
 }  // namespace
 
@@ -183,9 +188,16 @@ Status Parser::parse_statement(StmtList& out) {
       out.push_back(std::move(*s));
       return Status::ok();
     }
-    if (t.text == "for" || t.text == "while")
-      return error_at(t, "'" + t.text + "' loops are not supported: a torch_expr program is straight-line code");
-    if (t.text == "if" || t.text == "with" || t.text == "try" || t.text == "async")
+    if (t.text == "for" || t.text == "if") {
+      Expected<StmtPtr> s = t.text == "for" ? parse_for() : parse_if();
+      if (!s) return s.error();
+      out.push_back(std::move(*s));
+      return Status::ok();
+    }
+    if (t.text == "while")
+      return error_at(t, "'while' loops are not supported: the trip count must be known at trace time; use "
+                         "`for ... in range(n)`");
+    if (t.text == "with" || t.text == "try" || t.text == "async")
       return error_at(t, "'" + t.text + "' statements are not supported");
   }
   return parse_simple_statements(out);
@@ -648,7 +660,78 @@ Expected<ExprPtr> Parser::parse_postfix() {
 
 Status Parser::reject_comprehension() const {
   if (!peek().is_keyword("for")) return Status::ok();
-  return error_at(peek(), "comprehensions and generator expressions are not supported");
+  return error_at(peek(), "a comprehension must be the only item inside its brackets");
+}
+
+// A `for` target: names, attributes, subscripts and (parenthesized) tuples of them, stopping at
+// `in` (which parse_expression would read as a comparison).
+Expected<ExprPtr> Parser::parse_for_target() {
+  SourceSpan start = peek().span;
+  TESSERA_ASSIGN_OR_RETURN(ExprPtr first, parse_postfix());
+  if (!peek().is_op(",")) {
+    TESSERA_TRY(check_assignable(*first, true));
+    return first;
+  }
+  TupleExpr tuple;
+  tuple.items.push_back(std::move(first));
+  while (accept_op(",")) {
+    if (peek().is_keyword("in")) break;
+    TESSERA_ASSIGN_OR_RETURN(ExprPtr item, parse_postfix());
+    tuple.items.push_back(std::move(item));
+  }
+  ExprPtr target = make_expr(span_from(start), std::move(tuple));
+  TESSERA_TRY(check_assignable(*target, true));
+  return target;
+}
+
+Expected<ExprPtr> Parser::parse_comprehension(ExprPtr element, SourceSpan start) {
+  advance();  // 'for'
+  ComprehensionExpr comp;
+  comp.element = std::move(element);
+  TESSERA_ASSIGN_OR_RETURN(comp.target, parse_for_target());
+  if (!peek().is_keyword("in")) return unexpected(peek(), "'in' in the comprehension");
+  advance();
+  TESSERA_ASSIGN_OR_RETURN(comp.iter, parse_or());
+  while (peek().is_keyword("if")) {
+    advance();
+    TESSERA_ASSIGN_OR_RETURN(ExprPtr cond, parse_or());
+    comp.conditions.push_back(std::move(cond));
+  }
+  if (peek().is_keyword("for")) return error_at(peek(), "comprehensions with more than one 'for' are not supported");
+  return make_expr(span_from(start), std::move(comp));
+}
+
+Expected<StmtPtr> Parser::parse_for() {
+  const Token header = advance();  // 'for'
+  ForStmt loop;
+  TESSERA_ASSIGN_OR_RETURN(loop.target, parse_for_target());
+  if (!peek().is_keyword("in")) return unexpected(peek(), "'in' in the 'for' statement");
+  advance();
+  TESSERA_ASSIGN_OR_RETURN(loop.iter, parse_expression_list(false));
+  TESSERA_ASSIGN_OR_RETURN(loop.body, parse_block("for", header));
+  if (peek().is_keyword("else")) return error_at(peek(), "'for ... else' is not supported");
+  auto s = std::make_unique<StmtNode>();
+  s->span = header.span;
+  s->node = std::move(loop);
+  return s;
+}
+
+Expected<StmtPtr> Parser::parse_if() {
+  const Token header = advance();  // 'if' or 'elif'
+  IfStmt branch;
+  TESSERA_ASSIGN_OR_RETURN(branch.cond, parse_expression());
+  TESSERA_ASSIGN_OR_RETURN(branch.body, parse_block(header.text, header));
+  if (peek().is_keyword("elif")) {
+    TESSERA_ASSIGN_OR_RETURN(StmtPtr nested, parse_if());
+    branch.orelse.push_back(std::move(nested));
+  } else if (peek().is_keyword("else")) {
+    const Token else_token = advance();
+    TESSERA_ASSIGN_OR_RETURN(branch.orelse, parse_block("else", else_token));
+  }
+  auto s = std::make_unique<StmtNode>();
+  s->span = header.span;
+  s->node = std::move(branch);
+  return s;
 }
 
 Status Parser::parse_call_arguments(CallExpr& call) {
@@ -674,6 +757,12 @@ Status Parser::parse_call_arguments(CallExpr& call) {
       return source_.error(value->span, "positional argument follows keyword argument");
     }
     TESSERA_ASSIGN_OR_RETURN(arg.value, parse_expression());
+    if (peek().is_keyword("for") && call.args.empty() && arg.keyword.empty() && !arg.starred) {
+      // f(x for x in xs): a generator expression as the only argument.
+      SourceSpan start = arg.value->span;
+      TESSERA_ASSIGN_OR_RETURN(arg.value, parse_comprehension(std::move(arg.value), start));
+      if (!peek().is_op(")")) return unexpected(peek(), "')' after the generator expression");
+    }
     TESSERA_TRY(reject_comprehension());
     call.args.push_back(std::move(arg));
     if (!accept_op(",")) break;
@@ -734,6 +823,13 @@ Expected<ExprPtr> Parser::parse_bracketed(const Token& open) {
       item = make_expr(span_from(star), StarredExpr{std::move(value)});
     } else {
       TESSERA_ASSIGN_OR_RETURN(item, parse_expression());
+    }
+    if (peek().is_keyword("for") && tuple.items.empty() && !item->as<StarredExpr>()) {
+      TESSERA_ASSIGN_OR_RETURN(ExprPtr comp, parse_comprehension(std::move(item), start));
+      if (!peek().is_op(close)) return unexpected(peek(), "'" + std::string(close) + "' to close the comprehension");
+      advance();
+      comp->span = span_from(start);
+      return comp;
     }
     TESSERA_TRY(reject_comprehension());
     tuple.items.push_back(std::move(item));

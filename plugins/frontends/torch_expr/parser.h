@@ -1,6 +1,7 @@
 // Parser: tokens -> Program (ast.h). Recursive descent over Python's grammar, restricted to the
-// torch_expr subset. Constructs outside the subset that a user is likely to try (for/while/if,
-// lambda, comprehensions, dict literals, decorators, *args parameters) are rejected here with a
+// torch_expr subset. `for` and `if` statements and single-`for` comprehensions are parsed (the
+// tracer unrolls them); constructs outside the subset that a user is likely to try (while, lambda,
+// nested comprehensions, dict literals, decorators, *args parameters) are rejected here with a
 // message that names the construct and a caret under it.
 #pragma once
 
@@ -52,6 +53,11 @@ class Parser {
   Expected<ExprPtr> parse_subscript_item();
   Status parse_call_arguments(CallExpr& call);
   Status reject_comprehension() const;
+  // Loops, conditionals and comprehensions (traced by unrolling / at trace time).
+  Expected<StmtPtr> parse_for();
+  Expected<StmtPtr> parse_if();
+  Expected<ExprPtr> parse_for_target();
+  Expected<ExprPtr> parse_comprehension(ExprPtr element, SourceSpan start);
 
   // Token access.
   const Token& peek(size_t ahead = 0) const;

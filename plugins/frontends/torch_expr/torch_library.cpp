@@ -53,6 +53,7 @@ TorchLibrary::TorchLibrary(GraphBuilder& builder) : builder_(builder) {
   register_modules();
   register_layout();
   register_attention_and_embedding();
+  register_idioms();  // last: it extends some of the registrations above (softmax dtype=, add alpha=)
 }
 
 // ---- namespaces ------------------------------------------------------------------------------
@@ -595,6 +596,7 @@ Expected<TracedValue> TorchLibrary::call_module(BuiltinModule& m, const std::vec
   };
 
   if (m.kind == "Linear") return linear(x, *param("weight"), param("bias"), s);
+  if (m.kind == "Dropout" || m.kind == "Identity") return TracedValue(TensorValue{x});
   if (m.kind == "RMSNorm" || m.kind == "LayerNorm") {
     const auto* shape = std::get_if<std::vector<int64_t>>(m.config.find("normalized_shape"));
     std::optional<double> eps;
@@ -620,13 +622,19 @@ Expected<TracedValue> TorchLibrary::tensor_attribute(const std::string& node, co
   if (attr == "dtype") return TracedValue(DTypeValue{t.dtype});
   if (attr == "ndim") return TracedValue(t.rank());
   if (attr == "T") {
+    // PyTorch: every dim reversed (deprecated for rank != 2, but defined so).
     if (t.rank() < 2) return TracedValue(TensorValue{node});
-    if (t.rank() > 2)
-      return builder_.error(attr_span, "x.T is only supported on tensors of rank 2 (this one has shape " +
-                                           shape_str(t.shape) + "); use x.transpose(a, b) or x.mT");
-    return transpose(node, 0, 1, site);
+    if (t.rank() == 2) return transpose(node, 0, 1, site);
+    std::vector<int64_t> reversed;
+    for (int64_t d = t.rank() - 1; d >= 0; --d) reversed.push_back(d);
+    return permute(node, reversed, site);
   }
-  if (attr == "mT") return transpose(node, -2, -1, site);
+  if (attr == "mT") {
+    if (t.rank() < 2)
+      return builder_.error(attr_span, "tensor.mT is only supported on matrices or batches of matrices. Got " +
+                                           std::to_string(t.rank()) + "-D tensor.");
+    return transpose(node, -2, -1, site);
+  }
   if (methods_.count(attr)) return TracedValue(TensorMethodValue{node, attr});
   std::vector<std::string> names = {"shape", "dtype", "ndim", "T", "mT"};
   for (const auto& [name, entry] : methods_) names.push_back(name);
@@ -648,6 +656,20 @@ Expected<TracedValue> TorchLibrary::binary(BinaryOp op, const TracedValue& lhs, 
         return builder_.error(site.span, "operator '@' needs two tensors, got " + describe_value(lhs) + " and " +
                                              describe_value(rhs));
       return matmul(a->node, b->node, site);
+    }
+    case BinaryOp::BitAnd:
+    case BinaryOp::BitOr:
+    case BinaryOp::BitXor: {
+      // On bool tensors (masks) these are the logical ops; integer bitwise ops are not supported.
+      for (const TracedValue* v : {&lhs, &rhs}) {
+        const auto* t = v->as<TensorValue>();
+        if ((t && type(t->node).dtype != DType::Bool) || (!t && !v->is<bool>()))
+          return builder_.error(site.span, "operator '" + std::string(binary_op_symbol(op)) +
+                                               "' is only supported on bool tensors (masks), got " +
+                                               (t ? std::string(dtype_name(type(t->node).dtype)) + " tensor" : describe_value(*v)));
+      }
+      if (op == BinaryOp::BitXor) return elementwise("ne", lhs, rhs, site, true);
+      return logical(op == BinaryOp::BitAnd ? "logical_and" : "logical_or", lhs, rhs, site);
     }
     default:
       return builder_.error(site.span, "operator '" + std::string(binary_op_symbol(op)) +
@@ -672,7 +694,11 @@ Expected<TracedValue> TorchLibrary::unary(UnaryOp op, const std::string& node, c
   switch (op) {
     case UnaryOp::Neg: return unary_op("neg", node, site);
     case UnaryOp::Pos: return TracedValue(TensorValue{node});
-    case UnaryOp::Invert: return builder_.error(site.span, "operator '~' is not supported on tensors yet");
+    case UnaryOp::Invert:
+      if (type(node).dtype != DType::Bool)
+        return builder_.error(site.span, "operator '~' is only supported on bool tensors (masks), got " +
+                                             std::string(dtype_name(type(node).dtype)));
+      return emit(TorchNodeSpec{"logical_not", {node}, {}, {}, type(node)}, site);
     case UnaryOp::Not:
       return builder_.error(site.span, "the truth value of a traced tensor is unknown; 'not' needs a Python value");
   }
@@ -739,6 +765,10 @@ Expected<TracedValue> TorchLibrary::make_input(const std::string& init, const Bo
     fill = v.number();
   }
   Shape shape(sizes.begin(), sizes.end());
+  // Inside a function or method body, zeros/ones/full are constants of the program (a mask, a
+  // cache), not inputs: a `full` node.
+  if (inside_function_ && (init == "zeros" || init == "ones" || init == "full")) 
+    return full(shape, init == "ones" ? 1.0 : fill, dt, site);
   TESSERA_ASSIGN_OR_RETURN(std::string id, builder_.add_input(site.name_hint, init, fill, TensorType{shape, dt}, site.span));
   return TracedValue(TensorValue{id});
 }
@@ -963,12 +993,13 @@ void TorchLibrary::register_attention_and_embedding() {
     TESSERA_ASSIGN_OR_RETURN(std::string q, a.tensor("query"));
     TESSERA_ASSIGN_OR_RETURN(std::string k, a.tensor("key"));
     TESSERA_ASSIGN_OR_RETURN(std::string v, a.tensor("value"));
-    if (!a.is_none("attn_mask")) return a.error("attn_mask", "attn_mask is not supported yet; use is_causal=True");
+    TESSERA_ASSIGN_OR_RETURN(std::optional<std::string> mask, a.optional_tensor("attn_mask"));
     TESSERA_ASSIGN_OR_RETURN(double dropout, a.number("dropout_p"));
     if (dropout != 0.0) return a.error("dropout_p", "dropout_p must be 0 (inference only), got " + std::to_string(dropout));
     TESSERA_ASSIGN_OR_RETURN(bool is_causal, a.boolean("is_causal"));
     TESSERA_ASSIGN_OR_RETURN(std::optional<double> scale, a.optional_number("scale"));
     TESSERA_ASSIGN_OR_RETURN(bool enable_gqa, a.boolean("enable_gqa"));
+    if (mask) return attention_with_mask(q, k, v, *mask, is_causal, scale, enable_gqa, a.site());
     return attention(q, k, v, is_causal, scale, enable_gqa, a.site());
   }});
 }
@@ -1085,7 +1116,7 @@ Expected<TracedValue> TorchLibrary::extreme(const std::string& kind, const std::
   TESSERA_ASSIGN_OR_RETURN(TracedValue i, emit(TorchNodeSpec{kind == "max" ? "argmax" : "argmin", {x}, {}, std::move(attrs),
                                                              TensorType{reduced_shape(t.shape, reduced, keepdim), DType::I64}},
                                                indices_site));
-  return TracedValue(SequenceValue{{v, i}, false});
+  return TracedValue(SequenceValue{{v, i}, false, {"values", "indices"}});
 }
 
 Expected<TracedValue> TorchLibrary::cast(const std::string& x, DType dtype, const CallSite& site) {

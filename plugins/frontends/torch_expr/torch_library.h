@@ -12,6 +12,8 @@
 // Dims are recorded as written (e.g. -1), after checking they are in range.
 // Issue 3 adds (dims normalized): log reciprocal maximum minimum where cast amin argmax argmin
 //   permute expand slice cat embedding scaled_dot_product_attention.
+// Issue 13 adds arange, full and logical_and/or/not; its other idioms (einsum, tril, masked_fill,
+//   sdpa attn_mask, var, clamp, ...) are composed of the targets above (torch_library_idioms.cpp).
 // docs/torch-ops.md is the full catalog (operands, attrs, shapes, math) and must stay in sync.
 #pragma once
 
@@ -73,6 +75,10 @@ class TorchLibrary {
   // indexed dims and inserts `None` dims.
   Expected<TracedValue> index_tensor(const std::string& node, const std::vector<TensorIndexItem>& items,
                                      const CallSite& site);
+  // `x[idx]` with an integer tensor: rows of x along dim 0 (negative indices count from the end).
+  Expected<TracedValue> index_with_tensor(const std::string& node, const std::string& index, const CallSite& site);
+  // Constructors called inside a function or method body make constants (`full` nodes), not inputs.
+  void set_inside_function(bool inside) { inside_function_ = inside; }
 
  private:
   using FunctionHandler = std::function<Expected<TracedValue>(const BoundArguments&)>;
@@ -168,6 +174,34 @@ class TorchLibrary {
                              const CallSite& site) const;
   // Integers are exact to 2^53 (values are doubles in the evaluators): a larger Python int is refused.
   Status require_exact_integer(const TracedValue& v, const CallSite& site) const;
+  // Issue 13 idioms (torch_library_idioms.cpp): generated tensors, RoPE and mask building blocks,
+  // precision spellings and the Also-list ops, mostly composed from the canonical targets.
+  void register_idioms();
+  void register_idiom_generators();
+  void register_idiom_masks();
+  void register_idiom_precision();
+  void register_idiom_math();
+  Expected<TracedValue> arange(double start, double end, double step, DType dtype, const CallSite& site);
+  Expected<TracedValue> full(const Shape& shape, double value, DType dtype, const CallSite& site);
+  Expected<TracedValue> einsum(const std::string& equation, const std::vector<std::string>& operands,
+                               const CallSite& site);
+  Expected<TracedValue> repeat_interleave(const std::string& x, int64_t repeats, std::optional<int64_t> dim,
+                                          const CallSite& site);
+  Expected<TracedValue> triangle(const std::string& x, int64_t diagonal, bool lower, const CallSite& site);
+  Expected<TracedValue> masked_fill(const std::string& x, const std::string& mask, const TracedValue& value,
+                                    const CallSite& site);
+  Expected<TracedValue> logical(const std::string& target, const TracedValue& lhs, const TracedValue& rhs,
+                                const CallSite& site);
+  Expected<TracedValue> arg_extreme(const std::string& target, const std::string& x, std::optional<int64_t> dim,
+                                    bool keepdim, const CallSite& site);
+  Expected<TracedValue> log_softmax(const std::string& x, int64_t dim, const CallSite& site);
+  Expected<TracedValue> variance(const std::string& x, const std::optional<std::vector<int64_t>>& dims,
+                                 double correction, bool keepdim, bool take_sqrt, const CallSite& site);
+  Expected<TracedValue> clamp(const std::string& x, const TracedValue& lo, const TracedValue& hi, const CallSite& site);
+  Expected<TracedValue> attention_with_mask(const std::string& q, const std::string& k, const std::string& v,
+                                            const std::string& mask, bool is_causal, std::optional<double> scale,
+                                            bool enable_gqa, const CallSite& site);
+  Expected<TracedValue> softmax_in(const std::string& x, int64_t dim, std::optional<DType> dtype, const CallSite& site);
 
   // Module parameters: specs by kind, and their creation (with a unique path) on the first call.
   std::vector<ParameterSpec> parameter_specs(const BuiltinModule& m) const;
@@ -182,6 +216,7 @@ class TorchLibrary {
   std::map<std::string, FunctionEntry> functions_;  // qualified: "torch.matmul"
   std::map<std::string, MethodEntry> methods_;      // tensor methods: "mean"
   std::map<std::string, ModuleEntry> modules_;      // qualified: "torch.nn.Linear"
+  bool inside_function_ = false;
 };
 
 }  // namespace tessera::torch_expr

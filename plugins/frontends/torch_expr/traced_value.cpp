@@ -27,6 +27,13 @@ void ModuleSlot::bind(const ModuleSlot* new_parent, std::string new_name) {
   bound = true;
 }
 
+ModuleSlot* module_slot(const TracedValue& v) {
+  if (const auto* m = v.as<ModuleValue>()) return m->module;
+  if (const auto* o = v.as<UserObjectValue>()) return o->object;
+  if (const auto* c = v.as<ContainerValue>()) return c->container;
+  return nullptr;
+}
+
 namespace {
 
 std::string short_namespace(const std::string& path) {
@@ -67,6 +74,7 @@ std::string describe_value(const TracedValue& v) {
     }
     std::string operator()(const SuperValue&) const { return "super()"; }
     std::string operator()(const ModuleInitValue&) const { return "method nn.Module.__init__"; }
+    std::string operator()(const ContainerValue& c) const { return "nn." + c.container->kind + " module"; }
   };
   return std::visit(Visitor{}, v.v);
 }

@@ -31,6 +31,7 @@ struct TensorValue {
 struct SequenceValue {
   std::vector<TracedValue> items;
   bool is_list = false;
+  std::vector<std::string> field_names;  // a named tuple's fields (torch.max's values, indices)
 };
 struct DTypeValue {
   DType dtype = DType::F32;
@@ -77,12 +78,17 @@ struct SuperValue {
 };
 // `super().__init__` (nn.Module's constructor): calling it does nothing.
 struct ModuleInitValue {};
+// nn.ModuleList / nn.Sequential.
+struct ModuleContainer;
+struct ContainerValue {
+  ModuleContainer* container = nullptr;
+};
 
 struct TracedValue {
   std::variant<NoneValue, bool, int64_t, double, std::string, EllipsisValue, TensorValue,
                SequenceValue, DTypeValue, NamespaceValue, FunctionValue, ModuleClassValue,
                ModuleValue, TensorMethodValue, UserClassValue, UserObjectValue, UserFunctionValue,
-               SuperValue, ModuleInitValue>
+               SuperValue, ModuleInitValue, ContainerValue>
       v;
 
   TracedValue() = default;
@@ -142,6 +148,16 @@ struct UserObject : ModuleSlot {
   UserClass* cls = nullptr;
   std::map<std::string, TracedValue> attrs;
 };
+
+// nn.ModuleList / nn.Sequential: an ordered list of modules, each bound under its index, so that
+// parameter paths read "layers.0.proj.weight" as in PyTorch's state_dict.
+struct ModuleContainer : ModuleSlot {
+  std::string kind;  // "ModuleList" or "Sequential"
+  std::vector<TracedValue> items;
+};
+
+// The module-tree slot of a module value (builtin, user object or container), else null.
+ModuleSlot* module_slot(const TracedValue& v);
 
 // For messages: "int", "float", "tensor", "tuple", "module torch.nn", "nn.Linear module", ...
 std::string describe_value(const TracedValue& v);

@@ -160,6 +160,8 @@ Status Tracer::exec(const StmtNode& stmt, Frame& frame, std::optional<TracedValu
   if (stmt.as<PassStmt>()) return Status::ok();
   if (const auto* s = stmt.as<FunctionDef>()) return exec_function_def(*s, frame, s->name);
   if (const auto* s = stmt.as<ClassDef>()) return exec_class_def(*s, frame);
+  if (const auto* s = stmt.as<ForStmt>()) return exec_for(stmt, *s, frame, returned);
+  if (const auto* s = stmt.as<IfStmt>()) return exec_if(*s, frame, returned);
   return source_.error(stmt.span, "unsupported statement");
 }
 
@@ -198,8 +200,7 @@ void Tracer::bind_name(const std::string& name, const TracedValue& value, Frame&
     return;
   }
   // A module stored in a top-level variable takes the variable's name as its path.
-  if (const auto* m = value.as<ModuleValue>()) m->module->bind(nullptr, name);
-  if (const auto* o = value.as<UserObjectValue>()) o->object->bind(nullptr, name);
+  if (ModuleSlot* slot = module_slot(value)) slot->bind(nullptr, name);
   globals_[name] = value;
 }
 
@@ -214,8 +215,7 @@ Status Tracer::assign_to(const ExprNode& target, const TracedValue& value, Frame
     if (!object)
       return source_.error(target.span, "cannot set attribute '" + attr->attr + "' on " + describe_value(owner) +
                                             "; only attributes of nn.Module objects can be assigned");
-    if (const auto* m = value.as<ModuleValue>()) m->module->bind(object->object, attr->attr);
-    if (const auto* o = value.as<UserObjectValue>()) o->object->bind(object->object, attr->attr);
+    if (ModuleSlot* slot = module_slot(value)) slot->bind(object->object, attr->attr);
     object->object->attrs[attr->attr] = value;
     return Status::ok();
   }
@@ -240,6 +240,10 @@ Status Tracer::assign_to(const ExprNode& target, const TracedValue& value, Frame
 
 Status Tracer::exec_import(const ImportStmt& import, Frame& frame) {
   for (const ImportAlias& alias : import.names) {
+    if (alias.name == "math") {  // trace-time scalar math: math.sqrt(d), math.pi
+      bind_name(alias.as_name.empty() ? "math" : alias.as_name, NamespaceValue{"math"}, frame);
+      continue;
+    }
     if (alias.name != "torch" && alias.name.rfind("torch.", 0) != 0)
       return source_.error(alias.span, "import of '" + alias.name +
                                            "' is not supported: only torch, torch.nn and torch.nn.functional "
@@ -255,6 +259,13 @@ Status Tracer::exec_import(const ImportStmt& import, Frame& frame) {
 }
 
 Status Tracer::exec_from_import(const FromImportStmt& from, Frame& frame) {
+  if (from.module == "math") {
+    for (const ImportAlias& alias : from.names) {
+      TESSERA_ASSIGN_OR_RETURN(TracedValue v, math_member(alias.name, alias.span));
+      bind_name(alias.as_name.empty() ? alias.name : alias.as_name, v, frame);
+    }
+    return Status::ok();
+  }
   if (from.module != "torch" && from.module.rfind("torch.", 0) != 0)
     return source_.error(from.module_span, "import from '" + from.module +
                                                "' is not supported: only torch, torch.nn and torch.nn.functional "
@@ -367,6 +378,7 @@ Expected<TracedValue> Tracer::eval(const ExprNode& e, Frame& frame, std::string_
     TESSERA_ASSIGN_OR_RETURN(bool taken, truth(cond, c->cond->span));
     return eval(taken ? *c->body : *c->orelse, frame, name_hint);
   }
+  if (const auto* c = e.as<ComprehensionExpr>()) return eval_comprehension(e, *c, frame);
   if (e.as<StarredExpr>()) return source_.error(e.span, "can't use starred expression here");
   if (e.as<SliceExpr>()) return source_.error(e.span, "a slice is only valid inside '[]'");
   return source_.error(e.span, "unsupported expression");
@@ -386,6 +398,7 @@ Expected<TracedValue> Tracer::eval_name(const ExprNode& e, const NameExpr& name,
     if (auto it = frame.locals->find(name.id); it != frame.locals->end()) return it->second;
   if (auto it = globals_.find(name.id); it != globals_.end()) return it->second;
   if (name.id == "super") return TracedValue(FunctionValue{"super"});
+  if (is_builtin(name.id)) return TracedValue(FunctionValue{"builtins." + name.id});
   return source_.error(e.span, "name '" + name.id + "' is not defined" + did_you_mean(name.id, visible_names(frame)));
 }
 
@@ -407,6 +420,11 @@ Expected<TracedValue> Tracer::eval_attribute(const ExprNode& e, const AttributeE
                                              std::string_view name_hint) {
   TESSERA_ASSIGN_OR_RETURN(TracedValue owner, eval(*attr.value, frame));
   if (const auto* ns = owner.as<NamespaceValue>()) {
+    if (ns->path == "math") return math_member(attr.attr, attr.attr_span);
+    if (ns->path == "torch" && attr.attr == "finfo") return TracedValue(FunctionValue{"builtins.finfo"});
+    if (ns->path == "torch" && (attr.attr == "float64" || attr.attr == "double"))
+      return source_.error(attr.attr_span, "torch." + attr.attr + " is not supported: Tessera's widest float type "
+                                                                    "is float32");
     if (std::optional<TracedValue> member = library_.member(ns->path, attr.attr)) return *member;
     std::vector<std::string> names = library_.member_names(ns->path);
     std::string what = ns->path == "torch.nn" ? "module" : ns->path == "torch" ? "function or attribute" : "function";
@@ -424,7 +442,18 @@ Expected<TracedValue> Tracer::eval_attribute(const ExprNode& e, const AttributeE
     CallSite site{"transpose", e.span, std::string(name_hint)};
     return library_.tensor_attribute(t->node, attr.attr, attr.attr_span, site);
   }
-  if (auto* o = owner.as<UserObjectValue>()) return object_attribute(*o->object, attr.attr, attr.attr_span);
+  if (auto* o = owner.as<UserObjectValue>()) {
+    // Tessera traces inference: a module's `training` flag reads False (as after .eval()).
+    if (attr.attr == "training" && !o->object->attrs.count("training")) return TracedValue(false);
+    return object_attribute(*o->object, attr.attr, attr.attr_span);
+  }
+  if (const auto* seq = owner.as<SequenceValue>()) {
+    for (size_t i = 0; i < seq->field_names.size() && i < seq->items.size(); ++i)
+      if (seq->field_names[i] == attr.attr) return seq->items[i];
+    if (!seq->field_names.empty())
+      return source_.error(attr.attr_span, "this result has no field '" + attr.attr + "'" +
+                                               did_you_mean(attr.attr, seq->field_names));
+  }
   if (const auto* c = owner.as<UserClassValue>()) {
     for (UserClass* k = c->cls; k; k = k->base) {
       if (auto it = k->methods.find(attr.attr); it != k->methods.end()) return TracedValue(UserFunctionValue{it->second, nullptr});
@@ -505,7 +534,26 @@ Expected<TracedValue> Tracer::call_value(const TracedValue& callee, const std::v
         return source_.error(site.span, "super() takes no arguments (or the class and self)");
       return TracedValue(SuperValue{frame.self, frame.method_class});
     }
+    if (f->name.rfind("builtins.", 0) == 0) return call_builtin(f->name.substr(9), args, site, frame);
     return library_.call_function(f->name, args, site);
+  }
+  if (const auto* c = callee.as<ModuleClassValue>(); c && (c->name == "torch.nn.ModuleList" || c->name == "torch.nn.Sequential"))
+    return construct_container(c->name.substr(9), args, site);
+  if (const auto* c = callee.as<ContainerValue>()) {
+    if (c->container->kind != "Sequential")
+      return source_.error(site.span, "an nn." + c->container->kind + " is not callable; call its modules");
+    // nn.Sequential: each module's output is the next one's input.
+    std::vector<ArgumentValue> current = args;
+    TracedValue out;
+    for (const TracedValue& m : c->container->items) {
+      TESSERA_ASSIGN_OR_RETURN(out, call_value(m, current, site, callee_span, frame));
+      current = {ArgumentValue{"", {}, out, site.span}};
+    }
+    if (c->container->items.empty()) {
+      if (args.size() != 1) return source_.error(site.span, "an empty nn.Sequential takes one input");
+      return args[0].value;
+    }
+    return out;
   }
   if (const auto* c = callee.as<ModuleClassValue>()) {
     TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<BuiltinModule> m, library_.construct_module(c->name, args, site));
@@ -583,8 +631,10 @@ Expected<TracedValue> Tracer::invoke(UserFunction& fn, UserObject* self, UserCla
   Frame frame{&locals, self, method_class};
   std::optional<TracedValue> returned;
   ++call_depth_;
+  library_.set_inside_function(true);
   Status s = exec_block(def.body, frame, returned);
   --call_depth_;
+  library_.set_inside_function(call_depth_ > 0);
   if (!s) {
     Diagnostic d = std::move(s).error();
     d.note("in " + callee + ", called at " + source_.loc(site.span).str());
@@ -651,6 +701,16 @@ Expected<TracedValue> Tracer::eval_compare(const ExprNode& e, const CompareExpr&
   TracedValue result = true;
   for (size_t i = 0; i < cmp.ops.size(); ++i) {
     TESSERA_ASSIGN_OR_RETURN(TracedValue rhs, eval(*cmp.operands[i + 1], frame));
+    const bool identity = cmp.ops[i] == CompareOp::Is || cmp.ops[i] == CompareOp::IsNot;
+    if (identity && (lhs.is<TensorValue>() || rhs.is<TensorValue>())) {
+      // `mask is None` on a tensor: identity is known at trace time (the same node or not).
+      const auto* a = lhs.as<TensorValue>();
+      const auto* b = rhs.as<TensorValue>();
+      bool same = a && b && a->node == b->node;
+      if (same != (cmp.ops[i] == CompareOp::Is)) return TracedValue(false);
+      lhs = std::move(rhs);
+      continue;
+    }
     if (lhs.is<TensorValue>() || rhs.is<TensorValue>()) {
       if (cmp.ops.size() > 1)
         return source_.error(e.span, "chained comparisons involving tensors are not supported; use & on two comparisons");
@@ -700,6 +760,9 @@ Expected<TracedValue> Tracer::eval_subscript(const ExprNode& e, const SubscriptE
         } else if (is_int_like(v)) {
           item.kind = TensorIndexItem::Kind::Integer;
           item.integer = int_of(v);
+        } else if (const auto* index = v.as<TensorValue>(); index && parts.size() == 1) {
+          CallSite site{"indexing", e.span, std::string(name_hint)};
+          return library_.index_with_tensor(t->node, index->node, site);
         } else {
           return source_.error(part->span, "tensors can only be indexed with ints, slices, '...' and None, got " +
                                                describe_value(v));
@@ -709,6 +772,35 @@ Expected<TracedValue> Tracer::eval_subscript(const ExprNode& e, const SubscriptE
     }
     CallSite site{"indexing", e.span, std::string(name_hint)};
     return library_.index_tensor(t->node, items, site);
+  }
+  if (const auto* c = owner.as<ContainerValue>()) {
+    if (sub.index->as<SliceExpr>()) {
+      // A slice of a container: its modules as a list (to iterate or index further).
+      const auto& all = c->container->items;
+      const auto* slice = sub.index->as<SliceExpr>();
+      std::optional<int64_t> bounds[3];
+      const ExprPtr* parts[3] = {&slice->lower, &slice->upper, &slice->step};
+      for (int i = 0; i < 3; ++i) {
+        if (!*parts[i]) continue;
+        TESSERA_ASSIGN_OR_RETURN(TracedValue v, eval(**parts[i], frame));
+        if (v.is<NoneValue>()) continue;
+        if (!is_int_like(v)) return source_.error((*parts[i])->span, "slice indices must be ints");
+        bounds[i] = int_of(v);
+      }
+      const int64_t n = static_cast<int64_t>(all.size());
+      const int64_t step = bounds[2].value_or(1);
+      if (step != 1) return source_.error(sub.index->span, "only step 1 slices of a module container are supported");
+      auto clampi = [n](std::optional<int64_t> v, int64_t fallback) {
+        if (!v) return fallback;
+        return std::clamp<int64_t>(*v < 0 ? *v + n : *v, 0, n);
+      };
+      SequenceValue out;
+      out.is_list = true;
+      for (int64_t i = clampi(bounds[0], 0); i < clampi(bounds[1], n); ++i) out.items.push_back(all[static_cast<size_t>(i)]);
+      return TracedValue(std::move(out));
+    }
+    TESSERA_ASSIGN_OR_RETURN(TracedValue index, eval(*sub.index, frame));
+    return container_item(*c->container, index, sub.index->span);
   }
   const auto* seq = owner.as<SequenceValue>();
   if (!seq) return source_.error(sub.value->span, describe_value(owner) + " is not subscriptable");

@@ -78,6 +78,21 @@ class Tracer {
   Expected<bool> truth(const TracedValue& v, const SourceSpan& span);
   Status collect_outputs(const TracedValue& v, const SourceSpan& span, std::vector<std::string>& out);
 
+  // Issue 13 (tracer_idioms.cpp): loops and conditionals, comprehensions, Python builtins, the
+  // math module, torch.finfo and nn.ModuleList / nn.Sequential.
+  Status exec_for(const StmtNode& stmt, const ForStmt& loop, Frame& frame, std::optional<TracedValue>& returned);
+  Status exec_if(const IfStmt& branch, Frame& frame, std::optional<TracedValue>& returned);
+  Expected<TracedValue> eval_comprehension(const ExprNode& e, const ComprehensionExpr& comp, Frame& frame);
+  Expected<std::vector<TracedValue>> iterate(const TracedValue& v, const SourceSpan& span);
+  Status count_unrolled(const SourceSpan& span, size_t statements);
+  static bool is_builtin(const std::string& name);
+  Expected<TracedValue> call_builtin(const std::string& name, const std::vector<ArgumentValue>& args,
+                                     const CallSite& site, Frame& frame);
+  Expected<TracedValue> math_member(const std::string& name, const SourceSpan& span);
+  Expected<TracedValue> construct_container(const std::string& kind, const std::vector<ArgumentValue>& args,
+                                            const CallSite& site);
+  Expected<TracedValue> container_item(ModuleContainer& c, const TracedValue& index, const SourceSpan& span);
+
   std::vector<std::string> visible_names(const Frame& frame) const;
   static std::string callee_display(const ExprNode& callee);
 
@@ -92,6 +107,8 @@ class Tracer {
   std::vector<std::unique_ptr<UserClass>> classes_;
   std::vector<std::unique_ptr<UserObject>> objects_;
   std::vector<std::unique_ptr<UserFunction>> functions_;
+  std::vector<std::unique_ptr<ModuleContainer>> containers_;
+  size_t unrolled_statements_ = 0;  // statements run by loop iterations and comprehension elements
 };
 
 }  // namespace tessera::torch_expr

@@ -19,6 +19,8 @@
 //   - scaled_dot_product_attention -> q.k summed over E, scaled, a causal-mask IndexMap (-inf
 //     where j > i), softmax, p.v summed over S; GQA reads k/v at head h / group (no copy);
 //   - embedding -> gather(weight, indices, axis=0).
+//   - arange -> a coordinate-valued IndexMap (times step plus start); full -> a literal IndexMap;
+//     logical_and / logical_or / logical_not -> one Elementwise (the table's functions).
 // Half precision: for an f16/bf16 torch op, the helper Elementwise and Reduce nodes compute in f32
 // and only the op's result has the op's dtype (IndexMaps keep their source's dtype), as PyTorch's
 // composite kernels compute in f32 ("opmath") and round once: a bf16 matmul does not round every
@@ -279,7 +281,52 @@ class Decomposer {
     if (t == "layer_norm") return layer_norm();
     if (t == "gelu") return gelu();
     if (t == "silu") return silu();
+    if (t == "arange") return arange();
+    if (t == "full") return full();
+    if (t == "logical_and" || t == "logical_or" || t == "logical_not") {
+      if (inputs_.empty()) return error("expected at least one tensor operand");
+      return elementwise(id_ + "_ew", t, operands(), out_.shape, out_.dtype);
+    }
     return error("no decomposition for torch op '" + t + "'");
+  }
+
+  // arange: an IndexMap whose value is the coordinate i (int64); an integer arange with integral
+  // start/step folds them into that value, otherwise i * step + start is an Elementwise in the
+  // node's dtype (one rounding when start is 0 or step is 1, as the reference rounds once).
+  Expected<std::string> arange() {
+    if (!inputs_.empty() || out_.rank() != 1) return error("expected no operands and a 1-D result");
+    const double start = op_.attrs.get_float("start", 0.0);
+    const double step = op_.attrs.get_float("step", 1.0);
+    const bool integral = std::floor(start) == start && std::floor(step) == step &&
+                          std::fabs(start) < 9.0e15 && std::fabs(step) < 9.0e15;
+    auto positions = std::make_unique<IndexMapOp>();
+    positions->coords = coord_names(1);
+    Expr i = Expr::var(coord_name(0));
+    if (!dtype_is_float(out_.dtype) && integral) {
+      Expr value = simplify(i * static_cast<int64_t>(step) + static_cast<int64_t>(start), coord_ranges(out_.shape));
+      positions->sources.push_back(IndexMapSource{"", {}, std::move(value), Expr()});
+      return add(id_ + "_iota", std::move(positions), {}, out_);
+    }
+    positions->sources.push_back(IndexMapSource{"", {}, i, Expr()});
+    std::string pos = add(id_ + "_pos", std::move(positions), {}, TensorType{out_.shape, DType::I64});
+    if (start == 0.0) return elementwise(id_ + "_scaled", "mul", {Operand::tensor(pos), Operand::literal(step)}, out_.shape, out_.dtype);
+    if (step == 1.0) return elementwise(id_ + "_shifted", "add", {Operand::tensor(pos), Operand::literal(start)}, out_.shape, out_.dtype);
+    std::string scaled = elementwise(id_ + "_scaled", "mul", {Operand::tensor(pos), Operand::literal(step)}, out_.shape,
+                                     dtype_is_float(out_.dtype) ? out_.dtype : DType::F32);
+    return elementwise(id_ + "_shifted", "add", {Operand::tensor(scaled), Operand::literal(start)}, out_.shape, out_.dtype);
+  }
+
+  // full: an IndexMap whose only source is the literal value.
+  Expected<std::string> full() {
+    if (!inputs_.empty()) return error("expected no operands");
+    const double value = op_.attrs.get_float("value", 0.0);
+    auto op = std::make_unique<IndexMapOp>();
+    op->coords = coord_names(out_.shape.size());
+    Expr literal = dtype_is_float(out_.dtype) || !std::isfinite(value) || std::floor(value) != value
+                       ? Expr::float_(value)
+                       : Expr::int_(static_cast<int64_t>(value));
+    op->sources.push_back(IndexMapSource{"", {}, std::move(literal), Expr()});
+    return add(id_ + "_fill", std::move(op), {}, out_);
   }
 
   Expected<std::string> identity() {
