@@ -170,8 +170,8 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
       {"LayerNormModuleFloat32WeightOnFloat16",
        "nn.LayerNorm(64)(torch.randn(3, 64, dtype=torch.float16))"},
       {"ViewAfterContiguous",
-       "x=torch.randn(2, 3, 4); x.transpose(1, 2).contiguous().view(2, -1) + x.transpose(0, 1).view(3, 2, 2, 2).reshape(2, 12)"}};
-      // Issue 13, the idioms LLM code is written in (docs/torch-ops.md, "Idioms"): each program also
+       "x=torch.randn(2, 3, 4); x.transpose(1, 2).contiguous().view(2, -1) + x.transpose(0, 1).view(3, 2, 2, 2).reshape(2, 12)"},
+      // The idioms LLM code is written in (docs/torch-ops.md, "Idioms"): each program also
       // runs in PyTorch with the same result.
       {"IdiomArangeDtypesAndSteps",
        "a = torch.arange(5); b = torch.arange(1, 4, 0.5); c = torch.arange(2, 11, 3, dtype=torch.float32)\n"

@@ -695,7 +695,7 @@ const std::map<std::string, TargetFn>& targets() {
     t["expand"] = eval_expand;
     t["slice"] = eval_slice;
     t["cat"] = eval_cat;
-    // Generated tensors (issue 13): no operands, the node's type gives shape and dtype.
+    // Generated tensors: no operands, the node's type gives shape and dtype.
     t["arange"] = eval_arange;
     t["full"] = eval_full;
     for (const char* f : {"logical_and", "logical_or", "logical_not"})

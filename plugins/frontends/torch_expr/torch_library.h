@@ -12,7 +12,7 @@
 // Dims are recorded as written (e.g. -1), after checking they are in range.
 // Issue 3 adds (dims normalized): log reciprocal maximum minimum where cast amin argmax argmin
 //   permute expand slice cat embedding scaled_dot_product_attention.
-// Issue 13 adds arange, full and logical_and/or/not; its other idioms (einsum, tril, masked_fill,
+// The idioms add arange, full and logical_and/or/not; its other idioms (einsum, tril, masked_fill,
 //   sdpa attn_mask, var, clamp, ...) are composed of the targets above (torch_library_idioms.cpp).
 // docs/torch-ops.md is the full catalog (operands, attrs, shapes, math) and must stay in sync.
 #pragma once
@@ -174,7 +174,7 @@ class TorchLibrary {
                              const CallSite& site) const;
   // Integers are exact to 2^53 (values are doubles in the evaluators): a larger Python int is refused.
   Status require_exact_integer(const TracedValue& v, const CallSite& site) const;
-  // Issue 13 idioms (torch_library_idioms.cpp): generated tensors, RoPE and mask building blocks,
+  // Idioms (torch_library_idioms.cpp): generated tensors, RoPE and mask building blocks,
   // precision spellings and the Also-list ops, mostly composed from the canonical targets.
   void register_idioms();
   void register_idiom_generators();

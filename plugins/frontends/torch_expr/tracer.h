@@ -78,7 +78,7 @@ class Tracer {
   Expected<bool> truth(const TracedValue& v, const SourceSpan& span);
   Status collect_outputs(const TracedValue& v, const SourceSpan& span, std::vector<std::string>& out);
 
-  // Issue 13 (tracer_idioms.cpp): loops and conditionals, comprehensions, Python builtins, the
+  // Idioms (tracer_idioms.cpp): loops and conditionals, comprehensions, Python builtins, the
   // math module, torch.finfo and nn.ModuleList / nn.Sequential.
   Status exec_for(const StmtNode& stmt, const ForStmt& loop, Frame& frame, std::optional<TracedValue>& returned);
   Status exec_if(const IfStmt& branch, Frame& frame, std::optional<TracedValue>& returned);

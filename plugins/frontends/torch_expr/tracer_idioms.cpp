@@ -1,4 +1,4 @@
-// The Python that model code is written in, beyond straight-line statements (issue 13): `for`
+// The Python that model code is written in, beyond straight-line statements: `for`
 // loops and comprehensions (unrolled at trace time, with a bound on the statements they run),
 // `if` on trace-time values, the builtins range/len/enumerate/zip/list/tuple/float/int/abs/min/
 // max/sum, the math module, torch.finfo, and nn.ModuleList / nn.Sequential.
