@@ -83,6 +83,9 @@ def run_tessera(args, program, io_path):
     return done.returncode, (done.stdout + done.stderr).strip()
 
 
+CONSTANT_FACTORIES = ("zeros", "ones", "full")
+
+
 class ProgramInputs:
     """Stands in for torch's input factories while a program runs: the n-th call returns the n-th
     input of the --save-io file, after checking it has the shape and dtype the real call gives."""
@@ -96,6 +99,10 @@ class ProgramInputs:
 
         def call(*a, **kw):
             made = original(*a, **kw)
+            # Constant tensors built inside a function or method body (a mask in forward) are
+            # constants in Tessera, not program inputs (docs/torch-ops.md, "Generated tensors").
+            if fname in CONSTANT_FACTORIES and sys._getframe(1).f_code.co_name != "<module>":
+                return made
             if self.next >= len(self.names):
                 raise ValueError(f"the program calls torch.{fname} more often than Tessera made inputs "
                                  f"({len(self.names)})")
@@ -133,6 +140,8 @@ class ProgramParameters:
         self.handle = None
 
     def hook(self, module, _inputs):
+        # Tessera traces modules in eval mode (self.training is False, dropout is the identity).
+        module.training = False
         own = list(module.named_parameters(recurse=False))
         if not own or id(module) in self.loaded:
             return
