@@ -483,11 +483,14 @@ TEST_F(KernelAbiTest, RmsNormOver16384ColumnsStagesTheRowInDynamicSharedMemory) 
       ASSERT_NEAR(got.data[e], want.data[e], 1e-4 * (1 + std::abs(want.data[e]))) << out << "[" << e << "]";
   }
 
+  // emit replaces the node's KernelOp (and `k` with it) by a CudaOp: keep what is compared.
+  const int64_t kernel_dynamic_smem = k.dynamic_smem;
+  const std::string kernel_id = kernel->id;
   Status emitted = emit(g);
   ASSERT_TRUE(emitted) << emitted.message();
-  const auto* cuda = g.find(kernel->id)->op_as<CudaOp>();
+  const auto* cuda = g.find(kernel_id)->op_as<CudaOp>();
   ASSERT_NE(cuda, nullptr);
-  EXPECT_EQ(cuda->dynamic_smem, k.dynamic_smem);
+  EXPECT_EQ(cuda->dynamic_smem, kernel_dynamic_smem);
   EXPECT_NE(cuda->source.find("extern __shared__ __align__(16) unsigned char tessera_smem[];"), std::string::npos);
   EXPECT_EQ(cuda->source.find("__shared__ __align__(16) float"), std::string::npos) << cuda->source;
 #ifdef TESSERA_HAVE_CUDA

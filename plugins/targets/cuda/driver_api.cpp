@@ -34,7 +34,10 @@ Status DriverApi::check(CUresult result, const char* call, const std::string& wh
 
 Expected<std::shared_ptr<const DriverApi>> DriverApi::load() {
   std::shared_ptr<DriverApi> api(new DriverApi());
-  api->library_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE: the driver stays loaded once opened, as the CUDA runtime keeps it. Its state
+  // (contexts, module registrations) is process-wide, and unloading and reloading it on every
+  // program would leak what it keeps in static storage.
+  api->library_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!api->library_) return make_error(std::string(kNoCudaPrefix) + "libcuda.so.1 could not be loaded");
 
   using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
