@@ -11,6 +11,7 @@
 
 #include "tessera/frontend/frontend.h"
 #include "tessera/ir/graph.h"
+#include "tessera/ir/printer.h"
 #include "tessera/pass/pipeline.h"
 #include "tessera/pass/runner.h"
 #include "tessera/plugin/plugin_host.h"
@@ -80,6 +81,53 @@ class BuiltPluginsTest : public ::testing::Test {
   inline static std::unique_ptr<PluginHost> host_;
   inline static std::unique_ptr<DeviceTable> devices_;
   inline static std::string load_error_;  // why loading failed ("" when it did not)
+};
+
+// A fixture for tests of the `-c` frontend itself: programs that must trace, and programs that must
+// fail with a diagnostic.
+class TorchExprFrontendTest : public BuiltPluginsTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(load_error_.empty()) << load_error_;
+    frontend_ = host_->registry().make_frontend("torch_expr");
+    ASSERT_NE(frontend_, nullptr) << "the torch_expr plugin did not register its frontend";
+  }
+
+  Expected<Graph> import(const std::string& text, FrontendOptions options = {}) {
+    return frontend_->import(FrontendInput{text, "<-c>"}, options);
+  }
+
+  // Imports a program that must trace; the failure message shows the rendered diagnostic.
+  Graph trace(const std::string& text, FrontendOptions options = {}) {
+    Expected<Graph> g = import(text, options);
+    if (!g) {
+      ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
+      return Graph();
+    }
+    return std::move(*g);
+  }
+
+  // Imports a program that must fail.
+  Diagnostic fail(const std::string& text) {
+    Expected<Graph> g = import(text);
+    if (g) {
+      ADD_FAILURE() << "program traced but should have failed:\n" << text << "\n" << print_graph(*g);
+      return Diagnostic();
+    }
+    return g.error();
+  }
+
+  // The type of the program's only output.
+  TensorType output_type(const std::string& text) {
+    Graph g = trace(text);
+    if (g.outputs().size() != 1) {
+      ADD_FAILURE() << text << ": expected one output";
+      return {};
+    }
+    return g.find(g.outputs()[0])->type;
+  }
+
+  std::unique_ptr<Frontend> frontend_;
 };
 
 }  // namespace tessera::test

@@ -24,40 +24,7 @@
 namespace tessera {
 namespace {
 
-class TorchExprTest : public test::BuiltPluginsTest {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(load_error_.empty()) << load_error_;
-    frontend_ = host_->registry().make_frontend("torch_expr");
-    ASSERT_NE(frontend_, nullptr) << "the torch_expr plugin did not register its frontend";
-  }
-
-  Expected<Graph> import(const std::string& text, FrontendOptions options = {}) {
-    return frontend_->import(FrontendInput{text, "<-c>"}, options);
-  }
-
-  // Imports a program that must trace; the failure message shows the rendered diagnostic.
-  Graph trace(const std::string& text, FrontendOptions options = {}) {
-    Expected<Graph> g = import(text, options);
-    if (!g) {
-      ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
-      return Graph();
-    }
-    return std::move(*g);
-  }
-
-  // Imports a program that must fail.
-  Diagnostic fail(const std::string& text) {
-    Expected<Graph> g = import(text);
-    if (g) {
-      ADD_FAILURE() << "program traced but should have failed:\n" << text << "\n" << print_graph(*g);
-      return Diagnostic();
-    }
-    return g.error();
-  }
-
-  std::unique_ptr<Frontend> frontend_;
-};
+class TorchExprTest : public test::TorchExprFrontendTest {};
 
 
 const TorchOp& torch_op(const Graph& g, const std::string& id) {

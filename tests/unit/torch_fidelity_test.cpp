@@ -26,35 +26,8 @@ namespace {
 
 using test::run_cli;
 
-class TorchFidelityTest : public test::BuiltPluginsTest {
+class TorchFidelityTest : public test::TorchExprFrontendTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(load_error_.empty()) << load_error_;
-    frontend_ = host_->registry().make_frontend("torch_expr");
-    ASSERT_NE(frontend_, nullptr);
-  }
-
-  Expected<Graph> import(const std::string& text) { return frontend_->import(FrontendInput{text, "<-c>"}, {}); }
-
-  Graph trace(const std::string& text) {
-    Expected<Graph> g = import(text);
-    if (!g) {
-      ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
-      return Graph();
-    }
-    return std::move(*g);
-  }
-
-  // The type of the program's (single) output.
-  TensorType output_type(const std::string& text) {
-    Graph g = trace(text);
-    if (g.outputs().size() != 1) {
-      ADD_FAILURE() << text << ": expected one output";
-      return {};
-    }
-    return g.find(g.outputs()[0])->type;
-  }
-
   // A program PyTorch refuses: the message holds `fragment` and points at line:col.
   void expect_refused(const std::string& text, const std::string& fragment, int line, int col) {
     Expected<Graph> g = import(text);
@@ -80,7 +53,6 @@ class TorchFidelityTest : public test::BuiltPluginsTest {
     return values->at(g.outputs()[0]);
   }
 
-  std::unique_ptr<Frontend> frontend_;
 };
 
 TensorType tt(Shape shape, DType dtype) { return TensorType{std::move(shape), dtype}; }

@@ -22,44 +22,8 @@
 namespace tessera {
 namespace {
 
-class TorchIdiomsTest : public test::BuiltPluginsTest {
+class TorchIdiomsTest : public test::TorchExprFrontendTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(load_error_.empty()) << load_error_;
-    frontend_ = host_->registry().make_frontend("torch_expr");
-    ASSERT_NE(frontend_, nullptr);
-  }
-
-  Expected<Graph> import(const std::string& text) { return frontend_->import(FrontendInput{text, "<-c>"}, {}); }
-
-  Graph trace(const std::string& text) {
-    Expected<Graph> g = import(text);
-    if (!g) {
-      ADD_FAILURE() << "program failed to trace:\n" << text << "\n" << g.error().render();
-      return Graph();
-    }
-    return std::move(*g);
-  }
-
-  Diagnostic fail(const std::string& text) {
-    Expected<Graph> g = import(text);
-    if (g) {
-      ADD_FAILURE() << "program traced but should have failed:\n" << text << "\n" << print_graph(*g);
-      return Diagnostic();
-    }
-    return g.error();
-  }
-
-  // The type of the program's only output.
-  TensorType output_type(const std::string& text) {
-    Graph g = trace(text);
-    if (g.outputs().size() != 1) {
-      ADD_FAILURE() << "expected one output";
-      return TensorType{};
-    }
-    return g.find(g.outputs()[0])->type;
-  }
-
   // The reference values of the program's only output (a program without inputs).
   std::vector<double> reference_values(const std::string& text) {
     Graph g = trace(text);
@@ -71,7 +35,6 @@ class TorchIdiomsTest : public test::BuiltPluginsTest {
     return values->at(g.outputs()[0]).data;
   }
 
-  std::unique_ptr<Frontend> frontend_;
 };
 
 TensorType tt(Shape shape, DType dtype = DType::F32) { return TensorType{std::move(shape), dtype}; }
