@@ -67,6 +67,8 @@ namespace {
 // The bounds on recomputed elementwise work (see COST RULE): per producer, and per consumer in all.
 constexpr int64_t kMaxRecomputedStatements = 16;
 constexpr int64_t kMaxRecomputedStatementsPerKernel = 2 * kMaxRecomputedStatements;
+// Recompute factors are sums of ratios: 1 within this is once per element.
+constexpr double kFactorEps = 1e-9;
 
 std::optional<int64_t> loop_extent(const Loop& l) {
   if (!l.begin.is(ExprKind::Int) || !l.end.is(ExprKind::Int)) return std::nullopt;
@@ -202,13 +204,17 @@ std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
 
 class Inliner final : public StmtMutator {
  public:
-  Inliner(const std::string& producer, const ProducerShape& shape, int& fresh)
-      : producer_(producer), shape_(shape), fresh_(fresh) {}
+  // With `measure_only`, run() decides everything as it would inline (scopes, shared computations,
+  // the recompute factor, ok()) but builds nothing and returns the consumer unchanged: the cost
+  // rule is applied before any body is built, as most fusions it looks at are refused.
+  Inliner(const std::string& producer, const ProducerShape& shape, int& fresh, bool measure_only = false)
+      : producer_(producer), shape_(shape), fresh_(fresh), measure_only_(measure_only) {}
 
   Body run(const Body& consumer) {
     stack_.push_back(Scope{});
     Body out = mutate_body(consumer);
     stack_.pop_back();
+    if (measure_only_) return consumer;
     return rewrite_exprs(out, replaced_);
   }
   // Evaluations of P's computation per element of P (the recompute factor R).
@@ -232,6 +238,7 @@ class Inliner final : public StmtMutator {
       if (const auto* l = s.as<Load>(); l && l->buffer == producer_) {
         replaced_[l->dst] = materialize(l->index);
         flush(out);
+        if (measure_only_) out.push_back(s);  // unchanged: nothing is rebuilt
         continue;
       }
       Stmt rewritten = mutate(s);
@@ -256,10 +263,11 @@ class Inliner final : public StmtMutator {
   }
 
   // A branch is a barrier: nothing computed for it hoists above the condition.
-  Stmt mutate_Cond(const Cond& c, const Stmt&) override {
+  Stmt mutate_Cond(const Cond& c, const Stmt& self) override {
     Cond copy = c;
     copy.then_body = rewrite_branch(c.then_body);
     copy.else_body = rewrite_branch(c.else_body);
+    if (measure_only_) return self;
     return copy;
   }
 
@@ -318,11 +326,13 @@ class Inliner final : public StmtMutator {
     std::map<std::string, Expr> axes;
     for (const auto& [axis, dim] : shape_.axis_dim) axes[axis] = dim < index.size() ? index[dim] : Expr::int_(0);
     if (shape_.axis_dim.size() > index.size()) ok_ = false;
-    Body compute = rewrite_exprs(rename_names(shape_.compute, rename), axes, ranges_);
     subst.insert(axes.begin(), axes.end());
     Expr value = simplify(substitute(shape_.value, subst), ranges_);
     Scope& t = stack_[target];
-    t.pending.insert(t.pending.end(), compute.begin(), compute.end());
+    if (!measure_only_) {
+      Body compute = rewrite_exprs(rename_names(shape_.compute, rename), axes, ranges_);
+      t.pending.insert(t.pending.end(), compute.begin(), compute.end());
+    }
     t.materialized[key] = value;
     evaluations_ += t.executions;
     return value;
@@ -336,6 +346,7 @@ class Inliner final : public StmtMutator {
   std::map<std::string, Expr> replaced_;  // dropped load -> the value that replaces it
   double evaluations_ = 0;
   bool ok_ = true;
+  bool measure_only_ = false;
 };
 
 // ---- sibling reduce loops sharing one loop -------------------------------------------------------
@@ -457,6 +468,86 @@ class FusePass final : public Pass {
     return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
   }
 
+  // EPILOGUE RULE: an elementwise producer p about to be recomputed (by `bodies`, its users' bodies
+  // with p inlined) that reads a reduction kernel q, directly or through elementwise kernels that
+  // only p reads (a bias add): once p is recomputed, q's loop would be recomputed as often and is
+  // refused, so q stays materialized, whereas q fuses into p itself once per element. Recomputing
+  // p then saves no memory traffic and only adds work, so p stays a kernel with q fused in. This is
+  // what materializes a residual stream `x + linear(h)` at every residual add instead of
+  // recomputing a chain of adds across layers: every layer of a model lowers to the same kernels.
+  // Returns q's id.
+  static std::optional<std::string> reduction_left_behind(const Graph& g, const Node& p,
+                                                          const std::vector<Body>& bodies, int fresh) {
+    // The elementwise kernels only p (or another of them) reads, closest to p first, and the
+    // reduction kernels only they or p read.
+    constexpr size_t kMaxChain = 8;
+    std::set<std::string> group = {p.id};
+    std::vector<std::pair<std::string, ProducerShape>> chain, reductions;
+    std::vector<const Node*> frontier = {&p};
+    while (!frontier.empty() && chain.size() < kMaxChain) {
+      const Node* n = frontier.back();
+      frontier.pop_back();
+      for (const std::string& in : n->inputs) {
+        const Node* producer = g.find(in);
+        if (producer == nullptr || group.count(in) || producer->op_as<LoopOp>() == nullptr || is_output(g, in))
+          continue;
+        const std::vector<std::string> users = g.users(in);
+        if (!std::all_of(users.begin(), users.end(), [&](const std::string& u) { return group.count(u) > 0; }))
+          continue;
+        std::string ignored;
+        std::optional<ProducerShape> shape = analyze(*producer, ignored);
+        if (!shape) continue;
+        group.insert(in);
+        if (shape->has_loop) {
+          reductions.emplace_back(in, std::move(*shape));
+        } else {
+          chain.emplace_back(in, std::move(*shape));
+          frontier.push_back(producer);
+        }
+      }
+    }
+    if (reductions.empty()) return std::nullopt;
+    // Chain members are inlined after their users in the chain, so each finds the loads its users'
+    // code made of it.
+    std::vector<std::pair<std::string, ProducerShape>> ordered;
+    std::set<std::string> placed;
+    while (!chain.empty()) {
+      auto ready = std::find_if(chain.begin(), chain.end(), [&](const auto& c) {
+        const std::vector<std::string> users = g.users(c.first);
+        return std::all_of(users.begin(), users.end(),
+                           [&](const std::string& u) { return u == p.id || placed.count(u) > 0; });
+      });
+      if (ready == chain.end()) return std::nullopt;  // cannot happen in a DAG; nothing decided
+      placed.insert(ready->first);
+      ordered.push_back(std::move(*ready));
+      chain.erase(ready);
+    }
+    chain = std::move(ordered);
+    int trial_fresh = fresh;
+    auto with_chain = [&](Body body) {
+      for (const auto& [id, shape] : chain) body = Inliner(id, shape, trial_fresh).run(body);
+      return body;
+    };
+    const Body own = with_chain(p.op_as<LoopOp>()->body);
+    std::vector<Body> recomputed;
+    for (const Body& b : bodies) recomputed.push_back(with_chain(b));
+    for (const auto& [q, q_shape] : reductions) {
+      Inliner into_p(q, q_shape, trial_fresh, /*measure_only=*/true);
+      into_p.run(own);
+      if (!into_p.ok() || into_p.recompute_factor() > 1 + kFactorEps) continue;  // q stays a kernel anyway
+      double after = 0;
+      bool ok = true;
+      for (const Body& b : recomputed) {
+        Inliner into_user(q, q_shape, trial_fresh, /*measure_only=*/true);
+        into_user.run(b);
+        after += into_user.recompute_factor();
+        ok = ok && into_user.ok();
+      }
+      if (!ok || after > 1 + kFactorEps) return q;
+    }
+    return std::nullopt;
+  }
+
   static void report(PassContext& ctx, std::set<std::string>& reported, const Node& n, const std::string& reason) {
     if (reported.insert(n.id + ": " + reason).second) ctx.skip(n, reason);
   }
@@ -482,14 +573,13 @@ class FusePass final : public Pass {
       report(ctx, reported, p, "not fusible: " + reason);
       return false;
     }
-    // Inline tentatively into every user, then apply the cost rule to the total.
-    std::vector<Body> bodies;
+    // Measure the inlining into every user, apply the cost rule to the total, then inline.
     double factor = 0;
     bool ok = true;
     int trial_fresh = fresh;
     for (const std::string& u : users) {
-      Inliner inl(p.id, *shape, trial_fresh);
-      bodies.push_back(inl.run(g.find(u)->op_as<LoopOp>()->body));
+      Inliner inl(p.id, *shape, trial_fresh, /*measure_only=*/true);
+      inl.run(g.find(u)->op_as<LoopOp>()->body);
       factor += inl.recompute_factor();
       ok = ok && inl.ok();
     }
@@ -497,13 +587,12 @@ class FusePass final : public Pass {
       report(ctx, reported, p, "not fusible: a consumer loop has no constant range");
       return false;
     }
-    const double kEps = 1e-9;
-    if (shape->has_loop && factor > 1 + kEps) {
+    if (shape->has_loop && factor > 1 + kFactorEps) {
       report(ctx, reported, p,
              "cost: fusing recomputes its reduction " + format_factor(factor) + "x per element (bound 1x)");
       return false;
     }
-    if (!shape->has_loop && factor > 1 + kEps && shape->statements > kMaxRecomputedStatements) {
+    if (!shape->has_loop && factor > 1 + kFactorEps && shape->statements > kMaxRecomputedStatements) {
       report(ctx, reported, p,
              "cost: recomputing " + std::to_string(shape->statements) + " statements " + format_factor(factor) +
                  "x per element (bound " + std::to_string(kMaxRecomputedStatements) + " statements)");
@@ -511,7 +600,7 @@ class FusePass final : public Pass {
     }
     // What each user recomputes afterwards: p's statements when p is recomputed, else whatever p
     // itself recomputed.
-    const bool recomputes = factor > 1 + kEps;
+    const bool recomputes = factor > 1 + kFactorEps;
     const int64_t carried = recomputes ? shape->statements : recomputed[p.id];
     for (const std::string& u : users) {
       if (recomputes && recomputed[u] + carried > kMaxRecomputedStatementsPerKernel) {
@@ -519,6 +608,18 @@ class FusePass final : public Pass {
                "cost: consumer " + u + " already recomputes " + std::to_string(recomputed[u]) +
                    " statements of other kernels; " + std::to_string(carried) + " more exceed the bound (" +
                    std::to_string(kMaxRecomputedStatementsPerKernel) + " statements)");
+        return false;
+      }
+    }
+    std::vector<Body> bodies;
+    trial_fresh = fresh;
+    for (const std::string& u : users)
+      bodies.push_back(Inliner(p.id, *shape, trial_fresh).run(g.find(u)->op_as<LoopOp>()->body));
+    if (recomputes) {
+      if (std::optional<std::string> q = reduction_left_behind(g, p, bodies, trial_fresh)) {
+        report(ctx, reported, p,
+               "cost: recomputing it would leave its reduction input " + *q +
+                   " materialized; it stays a kernel with " + *q + " fused in");
         return false;
       }
     }
