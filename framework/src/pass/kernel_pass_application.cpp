@@ -1,7 +1,8 @@
 // KernelPass: each application works on a copy of its node and sees the graph as it was before
 // the pass; the copies are committed in graph order once all succeeded. This is what makes the
 // result independent of the thread count and leaves the graph untouched when the pass fails (so a
-// reproducer needs no snapshot).
+// reproducer needs no snapshot). With sharing, the pass runs once per group of kernels equal up to
+// their buffer names (kernel_sharing.h) and the other members take that result, renamed.
 #include "kernel_pass_application.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "kernel_sharing.h"
 #include "tessera/ir/printer.h"
 
 namespace tessera {
@@ -58,10 +60,59 @@ void apply_one(KernelPass& pass, const Node& original, const PassContext& ctx, b
   if (record_text) out.after = print_node(ctx.graph(), copy);
 }
 
+// A member of a group takes its representative's application: the rewritten node, skips and
+// diagnostics, each with the representative's buffer names replaced by the member's. When the
+// result cannot be renamed (the pass gave the representative another input) the member is
+// rewritten by the pass itself.
+void share_one(KernelPass& pass, const Node& representative, Application& done, const Node& original,
+               const PassContext& ctx, bool record_text, Application& out) {
+  const BufferRenaming renaming(representative, original);
+  out.ctx.emplace(ctx.fork());
+  out.node.emplace(original);
+  if (!renaming.apply(*done.node, *out.node)) {
+    apply_one(pass, original, ctx, record_text, out);
+    return;
+  }
+  out.status = Status::ok();
+  for (const PassContext::Skip& s : done.ctx->skips()) {
+    Node at;
+    at.id = renaming.rename(s.node);
+    out.ctx->skip(at, renaming.rename(s.reason));
+  }
+  for (Diagnostic d : done.ctx->diagnostics().diagnostics()) {
+    d.node = renaming.rename(d.node);
+    d.message = renaming.rename(d.message);
+    out.ctx->diagnostics().report(d);
+  }
+  if (record_text) {
+    out.before = print_node(ctx.graph(), original);
+    out.after = print_node(ctx.graph(), *out.node);
+  }
+}
+
+// Calls work(k) for every k in [0, count) on up to `workers` threads.
+template <class Work>
+void for_each_index(size_t count, size_t workers, Work&& work) {
+  workers = std::min(workers, count);
+  if (workers <= 1) {
+    for (size_t k = 0; k < count; ++k) work(k);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto loop = [&] {
+    for (size_t k = next++; k < count; k = next++) work(k);
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(workers - 1);
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(loop);
+  loop();
+  for (std::thread& t : pool) t.join();
+}
+
 }  // namespace
 
 Status apply_kernel_pass(KernelPass& pass, Graph& g, PassContext& ctx, int threads,
-                         std::vector<AppliedNodeText>* texts) {
+                         std::vector<AppliedNodeText>* texts, bool share_equal_kernels) {
   ctx.set_graph(&g);
   std::vector<Node*> targets;
   for (Node* n : g.nodes())
@@ -69,25 +120,30 @@ Status apply_kernel_pass(KernelPass& pass, Graph& g, PassContext& ctx, int threa
   std::vector<Application> applications(targets.size());
   const bool record_text = texts != nullptr;
 
-  // Choice sources answer in the order they are asked: keep it the graph order.
-  size_t workers = ctx.has_choice_sources() ? 1 : static_cast<size_t>(std::max(threads, 1));
-  workers = std::min(workers, targets.size());
-  if (workers <= 1) {
-    for (size_t k = 0; k < targets.size(); ++k) apply_one(pass, *targets[k], ctx, record_text, applications[k]);
-  } else {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t k = next++; k < targets.size(); k = next++)
-        apply_one(pass, *targets[k], ctx, record_text, applications[k]);
-    };
-    std::vector<std::thread> pool;
-    pool.reserve(workers - 1);
-    for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool) t.join();
-  }
+  // Choice sources answer in the order they are asked, once per kernel: keep it the graph order,
+  // and ask them for every kernel.
+  const bool sharing = share_equal_kernels && !ctx.has_choice_sources();
+  std::vector<size_t> representative(targets.size());
+  for (size_t k = 0; k < targets.size(); ++k) representative[k] = k;
+  if (sharing) representative = group_equal_kernels(g, std::vector<const Node*>(targets.begin(), targets.end()));
+  std::vector<size_t> first, others;
+  for (size_t k = 0; k < targets.size(); ++k) (representative[k] == k ? first : others).push_back(k);
+
+  const size_t workers = ctx.has_choice_sources() ? 1 : static_cast<size_t>(std::max(threads, 1));
+  for_each_index(first.size(), workers, [&](size_t i) {
+    const size_t k = first[i];
+    apply_one(pass, *targets[k], ctx, record_text, applications[k]);
+  });
+  // A failed representative fails the pass (it comes first in graph order); its members wait.
+  for_each_index(others.size(), workers, [&](size_t i) {
+    const size_t k = others[i];
+    Application& done = applications[representative[k]];
+    if (!done.status) return;
+    share_one(pass, *targets[representative[k]], done, *targets[k], ctx, record_text, applications[k]);
+  });
 
   for (Application& a : applications) {
+    if (!a.ctx) continue;  // a member of a failed representative
     ctx.join(*a.ctx);
     if (!a.status) return std::move(a.status);
   }
@@ -105,6 +161,6 @@ Status apply_kernel_pass(KernelPass& pass, Graph& g, PassContext& ctx, int threa
   return Status::ok();
 }
 
-Status KernelPass::run(Graph& g, PassContext& ctx) { return apply_kernel_pass(*this, g, ctx, 1, nullptr); }
+Status KernelPass::run(Graph& g, PassContext& ctx) { return apply_kernel_pass(*this, g, ctx, 1, nullptr, false); }
 
 }  // namespace tessera

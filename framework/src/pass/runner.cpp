@@ -70,6 +70,14 @@ std::string application_diff(const std::string& marker,
   return os.str();
 }
 
+// Kernels equal up to their buffer names are rewritten once (kernel_sharing.h), unless a knob of
+// the entry is pinned to a text value: such a value may name a buffer (stage_inputs' STAGE), and
+// then means one kernel, not its group.
+bool shares_equal_kernels(const PassEntry& entry) {
+  return std::none_of(entry.pins.begin(), entry.pins.end(),
+                      [](const KnobPin& pin) { return std::holds_alternative<std::string>(pin.value); });
+}
+
 Status write_text(const fs::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   if (!f) return make_error("cannot write '" + path.string() + "'");
@@ -163,7 +171,8 @@ Status PipelineRunner::run_stages(Graph& g, DiagnosticEngine& diags, const std::
       if (!input && !quiet && (!kernel_pass || opts_.verify_each)) snapshot.emplace(g);
 
       auto t0 = std::chrono::steady_clock::now();
-      Status st = kernel_pass ? apply_kernel_pass(*kernel_pass, g, ctx, threads, show_diff ? &applied : nullptr)
+      Status st = kernel_pass ? apply_kernel_pass(*kernel_pass, g, ctx, threads, show_diff ? &applied : nullptr,
+                                                  shares_equal_kernels(entry))
                               : pass->run(g, ctx);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (timings) timings->push_back({marker, ms});
