@@ -1,13 +1,17 @@
 // `tessera compile`: run the pipeline up to a stage and print that stage's IR.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "cli_session.h"
 #include "commands.h"
 #include "compile_program.h"
 #include "model_summary.h"
+#include "progress_line.h"
 #include "tessera/ir/printer.h"
 #include "tessera/target/target.h"
 #include "tessera/ir/serialize.h"
@@ -18,7 +22,9 @@ namespace tessera::cli {
 namespace {
 
 // `--ir cuda -v` / `--emit ptx`: compiles every kernel with the cuda target (NVRTC, through the
-// cache); with -v prints one line per kernel to stderr; with `ptx` collects each kernel's PTX.
+// cache, each distinct source once); with -v prints one line per distinct kernel to stderr; with
+// `ptx` collects each kernel's PTX (once per distinct kernel). A long build shows a progress line
+// on stderr (see ProgressLine): on a terminal after half a second, elsewhere after two seconds.
 int build_kernels(const Session& session, const Graph& g, const std::string& cache_dir_flag, int verbosity,
                   std::string* ptx) {
   std::unique_ptr<Target> target = session.host.registry().make_target("cuda");
@@ -31,19 +37,39 @@ int build_kernels(const Session& session, const Graph& g, const std::string& cac
   to.device = session.device;
   to.cache_dir = default_cache_dir(cache_dir_flag);
   to.want_ptx = ptx != nullptr;
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  ProgressLine progress(std::cerr, terminal, "nvrtc", terminal ? 0.5 : 2.0);
+  to.progress = [&progress](const TargetProgress& p) {
+    progress.update(p.kernel, p.total > 0 ? p.done / p.total : 0.0);
+  };
   auto built = target->build(g, to);
+  progress.finish();
   if (!built) return report(std::cerr, built.error());
   for (const KernelBuild& k : *built)
     if (!k.cache_warning.empty()) {
       std::cerr << "warning: " << k.cache_warning << "\n";
       break;
     }
+  // Nodes that share a kernel (the same name and source: the layers of a model) are listed with
+  // the first of them.
+  std::map<std::string, std::string> first_node;  // kernel name -> the first node using it
+  std::map<std::string, int> uses;
   for (const KernelBuild& k : *built) {
-    if (ptx) *ptx += "// kernel " + k.kernel + "  " + k.arch + "  (node " + k.node + ")\n" + k.ptx + "\n";
-    if (verbosity < 1) continue;
+    first_node.emplace(k.kernel, k.node);
+    ++uses[k.kernel];
+  }
+  for (const KernelBuild& k : *built) {
+    const std::string& first = first_node.at(k.kernel);
+    if (ptx) {
+      *ptx += "// kernel " + k.kernel + "  " + k.arch + "  (node " + k.node + ")";
+      *ptx += first == k.node ? "\n" + k.ptx + "\n" : ": the PTX of node " + first + "\n";
+    }
+    if (verbosity < 1 || first != k.node) continue;
     std::cerr << k.kernel << "  " << k.arch << "  regs " << k.registers << "  smem " << k.shared_bytes
               << " B  spills " << (k.spill_store_bytes + k.spill_load_bytes) << " B  ("
-              << (k.from_cache ? "cached" : "compiled") << ")\n";
+              << (k.from_cache ? "cached" : "compiled") << ")";
+    if (const int n = uses.at(k.kernel); n > 1) std::cerr << "  shared by " << n << " nodes";
+    std::cerr << "\n";
   }
   return kExitOk;
 }

@@ -1,39 +1,16 @@
 // The `tessera compile MODEL` summary (see model_summary.h).
 #include "model_summary.h"
 
-#include <cctype>
 #include <cstdio>
-#include <map>
 #include <set>
 
-#include "tessera/ir/printer.h"
+#include "framework/src/pass/kernel_sharing.h"
 
 namespace tessera::cli {
 
 namespace {
 
 int64_t elements(const Node& n) { return num_elements(n.type.shape); }
-
-// `text` with every identifier in `renames` replaced (whole identifiers only).
-std::string rename_identifiers(const std::string& text, const std::map<std::string, std::string>& renames) {
-  std::string out;
-  out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (std::isalpha(c) || c == '_') {
-      size_t j = i;
-      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
-      const std::string word = text.substr(i, j - i);
-      auto it = renames.find(word);
-      out += it == renames.end() ? word : it->second;
-      i = j;
-    } else {
-      out += text[i++];
-    }
-  }
-  return out;
-}
 
 std::string with_unit(double v, const char* unit) {
   const char* prefixes[] = {"", " K", " M", " G", " T", " P"};
@@ -81,24 +58,21 @@ void count_model(const Graph& g, ModelSummary& s) {
 }
 
 void count_kernels(const Graph& g, ModelSummary& s) {
-  std::set<std::string> distinct;
+  std::set<std::string> sources;
+  std::vector<const Node*> kernels;
   for (const Node* n : g.nodes()) {
-    std::string text, name;
     if (const auto* cuda = n->op_as<CudaOp>()) {
-      text = print_node(g, *n);
-      name = cuda->name;
-    } else if (const auto* kernel = n->op_as<KernelLikeOp>()) {
-      text = print_node(g, *n);
-      name = kernel->name;
-    } else {
-      continue;
+      ++s.kernels;
+      sources.insert(cuda->name + '\n' + cuda->source);
+    } else if (n->op_as<KernelLikeOp>()) {
+      ++s.kernels;
+      kernels.push_back(n);
     }
-    ++s.kernels;
-    std::map<std::string, std::string> renames = {{name, "kernel"}, {n->id, "out"}};
-    for (size_t i = 0; i < n->inputs.size(); ++i) renames.emplace(n->inputs[i], "in" + std::to_string(i));
-    distinct.insert(rename_identifiers(text, renames));
   }
-  s.distinct_kernels = static_cast<int64_t>(distinct.size());
+  int64_t distinct = static_cast<int64_t>(sources.size());
+  const std::vector<size_t> representative = group_equal_kernels(g, kernels);
+  for (size_t k = 0; k < representative.size(); ++k) distinct += representative[k] == k;
+  s.distinct_kernels = distinct;
 }
 
 std::string print_model_summary(const std::string& model, const std::string& stage, const ModelSummary& s,

@@ -20,9 +20,10 @@ struct ModelSummary {
 // Parameters and FLOPs, from the Torch IR graph.
 void count_model(const Graph& torch_graph, ModelSummary& summary);
 
-// Kernels of the compiled graph (Loop, Tile, Kernel or CUDA IR). Two kernels are the same when
-// their text is equal once their buffers and kernel name are replaced by their position in the
-// kernel's signature, so the layers' copies of one kernel count once.
+// Kernels of the compiled graph (Loop, Tile, Kernel or CUDA IR), and how many of them are
+// distinct: CUDA kernels with the same source (the cuda target compiles each source once), or
+// kernels equal up to their buffer names (what the pipeline schedules once, kernel_sharing.h), so
+// the layers' copies of one kernel count once.
 void count_kernels(const Graph& compiled, ModelSummary& summary);
 
 std::string print_model_summary(const std::string& model, const std::string& stage, const ModelSummary& summary,

@@ -1,8 +1,10 @@
 // CudaTarget: runs CUDA IR (CudaOp nodes from emit_cuda) on an NVIDIA GPU.
 //
-// build() compiles every CudaOp with NVRTC (NvrtcCompiler) through the on-disk KernelCache, on a
-// bounded pool of threads (at most hardware_concurrency, one kernel per task; results and the
-// first error are reported in graph order, so the output does not depend on scheduling).
+// build() compiles every distinct CudaOp (by cache key: source, arch, options, NVRTC version; the
+// layers of a model share their kernels' source) once with NVRTC (NvrtcCompiler) through the
+// on-disk KernelCache, on a bounded pool of threads (at most hardware_concurrency, one kernel per
+// task; results and the first error are reported in graph order, so the output does not depend on
+// scheduling), and reports progress through TargetOptions::progress as kernels finish.
 //
 // execute() and bench() build the kernels for the GPU's own arch (sm_XY from its compute
 // capability; options.arch when given) and hand them to CudaRuntime (the Driver API, opened at
@@ -16,7 +18,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -92,22 +97,69 @@ class CudaTarget final : public Target {
             .at_node(n->id);
       }
     }
+    // Kernels with the same cache key (the layers of a model share their kernels' source, see
+    // docs/models.md) are compiled once, by the first of them.
+    std::vector<std::string> keys(kernels.size());
+    std::vector<size_t> first(kernels.size());
+    std::vector<size_t> distinct;
+    {
+      std::map<std::string, size_t> seen;
+      for (size_t i = 0; i < kernels.size(); ++i) {
+        const auto& op = *kernels[i]->op_as<CudaOp>();
+        keys[i] = KernelCache::key(op.source, options.arch, NvrtcCompiler::options(options.arch),
+                                   NvrtcCompiler::version());
+        auto [it, inserted] = seen.emplace(keys[i] + '/' + op.name, i);
+        first[i] = it->second;
+        if (inserted) distinct.push_back(i);
+      }
+    }
     std::vector<std::optional<Expected<KernelBuild>>> results(kernels.size());
     const KernelCache cache(options.cache_dir);
     std::atomic<size_t> next{0};
+    std::mutex mutex;
+    std::condition_variable finished;
+    size_t done = 0;
     auto worker = [&] {
-      for (size_t i = next++; i < kernels.size(); i = next++) results[i] = build_one(*kernels[i], options.arch, cache, options.want_ptx);
+      for (size_t d = next++; d < distinct.size(); d = next++) {
+        const size_t i = distinct[d];
+        Expected<KernelBuild> built = build_one(*kernels[i], keys[i], options.arch, cache, options.want_ptx);
+        std::lock_guard<std::mutex> lock(mutex);
+        results[i] = std::move(built);
+        ++done;
+        finished.notify_one();
+      }
     };
-    const size_t threads = std::min<size_t>(kernels.size(), std::max(1u, std::thread::hardware_concurrency()));
+    // The pool compiles; the calling thread reports progress (TargetOptions::progress is called on
+    // the caller's thread) as kernels finish.
+    const size_t threads = std::min<size_t>(distinct.size(), std::max(1u, std::thread::hardware_concurrency()));
     std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
+    for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      for (size_t reported = 0; reported < distinct.size();) {
+        finished.wait(lock, [&] { return done > reported; });
+        reported = done;
+        if (options.progress) {
+          const std::string what = std::to_string(reported) + "/" + std::to_string(distinct.size()) + " kernels";
+          lock.unlock();
+          options.progress(TargetProgress{what, static_cast<double>(reported), static_cast<double>(distinct.size())});
+          lock.lock();
+        }
+      }
+    }
     for (std::thread& t : pool) t.join();
 
     std::vector<KernelBuild> builds;
-    for (auto& r : results) {
-      if (!*r) return std::move(*r).error();
-      builds.push_back(std::move(**r));
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const size_t from = first[i];
+      if (!*results[from]) return Expected<std::vector<KernelBuild>>(results[from]->error());
+      KernelBuild b = **results[from];
+      if (from != i) {  // the same binary, launched for this node
+        b.node = kernels[i]->id;
+        b.from_cache = true;
+        b.cache_warning.clear();
+      }
+      builds.push_back(std::move(b));
     }
     return builds;
   }
@@ -115,10 +167,9 @@ class CudaTarget final : public Target {
  private:
   // One kernel: from the cache when its entry is intact, else compiled by NVRTC and stored.
   // With `want_ptx`, an entry stored without PTX is compiled again (and stored with it).
-  static Expected<KernelBuild> build_one(const Node& n, const std::string& arch, const KernelCache& cache,
-                                         bool want_ptx) {
+  static Expected<KernelBuild> build_one(const Node& n, const std::string& key, const std::string& arch,
+                                         const KernelCache& cache, bool want_ptx) {
     const auto& op = *n.op_as<CudaOp>();
-    const std::string key = KernelCache::key(op.source, arch, NvrtcCompiler::options(arch), NvrtcCompiler::version());
     KernelBuild b;
     b.node = n.id;
     b.kernel = op.name;
