@@ -442,13 +442,26 @@ class FusePass final : public Pass {
       position.emplace(order[i]->id, i);
       dirty.insert(i);
     }
+    // A refused producer keeps its verdict while its users and their bodies stay the same: taking
+    // its own producers in only makes it larger (more statements, a loop), and each refusal
+    // reason only gets stronger with that. `grown` counts the fusions into each node.
+    using UserState = std::vector<std::pair<std::string, int64_t>>;
+    std::unordered_map<std::string, int64_t> grown;
+    std::unordered_map<std::string, UserState> refused_with;
     while (!dirty.empty()) {
       const size_t i = *dirty.rbegin();
       dirty.erase(i);
+      UserState users;
+      for (const std::string& u : g.users(order[i]->id)) users.emplace_back(u, grown[u]);
+      if (auto it = refused_with.find(order[i]->id); it != refused_with.end() && it->second == users) continue;
       std::vector<std::string> changed;
       Expected<bool> fused = try_fuse(g, *order[i], ctx, fresh, reported, recomputed, changed);
       if (!fused) return std::move(fused).error();
-      if (!*fused) continue;
+      if (!*fused) {
+        refused_with[order[i]->id] = std::move(users);
+        continue;
+      }
+      for (const auto& [u, count] : users) ++grown[u];
       order[i] = nullptr;
       dirty.erase(i);
       for (const std::string& id : changed)
