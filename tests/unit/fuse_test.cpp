@@ -191,10 +191,31 @@ TEST_F(FuseTest, AttentionScoresAreNotRecomputedPerValueColumn) {
   std::vector<PassContext::Skip> skips;
   Graph g = lower(trace(program), true, &skips);
   EXPECT_EQ(count_kernels(g), 2) << print_graph(g);
-  bool cost = false;
-  for (const auto& s : skips) cost = cost || s.reason.find("recomputes its reduction") != std::string::npos;
-  EXPECT_TRUE(cost) << print_graph(g);
+  // The scaled scores stay a kernel with the QK^T matmul fused in (the epilogue rule): recomputing
+  // them in softmax(.)V would recompute QK^T per column of V.
+  EXPECT_TRUE(has_skip(skips, "scaled_dot_product_attention_scaled",
+                       "would leave its reduction input scaled_dot_product_attention_scores materialized"))
+      << print_graph(g);
   expect_matches_reference(program);
+}
+
+// The epilogue rule: a residual add `x + linear(x)` read by another matmul (many times per element)
+// and by the next residual add is not recomputed there, as that would leave its matmul a kernel of
+// its own; it stays a kernel with the matmul fused in. The same holds through a bias add between
+// them. The other side: an elementwise producer of inputs only (no reduction behind it) is still
+// recomputed as a matmul prologue.
+TEST_F(FuseTest, ResidualAddKeepsItsMatmulInsteadOfBeingRecomputed) {
+  for (const std::string bias : {"False", "True"}) {
+    const std::string program = "import torch.nn as nn; x=torch.randn(4,16); r = x + nn.Linear(16, 16, bias=" + bias +
+                                ")(x); nn.Linear(16, 16, bias=False)(r) + r";
+    std::vector<PassContext::Skip> skips;
+    Graph g = lower(trace(program), true, &skips);
+    EXPECT_EQ(count_kernels(g), 2) << print_graph(g);
+    ASSERT_NE(g.find("r"), nullptr) << print_graph(g);
+    EXPECT_TRUE(has_skip(skips, "r", "would leave its reduction input")) << print_graph(g);
+    expect_matches_reference(program);
+  }
+  expect_kernels("import torch.nn as nn; x=torch.randn(4,16); y=torch.randn(4,16); nn.Linear(16, 16)(x + y)", 1);
 }
 
 // The other side: a reduction read once per element (matmul + 1) and an elementwise producer read

@@ -64,14 +64,15 @@ void apply_one(KernelPass& pass, const Node& original, const PassContext& ctx, b
 // diagnostics, each with the representative's buffer names replaced by the member's. When the
 // result cannot be renamed (the pass gave the representative another input) the member is
 // rewritten by the pass itself.
-void share_one(KernelPass& pass, const Node& representative, Application& done, const Node& original,
+// Returns false when the member was rewritten by the pass itself.
+bool share_one(KernelPass& pass, const Node& representative, Application& done, const Node& original,
                const PassContext& ctx, bool record_text, Application& out) {
   const BufferRenaming renaming(representative, original);
   out.ctx.emplace(ctx.fork());
   out.node.emplace(original);
   if (!renaming.apply(*done.node, *out.node)) {
     apply_one(pass, original, ctx, record_text, out);
-    return;
+    return false;
   }
   out.status = Status::ok();
   for (const PassContext::Skip& s : done.ctx->skips()) {
@@ -88,6 +89,7 @@ void share_one(KernelPass& pass, const Node& representative, Application& done, 
     out.before = print_node(ctx.graph(), original);
     out.after = print_node(ctx.graph(), *out.node);
   }
+  return true;
 }
 
 // Calls work(k) for every k in [0, count) on up to `workers` threads.
@@ -112,7 +114,7 @@ void for_each_index(size_t count, size_t workers, Work&& work) {
 }  // namespace
 
 Status apply_kernel_pass(KernelPass& pass, Graph& g, PassContext& ctx, int threads,
-                         std::vector<AppliedNodeText>* texts, bool share_equal_kernels) {
+                         std::vector<AppliedNodeText>* texts, KernelGroups* groups) {
   ctx.set_graph(&g);
   std::vector<Node*> targets;
   for (Node* n : g.nodes())
@@ -122,10 +124,11 @@ Status apply_kernel_pass(KernelPass& pass, Graph& g, PassContext& ctx, int threa
 
   // Choice sources answer in the order they are asked, once per kernel: keep it the graph order,
   // and ask them for every kernel.
-  const bool sharing = share_equal_kernels && !ctx.has_choice_sources();
   std::vector<size_t> representative(targets.size());
   for (size_t k = 0; k < targets.size(); ++k) representative[k] = k;
-  if (sharing) representative = group_equal_kernels(g, std::vector<const Node*>(targets.begin(), targets.end()));
+  if (groups && ctx.has_choice_sources()) groups->invalidate();  // each kernel answers on its own
+  if (groups && !ctx.has_choice_sources())
+    representative = groups->representatives(g, std::vector<const Node*>(targets.begin(), targets.end()));
   std::vector<size_t> first, others;
   for (size_t k = 0; k < targets.size(); ++k) (representative[k] == k ? first : others).push_back(k);
 
@@ -135,12 +138,15 @@ Status apply_kernel_pass(KernelPass& pass, Graph& g, PassContext& ctx, int threa
     apply_one(pass, *targets[k], ctx, record_text, applications[k]);
   });
   // A failed representative fails the pass (it comes first in graph order); its members wait.
+  std::atomic<bool> rewritten_alone{false};
   for_each_index(others.size(), workers, [&](size_t i) {
     const size_t k = others[i];
     Application& done = applications[representative[k]];
     if (!done.status) return;
-    share_one(pass, *targets[representative[k]], done, *targets[k], ctx, record_text, applications[k]);
+    if (!share_one(pass, *targets[representative[k]], done, *targets[k], ctx, record_text, applications[k]))
+      rewritten_alone = true;
   });
+  if (rewritten_alone && groups) groups->invalidate();
 
   for (Application& a : applications) {
     if (!a.ctx) continue;  // a member of a failed representative
@@ -161,6 +167,6 @@ Status apply_kernel_pass(KernelPass& pass, Graph& g, PassContext& ctx, int threa
   return Status::ok();
 }
 
-Status KernelPass::run(Graph& g, PassContext& ctx) { return apply_kernel_pass(*this, g, ctx, 1, nullptr, false); }
+Status KernelPass::run(Graph& g, PassContext& ctx) { return apply_kernel_pass(*this, g, ctx, 1, nullptr, nullptr); }
 
 }  // namespace tessera

@@ -56,6 +56,21 @@ class KernelBufferNames {
   size_t longest_ = 0;
 };
 
+// The grouping of group_equal_kernels kept across a run of kernel passes: the members of a group
+// take their representative's result, so they stay equal to it and the grouping holds until a
+// whole-graph pass rewrites the graph (or a member is rewritten on its own); invalidate() then.
+class KernelGroups {
+ public:
+  // The representative of each of `kernels` (as group_equal_kernels returns it), from the kept
+  // grouping when there is one, else computed and kept.
+  std::vector<size_t> representatives(const Graph& g, const std::vector<const Node*>& kernels);
+  void invalidate() { valid_ = false; }
+
+ private:
+  bool valid_ = false;
+  std::unordered_map<std::string, std::string> representative_;  // node id -> its representative's
+};
+
 // Renames the graph buffers of a representative's names to a member's: built from the two nodes
 // before the pass (their inputs and ids, position by position).
 class BufferRenaming {

@@ -137,6 +137,8 @@ Status PipelineRunner::run_stages(Graph& g, DiagnosticEngine& diags, const std::
   std::ostream* out = quiet ? nullptr : opts_.out;
   std::ostream* err = quiet ? nullptr : opts_.err;
   const int threads = std::max(spec_.threads, 1);
+  // Kernels equal up to buffer names, kept from one kernel pass to the next (kernel_sharing.h).
+  KernelGroups groups;
 
   for (Dialect stage : kStageOrder) {
     if (stage_index(stage) > stage_index(opts_.stop_after)) break;
@@ -171,9 +173,12 @@ Status PipelineRunner::run_stages(Graph& g, DiagnosticEngine& diags, const std::
       if (!input && !quiet && (!kernel_pass || opts_.verify_each)) snapshot.emplace(g);
 
       auto t0 = std::chrono::steady_clock::now();
+      const bool share = kernel_pass && shares_equal_kernels(entry);
+      if (!share) groups.invalidate();  // a whole-graph pass, or kernels rewritten one by one
       Status st = kernel_pass ? apply_kernel_pass(*kernel_pass, g, ctx, threads, show_diff ? &applied : nullptr,
-                                                  shares_equal_kernels(entry))
+                                                  share ? &groups : nullptr)
                               : pass->run(g, ctx);
+      if (!kernel_pass) groups.invalidate();
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (timings) timings->push_back({marker, ms});
       const bool unchanged = kernel_pass && !st;  // a failed kernel pass leaves the graph as it was

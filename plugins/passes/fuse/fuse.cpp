@@ -146,15 +146,15 @@ struct LoopIrCensus final : StmtVisitor {
 };
 
 // P's per-element computation, or the reason it cannot be inlined.
-std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
-  const auto* op = p.op_as<LoopOp>();
-  if (!dtype_is_float(p.type.dtype)) {
+// What the kernel `id` of dtype `dtype` with body `body` computes per element.
+std::optional<ProducerShape> analyze_body(const std::string& id, DType dtype, const Body& body, std::string& reason) {
+  if (!dtype_is_float(dtype)) {
     reason = "integer or bool intermediate: its write's conversion is part of its value";
     return std::nullopt;
   }
   ProducerShape shape;
   std::vector<std::string> axes;
-  const Body* cur = &op->body;
+  const Body* cur = &body;
   while (cur->size() == 1 && (*cur)[0].is<Loop>() && (*cur)[0].as<Loop>()->role == LoopRole::Free) {
     const Loop& l = *(*cur)[0].as<Loop>();
     std::optional<int64_t> ext = loop_extent(l);
@@ -176,7 +176,7 @@ std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
   shape.has_loop = census.has_loop;
   const int64_t writes = census.writes;
   const Write* w = cur->empty() ? nullptr : cur->back().as<Write>();
-  if (writes != 1 || w == nullptr || w->buffer != p.id) {
+  if (writes != 1 || w == nullptr || w->buffer != id) {
     reason = "not a single write of one value per element (a multi-source map or an imperfect nest)";
     return std::nullopt;
   }
@@ -198,6 +198,10 @@ std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
   shape.value = w->value;
   shape.statements -= 1;
   return shape;
+}
+
+std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
+  return analyze_body(p.id, p.type.dtype, p.op_as<LoopOp>()->body, reason);
 }
 
 // ---- inlining one producer into one consumer body -----------------------------------------------
@@ -481,16 +485,15 @@ class FusePass final : public Pass {
     return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
   }
 
-  // EPILOGUE RULE: an elementwise producer p about to be recomputed (by `bodies`, its users' bodies
-  // with p inlined) that reads a reduction kernel q, directly or through elementwise kernels that
+  // EPILOGUE RULE: an elementwise producer p about to be recomputed in its `users` that reads a reduction kernel q, directly or through elementwise kernels that
   // only p reads (a bias add): once p is recomputed, q's loop would be recomputed as often and is
   // refused, so q stays materialized, whereas q fuses into p itself once per element. Recomputing
   // p then saves no memory traffic and only adds work, so p stays a kernel with q fused in. This is
   // what materializes a residual stream `x + linear(h)` at every residual add instead of
   // recomputing a chain of adds across layers: every layer of a model lowers to the same kernels.
   // Returns q's id.
-  static std::optional<std::string> reduction_left_behind(const Graph& g, const Node& p,
-                                                          const std::vector<Body>& bodies, int fresh) {
+  static std::optional<std::string> reduction_left_behind(const Graph& g, const Node& p, const ProducerShape& p_shape,
+                                                          const std::vector<std::string>& users, int fresh) {
     // The elementwise kernels only p (or another of them) reads, closest to p first, and the
     // reduction kernels only they or p read.
     constexpr size_t kMaxChain = 8;
@@ -542,12 +545,25 @@ class FusePass final : public Pass {
       return body;
     };
     const Body own = with_chain(p.op_as<LoopOp>()->body);
+    // The users' bodies with p and its chain inlined, made when needed: p with its chain (`own`)
+    // inlined as one producer, which places each load of q where inlining p and then each member
+    // of the chain would, at the cost of one inlining per user.
     std::vector<Body> recomputed;
-    for (const Body& b : bodies) recomputed.push_back(with_chain(b));
+    auto recompute_in_users = [&] {
+      std::string ignored;
+      std::optional<ProducerShape> whole = chain.empty() ? std::optional<ProducerShape>(p_shape)
+                                                         : analyze_body(p.id, p.type.dtype, own, ignored);
+      for (const std::string& u : users) {
+        const Body& body = g.find(u)->op_as<LoopOp>()->body;
+        recomputed.push_back(whole ? Inliner(p.id, *whole, trial_fresh).run(body)
+                                   : with_chain(Inliner(p.id, p_shape, trial_fresh).run(body)));
+      }
+    };
     for (const auto& [q, q_shape] : reductions) {
       Inliner into_p(q, q_shape, trial_fresh, /*measure_only=*/true);
       into_p.run(own);
       if (!into_p.ok() || into_p.recompute_factor() > 1 + kFactorEps) continue;  // q stays a kernel anyway
+      if (recomputed.empty()) recompute_in_users();
       double after = 0;
       bool ok = true;
       for (const Body& b : recomputed) {
@@ -624,24 +640,24 @@ class FusePass final : public Pass {
         return false;
       }
     }
-    std::vector<Body> bodies;
-    trial_fresh = fresh;
-    for (const std::string& u : users)
-      bodies.push_back(Inliner(p.id, *shape, trial_fresh).run(g.find(u)->op_as<LoopOp>()->body));
     if (recomputes) {
-      if (std::optional<std::string> q = reduction_left_behind(g, p, bodies, trial_fresh)) {
+      if (std::optional<std::string> q = reduction_left_behind(g, p, *shape, users, fresh)) {
         report(ctx, reported, p,
                "cost: recomputing it would leave its reduction input " + *q +
                    " materialized; it stays a kernel with " + *q + " fused in");
         return false;
       }
     }
+    std::vector<Body> bodies;
+    trial_fresh = fresh;
+    for (const std::string& u : users)
+      bodies.push_back(Inliner(p.id, *shape, trial_fresh).run(g.find(u)->op_as<LoopOp>()->body));
     for (const std::string& u : users) recomputed[u] += carried;
     fresh = trial_fresh;
     for (size_t k = 0; k < users.size(); ++k) {
       Node& user = *g.find(users[k]);
       auto& op = *user.op_as<LoopOp>();
-      op.body = canonicalize_names(bodies[k]);
+      op.body = std::move(bodies[k]);  // canonically named once, at the end
       op.name = "merged_" + user.id;
       std::vector<std::string> inputs;
       for (const std::string& in : user.inputs) {
