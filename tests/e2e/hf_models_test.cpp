@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <numbers>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,13 +35,15 @@ namespace fs = std::filesystem;
 struct TinyModel {
   std::string architecture;
   bool tied = false;
+  int layers = 2;
 };
 
 std::string tiny_config(const TinyModel& m) {
   std::string extra;
   if (m.architecture == "Qwen3ForCausalLM") extra = R"("head_dim": 16, "attention_bias": false, )";
   return std::string("{\n") + R"(  "architectures": [")" + m.architecture + R"("],)" + "\n" +
-         R"(  "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,)" + "\n" +
+         R"(  "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": )" + std::to_string(m.layers) +
+         R"(, "num_attention_heads": 4,)" + "\n" +
          R"(  "num_key_value_heads": 2, "vocab_size": 128, "max_position_embeddings": 64, "rms_norm_eps": 1e-05,)" +
          "\n  " + extra + R"("rope_theta": 10000.0, "hidden_act": "silu", "tie_word_embeddings": )" +
          (m.tied ? "true" : "false") + "\n}\n";
@@ -245,6 +248,77 @@ TEST_F(HfModelsTest, ThreeDecodeStepsEqualThePrefillAtTheSamePositions) {
       for (const std::string& id : step.outputs())
         if (id != "logits") inputs[id.substr(0, id.size() - 5)] = out.at(id);  // the next step's cache
     }
+  }
+}
+
+// Identical layers compile to identical kernels, compiled once: in a 4-layer model every kernel of
+// layers 1..3 has the CUDA source of the same kernel of layer 1 (layer 0 reads the embedding
+// instead of the previous layer's output), each launched with its own layer's buffers, and the
+// distinct sources are one layer's kernels plus layer 0's embedding readers plus the kernels
+// outside the layers. The shared kernels still match the reference on the simulator.
+TEST_F(HfModelsTest, IdenticalLayersShareTheirKernels) {
+  test::TempDir tmp;
+  for (TinyModel m : kTinyModels) {
+    m.layers = 4;
+    SCOPED_TRACE(m.architecture);
+    const std::string dir = make_model_dir(tmp, m);
+    const Graph torch = import_ok(dir + " --seq-len 5");
+    ASSERT_FALSE(HasFailure());
+    Graph cuda = torch;
+    Status st = lower(cuda, pipeline_, Dialect::Cuda, h100());
+    ASSERT_TRUE(st) << st.message();
+
+    // The kernels of each layer, in graph order (a kernel belongs to layer N when its node is lN_...).
+    std::vector<std::vector<const Node*>> layers(4);
+    std::vector<const Node*> outside;
+    std::set<std::string> sources;
+    for (const Node* n : cuda.nodes()) {
+      const auto* op = n->op_as<CudaOp>();
+      if (op == nullptr) continue;
+      sources.insert(op->name + "\n" + op->source);
+      bool in_layer = false;
+      for (int l = 0; l < 4; ++l)
+        if (n->id.rfind("l" + std::to_string(l) + "_", 0) == 0) {
+          layers[static_cast<size_t>(l)].push_back(n);
+          in_layer = true;
+        }
+      if (!in_layer) outside.push_back(n);
+    }
+    const size_t per_layer = layers[1].size();
+    ASSERT_GT(per_layer, 5u);
+    size_t layer0_own = 0;
+    for (size_t k = 0; k < layers[0].size() && k < per_layer; ++k)
+      layer0_own += layers[0][k]->op_as<CudaOp>()->source != layers[1][k]->op_as<CudaOp>()->source;
+    EXPECT_LE(layer0_own, 2u);
+    for (int l = 2; l < 4; ++l) {
+      SCOPED_TRACE("layer " + std::to_string(l));
+      ASSERT_EQ(layers[static_cast<size_t>(l)].size(), per_layer);
+      for (size_t k = 0; k < per_layer; ++k) {
+        const auto& op = *layers[static_cast<size_t>(l)][k]->op_as<CudaOp>();
+        const auto& first = *layers[1][k]->op_as<CudaOp>();
+        EXPECT_EQ(op.name, first.name);
+        EXPECT_EQ(op.source, first.source);
+        // Launched with this layer's weights: no buffer of another layer.
+        for (const KernelParam& param : op.params) {
+          if (param.name.rfind("p_model_layers_", 0) == 0)
+            EXPECT_EQ(param.name.rfind("p_model_layers_" + std::to_string(l) + "_", 0), 0u) << param.name;
+          for (int other = 0; other < 4; ++other)
+            if (other != l && other != l - 1)
+              EXPECT_NE(param.name.rfind("l" + std::to_string(other) + "_", 0), 0u) << param.name;
+        }
+      }
+    }
+    EXPECT_EQ(sources.size(), per_layer + layer0_own + outside.size());
+
+    // Kernel IR of the same pipeline on the simulator against the reference evaluator.
+    const Graph kernels = lowered(torch);
+    ValueMap inputs = make_inputs(torch, 5);
+    auto expected = evaluate_reference(torch, inputs);
+    ASSERT_TRUE(expected) << expected.error().render();
+    ValueMap outputs = run_on_sim(kernels, inputs);
+    auto cmp = compare_output(*expected, outputs, "logits");
+    ASSERT_TRUE(cmp) << cmp.error().render();
+    EXPECT_TRUE(cmp->within(default_output_rtol(DType::F32))) << cmp->str();
   }
 }
 
