@@ -12,20 +12,16 @@
 //
 //   build/bin/tessera_compile_scaling [--blocks 4,8,16,28,32,64,80] [--repeat 3] [--threads T]
 //                                     [--pipeline FILE]
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "child_measurement.h"
 #include "support/decoder_blocks.h"
 #include "tessera/frontend/frontend.h"
 #include "tessera/pass/pipeline.h"
@@ -52,22 +48,6 @@ struct Measurement {
   int kernels = 0;
 };
 
-double cpu_now() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-// A field of /proc/self/status in kB (VmHWM: peak resident set, VmRSS: current).
-long status_kb(const std::string& field) {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
-  }
-  return -1;
-}
-
 // What a child does: compile the N-block program `repeat` times; "ok ..." or "error ..." on `out`.
 std::string measure(int blocks, const Options& o) {
   PluginHost host;
@@ -90,21 +70,21 @@ std::string measure(int blocks, const Options& o) {
   ro.device = device;
   ro.stop_after = Dialect::Cuda;
   Measurement m;
-  m.base_kb = status_kb("VmRSS");
+  m.base_kb = bench::status_kb("VmRSS");
   m.seconds = m.cpu_seconds = 1e30;
   for (int r = 0; r < o.repeat; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    const double cpu0 = cpu_now();
+    const double cpu0 = bench::process_cpu_seconds();
     Expected<Graph> g = frontend->import(FrontendInput{program, "<decoder-blocks>"}, FrontendOptions{});
     if (!g) return "error " + g.error().render();
     DiagnosticEngine diags;
     if (Status st = PipelineRunner(host.registry(), *spec, ro).run(*g, diags); !st) return "error " + st.message();
     m.seconds = std::min(m.seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    m.cpu_seconds = std::min(m.cpu_seconds, cpu_now() - cpu0);
+    m.cpu_seconds = std::min(m.cpu_seconds, bench::process_cpu_seconds() - cpu0);
     m.kernels = 0;
     for (const Node* n : g->nodes()) m.kernels += n->op_as<CudaOp>() != nullptr;
   }
-  m.peak_kb = status_kb("VmHWM");
+  m.peak_kb = bench::status_kb("VmHWM");
   std::ostringstream os;
   os << "ok " << m.seconds << " " << m.cpu_seconds << " " << m.peak_kb << " " << m.base_kb << " " << m.kernels;
   return os.str();
@@ -112,38 +92,12 @@ std::string measure(int blocks, const Options& o) {
 
 // Runs measure() in a child process and parses its answer.
 bool measure_in_child(int blocks, const Options& o, Measurement& m, std::string& error) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    error = "pipe failed";
+  const bench::ChildAnswer answer = bench::measure_in_child([&] { return measure(blocks, o); });
+  if (!answer.ok) {
+    error = answer.error;
     return false;
   }
-  std::cout.flush();
-  pid_t pid = fork();
-  if (pid < 0) {
-    error = "fork failed";
-    return false;
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    std::string answer = measure(blocks, o);
-    (void)!write(fds[1], answer.data(), answer.size());
-    close(fds[1]);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string answer;
-  char buf[4096];
-  for (ssize_t k; (k = read(fds[0], buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(k));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  std::istringstream in(answer);
-  std::string word;
-  in >> word;
-  if (word != "ok") {
-    error = answer.empty() ? "the child process died" : answer.substr(std::min<size_t>(answer.size(), 6));
-    return false;
-  }
+  std::istringstream in(answer.fields);
   in >> m.seconds >> m.cpu_seconds >> m.peak_kb >> m.base_kb >> m.kernels;
   return true;
 }
