@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/built_plugins.h"
@@ -276,6 +277,39 @@ TEST_F(NvrtcBuildTest, TheKeyCoversTheArchAndTheSource) {
   ASSERT_TRUE(other_source);
   EXPECT_FALSE((*other_source)[0].from_cache);
   EXPECT_EQ(entries(".json").size(), 3u);
+}
+
+// Nodes sharing a kernel source (the layers of a model) are compiled once: every node gets the
+// build, all but the first marked as served from the cache, one cache entry; the progress reports
+// count distinct kernels, on the calling thread, ending at all of them.
+TEST_F(NvrtcBuildTest, ASharedSourceIsCompiledOnceAndProgressCountsDistinctKernels) {
+  const std::string source = "extern \"C\" __global__ void k_copy(const float* x, float* y) { y[0] = x[0]; }\n";
+  Graph g = cuda_graph("k_copy", source);
+  auto second = std::make_unique<CudaOp>(*g.find("y")->op_as<CudaOp>());
+  second->params[0].name = "y";
+  second->params[1].name = "z";
+  g.add("z", std::move(second), {"y"}, TensorType{{4}, DType::F32});
+  g.outputs() = {"z"};
+  TargetOptions options{"sm_90", device_, cache_dir_.string()};
+  std::vector<TargetProgress> reports;
+  const std::thread::id caller = std::this_thread::get_id();
+  options.progress = [&](const TargetProgress& p) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    reports.push_back(p);
+  };
+  auto b = target_->build(g, options);
+  ASSERT_TRUE(b) << b.error().render();
+  ASSERT_EQ(b->size(), 2u);
+  EXPECT_EQ((*b)[0].node, "y");
+  EXPECT_EQ((*b)[1].node, "z");
+  EXPECT_FALSE((*b)[0].from_cache);
+  EXPECT_TRUE((*b)[1].from_cache);
+  EXPECT_EQ((*b)[1].binary, (*b)[0].binary);
+  EXPECT_EQ(entries(".json").size(), 1u);
+  ASSERT_FALSE(reports.empty());
+  EXPECT_EQ(reports.back().done, 1.0);
+  EXPECT_EQ(reports.back().total, 1.0);
+  EXPECT_EQ(reports.back().kernel, "1/1 kernels");
 }
 
 TEST_F(NvrtcBuildTest, NvrtcErrorsNameTheKernelAndQuoteTheLine) {
