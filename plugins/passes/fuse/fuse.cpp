@@ -27,6 +27,12 @@
 //   kMaxRecomputedStatements is refused. Without that, a chain of cheap producers read by several
 //   kernels (a residual stream x1 = x0 + a, x2 = x1 + b, ...) would be recomputed whole in every
 //   kernel that reads its end: kernels and their work would grow with the depth of the model.
+//   EPILOGUE RULE: an elementwise P about to be recomputed that reads a reduction kernel Q (directly
+//   or through elementwise kernels only P reads) of which it is the only reader stays a kernel with
+//   Q fused in, when recomputing P would leave Q materialized (Q then recomputed as often) while Q
+//   fuses into P once per element: recomputing would save no memory traffic, only add work. This
+//   materializes a residual stream x + linear(h) as the matmul's epilogue at every residual add,
+//   so every layer of a model lowers to the same kernels (see reduction_left_behind).
 //   Declined fusions are reported with ctx.skip(node, reason).
 //   Resulting kernel counts: the seed, RMSNorm, softmax and the gated MLP are one kernel each. The
 //   LayerNorm module is one kernel too: mean and variance are row reductions read once per row, so
@@ -44,7 +50,7 @@
 // Guarantees: same values at every output; node ids of consumers unchanged; merged bodies
 //   canonically named. Deterministic (graph order, no pointer-keyed maps). No knobs.
 // Tests: tests/unit/fuse_test.cpp, tests/golden/fuse/, tests/e2e/decoder_blocks_test.cpp (kernels do not grow
-//   with the depth of a model).
+//   with the depth of a model), tests/e2e/hf_models_test.cpp (identical layers, identical kernels).
 #include <algorithm>
 #include <cstdio>
 #include <map>
