@@ -491,12 +491,13 @@ class FusePass final : public Pass {
     return std::find(g.outputs().begin(), g.outputs().end(), id) != g.outputs().end();
   }
 
-  // EPILOGUE RULE: an elementwise producer p about to be recomputed in its `users` that reads a reduction kernel q, directly or through elementwise kernels that
-  // only p reads (a bias add): once p is recomputed, q's loop would be recomputed as often and is
-  // refused, so q stays materialized, whereas q fuses into p itself once per element. Recomputing
-  // p then saves no memory traffic and only adds work, so p stays a kernel with q fused in. This is
-  // what materializes a residual stream `x + linear(h)` at every residual add instead of
-  // recomputing a chain of adds across layers: every layer of a model lowers to the same kernels.
+  // EPILOGUE RULE: an elementwise producer p about to be recomputed in its `users` that reads a
+  // reduction kernel q, directly or through elementwise kernels that only p reads (a bias add):
+  // once p is recomputed, q's loop would be recomputed as often and is refused, so q stays
+  // materialized, whereas q fuses into p itself once per element. Recomputing p then saves no
+  // memory traffic and only adds work, so p stays a kernel with q fused in. This is what
+  // materializes a residual stream `x + linear(h)` at every residual add instead of recomputing a
+  // chain of adds across layers: every layer of a model lowers to the same kernels.
   // Returns q's id.
   static std::optional<std::string> reduction_left_behind(const Graph& g, const Node& p, const ProducerShape& p_shape,
                                                           const std::vector<std::string>& users, int fresh) {
@@ -513,8 +514,8 @@ class FusePass final : public Pass {
         const Node* producer = g.find(in);
         if (producer == nullptr || group.count(in) || producer->op_as<LoopOp>() == nullptr || is_output(g, in))
           continue;
-        const std::vector<std::string> users = g.users(in);
-        if (!std::all_of(users.begin(), users.end(), [&](const std::string& u) { return group.count(u) > 0; }))
+        const std::vector<std::string> readers = g.users(in);
+        if (!std::all_of(readers.begin(), readers.end(), [&](const std::string& u) { return group.count(u) > 0; }))
           continue;
         std::string ignored;
         std::optional<ProducerShape> shape = analyze(*producer, ignored);
@@ -535,8 +536,8 @@ class FusePass final : public Pass {
     std::set<std::string> placed;
     while (!chain.empty()) {
       auto ready = std::find_if(chain.begin(), chain.end(), [&](const auto& c) {
-        const std::vector<std::string> users = g.users(c.first);
-        return std::all_of(users.begin(), users.end(),
+        const std::vector<std::string> readers = g.users(c.first);
+        return std::all_of(readers.begin(), readers.end(),
                            [&](const std::string& u) { return u == p.id || placed.count(u) > 0; });
       });
       if (ready == chain.end()) return std::nullopt;  // cannot happen in a DAG; nothing decided
