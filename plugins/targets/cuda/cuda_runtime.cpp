@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -262,6 +263,7 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
     return Status::ok();
   };
   size_t next_build = 0;
+  std::map<std::string, CUmodule> module_of;  // by function name and image
   for (const Node* n : g.nodes()) {
     if (n->op_as<InputOp>()) {
       auto it = inputs.find(n->id);
@@ -285,9 +287,12 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
       Loaded::Kernel k;
       k.node = n;
       k.op = op;
-      CUmodule module = nullptr;
-      TESSERA_CU(cu, module_load_data, what, &module, b.binary.data());
-      l->modules.push_back(module);
+      // Nodes sharing a kernel (the layers of a model) share its module: loaded once.
+      CUmodule& module = module_of[op->name + '\n' + b.binary];
+      if (module == nullptr) {
+        TESSERA_CU(cu, module_load_data, what, &module, b.binary.data());
+        l->modules.push_back(module);
+      }
       TESSERA_CU(cu, module_get_function, what, &k.fn, module, op->name.c_str());
       int regs = 0, static_smem = 0;
       TESSERA_CU(cu, func_get_attribute, what, &regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k.fn);
