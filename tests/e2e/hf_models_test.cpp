@@ -377,7 +377,15 @@ TEST_F(HfModelsTest, CheckpointParametersReferToTheirTensor) {
   EXPECT_EQ(print_graph(*back), text);
   Expected<Graph> parsed = parse_graph(text, "model.tir");
   ASSERT_TRUE(parsed) << parsed.error().render();
-  EXPECT_TRUE(structurally_equal(*parsed, g));
+  EXPECT_EQ(print_graph(*parsed), text);
+  for (const Node* n : g.nodes())
+    if (const auto* k = n->op_as<ConstantOp>(); k && k->checkpoint) {
+      const Node* p = parsed->find(n->id);
+      ASSERT_NE(p, nullptr) << n->id;
+      ASSERT_NE(p->op_as<ConstantOp>(), nullptr) << n->id;
+      EXPECT_EQ(p->op_as<ConstantOp>()->checkpoint, k->checkpoint) << n->id;
+      EXPECT_EQ(p->op_as<ConstantOp>()->path, k->path) << n->id;
+    }
 }
 
 // A checkpoint far beyond what could be copied into a program (TinyLlama-1.1B's config and tensor
@@ -414,13 +422,13 @@ TEST_F(HfModelsTest, ALargeCheckpointCompilesWithoutReadingItsWeights) {
   EXPECT_EQ(with.nodes().size(), without.nodes().size());
   EXPECT_LT(graph_to_json_text(with).size(), 2 * graph_to_json_text(without).size());
 
-  // The whole pipeline, in a process of its own; still nothing of the data section read (the
-  // header's page and the kernel's read-ahead around it at most).
+  // The whole pipeline, in a process of its own; still nothing of the data section read: the
+  // header's pages and the kernel's read-around of a mapping's fault (8 MB here) at most.
   test::CliResult r = test::run_cli({"compile", dir.string(), "--seq-len", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("parameters: 1.10 G (1100048384)"), std::string::npos) << r.out;
   const int64_t cached_after = cached_bytes(file);
-  EXPECT_LT(cached_after, int64_t{16} << 20) << "of " << fs::file_size(file) << " bytes";
+  EXPECT_LT(cached_after, int64_t{64} << 20) << "of " << fs::file_size(file) << " bytes";
 
   // The check can fail: reading one tensor (the 131 MB embedding) brings its pages in.
   const Node* embed = with.find("p_model_embed_tokens_weight");
