@@ -7,7 +7,7 @@
 // the graph's constants refer to the files (Entry::ref) and backends map them again when they
 // need the data.
 //
-// Tests: tests/unit/hf_frontend_test.cpp.
+// Tests: tests/e2e/hf_models_test.cpp.
 #pragma once
 
 #include <map>

@@ -30,7 +30,7 @@
 // are deterministic pseudo-random (seeded by the tensor name; never materialized until a run needs
 // them): linear weights and biases randn * 1/sqrt(in_features), embeddings randn, norm weights ones.
 //
-// Tests: tests/unit/hf_frontend_test.cpp.
+// Tests: tests/e2e/hf_models_test.cpp.
 #pragma once
 
 #include <cstdint>
