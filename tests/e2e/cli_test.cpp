@@ -357,7 +357,7 @@ TEST(Cli, OutputFileAndJsonEmission) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   const std::string json = read_file(file);
-  EXPECT_NE(json.find("\"version\": 2"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"version\": 3"), std::string::npos) << json;
   auto back = run_cli({"compile", "--from-ir", file, "--ir", "torch"});
   ASSERT_EQ(back.exit_code, 0) << back.err;
   EXPECT_EQ(back.out, run_cli({"compile", "-c", kRmsNorm}).out);

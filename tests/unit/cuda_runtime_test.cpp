@@ -213,6 +213,18 @@ TEST(TensorBytesTest, EncodeDecodeEveryDtype) {
   EXPECT_FALSE(TensorBytes::decode("abc", h.type));
 }
 
+// The upload encodes a constant window by window: the windows' bytes, concatenated, are the
+// whole tensor's.
+TEST(TensorBytesTest, WindowsEncodeToTheWholeTensorsBytes) {
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    const TensorValue v(TensorType{{Dim(7)}, dt}, {0.1, -2.5, 3.25, 1e-3, 65504, -0.0, 7});
+    std::string windows;
+    for (size_t first = 0; first < v.data.size(); first += 3)
+      windows += TensorBytes::encode(std::span<const double>(v.data).subspan(first, std::min<size_t>(3, 7 - first)), dt);
+    EXPECT_EQ(windows, TensorBytes::encode(v)) << dtype_short_name(dt);
+  }
+}
+
 // ---- KernelCost ----------------------------------------------------------------------------------
 
 TEST(KernelCostTest, CountsAssignAndAccumTimesTripsAndThreads) {

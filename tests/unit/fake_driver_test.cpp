@@ -60,6 +60,17 @@ TEST(FakeDriverTest, AbBenchTimesNothingWhenAnOutputMismatches) {
   EXPECT_EQ(r.out.find("verdict"), std::string::npos) << r.out;
 }
 
+// A constant larger than one upload window (2^20 elements) is uploaded in pieces at offsets within
+// its buffer (the fake ends the process on a copy past an allocation's end). Zero input, so the
+// zeros the fake leaves are the right answer.
+TEST(FakeDriverTest, LargeConstantsUploadWindowByWindow) {
+  test::CliResult r =
+      run_on_fake({"run", "--target", "cuda", "-c", "nn.Linear(1024, 1500, bias=False)(torch.zeros(1, 1024))"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("fake libcuda"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("max abs err 0"), std::string::npos) << r.out;
+}
+
 // The checks can fail: a call without a current context ends the process with status 97.
 TEST(FakeDriverTest, TheFakeCatchesAMisuse) {
   auto misuse = [] {

@@ -368,6 +368,30 @@ TEST(IrParser, DeclarationsKeepTheirProvenance) {
   EXPECT_EQ(parsed->find("s")->op_as<InputOp>()->fill, 0.5);
 }
 
+TEST(IrParser, CheckpointConstantsParseBack) {
+  const std::string text =
+      "x: (1, 4) float32\n"
+      "p_model_norm_weight: (4,) float32 = param model.norm.weight from /m/tiny model/model.safetensors  "
+      "# file_bytes=1024 modified_ns=1732490113123456789\n"
+      "\n"
+      "return x\n";
+  auto parsed = parse_graph(text, "ckpt.tir");
+  ASSERT_TRUE(parsed) << parsed.error().render();
+  EXPECT_EQ(print_graph(*parsed), text);
+  const auto* p = parsed->find("p_model_norm_weight")->op_as<ConstantOp>();
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->path, "model.norm.weight");
+  ASSERT_TRUE(p->checkpoint);
+  EXPECT_EQ(*p->checkpoint, (CheckpointRef{"/m/tiny model/model.safetensors", 1024, 1732490113123456789}));
+  EXPECT_TRUE(p->values.empty());
+
+  std::string no_stamp = text;
+  no_stamp.erase(no_stamp.find("  # file_bytes"), no_stamp.find("\n\nreturn") - no_stamp.find("  # file_bytes"));
+  auto bad = parse_graph(no_stamp, "ckpt.tir");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("'# file_bytes=N modified_ns=T'"), std::string::npos) << bad.error().render();
+}
+
 // ---- errors: message and location --------------------------------------------------------------
 
 struct ErrorCase {

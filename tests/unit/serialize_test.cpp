@@ -193,6 +193,50 @@ TEST(SerializeGraph, JsonCarriesTheVersion) {
   EXPECT_EQ(graph_to_json(loop_graph())["version"], kGraphJsonVersion);
 }
 
+// A checkpoint constant is a reference (file, size, time; the tensor is its path): JSON keeps it
+// exactly, and a graph without one reads from version 2 JSON as before.
+TEST(SerializeGraph, CheckpointConstantsRoundTrip) {
+  Graph g = torch_graph();
+  auto constant = std::make_unique<ConstantOp>();
+  constant->path = "model.layers.0.mlp.up_proj.weight";
+  constant->checkpoint = CheckpointRef{"/models/tiny llama/model.safetensors", 2200119864, 1732490113123456789};
+  g.add("p_up", std::move(constant), {}, f32({5632, 2048}));
+  expect_graph_round_trips(g);
+  const json j = graph_to_json(g);
+  const json& op = j["nodes"].back()["op"];
+  EXPECT_EQ(op["checkpoint"], json({{"file", "/models/tiny llama/model.safetensors"},
+                                    {"file_bytes", 2200119864},
+                                    {"modified_ns", 1732490113123456789}}));
+  EXPECT_TRUE(op["values"].empty());  // no data in the program
+
+  Graph other_time = g;
+  other_time.find("p_up")->op_as<ConstantOp>()->checkpoint->modified_ns += 1;
+  EXPECT_FALSE(structurally_equal(g, other_time));
+  Graph copied = g;
+  copied.find("p_up")->op_as<ConstantOp>()->checkpoint.reset();
+  EXPECT_FALSE(structurally_equal(g, copied));
+
+  json old = graph_to_json(torch_graph());
+  old["version"] = 2;
+  Expected<Graph> back = graph_from_json(old);
+  ASSERT_TRUE(back) << back.error().render();
+  EXPECT_TRUE(structurally_equal(*back, torch_graph()));
+  old["version"] = 1;
+  back = graph_from_json(old);
+  ASSERT_FALSE(back);
+  EXPECT_TRUE(Contains(back.error().message, "unsupported graph JSON version 1 (this build reads versions 2 and 3)"))
+      << back.error().message;
+
+  json bad = j;
+  bad["nodes"].back()["op"]["checkpoint"].erase("modified_ns");
+  back = graph_from_json(bad);
+  ASSERT_FALSE(back);
+  EXPECT_TRUE(Contains(back.error().message, "missing key 'modified_ns'")) << back.error().message;
+  bad = j;
+  bad["nodes"].back()["op"]["checkpoint"]["sha"] = "x";
+  EXPECT_FALSE(graph_from_json(bad));
+}
+
 TEST(GraphEquality, DetectsEachKindOfDifference) {
   const Graph base = kernel_graph();
   EXPECT_TRUE(structurally_equal(base, kernel_graph()));
@@ -274,12 +318,12 @@ TEST(SerializeGraphErrors, NameTheJsonPath) {
 TEST(SerializeGraphErrors, GraphStructure) {
   const Graph g = tensor_graph();
   expect_read_error(
-      g, [](json& j) { j["version"] = 3; },
-      "unsupported graph JSON version 3 (this build reads version 2)");
+      g, [](json& j) { j["version"] = 4; },
+      "unsupported graph JSON version 4 (this build reads versions 2 and 3)");
   // Version 1 predates typed values: rejected by version, not read with guessed types.
   expect_read_error(
       g, [](json& j) { j["version"] = 1; },
-      "unsupported graph JSON version 1 (this build reads version 2)");
+      "unsupported graph JSON version 1 (this build reads versions 2 and 3)");
   expect_read_error(
       g, [](json& j) { j.erase("version"); }, "missing key 'version'");
   expect_read_error(

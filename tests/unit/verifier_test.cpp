@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "unit/ir_fixtures.h"
 
 namespace tessera {
@@ -112,6 +114,29 @@ TEST(VerifyGraph, EveryNodeHasAnOp) {
   Status s = verify_graph(g, Dialect::Torch);
   expect_error(s, "node has no op");
   EXPECT_EQ(s.error().node, "relu");
+}
+
+TEST(VerifyGraph, CheckpointConstantsNameATensorOfAnAbsoluteFile) {
+  auto with = [](const std::function<void(ConstantOp&, Node&)>& edit) {
+    Graph g = torch_graph();
+    auto c = std::make_unique<ConstantOp>();
+    c->path = "model.norm.weight";
+    c->checkpoint = CheckpointRef{"/m/model.safetensors", 1024, 5};
+    Node& n = g.add("p_norm", std::move(c), {}, TensorType{Shape{64}, DType::F32});
+    edit(*n.op_as<ConstantOp>(), n);
+    return verify_graph(g, Dialect::Torch);
+  };
+  EXPECT_TRUE(with([](ConstantOp&, Node&) {}));
+  EXPECT_TRUE(with([](ConstantOp&, Node& n) { n.type.dtype = DType::BF16; }));
+  Status s = with([](ConstantOp& c, Node&) { c.checkpoint->file = "model.safetensors"; });
+  expect_error(s, "checkpoint file 'model.safetensors' of tensor 'model.norm.weight' is not an absolute path");
+  EXPECT_EQ(s.error().node, "p_norm");
+  expect_error(with([](ConstantOp& c, Node&) { c.path.clear(); }), "checkpoint constant names no tensor");
+  expect_error(with([](ConstantOp& c, Node&) { c.values = {1.0}; }),
+               "constant 'model.norm.weight' has both literal values and a checkpoint tensor");
+  expect_error(with([](ConstantOp&, Node& n) { n.type.dtype = DType::I64; }),
+               "checkpoint tensors convert to float32, float16 or bfloat16 only");
+  expect_error(with([](ConstantOp& c, Node&) { c.checkpoint->file_bytes = -1; }), "a negative size");
 }
 
 TEST(VerifyGraph, ElementwiseArgumentsNameInputs) {

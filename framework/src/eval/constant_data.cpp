@@ -1,9 +1,20 @@
 // Deterministic input and constant data: Tessera's own splitmix64 + Box-Muller generator, so every
-// backend and every standard library produce the same numbers.
+// backend and every standard library produce the same numbers; checkpoint constants read from their
+// memory-mapped safetensors file, checked against what the compile recorded.
 #include "tessera/eval/constant_data.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
 #include <numbers>
+#include <optional>
+
+#include "safetensors_file.h"
 
 namespace tessera {
 namespace {
@@ -36,12 +47,21 @@ double SplitMix64::normal() {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-Expected<std::vector<double>> generate_data(const std::string& init, uint64_t seed, double fill, int64_t count) {
-  std::vector<double> out(static_cast<size_t>(count < 0 ? 0 : count));
-  SplitMix64 rng(seed);
+namespace {
+
+// SplitMix64 adds this to its state per draw, so draw k onwards of SplitMix64(seed) is
+// SplitMix64(seed + k * kSplitMixIncrement): any window of a stream without drawing what precedes.
+constexpr uint64_t kSplitMixIncrement = 0x9E3779B97F4A7C15ULL;
+
+// Values [first, first + out.size()) of generate_data's sequence (randn takes two draws per value,
+// rand and randint one).
+Status generate_window(const std::string& init, uint64_t seed, double fill, int64_t first, std::span<double> out) {
+  const uint64_t at = static_cast<uint64_t>(first);
   if (init == "randn") {
+    SplitMix64 rng(seed + 2 * at * kSplitMixIncrement);
     for (double& v : out) v = rng.normal();
   } else if (init == "rand") {
+    SplitMix64 rng(seed + at * kSplitMixIncrement);
     for (double& v : out) v = rng.uniform();
   } else if (init == "zeros") {
     for (double& v : out) v = 0.0;
@@ -51,34 +71,140 @@ Expected<std::vector<double>> generate_data(const std::string& init, uint64_t se
     for (double& v : out) v = fill;
   } else if (init == "randint") {
     // Uniform integers in [0, fill): `fill` holds torch.randint's `high`.
+    SplitMix64 rng(seed + at * kSplitMixIncrement);
     for (double& v : out) v = std::floor(rng.uniform() * fill);
   } else {
     return make_error("unknown data init '" + init + "' (expected randn, rand, randint, zeros, ones or full)");
   }
+  return Status::ok();
+}
+
+// "2026-11-24 23:40:01.123456789 UTC": a recorded modification time, for messages.
+std::string time_text(int64_t ns) {
+  const std::time_t seconds = static_cast<std::time_t>(ns / 1000000000);
+  std::tm utc{};
+  char date[32] = "?";
+  if (::gmtime_r(&seconds, &utc) != nullptr) std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S", &utc);
+  char fraction[16];
+  std::snprintf(fraction, sizeof fraction, ".%09lld", static_cast<long long>(ns % 1000000000));
+  return std::string(date) + fraction + " UTC";
+}
+
+std::string stamp_text(int64_t bytes, int64_t modified_ns) {
+  return std::to_string(bytes) + " bytes, modified " + time_text(modified_ns);
+}
+
+// Where a constant's values come from, opened once and then read window by window. A checkpoint
+// tensor is checked when opened: the file as recorded, the tensor present with the node's shape and
+// a floating dtype. Windows are rounded to the dtype's storage.
+class ConstantReader {
+ public:
+  static Expected<ConstantReader> open(const ConstantOp& op, const TensorType& type) {
+    ConstantReader r(op, type);
+    if (op.checkpoint) {
+      TESSERA_TRY(r.open_checkpoint(*op.checkpoint));
+    } else if (!op.values.empty() && op.values.size() != 1 && static_cast<int64_t>(op.values.size()) != r.count_) {
+      return make_error("constant '" + op.path + "' has " + std::to_string(op.values.size()) +
+                        " values but its type " + type.str() + " needs " + std::to_string(r.count_));
+    } else if (op.values.empty()) {
+      std::vector<double> probe(0);
+      TESSERA_TRY(generate_window(op.init, op.seed, 0.0, 0, probe));  // an unknown init is an error now
+    }
+    return r;
+  }
+
+  int64_t count() const { return count_; }
+
+  Status read(int64_t first, std::span<double> out) const {
+    const ConstantOp& op = *op_;
+    if (mapped_) {
+      TESSERA_TRY(safetensors_values_into(mapped_->view().tensors[tensor_], first, out, mapped_->path()));
+    } else if (!op.values.empty()) {
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = op.values.size() == 1 ? op.values[0] : op.values[static_cast<size_t>(first) + i];
+    } else if (op.init == "full") {
+      TESSERA_TRY(generate_window("full", op.seed, op.scale, first, out));
+    } else {
+      TESSERA_TRY(generate_window(op.init, op.seed, 0.0, first, out));
+      if (op.init == "randn" || op.init == "rand")
+        for (double& v : out) v *= op.scale;
+    }
+    for (double& v : out) v = round_to_storage(v, type_.dtype);
+    return Status::ok();
+  }
+
+ private:
+  ConstantReader(const ConstantOp& op, const TensorType& type)
+      : op_(&op), type_(type), count_(num_elements(type.shape)) {}
+
+  Status open_checkpoint(const CheckpointRef& ref) {
+    const std::string what = "tensor '" + op_->path + "' of checkpoint " + ref.file;
+    // The file's stamp before its bytes: a replaced file is reported as changed, not as whatever
+    // its new bytes fail to parse as.
+    struct stat st {};
+    if (::stat(ref.file.c_str(), &st) != 0)
+      return make_error("cannot read " + what + ": " + std::strerror(errno) +
+                        " (the file was there when the program was compiled)");
+    const FileStamp now{static_cast<int64_t>(st.st_size),
+                        static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + static_cast<int64_t>(st.st_mtim.tv_nsec)};
+    auto changed = [&](const FileStamp& found) {
+      return make_error("cannot read " + what + ": the file changed after the program was compiled (then " +
+                        stamp_text(ref.file_bytes, ref.modified_ns) + "; now " +
+                        stamp_text(found.bytes, found.modified_ns) + "); compile the program again");
+    };
+    if (now != FileStamp{ref.file_bytes, ref.modified_ns}) return changed(now);
+    Expected<MappedSafetensors> mapped = MappedSafetensors::open(ref.file);
+    if (!mapped) return make_error("cannot read " + what + ": " + mapped.error().message);
+    if (mapped->stamp() != FileStamp{ref.file_bytes, ref.modified_ns}) return changed(mapped->stamp());
+    const SafetensorsTensorView* t = mapped->view().find(op_->path);
+    if (t == nullptr) return make_error("cannot read " + what + ": the file has no such tensor");
+    std::vector<int64_t> shape;
+    for (const Dim& d : type_.shape) shape.push_back(d.value());
+    if (t->shape != shape)
+      return make_error("cannot read " + what + ": its shape " + shape_str(Shape(t->shape.begin(), t->shape.end())) +
+                        " is not the constant's " + type_.str());
+    if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16)
+      return make_error("cannot read " + what + ": it is " + std::string(safetensors_dtype_name(t->dtype)) +
+                        "; a checkpoint constant is F32, F16 or BF16");
+    tensor_ = static_cast<size_t>(t - mapped->view().tensors.data());
+    mapped_ = std::move(*mapped);
+    return Status::ok();
+  }
+
+  const ConstantOp* op_;
+  TensorType type_;
+  int64_t count_;
+  std::optional<MappedSafetensors> mapped_;
+  size_t tensor_ = 0;  // index into mapped_'s tensors
+};
+
+}  // namespace
+
+Expected<std::vector<double>> generate_data(const std::string& init, uint64_t seed, double fill, int64_t count) {
+  std::vector<double> out(static_cast<size_t>(count < 0 ? 0 : count));
+  TESSERA_TRY(generate_window(init, seed, fill, 0, out));
   return out;
 }
 
 Expected<TensorValue> constant_data(const ConstantOp& op, const TensorType& type) {
-  const int64_t count = num_elements(type.shape);
-  std::vector<double> data;
-  if (!op.values.empty()) {
-    if (static_cast<int64_t>(op.values.size()) == count) {
-      data = op.values;
-    } else if (op.values.size() == 1) {
-      data.assign(static_cast<size_t>(count), op.values[0]);
-    } else {
-      return make_error("constant '" + op.path + "' has " + std::to_string(op.values.size()) +
-                        " values but its type " + type.str() + " needs " + std::to_string(count));
-    }
-  } else if (op.init == "full") {
-    TESSERA_ASSIGN_OR_RETURN(data, generate_data("full", op.seed, op.scale, count));
-  } else {
-    TESSERA_ASSIGN_OR_RETURN(data, generate_data(op.init, op.seed, 0.0, count));
-    if (op.init == "randn" || op.init == "rand")
-      for (double& v : data) v *= op.scale;
-  }
-  for (double& v : data) v = round_to_storage(v, type.dtype);
+  TESSERA_ASSIGN_OR_RETURN(ConstantReader reader, ConstantReader::open(op, type));
+  std::vector<double> data(static_cast<size_t>(reader.count()));
+  TESSERA_TRY(reader.read(0, data));
   return TensorValue(type, std::move(data));
+}
+
+Status constant_data_windows(const ConstantOp& op, const TensorType& type, int64_t window,
+                             const std::function<Status(int64_t first, std::span<const double> values)>& sink) {
+  TESSERA_ASSIGN_OR_RETURN(ConstantReader reader, ConstantReader::open(op, type));
+  const int64_t count = reader.count();
+  if (window < 1) return make_error("constant data windows must hold at least one element");
+  std::vector<double> buffer(static_cast<size_t>(std::min(window, count)));
+  for (int64_t first = 0; first < count; first += window) {
+    const std::span<double> part(buffer.data(), static_cast<size_t>(std::min(window, count - first)));
+    TESSERA_TRY(reader.read(first, part));
+    TESSERA_TRY(sink(first, part));
+  }
+  return Status::ok();
 }
 
 Expected<TensorValue> input_data(const InputOp& op, const TensorType& type, const std::string& node_id, uint64_t seed) {

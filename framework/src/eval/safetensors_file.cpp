@@ -349,21 +349,25 @@ const SafetensorsTensorView* SafetensorsView::find(std::string_view name) const 
   return it != tensors.end() && it->name == name ? &*it : nullptr;
 }
 
-Expected<std::vector<double>> safetensors_values(const SafetensorsTensorView& tensor, const std::string& source) {
+Status safetensors_values_into(const SafetensorsTensorView& tensor, int64_t first, std::span<double> out,
+                               const std::string& source) {
   const size_t width = static_cast<size_t>(dtype_bytes(tensor.dtype));
   if (width == 0 || tensor.bytes.size() % width != 0)
     return file_error(source, "tensor " + in_quotes(tensor.name) + ": " + std::to_string(tensor.bytes.size()) +
                                   " bytes are not whole " + std::string(safetensors_dtype_name(tensor.dtype)) +
                                   " elements");
   const size_t count = tensor.bytes.size() / width;
-  std::vector<double> out(count);
-  const auto* p = reinterpret_cast<const unsigned char*>(tensor.bytes.data());
+  if (first < 0 || static_cast<size_t>(first) > count || out.size() > count - static_cast<size_t>(first))
+    return file_error(source, "tensor " + in_quotes(tensor.name) + ": elements " + std::to_string(first) + ".." +
+                                  std::to_string(first + static_cast<int64_t>(out.size())) + " are outside its " +
+                                  std::to_string(count));
+  const auto* p = reinterpret_cast<const unsigned char*>(tensor.bytes.data()) + static_cast<size_t>(first) * width;
   auto le = [&](size_t i, size_t n) {
     uint64_t v = 0;
     for (size_t b = n; b-- > 0;) v = (v << 8) | p[i * n + b];
     return v;
   };
-  for (size_t i = 0; i < count; ++i) {
+  for (size_t i = 0; i < out.size(); ++i) {
     switch (tensor.dtype) {
       case DType::F32: out[i] = std::bit_cast<float>(static_cast<uint32_t>(le(i, 4))); break;
       case DType::F16: out[i] = half_bits_to_double(static_cast<uint16_t>(le(i, 2))); break;
@@ -373,6 +377,13 @@ Expected<std::vector<double>> safetensors_values(const SafetensorsTensorView& te
       case DType::Bool: out[i] = p[i] != 0 ? 1.0 : 0.0; break;
     }
   }
+  return Status::ok();
+}
+
+Expected<std::vector<double>> safetensors_values(const SafetensorsTensorView& tensor, const std::string& source) {
+  const size_t width = static_cast<size_t>(dtype_bytes(tensor.dtype));
+  std::vector<double> out(width == 0 ? 0 : tensor.bytes.size() / width);
+  TESSERA_TRY(safetensors_values_into(tensor, 0, out, source));
   return out;
 }
 
@@ -394,6 +405,8 @@ Expected<MappedSafetensors> MappedSafetensors::open(const std::string& path, con
     ::close(fd);
     return file_error(path, "not a regular file");
   }
+  const FileStamp stamp{static_cast<int64_t>(st.st_size),
+                        static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + static_cast<int64_t>(st.st_mtim.tv_nsec)};
   auto mapping = std::make_shared<Mapping>();
   mapping->size = static_cast<size_t>(st.st_size);
   if (mapping->size > 0) {
@@ -410,6 +423,7 @@ Expected<MappedSafetensors> MappedSafetensors::open(const std::string& path, con
   MappedSafetensors mapped;
   mapped.mapping_ = std::move(mapping);
   mapped.view_ = std::move(view);
+  mapped.stamp_ = stamp;
   return mapped;
 }
 

@@ -17,7 +17,8 @@
 //
 // Model checkpoints are read through MappedSafetensors: the file is memory-mapped, its header
 // checked as above, and each tensor is a view of the mapping, converted to values only when asked
-// (safetensors_values: F32, F16 and BF16 exactly, integers and bool as their values).
+// (safetensors_values: F32, F16 and BF16 exactly, integers and bool as their values). The mapping
+// is read lazily by the kernel: only the pages of the tensors converted are ever read from disk.
 //
 // Tests: tests/unit/safetensors_file_test.cpp.
 #pragma once
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,6 +92,18 @@ Expected<SafetensorsView> decode_safetensors_view(std::string_view bytes, const 
 // The elements of `tensor` as doubles (little-endian; f16 and bf16 exactly). `source` names the
 // file in errors.
 Expected<std::vector<double>> safetensors_values(const SafetensorsTensorView& tensor, const std::string& source);
+// Elements [first, first + out.size()) of `tensor` into `out`, converted as safetensors_values
+// does: a window, so a large tensor is converted piece by piece straight from the mapped bytes.
+Status safetensors_values_into(const SafetensorsTensorView& tensor, int64_t first, std::span<double> out,
+                               const std::string& source);
+
+// A file's size and modification time (st_mtim, ns since the epoch): what a checkpoint reference
+// records at compile time and compares at run time.
+struct FileStamp {
+  int64_t bytes = 0;
+  int64_t modified_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
 
 // A safetensors file memory-mapped read-only and checked: the tensors are views of the mapping,
 // which lives as long as any copy of this object.
@@ -98,11 +112,14 @@ class MappedSafetensors {
   static Expected<MappedSafetensors> open(const std::string& path, const SafetensorsLimits& limits = {});
   const SafetensorsView& view() const { return view_; }
   const std::string& path() const { return view_.source; }
+  // The mapped file's size and modification time, from the descriptor that mapped it.
+  const FileStamp& stamp() const { return stamp_; }
 
  private:
   struct Mapping;
   std::shared_ptr<Mapping> mapping_;
   SafetensorsView view_;
+  FileStamp stamp_;
 };
 
 Status write_safetensors_file(const std::string& path, const SafetensorsFile& file);

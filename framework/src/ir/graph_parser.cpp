@@ -2,7 +2,8 @@
 // IR.
 //
 //   graph       := line*  where each top-level (unindented) line is one of
-//     decl        NAME ': ' type [' = param ' PATH | ' = const'] ['  # ' provenance]
+//     decl        NAME ': ' type [' = param ' PATH [' from ' FILE] | ' = const'] ['  # ' provenance]
+//                 (with a FILE, the provenance is 'file_bytes=' INT ' modified_ns=' INT)
 //     knobs       '# knobs: ' PASS '.' KNOB '=' VALUE ' (' SOURCE ')' {', ' ...}   (for the next node)
 //     node line   NAME ' = ' RHS ' -> ' type    (Torch or Tensor IR; see one_line_node)
 //     loop block  '=== ' NAME '(' [NAME {', ' NAME}] ') -> ' NAME ': ' type ' ===' + indented body
@@ -243,12 +244,21 @@ class GraphReader {
         size_t comment = rest.find("  #");
         constant->path = std::string(rest.substr(0, comment));
         while (!constant->path.empty() && constant->path.back() == ' ') constant->path.pop_back();
+        // `PATH from FILE`: a checkpoint tensor (module paths have no spaces; a file may).
+        if (size_t from = constant->path.find(" from "); from != std::string::npos) {
+          constant->checkpoint = CheckpointRef{constant->path.substr(from + 6)};
+          constant->path.resize(from);
+        }
         if (constant->path.empty()) return c.expected("a parameter path");
         c.reset(c.pos() + (comment == std::string_view::npos ? rest.size() : comment));
       } else if (!c.accept_word("const")) {
         return c.expected("'param PATH' or 'const'");
       }
-      if (c.accept("#")) TESSERA_TRY(constant_provenance(c, *constant));
+      if (constant->checkpoint) {
+        TESSERA_TRY(checkpoint_stamp(c, *constant->checkpoint));
+      } else if (c.accept("#")) {
+        TESSERA_TRY(constant_provenance(c, *constant));
+      }
       op = std::move(constant);
     } else {
       auto input = std::make_unique<InputOp>();
@@ -488,6 +498,17 @@ class GraphReader {
       }
       n->op = std::move(reading.op);
       n->inputs = std::move(reading.inputs);
+    }
+    return Status::ok();
+  }
+
+  // A checkpoint tensor's `# file_bytes=N modified_ns=T`.
+  Status checkpoint_stamp(LineCursor& c, CheckpointRef& ref) {
+    if (!c.accept("#")) return c.expected("'# file_bytes=N modified_ns=T' after a checkpoint file");
+    for (auto [key, field] : {std::pair{"file_bytes", &ref.file_bytes}, std::pair{"modified_ns", &ref.modified_ns}}) {
+      TESSERA_TRY(c.expect_word(key));
+      TESSERA_TRY(c.expect("="));
+      TESSERA_ASSIGN_OR_RETURN(*field, c.integer(key));
     }
     return Status::ok();
   }

@@ -16,7 +16,9 @@
 // `name: type = param <module path>` (or `= const` when it has no path) and a comment saying
 // where its data comes from: `# randn seed=7` (plus ` scale=0.02` when the scale is not 1),
 // `# full(0.5)`, `# zeros`, or `# values=[1.0, 2.0]` for literal data (at most 8 values shown,
-// then `, ... (N values)`).
+// then `, ... (N values)`). A checkpoint tensor prints the file after the path and the file's
+// recorded stamp as the comment:
+//   p_w: (96, 64) float32 = param model.norm.weight from /m/model.safetensors  # file_bytes=9 modified_ns=7
 #include "tessera/ir/printer.h"
 #include "print_lists.h"
 
@@ -47,6 +49,10 @@ std::string input_comment(const InputOp& op) {
 }
 
 std::string constant_comment(const ConstantOp& op) {
+  if (op.checkpoint) {
+    return "  # file_bytes=" + std::to_string(op.checkpoint->file_bytes) +
+           " modified_ns=" + std::to_string(op.checkpoint->modified_ns);
+  }
   if (!op.values.empty()) {
     std::vector<std::string> shown;
     for (size_t i = 0; i < op.values.size() && i < kMaxPrintedValues; ++i) {
@@ -197,6 +203,7 @@ std::string print_value_decl(const Node& n) {
   if (const auto* input = n.op_as<InputOp>()) return text + input_comment(*input);
   if (const auto* constant = n.op_as<ConstantOp>()) {
     text += constant->path.empty() ? " = const" : " = param " + constant->path;
+    if (constant->checkpoint) text += " from " + constant->checkpoint->file;
     return text + constant_comment(*constant);
   }
   return text;

@@ -1,8 +1,11 @@
 // JSON (de)serialization of Exprs, statement bodies, ops and whole graphs; graph equality.
 //
 // Format (version kGraphJsonVersion):
-//   graph   {"version": 2, "nodes": [node...], "outputs": ["relu"]}; version 1 (before values
-//           were typed) is rejected with the version message rather than guessed at
+//   graph   {"version": 3, "nodes": [node...], "outputs": ["relu"]}; version 2 (before
+//           checkpoint constants) reads as it is; version 1 (before values were typed) is
+//           rejected with the version message rather than guessed at
+//   constant  {"kind": "constant", "path", "init", "seed", "scale", "values", optional
+//           "checkpoint": {"file", "file_bytes", "modified_ns"}} (ir/op.h CheckpointRef)
 //   node    {"id", "op": {"kind": "<Op::kind()>", ...op fields}, "inputs": [...],
 //            "type": {"shape": [16, 64], "dtype": "f32"}, optional "loc" and "choices"}
 //   stmt    {"kind": "Load", <one key per reflected field>}: written and read generically
@@ -138,6 +141,11 @@ json op_to_json(const Op& op) {
     j["seed"] = o->seed;
     j["scale"] = double_to_json(o->scale);
     j["values"] = doubles_to_json(o->values);
+    if (o->checkpoint) {
+      j["checkpoint"] = {{"file", o->checkpoint->file},
+                         {"file_bytes", o->checkpoint->file_bytes},
+                         {"modified_ns", o->checkpoint->modified_ns}};
+    }
   } else if (const auto* o = dynamic_cast<const TorchOp*>(&op)) {
     j["target"] = o->target;
     j["attrs"] = attrs_to_json(o->attrs);
@@ -538,6 +546,15 @@ class JsonReader {
     return obj.finish();
   }
 
+  Status read(const json& j, const std::string& path, CheckpointRef& out) {
+    TESSERA_TRY(expect_object(j, path));
+    ObjectReader obj(*this, j, path);
+    TESSERA_TRY(obj.required("file", out.file));
+    TESSERA_TRY(obj.required("file_bytes", out.file_bytes));
+    TESSERA_TRY(obj.required("modified_ns", out.modified_ns));
+    return obj.finish();
+  }
+
   Status read(const json& j, const std::string& path, KnobChoice& out) {
     TESSERA_TRY(expect_object(j, path));
     ObjectReader obj(*this, j, path);
@@ -693,6 +710,11 @@ Status JsonReader::read(const json& j, const std::string& path, std::unique_ptr<
     TESSERA_TRY(obj.required("seed", op->seed));
     TESSERA_TRY(obj.required("scale", op->scale));
     TESSERA_TRY(obj.required("values", op->values));
+    if (j.contains("checkpoint")) {
+      CheckpointRef ref;
+      TESSERA_TRY(obj.required("checkpoint", ref));
+      op->checkpoint = std::move(ref);
+    }
     result = std::move(op);
   } else if (kind == "torch") {
     auto op = std::make_unique<TorchOp>();
@@ -796,9 +818,10 @@ Status read_graph(JsonReader& reader, const json& j, Graph& g) {
   ObjectReader top(reader, j, "");
   int64_t version = 0;
   TESSERA_TRY(top.required("version", version));
-  if (version != kGraphJsonVersion) {
+  // Version 2 is version 3 without checkpoint constants: read as it is.
+  if (version != kGraphJsonVersion && version != 2) {
     return malformed("version", "unsupported graph JSON version " + std::to_string(version) +
-                                    " (this build reads version " +
+                                    " (this build reads versions 2 and " +
                                     std::to_string(kGraphJsonVersion) + ")");
   }
   const json* nodes = top.take("nodes");
@@ -851,7 +874,8 @@ bool ops_equal(const Op* a, const Op* b) {
   if (const auto* x = dynamic_cast<const ConstantOp*>(a)) {
     const auto* y = dynamic_cast<const ConstantOp*>(b);
     return x->path == y->path && x->init == y->init && x->seed == y->seed &&
-           same_double(x->scale, y->scale) && same_doubles(x->values, y->values);
+           same_double(x->scale, y->scale) && same_doubles(x->values, y->values) &&
+           x->checkpoint == y->checkpoint;
   }
   if (const auto* x = dynamic_cast<const TorchOp*>(a)) {
     const auto* y = dynamic_cast<const TorchOp*>(b);

@@ -603,6 +603,22 @@ Status verify_params(const Graph& g, const Node& n, const std::vector<KernelPara
 // Op-specific rules that do not need statement bodies.
 Status verify_op(const Graph& g, const Node& n) {
   std::set<std::string> inputs(n.inputs.begin(), n.inputs.end());
+  if (const auto* op = n.op_as<ConstantOp>(); op && op->checkpoint) {
+    // A checkpoint tensor by reference (op.h CheckpointRef); the file itself is read and checked
+    // only where the data is needed (constant_data), not here.
+    const CheckpointRef& ref = *op->checkpoint;
+    if (op->path.empty()) return node_error(n, "checkpoint constant names no tensor (its path is empty)");
+    if (ref.file.empty() || ref.file.front() != '/')
+      return node_error(n, "checkpoint file '" + ref.file + "' of tensor '" + op->path +
+                               "' is not an absolute path (the graph must mean the same in any directory)");
+    if (ref.file_bytes < 0 || ref.modified_ns < 0)
+      return node_error(n, "checkpoint file '" + ref.file + "' has a negative size or modification time");
+    if (!op->values.empty())
+      return node_error(n, "constant '" + op->path + "' has both literal values and a checkpoint tensor");
+    if (!dtype_is_float(n.type.dtype))
+      return node_error(n, "checkpoint constant '" + op->path + "' has type " + n.type.str() +
+                               "; checkpoint tensors convert to float32, float16 or bfloat16 only");
+  }
   if (const auto* op = n.op_as<ElementwiseOp>()) {
     if (Expected<ElementwiseFn> fn = resolve_elementwise_fn(op->fn, op->args.size()); !fn)
       return node_error(n, fn.error().message);

@@ -88,6 +88,9 @@ Expected<std::optional<Checkpoint>> Checkpoint::open(const std::string& dir) {
     const std::string path = (root / name).string();
     TESSERA_ASSIGN_OR_RETURN(MappedSafetensors mapped, MappedSafetensors::open(path));
     auto shared = std::make_shared<MappedSafetensors>(std::move(mapped));
+    const CheckpointRef ref{fs::absolute(root / name, ec).lexically_normal().string(), shared->stamp().bytes,
+                            shared->stamp().modified_ns};
+    if (ec) return file_error(path, "cannot make an absolute path of it: " + ec.message());
     for (const SafetensorsTensorView& t : shared->view().tensors) {
       if (!index.empty()) {
         auto listed = index.find(t.name);
@@ -97,7 +100,7 @@ Expected<std::optional<Checkpoint>> Checkpoint::open(const std::string& dir) {
           return file_error(path, "tensor '" + t.name + "' is here, but model.safetensors.index.json places it in " +
                                       listed->second);
       }
-      auto [it, fresh] = ck.tensors_.emplace(t.name, Entry{&t, path});
+      auto [it, fresh] = ck.tensors_.emplace(t.name, Entry{&t, path, ref});
       if (!fresh) return file_error(path, "tensor '" + t.name + "' is also in " + it->second.file);
     }
     ck.mapped_.push_back(std::move(shared));

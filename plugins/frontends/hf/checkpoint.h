@@ -3,9 +3,11 @@
 // goes through the bounds-checked reader (framework/src/eval/safetensors_file.h); the index must
 // name plain files of the directory, and agree with the shards: a tensor the index places in a file
 // that lacks it, a tensor in two files, or a shard tensor the index does not list is an error
-// naming both.
+// naming both. The mappings live as long as the Checkpoint: building a graph reads headers only;
+// the graph's constants refer to the files (Entry::ref) and backends map them again when they
+// need the data.
 //
-// Tests: tests/unit/hf_frontend_test.cpp.
+// Tests: tests/e2e/hf_models_test.cpp.
 #pragma once
 
 #include <map>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "framework/src/eval/safetensors_file.h"
+#include "tessera/ir/op.h"
 #include "tessera/support/status.h"
 
 namespace tessera::hf {
@@ -26,6 +29,7 @@ class Checkpoint {
   struct Entry {
     const SafetensorsTensorView* tensor = nullptr;
     std::string file;  // the file holding it (messages)
+    CheckpointRef ref;  // the file as a ConstantOp refers to it: absolute path, size, time
   };
   const Entry* find(const std::string& name) const;
   const std::map<std::string, Entry>& tensors() const { return tensors_; }

@@ -33,10 +33,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-// Checkpoint weights are copied into the program as doubles (ConstantOp values); beyond this many
-// elements that copy is refused rather than exhausting memory (compile without the weight files).
-constexpr int64_t kMaxMaterializedElements = int64_t{1} << 28;
-
 enum class ParamInit { Linear, Embedding, Norm };
 
 class DecoderBuilder {
@@ -116,7 +112,6 @@ class DecoderBuilder {
   std::string slot_hit_, slot_valid_;  // decode: slot == position (C, 1); slot <= position (C,)
   Ids outputs_;
   Ids cache_outputs_;
-  int64_t materialized_ = 0;
 };
 
 Expected<std::string> DecoderBuilder::param(const std::string& path, std::vector<int64_t> shape, ParamInit init) {
@@ -129,16 +124,7 @@ Expected<std::string> DecoderBuilder::param(const std::string& path, std::vector
   if (weights_) {
     const Checkpoint::Entry* e = weights_->find(path);
     if (!e) return make_error("checkpoint: missing tensor '" + path + "'");
-    int64_t count = 1;
-    for (int64_t d : shape) count *= d;
-    materialized_ += count;
-    if (materialized_ > kMaxMaterializedElements)
-      return make_error("checkpoint: " + o_.model + " has more than " + std::to_string(kMaxMaterializedElements) +
-                        " parameter elements to load; Tessera copies checkpoint weights into the program and refuses "
-                        "more (compile with --layer N, or from a directory with config.json only)")
-          .at(SourceLoc{e->file});
-    TESSERA_ASSIGN_OR_RETURN(c->values, safetensors_values(*e->tensor, e->file));
-    c->init = "randn";  // the ConstantOp default; the values take precedence
+    c->checkpoint = e->ref;  // by reference: read (and converted) only where a backend needs it
   } else {
     c->seed = splitmix64(fnv1a64(path) ^ splitmix64(o_.seed));
     switch (init) {

@@ -23,12 +23,14 @@
 // and attends to cache slots 0..position. `layer`: only that layer, from an input hidden state `x`.
 //
 // Parameters are ConstantOps named `p_<tensor name with . as _>` whose path is the checkpoint's
-// tensor name (`model.layers.0.self_attn.q_proj.weight`). With a checkpoint, each holds the
-// tensor's values converted to the compile dtype; without one they are deterministic pseudo-random
-// (seeded by the tensor name; never materialized until a run needs them): linear weights and biases
-// randn * 1/sqrt(in_features), embeddings randn, norm weights ones.
+// tensor name (`model.layers.0.self_attn.q_proj.weight`). With a checkpoint, each refers to its
+// tensor (ConstantOp::checkpoint: the file's absolute path, size and modification time), whose
+// bytes are read and converted to the compile dtype only when a backend needs them
+// (constant_data), so building the graph costs the same with weights as without; without one they
+// are deterministic pseudo-random (seeded by the tensor name; never materialized until a run needs
+// them): linear weights and biases randn * 1/sqrt(in_features), embeddings randn, norm weights ones.
 //
-// Tests: tests/unit/hf_frontend_test.cpp.
+// Tests: tests/e2e/hf_models_test.cpp.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +51,6 @@ struct DecoderOptions {
   std::optional<int64_t> layer;    // only this layer
   DType dtype = DType::F32;
   uint64_t seed = 0;
-  std::string model = "model";     // how messages name the model
 };
 
 // The graph of the model; checks `weights` (names, shapes, dtypes) against the config first.

@@ -124,7 +124,6 @@ class HfFrontend final : public Frontend {
     TESSERA_ASSIGN_OR_RETURN(ModelConfig config, read_model_config((fs::path(dir) / "config.json").string()));
     r.options.dtype = options.dtype;
     r.options.seed = options.seed;
-    r.options.model = r.model;
     if (r.options.layer && (*r.options.layer < 0 || *r.options.layer >= config.num_layers))
       return request_error(input, "--layer " + std::to_string(*r.options.layer) + " is out of range: " + r.model +
                                       " has " + std::to_string(config.num_layers) + " layers (0.." +

@@ -2,7 +2,8 @@
 // Driver API, and times it.
 //
 // Running: the graph's buffers are planned by liveness (BufferPlan), one cuMemAlloc per slot;
-// inputs and constants are converted to their dtype's bytes (TensorBytes) and uploaded; each
+// inputs and constants are converted to their dtype's bytes (TensorBytes) and uploaded, constants
+// window by window from constant_data_windows (checkpoint tensors straight from the file); each
 // kernel's cubin (from Target::build) is loaded as a module; kernels launch in graph order on one
 // stream with their 3-D grid, block and dynamic shared memory (the opt-in limit is raised with
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES past the default per-block limit), each followed
@@ -45,6 +46,10 @@ double median_of(std::vector<double> v) {
 }
 
 std::string kernel_what(const Node& n, const CudaOp& op) { return "kernel " + op.name + ", node " + n.id; }
+
+// Elements per host-to-device copy of a constant (8 MB as doubles): bounds the host memory an
+// upload holds, whatever the tensor's size.
+constexpr int64_t kUploadWindow = int64_t{1} << 20;
 
 // The two events of a measurement and the optional L2-flush buffer, released on every path.
 struct EventTimer {
@@ -274,9 +279,17 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
             .at_node(n->id);
       TESSERA_TRY(upload(*n, it->second));
     } else if (const auto* c = n->op_as<ConstantOp>()) {
-      Expected<TensorValue> v = constant_data(*c, n->type);
-      if (!v) return std::move(v).error().at_node(n->id);
-      TESSERA_TRY(upload(*n, *v));
+      // Window by window: a checkpoint tensor goes from its mapped file to the device without
+      // ever being held whole on the host, as doubles or as bytes.
+      const size_t width = static_cast<size_t>(dtype_bytes(n->type.dtype));
+      Status uploaded = constant_data_windows(
+          *c, n->type, kUploadWindow, [&](int64_t first, std::span<const double> values) -> Status {
+            const std::string bytes = TensorBytes::encode(values, n->type.dtype);
+            const CUdeviceptr at = l->buffer.at(n->id) + static_cast<CUdeviceptr>(first) * width;
+            TESSERA_CU(cu, memcpy_htod, "uploading node " + n->id, at, bytes.data(), bytes.size());
+            return Status::ok();
+          });
+      if (!uploaded) return std::move(uploaded).error().at_node(n->id);
     } else if (const auto* op = n->op_as<CudaOp>()) {
       if (next_build >= builds.size() || builds[next_build].node != n->id)
         return make_error("target cuda: no compiled kernel for node " + n->id).at_node(n->id);

@@ -62,11 +62,12 @@ T get(const std::string& in, size_t i) {
 }
 }  // namespace
 
-std::string TensorBytes::encode(const TensorValue& v) {
-  const DType dt = v.type.dtype;
-  std::string out(v.data.size() * static_cast<size_t>(dtype_bytes(dt)), '\0');
-  for (size_t i = 0; i < v.data.size(); ++i) {
-    const double d = v.data[i];
+std::string TensorBytes::encode(const TensorValue& v) { return encode(v.data, v.type.dtype); }
+
+std::string TensorBytes::encode(std::span<const double> values, DType dt) {
+  std::string out(values.size() * static_cast<size_t>(dtype_bytes(dt)), '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double d = values[i];
     switch (dt) {
       case DType::F32: put(out, i, static_cast<float>(d)); break;
       case DType::F16: put(out, i, f16_bits(static_cast<float>(d))); break;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "tessera/eval/tensor_value.h"
@@ -13,6 +14,8 @@ namespace tessera {
 class TensorBytes {
  public:
   static std::string encode(const TensorValue& v);
+  // `values` (a window of a tensor, row-major) as `dtype`'s bytes, as encode does.
+  static std::string encode(std::span<const double> values, DType dtype);
   // An error when `bytes` does not hold exactly the elements of `type`.
   static Expected<TensorValue> decode(const std::string& bytes, const TensorType& type);
 

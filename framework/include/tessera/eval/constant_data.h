@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,10 +37,21 @@ class SplitMix64 {
 Expected<std::vector<double>> generate_data(const std::string& init, uint64_t seed, double fill, int64_t count);
 
 // The data of a ConstantOp of type `type` (the one function every backend uses):
+//   `checkpoint` -> the tensor `path` of that safetensors file, memory-mapped and converted from
+//     F32 / F16 / BF16 to the dtype. The file is checked first: gone, a size or modification time
+//     other than the recorded one, a missing tensor, another shape or a non-float dtype is an error
+//     naming the file and the tensor (never a crash or stale data);
 //   non-empty `values` -> those values (exactly one per element, or a single value broadcast);
 //   init randn -> N(0,1) * scale from `seed`; rand -> U[0,1) * scale; full -> scale;
 //   zeros / ones.
 Expected<TensorValue> constant_data(const ConstantOp& op, const TensorType& type);
+
+// The same data in consecutive row-major windows of at most `window` elements: `sink(first,
+// values)` for each window in order, the values exactly what constant_data returns at those
+// positions; an error from `sink` stops the walk and is returned. For consumers that convert the
+// data further (the CUDA target's upload) without holding a whole tensor as doubles.
+Status constant_data_windows(const ConstantOp& op, const TensorType& type, int64_t window,
+                             const std::function<Status(int64_t first, std::span<const double> values)>& sink);
 
 // The data of an InputOp: init randn / rand draw from a stream derived from (`seed`, `node_id`), so
 // adding an input does not change the others; zeros / ones / full as named. Every value is what

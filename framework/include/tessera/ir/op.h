@@ -56,15 +56,28 @@ class InputOp final : public Op {
   std::unique_ptr<Op> clone() const override { return std::make_unique<InputOp>(*this); }
 };
 
-// A parameter baked into the program, e.g. a module weight. Its data is deterministic: generated
-// from (`init`, `seed`) — or given literally in `values` for small constants.
+// Where a checkpoint constant's data lives: the safetensors file `file` (an absolute path), as it
+// was when the graph was built (`file_bytes`, and `modified_ns`, its modification time in ns since
+// the epoch). Backends read and check it only when they need the data (eval/constant_data.h): a
+// file that vanished, or whose size or time differs, is an error naming the file and the tensor.
+struct CheckpointRef {
+  std::string file;
+  int64_t file_bytes = 0;
+  int64_t modified_ns = 0;
+  bool operator==(const CheckpointRef&) const = default;
+};
+
+// A parameter of the program, e.g. a module weight. Its data is deterministic: the tensor `path`
+// of a checkpoint file (`checkpoint`, by reference: never copied into the program), given
+// literally in `values` (small constants), or generated from (`init`, `seed`) — in that order.
 class ConstantOp final : public Op {
  public:
-  std::string path;        // module path, e.g. "up.weight"
+  std::string path;        // module path, e.g. "up.weight"; with `checkpoint`, the tensor's name
   std::string init = "randn";
   uint64_t seed = 0;
   double scale = 1.0;      // randn * scale, or the fill value for init == "full"
   std::vector<double> values;
+  std::optional<CheckpointRef> checkpoint;
   Dialect dialect() const override { return Dialect::Core; }
   std::string_view kind() const override { return "constant"; }
   std::unique_ptr<Op> clone() const override { return std::make_unique<ConstantOp>(*this); }

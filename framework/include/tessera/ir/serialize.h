@@ -11,7 +11,9 @@
 
 namespace tessera {
 
-constexpr int kGraphJsonVersion = 2;  // 2: typed values (ValueType fields, Value and Element expressions)
+// 2: typed values (ValueType fields, Value and Element expressions); 3: checkpoint constants
+// (ConstantOp::checkpoint). Version 2 files still read.
+constexpr int kGraphJsonVersion = 3;
 
 nlohmann::json graph_to_json(const Graph& g);
 Expected<Graph> graph_from_json(const nlohmann::json& j);
