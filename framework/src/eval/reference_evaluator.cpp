@@ -739,7 +739,8 @@ Expected<ValueMap> evaluate_reference(const Graph& graph, const ValueMap& inputs
     size_t next_input = 0, next_scalar = 0;
     for (size_t pos = 0; pos < total; ++pos) {
       if (next_scalar < scalar_args.size() && scalar_args[next_scalar].first == static_cast<int64_t>(pos)) {
-        scalars.emplace_back(TensorType{Shape{}, DType::F32}, std::vector<double>{scalar_args[next_scalar++].second});
+        // A Python number is a double (it is never rounded to a narrower operand type here).
+        scalars.emplace_back(TensorType{Shape{}, DType::F64}, std::vector<double>{scalar_args[next_scalar++].second});
         call.operands.push_back(&scalars.back());
         continue;
       }

@@ -60,7 +60,8 @@ struct Buffer {
 // Preamble pieces, emitted only when used, in this order.
 enum Helper {
   kNeedInf, kNeedNan, kFloorDiv, kFloorMod, kFloorModF, kMaximum, kMinimum, kRelu,
-  kFloorFn, kFloorDivideFn, kRemainderFn, kHelperCount
+  kFloorFn, kFloorDivideFn, kRemainderFn, kMaximumF64, kMinimumF64, kReluF64, kFloorF64, kFloorDivideF64,
+  kRemainderF64, kHelperCount
 };
 
 const char* const kHelperText[kHelperCount] = {
@@ -81,26 +82,16 @@ const char* const kHelperText[kHelperCount] = {
     "// max/min that propagate NaN like torch.maximum and amax (fmaxf would drop it).\n"
     "__device__ __forceinline__ float tessera_maximum(float a, float b) {\n"
     "  return (a != a || b != b) ? a + b : fmaxf(a, b);\n"
-    "}\n"
-    "__device__ __forceinline__ double tessera_maximum_f64(double a, double b) {\n"
-    "  return (a != a || b != b) ? a + b : fmax(a, b);\n"
     "}\n",
     "__device__ __forceinline__ float tessera_minimum(float a, float b) {\n"
     "  return (a != a || b != b) ? a + b : fminf(a, b);\n"
-    "}\n"
-    "__device__ __forceinline__ double tessera_minimum_f64(double a, double b) {\n"
-    "  return (a != a || b != b) ? a + b : fmin(a, b);\n"
     "}\n",
     "__device__ __forceinline__ float tessera_relu(float x) {\n"
     "  return (x > 0.0f || x != x) ? x : 0.0f;\n"
-    "}\n"
-    "__device__ __forceinline__ double tessera_relu_f64(double x) {\n"
-    "  return (x > 0.0 || x != x) ? x : 0.0;\n"
     "}\n",
     "// torch.floor: integers are unchanged (floorf would round a large int64 through float).\n"
     "__device__ __forceinline__ float tessera_floor(float x) { return floorf(x); }\n"
-    "template <typename T> __device__ __forceinline__ T tessera_floor(T x) { return x; }\n"
-    "__device__ __forceinline__ double tessera_floor_f64(double x) { return floor(x); }\n",
+    "template <typename T> __device__ __forceinline__ T tessera_floor(T x) { return x; }\n",
     "// Python's // (torch.floor_divide): floats as PyTorch's div_floor_floating (the floor of the exact\n"
     "// quotient, from fmod); integers by truncating division corrected toward -inf. An integer\n"
     "// division by zero, which PyTorch refuses, gives 0 here (a kernel cannot raise).\n"
@@ -112,15 +103,6 @@ const char* const kHelperText[kHelperCount] = {
     "  if (div == 0.0f) return copysignf(0.0f, a / b);\n"
     "  float q = floorf(div);\n"
     "  return div - q > 0.5f ? q + 1.0f : q;\n"
-    "}\n"
-    "__device__ __forceinline__ double tessera_floor_divide_f64(double a, double b) {\n"
-    "  if (b == 0.0) return a / b;\n"
-    "  double mod = fmod(a, b);\n"
-    "  double div = (a - mod) / b;\n"
-    "  if (mod != 0.0 && (b < 0.0) != (mod < 0.0)) div -= 1.0;\n"
-    "  if (div == 0.0) return copysign(0.0, a / b);\n"
-    "  double q = floor(div);\n"
-    "  return div - q > 0.5 ? q + 1.0 : q;\n"
     "}\n"
     "template <typename A, typename B>\n"
     "__device__ __forceinline__ auto tessera_floor_divide(A a, B b) -> decltype(a / b) {\n"
@@ -135,16 +117,36 @@ const char* const kHelperText[kHelperCount] = {
     "  float mod = fmodf(a, b);\n"
     "  return (mod != 0.0f && (b < 0.0f) != (mod < 0.0f)) ? mod + b : mod;\n"
     "}\n"
-    "__device__ __forceinline__ double tessera_remainder_f64(double a, double b) {\n"
-    "  double mod = fmod(a, b);\n"
-    "  return (mod != 0.0 && (b < 0.0) != (mod < 0.0)) ? mod + b : mod;\n"
-    "}\n"
     "template <typename A, typename B>\n"
     "__device__ __forceinline__ auto tessera_remainder(A a, B b) -> decltype(a % b) {\n"
     "  typedef decltype(a % b) T;\n"
     "  if (b == 0 || b == -1) return 0;\n"
     "  T r = (T)a % (T)b;\n"
     "  return (r != 0 && (r < 0) != (b < 0)) ? r + (T)b : r;\n"
+    "}\n",
+    // The f64 variants: f64_spelling renames tessera_<f>( to tessera_<f>_f64(.
+    "__device__ __forceinline__ double tessera_maximum_f64(double a, double b) {\n"
+    "  return (a != a || b != b) ? a + b : fmax(a, b);\n"
+    "}\n",
+    "__device__ __forceinline__ double tessera_minimum_f64(double a, double b) {\n"
+    "  return (a != a || b != b) ? a + b : fmin(a, b);\n"
+    "}\n",
+    "__device__ __forceinline__ double tessera_relu_f64(double x) {\n"
+    "  return (x > 0.0 || x != x) ? x : 0.0;\n"
+    "}\n",
+    "__device__ __forceinline__ double tessera_floor_f64(double x) { return floor(x); }\n",
+    "__device__ __forceinline__ double tessera_floor_divide_f64(double a, double b) {\n"
+    "  if (b == 0.0) return a / b;\n"
+    "  double mod = fmod(a, b);\n"
+    "  double div = (a - mod) / b;\n"
+    "  if (mod != 0.0 && (b < 0.0) != (mod < 0.0)) div -= 1.0;\n"
+    "  if (div == 0.0) return copysign(0.0, a / b);\n"
+    "  double q = floor(div);\n"
+    "  return div - q > 0.5 ? q + 1.0 : q;\n"
+    "}\n",
+    "__device__ __forceinline__ double tessera_remainder_f64(double a, double b) {\n"
+    "  double mod = fmod(a, b);\n"
+    "  return (mod != 0.0 && (b < 0.0) != (mod < 0.0)) ? mod + b : mod;\n"
     "}\n",
 };
 
@@ -659,13 +661,15 @@ class CudaEmitter {
       out += how == "op" ? wrap(p, p.prec > kUnary) : how == "atom" ? atom(p) : p.text;
       i = close;
     }
-    // Helpers the spelling calls are defined in the preamble (each helper's text holds its _f64
-    // variant too, so the f32 spelling names them).
-    for (auto [helper, name] : {std::pair{kMaximum, "tessera_maximum("}, std::pair{kMinimum, "tessera_minimum("},
-                                std::pair{kRelu, "tessera_relu("}, std::pair{kFloorFn, "tessera_floor("},
-                                std::pair{kFloorDivideFn, "tessera_floor_divide("},
-                                std::pair{kRemainderFn, "tessera_remainder("}})
-      if (fn_info(fn).cuda_f32.find(name) != std::string_view::npos) helpers_.insert(helper);
+    // Helpers the spelling calls are defined in the preamble.
+    for (auto [helper, name] :
+         {std::pair{kMaximum, "tessera_maximum("}, std::pair{kMinimum, "tessera_minimum("}, std::pair{kRelu, "tessera_relu("},
+          std::pair{kFloorFn, "tessera_floor("}, std::pair{kFloorDivideFn, "tessera_floor_divide("},
+          std::pair{kRemainderFn, "tessera_remainder("}, std::pair{kMaximumF64, "tessera_maximum_f64("},
+          std::pair{kMinimumF64, "tessera_minimum_f64("}, std::pair{kReluF64, "tessera_relu_f64("},
+          std::pair{kFloorF64, "tessera_floor_f64("}, std::pair{kFloorDivideF64, "tessera_floor_divide_f64("},
+          std::pair{kRemainderF64, "tessera_remainder_f64("}})
+      if (spelling.find(name) != std::string_view::npos) helpers_.insert(helper);
     return out;
   }
 
