@@ -379,7 +379,8 @@ def load_tensor(torch, st, name):
 # the scale of their inputs (randn data, Linear weights scaled 1/sqrt(fan_in)), and a result's
 # rounding error is proportional to the magnitude of what it is computed from — so an absolute
 # atol would be too loose for softmax probabilities (~1/keys) and too tight for residual sums.
-TOLERANCES = {"float32": (1e-4, 1e-5), "bfloat16": (2e-2, 2e-2), "float16": (5e-3, 5e-3)}
+TOLERANCES = {"float32": (1e-4, 1e-5), "bfloat16": (2e-2, 2e-2), "float16": (5e-3, 5e-3),
+              "float64": (1e-9, 1e-12)}
 REFERENCE_REDUCTION = 64   # f32 reductions up to this length get atol unscaled
 
 
@@ -403,7 +404,9 @@ def tolerance(dtype_name, reduction):
     about 10 standard deviations of that noise, far below what a wrong index or a missed term
     gives (O(1)). bf16 and f16: both sides accumulate in f32 and round the result, so the error is
     a few ulps of the output (bf16 2^-8 = 0.4 %, f16 2^-11) whatever K is; 2e-2 and 5e-3 allow for
-    intermediates PyTorch rounds to bf16/f16 that a fused kernel keeps in f32."""
+    intermediates PyTorch rounds to bf16/f16 that a fused kernel keeps in f32. f64: both sides
+    compute in double; only the summation order differs (~1e-16 relative), so 1e-9 and 1e-12 RMS
+    are tight yet far above that noise."""
     if dtype_name not in TOLERANCES:
         raise ValueError(f"no tolerance for dtype {dtype_name}")
     rtol, atol = TOLERANCES[dtype_name]

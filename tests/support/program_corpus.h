@@ -383,7 +383,37 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "        return self.norm(hidden_states)\n"
        "\n"
        "\n"
-       "Model()(torch.randn(1, 7, 32))"}};
+       "Model()(torch.randn(1, 7, 32))"},
+      // Floor division and remainder (Python's // and %): integer types stay integer, floor
+      // semantics for negatives, floats as PyTorch's div_floor_floating. Divisors are odd, never 0.
+      {"FloorDivInt64",
+       "a=torch.randint(0,100,(7,33)) - 50; b=torch.randint(0,7,(33,)) * 2 - 5; "
+       "(a // b) * 1000 + a % b + (a // -3) * 7 + 100 // b - torch.remainder(-9, b)"},
+      {"FloorDivInt32",
+       "a=torch.randint(0,1000,(5,17),dtype=torch.int32) - 500; b=torch.randint(0,4,(5,1),dtype=torch.int32) * 2 + 1; "
+       "torch.floor_divide(a, b) + torch.div(a, -b, rounding_mode='floor') * 3 + (a % 4).floor()"},
+      {"FloorDivFloat",
+       "x=torch.randn(7,33); y=torch.randn(33); "
+       "x * 8 // y + torch.floor(x * 4) + (x * 8) % 0.75 + torch.remainder(x, -2.5) + 3 // y"},
+      {"FloorDivHalfAndBool",
+       "x=torch.randn(7,33,dtype=torch.float16); m=torch.randn(7,33) > 0; (x * 8 // 3).float() + (m // 2) + (m % 3) * 2"},
+      {"FloorDivAugmentedAssign",
+       "def f(a):\n"
+       "    a //= 3\n"
+       "    a %= 5\n"
+       "    return a * 10 + a.div(2, rounding_mode='floor')\n"
+       "f(torch.randint(0, 100, (9,)) - 50)"},
+      // float64: dtype=torch.float64 / torch.double, .double(), .to(torch.float64); f64 wins over
+      // f32 operands; elementwise math, floor division and reductions computed in double.
+      {"Float64Elementwise",
+       "x=torch.randn(7,33,dtype=torch.float64); y=torch.randn(33); "
+       "(x * y + 0.1).exp() / (x.abs() + 1) + torch.floor(x * 3) + x // 0.3 + torch.sigmoid(x) * torch.tanh(y)"},
+      {"Float64Reductions",
+       "x=torch.randn(5,40,dtype=torch.double); "
+       "torch.softmax(x, -1) + x.sum(-1, keepdim=True) + x.mean(0) + x.amax(-1, keepdim=True) + torch.sqrt(x * x).amin(0)"},
+      {"Float64Conversions",
+       "x=torch.randn(7,33); n=torch.randint(0,9,(33,)); "
+       "(x.double() * 1e-3 + x.to(torch.float64).sum(0) + n + x.to(dtype=torch.double) ** 2).float() + x"}};
   return corpus;
 }
 

@@ -632,6 +632,55 @@ TEST_F(CudaEmitterTest, EveryElementwiseFunctionAndCombineOpEmitsAndCompiles) {
   expect_compiles(k.g, "every elementwise function");
 }
 
+// The same for f64 values (the f64 spellings: double math functions, the helpers' _f64 variants,
+// double literals) and for integer values (the integer helpers of floor, floor_divide and
+// remainder), with a literal operand in each binary function and an accumulator of that type.
+TEST_F(CudaEmitterTest, EveryElementwiseFunctionEmitsAndCompilesInF64AndIntegers) {
+  for (DType t : {DType::F64, DType::I32, DType::I64}) {
+    const std::string name(dtype_short_name(t));
+    KernelGraph k;
+    k.input("x", {256}, t).input("y", {256}, t).input("c", {256}, DType::Bool);
+    const ValueType vt = ValueType::scalar(t);
+    const Expr literal = t == DType::F64 ? f(0.1) : Expr::int_(3);
+    Body body = {Let{"a0", v("threadIdx.x")}, Load{"in0", "x", {v("a0")}, vt}, Load{"in1", "y", {v("a0")}, vt},
+                 Load{"in2", "c", {v("a0")}, ValueType::scalar(DType::Bool)}, Init{"acc0", literal, vt}};
+    int next = 0;
+    auto value = [&] { return "v" + std::to_string(next++); };
+    for (const ElementwiseFnInfo& fn : kElementwiseFns) {
+      ExprList args;
+      if (fn.fn == ElementwiseFn::Where) args = {Expr::value("in2"), Expr::value("in0"), literal};
+      else
+        for (size_t a = 0; a < fn.arity; ++a) args.push_back(a == 0 ? Expr::value("in0") : Expr::value("in1"));
+      if (fn.arity == 2) args[1] = literal;
+      const bool is_bool = fn.result == FnResult::Bool;
+      std::string result = value();
+      body.push_back(Assign{result, std::string(fn.name), args, ValueType::scalar(is_bool ? DType::Bool : t)});
+      if (is_bool) {
+        std::string converted = value();
+        body.push_back(Assign{converted, "cast", {Expr::value(result)}, vt});
+        result = converted;
+      }
+      body.push_back(Accum{"acc0", "add", Expr::value(result)});
+    }
+    for (const CombineFnInfo& c : kCombineFns) body.push_back(Accum{"acc0", std::string(c.name), Expr::value("in0")});
+    body.push_back(Write{"out", {v("a0")}, Expr::value("acc0")});
+    k.kernel("out", {"x", "y", "c"}, TensorType{{256}, t}, "k_every_fn_" + name, {1, 1, 1}, {256, 1, 1}, body);
+    Status s = emit(k.g);
+    ASSERT_TRUE(s) << name << ": " << s.message();
+    const auto* op = k.g.nodes().back()->op_as<CudaOp>();
+    ASSERT_NE(op, nullptr);
+    if (t == DType::F64) {
+      for (const char* text : {"double in0 = x[a0];", "exp(in0)", "tessera_floor_divide_f64(in0, 0.10000000000000001)",
+                               "acc0 = tessera_maximum_f64(acc0, in0);"})
+        EXPECT_NE(op->source.find(text), std::string::npos) << text << " is missing:\n" << op->source;
+      EXPECT_EQ(op->source.find("expf("), std::string::npos) << "f64 arithmetic in float:\n" << op->source;
+    } else {
+      EXPECT_NE(op->source.find("tessera_floor_divide(in0, 3)"), std::string::npos) << op->source;
+    }
+    expect_compiles(k.g, "every elementwise function in " + name);
+  }
+}
+
 // The differential corpus through the tile passes, materialize and emit_cuda, then NVRTC.
 // Every corpus kernel, under the default pipeline, sampled schedules and half precision, compiles
 // with NVRTC for sm_80 and sm_90 through the cuda target: tests/unit/nvrtc_compiler_test.cpp.

@@ -50,6 +50,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {2, "f89a0ab52e2713bb", "9c59abea85e1fc6b"},
     {3, "bdcca7f54346df88", "39470b71ab756399"},  // the elementwise function table (ir/elementwise_fn.h); name queries (stmt.h); target progress and KernelCost::work
     {4, "bdcca7f54346df88", "b04337174296ddd0"},  // NodeInputs::in_graph() (ir/graph.h)
+    {5, "8958b2caaa06a04f", "a5c2abb987e29fbb"},  // DType::F64 (ir/type.h); floor, floor_divide, remainder and is_integer_division_by_zero (ir/elementwise_fn.h)
 };
 
 uint64_t fnv1a(const std::string& s) {

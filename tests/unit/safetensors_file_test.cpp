@@ -184,7 +184,7 @@ std::vector<CorruptCase> corrupt_cases() {
       {"deep nesting", with_header(good, "{\"a\":" + deep), "nested deeper than"},
       {"duplicate tensor", replaced("\"mask\":", "\"ids\":"), "'ids' appears twice"},
       {"unknown dtype", replaced("\"dtype\":\"I64\"", "\"dtype\":\"Q64\""), "'Q64' is not a safetensors dtype"},
-      {"unsupported dtype", replaced("\"dtype\":\"I64\"", "\"dtype\":\"F64\""), "'F64' is not one Tessera reads"},
+      {"unsupported dtype", replaced("\"dtype\":\"I64\"", "\"dtype\":\"U8\""), "'U8' is not one Tessera reads"},
       {"dtype not a string", replaced("\"dtype\":\"I64\"", "\"dtype\":64"), "dtype is not a string"},
       {"shape with a negative dim", replaced("\"shape\":[3]", "\"shape\":[-3]"), "shape[0] is -3"},
       {"shape with a float dim", replaced("\"shape\":[3]", "\"shape\":[3.0]"), "not a non-negative integer"},

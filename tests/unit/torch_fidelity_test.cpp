@@ -253,5 +253,135 @@ TEST_F(TorchFidelityTest, Int32SumsAndBoolSumsAreExactOnTheSimulator) {
   }
 }
 
+
+// ---- floor division, remainder and floor (each expectation read off PyTorch 2.15) -------------
+
+TEST_F(TorchFidelityTest, FloorDivisionFollowsPyTorchsTypeRules) {
+  const std::string a = "torch.ones(3, dtype=torch.int32)";
+  EXPECT_EQ(output_type(a + " // " + a), tt({3}, DType::I32));
+  EXPECT_EQ(output_type(a + " // 2"), tt({3}, DType::I32));
+  EXPECT_EQ(output_type("2 // " + a), tt({3}, DType::I32));
+  EXPECT_EQ(output_type(a + " // 2.0"), tt({3}, DType::F32));
+  EXPECT_EQ(output_type(a + " // torch.ones((), dtype=torch.int64)"), tt({3}, DType::I32));
+  EXPECT_EQ(output_type("torch.ones(3, dtype=torch.bool) // 2"), tt({3}, DType::I64));
+  EXPECT_EQ(output_type("torch.randn(3, dtype=torch.float16) // 2"), tt({3}, DType::F16));
+  EXPECT_EQ(output_type("torch.randn(3) % 2"), tt({3}, DType::F32));
+  EXPECT_EQ(output_type("torch.remainder(2, " + a + ")"), tt({3}, DType::I32));
+  EXPECT_EQ(output_type("torch.floor_divide(" + a + ", torch.ones(3, dtype=torch.int64))"), tt({3}, DType::I64));
+  EXPECT_EQ(output_type("torch.div(" + a + ", 2, rounding_mode='floor')"), tt({3}, DType::I32));
+  EXPECT_EQ(output_type("torch.floor(" + a + ")"), tt({3}, DType::I32));
+  EXPECT_EQ(output_type("torch.randn(3).floor()"), tt({3}, DType::F32));
+}
+
+TEST_F(TorchFidelityTest, FloorDivisionRoundsTowardMinusInfinity) {
+  const std::string a = "torch.tensor([-7, 7, -8, 5, 0])", b = "torch.tensor([2, -2, 3, 5, -3])";
+  auto values = [&](const std::string& program) { return reference_output(program).data; };
+  EXPECT_EQ(values(a + " // " + b), (std::vector<double>{-4, -4, -3, 1, 0}));
+  EXPECT_EQ(values(a + " % " + b), (std::vector<double>{1, -1, 1, 0, 0}));
+  EXPECT_EQ(values("torch.div(" + a + ", " + b + ", rounding_mode='floor')"), (std::vector<double>{-4, -4, -3, 1, 0}));
+  EXPECT_EQ(values("2 // " + b), (std::vector<double>{1, -1, 0, 0, -1}));
+  EXPECT_EQ(values("torch.remainder(-3, " + b + ")"), (std::vector<double>{1, -1, 0, 2, 0}));
+  // Floats: the floor of the exact quotient (1 // 0.1 is 9, not floor(1 / 0.1) = 10), Python's
+  // signed zero, and IEEE division by zero.
+  EXPECT_EQ(values("torch.tensor([1.0, -7.5, 7.5]) // torch.tensor([0.1, 2.0, -2.0])"), (std::vector<double>{9, -4, -4}));
+  std::vector<double> zero = values("torch.tensor([0.0]) // torch.tensor([-3.0])");
+  ASSERT_EQ(zero.size(), 1u);
+  EXPECT_TRUE(zero[0] == 0.0 && std::signbit(zero[0]));
+  std::vector<double> by_zero = values("torch.tensor([-7.5, 7.5, 0.0]) // 0");
+  ASSERT_EQ(by_zero.size(), 3u);
+  EXPECT_EQ(by_zero[0], -INFINITY);
+  EXPECT_EQ(by_zero[1], INFINITY);
+  EXPECT_TRUE(std::isnan(by_zero[2]));
+  EXPECT_EQ(values("torch.tensor([-7.5, 7.5]) % -2"), (std::vector<double>{-1.5, -0.5}));
+  EXPECT_TRUE(std::isnan(values("torch.tensor([3.0]) % 0")[0]));
+  EXPECT_EQ(values("torch.tensor([-2.5, 2.5, -0.5]).floor()"), (std::vector<double>{-3, 2, -1}));
+  // int32 wraps as in PyTorch: INT_MIN // -1 is INT_MIN.
+  EXPECT_EQ(values("torch.full((1,), -2147483648, dtype=torch.int32) // -1"), (std::vector<double>{-2147483648.0}));
+}
+
+TEST_F(TorchFidelityTest, FloorDivisionIsExactOnTheSimulator) {
+  for (const char* program : {"torch.tensor([-7, 7, -8, 5, 0]) // torch.tensor([2, -2, 3, 5, -3])",
+                              "torch.randint(0, 100, (7, 33)) % 7 - torch.randint(0, 100, (7, 33)) // -3",
+                              "torch.full((3,), 9007199254740991) // 2",
+                              "torch.randint(0, 100, (33,), dtype=torch.int32) // torch.tensor(-7, dtype=torch.int32)"}) {
+    test::CliResult r = run_cli({"run", "--target", "sim", "-c", program});
+    EXPECT_EQ(r.exit_code, 0) << program << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("exact)  ok"), std::string::npos) << program << "\n" << r.out;
+  }
+}
+
+TEST_F(TorchFidelityTest, BoolFloorDivisionRemainderAndFloorAreRefused) {
+  expect_refused("m = torch.randn(3) > 0\nm // m", "\"div_floor_cpu\" not implemented for 'Bool'", 2, 1);
+  expect_refused("m = torch.randn(3) > 0\ntorch.remainder(m, True)", "\"remainder_cpu\" not implemented for 'Bool'", 2, 1);
+  expect_refused("m = torch.randn(3) > 0\nm.floor()", "\"floor_vml_cpu\" not implemented for 'Bool'", 2, 1);
+}
+
+// PyTorch (CPU) raises ZeroDivisionError for an integer x // 0 or x % 0; Tessera's evaluators
+// report the same at run time (the program traces: the divisor is data).
+TEST_F(TorchFidelityTest, IntegerDivisionByZeroIsAnEvaluationError) {
+  for (const char* program : {"torch.randint(0, 5, (4,)) // torch.zeros(4, dtype=torch.int64)",
+                              "torch.randint(0, 5, (4,), dtype=torch.int32) % 0"}) {
+    Graph g = trace(program);
+    Expected<ValueMap> values = evaluate_reference(g, make_inputs(g, 0));
+    ASSERT_FALSE(values) << program;
+    EXPECT_NE(values.error().message.find("ZeroDivisionError"), std::string::npos) << values.error().render();
+    test::CliResult r = run_cli({"run", "--target", "sim", "-c", program});
+    EXPECT_NE(r.exit_code, 0) << program << "\n" << r.out;
+    EXPECT_NE((r.out + r.err).find("ZeroDivisionError"), std::string::npos) << program << "\n" << r.out << r.err;
+  }
+}
+
+
+// ---- float64 (each expectation read off PyTorch 2.15) -----------------------------------------
+
+// f64 wins over every other float type; a 0-dim f64 tensor or a Python float does not promote a
+// dimensioned float tensor, but a 0-dim f64 does promote an integer one (PyTorch's result_type).
+TEST_F(TorchFidelityTest, Float64PromotesLikePyTorch) {
+  EXPECT_EQ(output_type("torch.randn(3, dtype=torch.float64) + torch.randn(3)"), tt({3}, DType::F64));
+  EXPECT_EQ(output_type("torch.randn(3, dtype=torch.bfloat16) * torch.randn(3, dtype=torch.double)"), tt({3}, DType::F64));
+  EXPECT_EQ(output_type("torch.randn(3) + torch.randn((), dtype=torch.float64)"), tt({3}, DType::F32));
+  EXPECT_EQ(output_type("torch.randn(3, dtype=torch.float16) + torch.randn((), dtype=torch.float64)"), tt({3}, DType::F16));
+  EXPECT_EQ(output_type("torch.ones(3, dtype=torch.int64) + torch.randn((), dtype=torch.float64)"), tt({3}, DType::F64));
+  EXPECT_EQ(output_type("torch.ones(3, dtype=torch.int64) // torch.randn((), dtype=torch.float64)"), tt({3}, DType::F64));
+  EXPECT_EQ(output_type("torch.randn(3, dtype=torch.float64) * 2.5"), tt({3}, DType::F64));
+  EXPECT_EQ(output_type("torch.randn(3, dtype=torch.float64) > torch.randn(3)"), tt({3}, DType::Bool));
+  EXPECT_EQ(output_type("torch.randn(3).double()"), tt({3}, DType::F64));
+  EXPECT_EQ(output_type("torch.randn(3).to(torch.float64)"), tt({3}, DType::F64));
+  EXPECT_EQ(output_type("torch.randn(3, dtype=torch.bfloat16).to(dtype=torch.double)"), tt({3}, DType::F64));
+  EXPECT_EQ(output_type("torch.randn(3).type('torch.DoubleTensor')"), tt({3}, DType::F64));
+  EXPECT_EQ(output_type("torch.randn(3, dtype=torch.float64).float()"), tt({3}, DType::F32));
+  EXPECT_EQ(output_type("torch.randn(2, 3, dtype=torch.float64).sum(-1)"), tt({2}, DType::F64));
+  EXPECT_EQ(output_type("torch.softmax(torch.randn(2, 3, dtype=torch.float64), -1)"), tt({2, 3}, DType::F64));
+  EXPECT_EQ(output_type("torch.arange(4, dtype=torch.float64)"), tt({4}, DType::F64));
+}
+
+// f64 keeps what f32 would round away, in the reference evaluator and on the simulator.
+TEST_F(TorchFidelityTest, Float64KeepsDoublePrecision) {
+  TensorValue v = reference_output("torch.full((2,), 1.0, dtype=torch.float64) + 1e-12");
+  ASSERT_EQ(v.data.size(), 2u);
+  EXPECT_EQ(v.data[0], 1.0 + 1e-12);
+  TensorValue eps = reference_output("torch.full((1,), torch.finfo(torch.float64).eps, dtype=torch.float64)");
+  ASSERT_EQ(eps.data.size(), 1u);
+  EXPECT_EQ(eps.data[0], 2.220446049250313e-16);
+  test::TempDir dir;
+  const std::string io = dir.path() + "/io.safetensors";
+  test::CliResult r = run_cli({"run", "--target", "sim", "--save-io", io, "-c",
+                               "x = torch.randn(7, 33, dtype=torch.float64)\n(x + 1e-12) - x"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  Expected<SafetensorsFile> file = read_safetensors_file(io);
+  ASSERT_TRUE(file) << file.error().render();
+  bool found = false;
+  for (const SafetensorsTensor& t : file->tensors) {
+    EXPECT_EQ(t.dtype, DType::F64) << t.name;
+    if (t.name != "sub") continue;
+    found = true;
+    ASSERT_EQ(t.bytes.size(), 7u * 33u * 8u);
+    std::vector<double> d(7 * 33);
+    std::memcpy(d.data(), t.bytes.data(), t.bytes.size());
+    for (double e : d) EXPECT_NEAR(e, 1e-12, 1e-15) << "in f32, (x + 1e-12) - x would be 0";
+  }
+  EXPECT_TRUE(found) << "no output 'sub' in " << io;
+}
+
 }  // namespace
 }  // namespace tessera

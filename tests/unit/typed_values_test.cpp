@@ -39,8 +39,8 @@ ValueType Array(DType t, std::vector<int64_t> dims) { return ValueType{t, 1, std
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(ValueTypeTest, PrintsAndParsesEveryForm) {
-  for (const char* text : {"f32", "f16", "bf16", "i32", "i64", "bool", "f16x2", "bf16x2", "f32[4][8]", "bf16x2[2]",
-                           "i32[3]"}) {
+  for (const char* text : {"f32", "f16", "bf16", "i32", "i64", "bool", "f64", "f16x2", "bf16x2", "f32[4][8]", "bf16x2[2]",
+                           "i32[3]", "f64[2]"}) {
     std::optional<ValueType> t = parse_value_type(text);
     ASSERT_TRUE(t) << text;
     EXPECT_EQ(t->str(), text);
@@ -49,7 +49,7 @@ TEST(ValueTypeTest, PrintsAndParsesEveryForm) {
   EXPECT_EQ(Array(DType::F32, {4, 8}).element(), T(DType::F32));
   EXPECT_TRUE(parse_value_type("bf16x2")->is_packed());
   // Packed pairs exist for 16-bit floats only; dimensions are positive integers.
-  for (const char* bad : {"f32x2", "i32x2", "f32[0]", "f32[", "f32[4", "f32[4]x", "f32[-1]", "f64", "", "[4]"})
+  for (const char* bad : {"f32x2", "i32x2", "f32[0]", "f32[", "f32[4", "f32[4]x", "f32[-1]", "f64x2", "f8", "", "[4]"})
     EXPECT_FALSE(parse_value_type(bad)) << bad;
 }
 

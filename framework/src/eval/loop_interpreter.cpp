@@ -39,6 +39,9 @@ struct CompiledStmt {
   ElementwiseFn fn = ElementwiseFn::Identity;  // Assign
   CombineFn accum = CombineFn::Add;             // Accum
   DType type = DType::F32;  // the dtype of the value it defines or accumulates
+  // Assign of an f64 value: per argument, the narrower float type it is read as stored in (f32
+  // values keep double precision here, so widening rounds them first, as PyTorch's conversion).
+  std::vector<std::optional<DType>> widen_from;
   std::vector<int64_t> dims;  // Init / Accum of a register array: its shape (elements are slots slot..)
   std::vector<CompiledStmt> body, else_body;
 };
@@ -94,6 +97,7 @@ class KernelCompiler {
     next_slot_ += static_cast<int>(slots);
     return first;
   }
+  std::map<std::string, DType> value_dtypes_;  // SSA value -> its dtype (names are unique per kernel)
   int lookup(const std::string& name) const {
     for (auto it = scope_.rbegin(); it != scope_.rend(); ++it)
       if (it->first == name) return it->second;
@@ -148,6 +152,7 @@ class KernelCompiler {
         TESSERA_TRY(compile_exprs(st->index, s, c));
         c.type = st->type.dtype;
         c.slot = define(st->dst);
+        value_dtypes_[st->dst] = c.type;
         break;
       }
       case StmtKind::Assign: {
@@ -157,7 +162,14 @@ class KernelCompiler {
         if (!fn) return stmt_error(node_, s, fn.error().message);
         c.fn = *fn;
         c.type = st->type.dtype;
+        if (c.type == DType::F64)
+          for (const Expr& a : st->args) {
+            auto it = a.is_name() ? value_dtypes_.find(a.name()) : value_dtypes_.end();
+            const bool narrower = it != value_dtypes_.end() && dtype_is_float(it->second) && it->second != DType::F64;
+            c.widen_from.push_back(narrower ? std::optional<DType>(it->second) : std::nullopt);
+          }
         c.slot = define(st->dst);
+        value_dtypes_[st->dst] = c.type;
         break;
       }
       case StmtKind::Select: {
@@ -165,6 +177,7 @@ class KernelCompiler {
         TESSERA_TRY(compile_exprs({st->cond, st->then_value, st->else_value}, s, c));
         c.type = st->type.dtype;
         c.slot = define(st->dst);
+        value_dtypes_[st->dst] = c.type;
         break;
       }
       case StmtKind::Init: {
@@ -322,8 +335,10 @@ class KernelRunner {
         args_.resize(s.exprs.size());
         for (size_t i = 0; i < s.exprs.size(); ++i) {
           TESSERA_ASSIGN_OR_RETURN(Scalar a, eval(s.exprs[i], s));
-          args_[i] = a.v;
+          args_[i] = i < s.widen_from.size() && s.widen_from[i] ? round_to_storage(a.v, *s.widen_from[i]) : a.v;
         }
+        if (!dtype_is_float(s.type) && is_integer_division_by_zero(s.fn, args_))
+          return stmt_error(node_, *s.source, "integer division by zero (PyTorch raises ZeroDivisionError)");
         env_[static_cast<size_t>(s.slot)] = typed_scalar(apply_elementwise_fn(s.fn, args_), s.type);
         return Status::ok();
       }

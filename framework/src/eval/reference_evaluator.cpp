@@ -122,9 +122,14 @@ Expected<TensorValue> eval_elementwise(const OpCall& c, size_t arity,
   TensorValue out = c.output();
   std::vector<int64_t> index(shape->size(), 0);
   std::vector<double> args(arity);
+  // Values are doubles here, also those of f32/f16/bf16 nodes; a float64 result reads its
+  // narrower float operands as they are stored, as PyTorch converts the stored values to double.
+  const bool widening = c.node.type.dtype == DType::F64;
   for (size_t flat = 0; flat < out.data.size(); ++flat, next_index(index, *shape)) {
-    for (size_t k = 0; k < arity; ++k)
+    for (size_t k = 0; k < arity; ++k) {
       args[k] = c.operands[k]->data[static_cast<size_t>(flat_offset(index, strides[k]))];
+      if (widening) args[k] = round_to_storage(args[k], c.operands[k]->type.dtype);
+    }
     out.data[flat] = conform_to_dtype(fn(args), c.node.type.dtype);
   }
   return out;
@@ -653,8 +658,17 @@ using TargetFn = std::function<Expected<TensorValue>(const OpCall&)>;
 
 // An elementwise target computed by the scalar function of the same name.
 TargetFn by_scalar_fn(ElementwiseFn fn) {
-  return [fn](const OpCall& c) {
-    return eval_elementwise(c, fn_info(fn).arity, [fn](const std::vector<double>& a) { return apply_elementwise_fn(fn, a); });
+  return [fn](const OpCall& c) -> Expected<TensorValue> {
+    // An integer floor_divide / remainder by zero is PyTorch's ZeroDivisionError, not a value.
+    const bool integral = !dtype_is_float(c.node.type.dtype);
+    bool divided_by_zero = false;
+    Expected<TensorValue> out = eval_elementwise(c, fn_info(fn).arity, [&](const std::vector<double>& a) {
+      if (integral && is_integer_division_by_zero(fn, a)) divided_by_zero = true;
+      return apply_elementwise_fn(fn, a);
+    });
+    if (out && divided_by_zero)
+      return c.error("integer division by zero (PyTorch raises ZeroDivisionError)");
+    return out;
   };
 }
 
@@ -725,7 +739,8 @@ Expected<ValueMap> evaluate_reference(const Graph& graph, const ValueMap& inputs
     size_t next_input = 0, next_scalar = 0;
     for (size_t pos = 0; pos < total; ++pos) {
       if (next_scalar < scalar_args.size() && scalar_args[next_scalar].first == static_cast<int64_t>(pos)) {
-        scalars.emplace_back(TensorType{Shape{}, DType::F32}, std::vector<double>{scalar_args[next_scalar++].second});
+        // A Python number is a double (it is never rounded to a narrower operand type here).
+        scalars.emplace_back(TensorType{Shape{}, DType::F64}, std::vector<double>{scalar_args[next_scalar++].second});
         call.operands.push_back(&scalars.back());
         continue;
       }

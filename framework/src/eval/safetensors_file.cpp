@@ -31,9 +31,10 @@ struct DTypeName {
   std::string_view name;
 };
 constexpr DTypeName kDTypeNames[] = {{DType::F32, "F32"}, {DType::F16, "F16"}, {DType::BF16, "BF16"},
-                                     {DType::I32, "I32"}, {DType::I64, "I64"}, {DType::Bool, "BOOL"}};
+                                     {DType::I32, "I32"}, {DType::I64, "I64"}, {DType::Bool, "BOOL"},
+                                     {DType::F64, "F64"}};
 // The format's other dtypes: named in the error so the reader can tell "unsupported" from "garbage".
-constexpr std::string_view kOtherFormatDTypes[] = {"F64", "U8", "I8", "U16", "I16", "U32", "U64",
+constexpr std::string_view kOtherFormatDTypes[] = {"U8", "I8", "U16", "I16", "U32", "U64",
                                                    "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3",
                                                    "F6_E3M2", "C64"};
 
@@ -130,7 +131,7 @@ Expected<SafetensorsTensor> parse_entry(const std::string& name, const nlohmann:
                        std::end(kOtherFormatDTypes);
     return file_error(source, where + "dtype " + in_quotes(dtype_text) +
                                   (other ? " is not one Tessera reads" : " is not a safetensors dtype") +
-                                  " (Tessera reads F32, F16, BF16, I32, I64, BOOL)");
+                                  " (Tessera reads F32, F16, BF16, I32, I64, BOOL, F64)");
   }
   t.dtype = known->dtype;
 
@@ -375,6 +376,7 @@ Status safetensors_values_into(const SafetensorsTensorView& tensor, int64_t firs
       case DType::I32: out[i] = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(le(i, 4)))); break;
       case DType::I64: out[i] = static_cast<double>(static_cast<int64_t>(le(i, 8))); break;
       case DType::Bool: out[i] = p[i] != 0 ? 1.0 : 0.0; break;
+      case DType::F64: out[i] = std::bit_cast<double>(static_cast<uint64_t>(le(i, 8))); break;
     }
   }
   return Status::ok();

@@ -72,9 +72,14 @@ Expected<TensorValue> run_elementwise(const Node& n, const ElementwiseOp& op, co
   std::vector<double> arg_values(args.size());
   bool fault = false;
   for (int64_t i = 0; i < count; ++i) {
-    for (size_t k = 0; k < operands.size(); ++k)
+    for (size_t k = 0; k < operands.size(); ++k) {
       env[k] = {operands[k]->data[static_cast<size_t>(operands[k]->size() == 1 ? 0 : i)], slots.is_int[k]};
+      // An f64 result reads narrower float operands as stored (as the reference evaluator does).
+      if (n.type.dtype == DType::F64) env[k].v = round_to_storage(env[k].v, operands[k]->type.dtype);
+    }
     for (size_t k = 0; k < args.size(); ++k) arg_values[k] = eval_expr(args[k], env, fault).v;
+    if (!dtype_is_float(n.type.dtype) && is_integer_division_by_zero(*fn, arg_values))
+      return node_error(n, op.fn + ": integer division by zero (PyTorch raises ZeroDivisionError)");
     out.data[static_cast<size_t>(i)] = conform_to_dtype(apply_elementwise_fn(*fn, arg_values), n.type.dtype);
   }
   if (fault) return node_error(n, "integer division or modulo by zero in an argument");

@@ -68,6 +68,7 @@ double round_to_bits(double v, int bits, int min_exp, double max_finite) {
 double round_to_storage(double v, DType dtype) {
   switch (dtype) {
     case DType::F32: return std::isfinite(v) ? static_cast<double>(static_cast<float>(v)) : v;
+    case DType::F64: return v;  // the evaluators' own precision
     case DType::F16: return round_to_bits(v, 11, -14, 65504.0);
     case DType::BF16: return round_to_bits(static_cast<double>(static_cast<float>(v)), 8, -126, 3.3895313892515355e38);
     default: return conform_to_dtype(v, dtype);

@@ -29,6 +29,28 @@ Expected<ElementwiseFn> resolve_elementwise_fn(std::string_view name, size_t ari
   return fn;
 }
 
+namespace {
+
+// PyTorch's div_floor_floating (Python's float //): the floor of the exact quotient, computed from
+// the exact fmod so that 1 // 0.1 is 9 (floor(1 / 0.1) would round up to 10). Exact for integer
+// operands below 2^53 too, so integers share it.
+double floor_divide(double a, double b) {
+  if (b == 0.0) return a / b;
+  const double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0.0 && (b < 0.0) != (mod < 0.0)) div -= 1.0;
+  if (div == 0.0) return std::copysign(0.0, a / b);
+  double floored = std::floor(div);
+  if (div - floored > 0.5) floored += 1.0;
+  return floored;
+}
+
+}  // namespace
+
+bool is_integer_division_by_zero(ElementwiseFn fn, std::span<const double> args) {
+  return (fn == ElementwiseFn::FloorDivide || fn == ElementwiseFn::Remainder) && args.size() == 2 && args[1] == 0.0;
+}
+
 double apply_elementwise_fn(ElementwiseFn fn, std::span<const double> a) {
   switch (fn) {
     // A cast's value is unchanged here; the typed definition it feeds (Assign's result type, the
@@ -50,12 +72,19 @@ double apply_elementwise_fn(ElementwiseFn fn, std::span<const double> a) {
     case ElementwiseFn::Sin: return std::sin(a[0]);
     case ElementwiseFn::Cos: return std::cos(a[0]);
     case ElementwiseFn::Square: return a[0] * a[0];
+    case ElementwiseFn::Floor: return std::floor(a[0]);
     case ElementwiseFn::LogicalNot: return a[0] == 0.0 ? 1.0 : 0.0;
     case ElementwiseFn::Add: return a[0] + a[1];
     case ElementwiseFn::Sub: return a[0] - a[1];
     case ElementwiseFn::Mul: return a[0] * a[1];
     case ElementwiseFn::Div: return a[0] / a[1];
     case ElementwiseFn::Pow: return std::pow(a[0], a[1]);
+    case ElementwiseFn::FloorDivide: return floor_divide(a[0], a[1]);
+    case ElementwiseFn::Remainder: {
+      // Python's modulo: fmod is exact; a nonzero result takes the divisor's sign.
+      const double mod = std::fmod(a[0], a[1]);
+      return mod != 0.0 && (a[1] < 0.0) != (mod < 0.0) ? mod + a[1] : mod;
+    }
     // PyTorch propagates NaN through maximum/minimum (unlike std::fmax).
     case ElementwiseFn::Maximum: return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::max(a[0], a[1]);
     case ElementwiseFn::Minimum: return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::min(a[0], a[1]);

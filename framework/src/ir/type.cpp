@@ -13,6 +13,7 @@ std::string_view dtype_name(DType t) {
     case DType::I32: return "int32";
     case DType::I64: return "int64";
     case DType::Bool: return "bool";
+    case DType::F64: return "float64";
   }
   assert(false && "unknown DType");
   return "?";
@@ -26,6 +27,7 @@ std::string_view dtype_short_name(DType t) {
     case DType::I32: return "i32";
     case DType::I64: return "i64";
     case DType::Bool: return "bool";
+    case DType::F64: return "f64";
   }
   assert(false && "unknown DType");
   return "?";
@@ -33,7 +35,7 @@ std::string_view dtype_short_name(DType t) {
 
 std::optional<DType> parse_dtype(std::string_view s) {
   static constexpr DType kAll[] = {DType::F32, DType::F16, DType::BF16,
-                                   DType::I32, DType::I64, DType::Bool};
+                                   DType::I32, DType::I64, DType::Bool, DType::F64};
   for (DType t : kAll) {
     if (s == dtype_name(t) || s == dtype_short_name(t)) return t;
   }
@@ -48,13 +50,14 @@ int dtype_bytes(DType t) {
     case DType::I32: return 4;
     case DType::I64: return 8;
     case DType::Bool: return 1;
+    case DType::F64: return 8;
   }
   assert(false && "unknown DType");
   return 0;
 }
 
 bool dtype_is_float(DType t) {
-  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
 }
 
 int64_t num_elements(const Shape& s) {

@@ -412,7 +412,8 @@ Expected<Graph> build_decoder_graph(const ModelConfig& config, const DecoderOpti
         return make_error("checkpoint: tensor '" + name + "' has shape " + shape_text(e->tensor->shape) +
                           ", but the config needs " + shape_text(shape))
             .at(SourceLoc{e->file});
-      if (!dtype_is_float(e->tensor->dtype) || e->tensor->dtype == DType::Bool)
+      // F64 checkpoints are not read: the decoder's weights are F32, F16 or BF16.
+      if (!dtype_is_float(e->tensor->dtype) || e->tensor->dtype == DType::F64)
         return make_error("checkpoint: tensor '" + name + "' is " +
                           std::string(safetensors_dtype_name(e->tensor->dtype)) + "; weights must be F32, F16 or BF16")
             .at(SourceLoc{e->file});

@@ -132,7 +132,9 @@ DType promote_types(DType a, DType b) {
   int ca = category(a), cb = category(b);
   if (ca != cb) return ca > cb ? a : b;
   if (ca == 1) return DType::I64;  // i32 with i64
-  // Two different floating types: f32 wins over f16/bf16, and f16 with bf16 gives f32.
+  // Two different floating types: f64 wins over the others, f32 over f16/bf16, and f16 with bf16
+  // gives f32.
+  if (a == DType::F64 || b == DType::F64) return DType::F64;
   return DType::F32;
 }
 

@@ -15,7 +15,7 @@ const std::map<std::string, DType>& torch_dtypes() {
   static const std::map<std::string, DType> dtypes = {
       {"float32", DType::F32}, {"float", DType::F32},  {"float16", DType::F16}, {"half", DType::F16},
       {"bfloat16", DType::BF16}, {"int32", DType::I32}, {"int", DType::I32},    {"int64", DType::I64},
-      {"long", DType::I64},    {"bool", DType::Bool}};
+      {"long", DType::I64},    {"bool", DType::Bool}, {"float64", DType::F64}, {"double", DType::F64}};
   return dtypes;
 }
 
@@ -206,7 +206,8 @@ void TorchLibrary::register_elementwise() {
   };
   for (const CastVariant& v : {CastVariant{"float", DType::F32}, CastVariant{"half", DType::F16},
                                CastVariant{"bfloat16", DType::BF16}, CastVariant{"long", DType::I64},
-                               CastVariant{"int", DType::I32}, CastVariant{"bool", DType::Bool}}) {
+                               CastVariant{"int", DType::I32}, CastVariant{"bool", DType::Bool},
+                               CastVariant{"double", DType::F64}}) {
     methods_.emplace(v.name, MethodEntry{CallSignature(""), [this, v](const std::string& self, const BoundArguments& a) {
                                            return cast(self, v.dtype, a.site());
                                          }});
@@ -649,6 +650,8 @@ Expected<TracedValue> TorchLibrary::binary(BinaryOp op, const TracedValue& lhs, 
     case BinaryOp::Mul: return elementwise("mul", lhs, rhs, site);
     case BinaryOp::Div: return elementwise("div", lhs, rhs, site);
     case BinaryOp::Pow: return elementwise("pow", lhs, rhs, site);
+    case BinaryOp::FloorDiv: return elementwise("floor_divide", lhs, rhs, site);
+    case BinaryOp::Mod: return elementwise("remainder", lhs, rhs, site);
     case BinaryOp::MatMul: {
       const auto* a = lhs.as<TensorValue>();
       const auto* b = rhs.as<TensorValue>();
@@ -1217,6 +1220,15 @@ Status TorchLibrary::reject_like_pytorch(const std::string& target, const std::v
                   " tensors (PyTorch: \"" + (target == "silu" ? "silu_cpu" : "GeluKernelImpl") +
                   "\" not implemented); it needs a floating-point input");
   }
+  // Floor division, remainder and floor have no bool kernel in PyTorch (a bool tensor with an int
+  // operand promotes to int64 and is fine).
+  if ((target == "floor_divide" || target == "remainder") && operands.size() == 2 &&
+      dtype_of(operands[0]) == DType::Bool && dtype_of(operands[1]) == DType::Bool)
+    return fail(std::string("\"") + (target == "floor_divide" ? "div_floor_cpu" : "remainder_cpu") +
+                "\" not implemented for 'Bool' (PyTorch has no bool floor division or remainder; convert "
+                "with .long() first)");
+  if (target == "floor" && !operands.empty() && dtype_of(operands[0]) == DType::Bool)
+    return fail("\"floor_vml_cpu\" not implemented for 'Bool' (PyTorch has no floor of a bool tensor)");
   if (target == "neg" && !operands.empty() && dtype_of(operands[0]) == DType::Bool)
     return fail("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
                 "mask, use the `~` or `logical_not()` operator instead.");

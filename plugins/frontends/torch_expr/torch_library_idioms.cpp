@@ -860,7 +860,8 @@ void TorchLibrary::register_idiom_precision() {
                                        [this](const std::string& self, const BoundArguments& a) -> Expected<TracedValue> {
     static const std::map<std::string, DType> legacy = {
         {"torch.FloatTensor", DType::F32}, {"torch.HalfTensor", DType::F16}, {"torch.BFloat16Tensor", DType::BF16},
-        {"torch.IntTensor", DType::I32},   {"torch.LongTensor", DType::I64}, {"torch.BoolTensor", DType::Bool}};
+        {"torch.IntTensor", DType::I32},   {"torch.LongTensor", DType::I64}, {"torch.BoolTensor", DType::Bool},
+        {"torch.DoubleTensor", DType::F64}};
     if (a.is_none("dtype"))
       return a.error("dtype", a.site().callee + "() without a dtype returns a type name string, which is not supported");
     if (const auto* name = a.value("dtype").as<std::string>()) {
@@ -870,10 +871,6 @@ void TorchLibrary::register_idiom_precision() {
     }
     TESSERA_ASSIGN_OR_RETURN(std::optional<DType> dtype, a.optional_dtype("dtype"));
     return cast(self, *dtype, a.site());
-  }});
-  methods_.emplace("double", MethodEntry{CallSignature(""), [this](const std::string&, const BoundArguments& a)
-                                                                -> Expected<TracedValue> {
-    return builder_.error(a.site().span, a.site().callee + "(): float64 is not supported (Tessera's widest float is float32)");
   }});
 }
 
@@ -1003,19 +1000,19 @@ void TorchLibrary::register_idiom_math() {
                                                 return do_op(TensorValue{self}, a);
                                               }});
   }
-  // torch.mul/div accept a number as the first operand too; div takes rounding_mode=None|'trunc'.
-  functions_.insert_or_assign("torch.mul", FunctionEntry{CallSignature("input, other"), [this](const BoundArguments& a) {
-                                return elementwise("mul", a.value("input"), a.value("other"), a.site());
-                              }});
+  // torch.mul/floor_divide/remainder/div accept a number as the first operand too; div takes
+  // rounding_mode=None|'trunc'|'floor'.
+  for (std::string op : {"mul", "floor_divide", "remainder"})
+    functions_.insert_or_assign("torch." + op, FunctionEntry{CallSignature("input, other"), [this, op](const BoundArguments& a) {
+                                  return elementwise(op, a.value("input"), a.value("other"), a.site());
+                                }});
   auto do_div = [this](const TracedValue& x, const BoundArguments& a) -> Expected<TracedValue> {
     TracedValue mode = a.value("rounding_mode");
     if (mode.is<NoneValue>()) return elementwise("div", x, a.value("other"), a.site());
     const auto* name = mode.as<std::string>();
     if (!name || (*name != "trunc" && *name != "floor"))
       return a.error("rounding_mode", a.site().callee + "(): rounding_mode must be None, 'trunc' or 'floor'");
-    if (*name == "floor")
-      return a.error("rounding_mode", a.site().callee + "(): rounding_mode='floor' (and the // operator) is not "
-                                                        "supported yet; 'trunc' is");
+    if (*name == "floor") return elementwise("floor_divide", x, a.value("other"), a.site());
     // trunc: the true quotient converted to int64 (truncation toward zero) and back.
     TESSERA_ASSIGN_OR_RETURN(TracedValue q, elementwise("div", x, a.value("other"), intermediate(a.site())));
     DType operands = DType::Bool;

@@ -422,9 +422,6 @@ Expected<TracedValue> Tracer::eval_attribute(const ExprNode& e, const AttributeE
   if (const auto* ns = owner.as<NamespaceValue>()) {
     if (ns->path == "math") return math_member(attr.attr, attr.attr_span);
     if (ns->path == "torch" && attr.attr == "finfo") return TracedValue(FunctionValue{"builtins.finfo"});
-    if (ns->path == "torch" && (attr.attr == "float64" || attr.attr == "double"))
-      return source_.error(attr.attr_span, "torch." + attr.attr + " is not supported: Tessera's widest float type "
-                                                                    "is float32");
     if (std::optional<TracedValue> member = library_.member(ns->path, attr.attr)) return *member;
     std::vector<std::string> names = library_.member_names(ns->path);
     std::string what = ns->path == "torch.nn" ? "module" : ns->path == "torch" ? "function or attribute" : "function";

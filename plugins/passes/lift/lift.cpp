@@ -65,8 +65,9 @@ Body nest(const std::vector<int64_t>& extents, Body inner) {
 }
 
 // The dtype two operands are computed in (PyTorch type promotion over the categories bool < int <
-// float; half precision computes in f32).
+// float; half precision computes in f32, f64 in f64).
 DType promote(DType a, DType b) {
+  if (a == DType::F64 || b == DType::F64) return DType::F64;
   if (dtype_is_float(a) || dtype_is_float(b)) return DType::F32;
   if (a == DType::I64 || b == DType::I64) return DType::I64;
   if (a == DType::I32 || b == DType::I32) return DType::I32;
@@ -74,7 +75,7 @@ DType promote(DType a, DType b) {
 }
 
 // The type arithmetic on a value of storage dtype `t` happens in.
-DType compute_dtype(DType t) { return dtype_is_float(t) ? DType::F32 : t; }
+DType compute_dtype(DType t) { return dtype_is_float(t) && t != DType::F64 ? DType::F32 : t; }
 
 std::vector<int64_t> extents_of(const Shape& shape) {
   std::vector<int64_t> out;
@@ -182,8 +183,8 @@ class Lifter {
     if (axis < 0 || axis >= rank)
       return error("reduce axis " + std::to_string(op.axis) + " is out of range for input of shape " +
                    shape_str(in->type.shape));
-    // Floats accumulate in f32 (also for f16/bf16 inputs), integers in the node's dtype.
-    const DType acc_dtype = dtype_is_float(in->type.dtype) ? DType::F32 : n_.type.dtype;
+    // Floats accumulate in f32 (also for f16/bf16 inputs; f64 in f64), integers in the node's dtype.
+    const DType acc_dtype = dtype_is_float(in->type.dtype) ? compute_dtype(in->type.dtype) : n_.type.dtype;
     const bool int_acc = !dtype_is_float(acc_dtype);
     CombineFn accum_op = CombineFn::Add;
     Expr identity;

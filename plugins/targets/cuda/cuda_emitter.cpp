@@ -4,8 +4,10 @@
 // Typing: each value (in*, v*, acc*) is declared with the C type of its ValueType (`float`,
 // `__nv_bfloat16`, `__half`, `int`, `long long`, `bool`); loop, Let and hardware indices are `int`.
 // Arithmetic is printed in float (f32 values, and half values read through __bfloat162float /
-// __half2float) or in integers (integer and bool values); a definition converts the computed text
-// to its declared type (`__float2bfloat16(...)`), so a `cast` Assign is just a typed definition.
+// __half2float), in double (f64 values: the table's f32 spelling with the double math functions,
+// the helpers' _f64 variants and double literals, see f64_spelling) or in integers (integer and
+// bool values); a definition converts the computed text to its declared type
+// (`__float2bfloat16(...)`), so a `cast` Assign is just a typed definition.
 // An Expr is printed with the evaluator's typing rule (integral iff all operands are), so floor
 // division and modulo become C's `/` and `%` only where bound_of proves both operands
 // non-negative, else the preamble helpers tessera_floordiv / tessera_floormod. Buffers are flat
@@ -35,7 +37,7 @@ namespace {
 constexpr int kAtom = 0, kUnary = 2, kMul = 3, kAdd = 4, kRel = 6, kEq = 7, kAnd = 11, kOr = 12,
               kTernary = 13;
 
-enum class Ty { Int, Float };
+enum class Ty { Int, Float, Double };
 
 struct Printed {
   std::string text;
@@ -56,7 +58,11 @@ struct Buffer {
 };
 
 // Preamble pieces, emitted only when used, in this order.
-enum Helper { kNeedInf, kNeedNan, kFloorDiv, kFloorMod, kFloorModF, kMaximum, kMinimum, kRelu, kHelperCount };
+enum Helper {
+  kNeedInf, kNeedNan, kFloorDiv, kFloorMod, kFloorModF, kMaximum, kMinimum, kRelu,
+  kFloorFn, kFloorDivideFn, kRemainderFn, kMaximumF64, kMinimumF64, kReluF64, kFloorF64, kFloorDivideF64,
+  kRemainderF64, kHelperCount
+};
 
 const char* const kHelperText[kHelperCount] = {
     "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n",
@@ -82,6 +88,65 @@ const char* const kHelperText[kHelperCount] = {
     "}\n",
     "__device__ __forceinline__ float tessera_relu(float x) {\n"
     "  return (x > 0.0f || x != x) ? x : 0.0f;\n"
+    "}\n",
+    "// torch.floor: integers are unchanged (floorf would round a large int64 through float).\n"
+    "__device__ __forceinline__ float tessera_floor(float x) { return floorf(x); }\n"
+    "template <typename T> __device__ __forceinline__ T tessera_floor(T x) { return x; }\n",
+    "// Python's // (torch.floor_divide): floats as PyTorch's div_floor_floating (the floor of the exact\n"
+    "// quotient, from fmod); integers by truncating division corrected toward -inf. An integer\n"
+    "// division by zero, which PyTorch refuses, gives 0 here (a kernel cannot raise).\n"
+    "__device__ __forceinline__ float tessera_floor_divide(float a, float b) {\n"
+    "  if (b == 0.0f) return a / b;\n"
+    "  float mod = fmodf(a, b);\n"
+    "  float div = (a - mod) / b;\n"
+    "  if (mod != 0.0f && (b < 0.0f) != (mod < 0.0f)) div -= 1.0f;\n"
+    "  if (div == 0.0f) return copysignf(0.0f, a / b);\n"
+    "  float q = floorf(div);\n"
+    "  return div - q > 0.5f ? q + 1.0f : q;\n"
+    "}\n"
+    "template <typename A, typename B>\n"
+    "__device__ __forceinline__ auto tessera_floor_divide(A a, B b) -> decltype(a / b) {\n"
+    "  typedef decltype(a / b) T;\n"
+    "  if (b == 0) return 0;\n"
+    "  if (b == -1) return (T)(0ULL - (unsigned long long)a);  // wraps like PyTorch: INT_MIN // -1 == INT_MIN\n"
+    "  T q = (T)a / (T)b;\n"
+    "  return ((T)a % (T)b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;\n"
+    "}\n",
+    "// Python's % (torch.remainder): the result has the divisor's sign; integer x % 0 gives 0.\n"
+    "__device__ __forceinline__ float tessera_remainder(float a, float b) {\n"
+    "  float mod = fmodf(a, b);\n"
+    "  return (mod != 0.0f && (b < 0.0f) != (mod < 0.0f)) ? mod + b : mod;\n"
+    "}\n"
+    "template <typename A, typename B>\n"
+    "__device__ __forceinline__ auto tessera_remainder(A a, B b) -> decltype(a % b) {\n"
+    "  typedef decltype(a % b) T;\n"
+    "  if (b == 0 || b == -1) return 0;\n"
+    "  T r = (T)a % (T)b;\n"
+    "  return (r != 0 && (r < 0) != (b < 0)) ? r + (T)b : r;\n"
+    "}\n",
+    // The f64 variants: f64_spelling renames tessera_<f>( to tessera_<f>_f64(.
+    "__device__ __forceinline__ double tessera_maximum_f64(double a, double b) {\n"
+    "  return (a != a || b != b) ? a + b : fmax(a, b);\n"
+    "}\n",
+    "__device__ __forceinline__ double tessera_minimum_f64(double a, double b) {\n"
+    "  return (a != a || b != b) ? a + b : fmin(a, b);\n"
+    "}\n",
+    "__device__ __forceinline__ double tessera_relu_f64(double x) {\n"
+    "  return (x > 0.0 || x != x) ? x : 0.0;\n"
+    "}\n",
+    "__device__ __forceinline__ double tessera_floor_f64(double x) { return floor(x); }\n",
+    "__device__ __forceinline__ double tessera_floor_divide_f64(double a, double b) {\n"
+    "  if (b == 0.0) return a / b;\n"
+    "  double mod = fmod(a, b);\n"
+    "  double div = (a - mod) / b;\n"
+    "  if (mod != 0.0 && (b < 0.0) != (mod < 0.0)) div -= 1.0;\n"
+    "  if (div == 0.0) return copysign(0.0, a / b);\n"
+    "  double q = floor(div);\n"
+    "  return div - q > 0.5 ? q + 1.0 : q;\n"
+    "}\n",
+    "__device__ __forceinline__ double tessera_remainder_f64(double a, double b) {\n"
+    "  double mod = fmod(a, b);\n"
+    "  return (mod != 0.0 && (b < 0.0) != (mod < 0.0)) ? mod + b : mod;\n"
     "}\n",
 };
 
@@ -121,6 +186,38 @@ bool is_reserved(const std::string& s) {
   return false;
 }
 
+// The f64 form of an elementwise function's f32 CUDA spelling: the double-precision math functions
+// (expf -> exp), the helpers' f64 variants (tessera_relu -> tessera_relu_f64) and double literals
+// (1.0f -> 1.0). Placeholders ({0:op}) pass through.
+std::string f64_spelling(std::string_view f32) {
+  static const std::set<std::string> float_math = {"expf",  "logf",  "sqrtf", "rsqrtf", "tanhf",     "fabsf", "erff",
+                                                   "sinf",  "cosf",  "powf",  "floorf", "copysignf", "fmodf", "fmaxf",
+                                                   "fminf"};
+  std::string out;
+  for (size_t i = 0; i < f32.size();) {
+    const char c = f32[i];
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t end = i;
+      while (end < f32.size() && (std::isalnum(static_cast<unsigned char>(f32[end])) || f32[end] == '_')) ++end;
+      std::string word(f32.substr(i, end - i));
+      if (float_math.count(word)) word.pop_back();
+      else if (word.rfind("tessera_", 0) == 0) word += "_f64";
+      out += word;
+      i = end;
+    } else if (std::isdigit(static_cast<unsigned char>(c))) {
+      size_t end = i;
+      while (end < f32.size() && (std::isdigit(static_cast<unsigned char>(f32[end])) || f32[end] == '.')) ++end;
+      out += f32.substr(i, end - i);
+      if (end < f32.size() && f32[end] == 'f') ++end;  // 1.0f -> 1.0
+      i = end;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string c_type(DType t) {
   switch (t) {
     case DType::F32: return "float";
@@ -129,6 +226,7 @@ std::string c_type(DType t) {
     case DType::I32: return "int";
     case DType::I64: return "long long";
     case DType::Bool: return "bool";
+    case DType::F64: return "double";
   }
   return "float";
 }
@@ -336,6 +434,7 @@ class CudaEmitter {
       case DType::I32:
       case DType::I64: return "(float)" + elem;
       case DType::Bool: return "(" + elem + " ? 1.0f : 0.0f)";
+      case DType::F64: return elem;
     }
     return elem;
   }
@@ -348,6 +447,7 @@ class CudaEmitter {
       case DType::I32: return "(int)" + wrap(v, v.prec > kUnary);
       case DType::I64: return "(long long)" + wrap(v, v.prec > kUnary);
       case DType::Bool: return wrap(v, v.prec >= kEq) + " != 0.0f";
+      case DType::F64: return v.type == Ty::Double ? v.text : "(double)" + wrap(v, v.prec > kUnary);
     }
     return v.text;
   }
@@ -363,10 +463,10 @@ class CudaEmitter {
       return v > 0 ? "INFINITY" : "-INFINITY";
     }
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.9g", v);
+    std::snprintf(buf, sizeof buf, double_context_ ? "%.17g" : "%.9g", v);
     std::string s = buf;
     if (s.find_first_of(".e") == std::string::npos) s += ".0";
-    return s + "f";
+    return double_context_ ? s : s + "f";
   }
 
   bool non_negative(const Expr& e) const {
@@ -379,6 +479,7 @@ class CudaEmitter {
   }
 
   static Ty join_type(const Printed& a, const Printed& b) {
+    if (a.type == Ty::Double || b.type == Ty::Double) return Ty::Double;
     return a.type == Ty::Float || b.type == Ty::Float ? Ty::Float : Ty::Int;
   }
 
@@ -420,7 +521,7 @@ class CudaEmitter {
       }
       case ExprKind::Float: {
         double v = e.float_value();
-        return {float_literal(v), std::signbit(v) ? kUnary : kAtom, Ty::Float};
+        return {float_literal(v), std::signbit(v) ? kUnary : kAtom, double_context_ ? Ty::Double : Ty::Float};
       }
       case ExprKind::Not: {
         Printed a = print(e.operand(0));
@@ -430,6 +531,7 @@ class CudaEmitter {
         Printed c = print(e.operand(0)), a = print(e.operand(1)), b = print(e.operand(2));
         Ty t = join_type(a, b);
         if (t == Ty::Float) a = as_float(a, e.operand(1)), b = as_float(b, e.operand(2));
+        if (t == Ty::Double) a = as_double(a, e.operand(1)), b = as_double(b, e.operand(2));
         return {wrap(c, c.prec >= kTernary) + " ? " + wrap(a, a.prec >= kTernary) + " : " + wrap(b, b.prec > kTernary),
                 kTernary, t};
       }
@@ -440,6 +542,7 @@ class CudaEmitter {
           case DType::I32: return {"(int)" + arg, kUnary, Ty::Int};
           case DType::I64: return {"(long long)" + arg, kUnary, Ty::Int};
           case DType::Bool: return {wrap(a, a.prec >= kEq) + " != 0", kEq, Ty::Int};
+          case DType::F64: return {"(double)" + arg, kUnary, Ty::Double};
           default: return {"(float)" + arg, kUnary, Ty::Float};  // values are float already
         }
       }
@@ -474,7 +577,7 @@ class CudaEmitter {
         helpers_.insert(kFloorDiv);
         return {"tessera_floordiv(" + a.text + ", " + b.text + ")", kAtom, Ty::Int};
       case ExprKind::Mod:
-        if (t == Ty::Float) {
+        if (t != Ty::Int) {
           helpers_.insert(kFloorModF);
           return {"tessera_floormodf(" + a.text + ", " + b.text + ")", kAtom, Ty::Float};
         }
@@ -482,9 +585,9 @@ class CudaEmitter {
         helpers_.insert(kFloorMod);
         return {"tessera_floormod(" + a.text + ", " + b.text + ")", kAtom, Ty::Int};
       case ExprKind::Min:
-        return {(t == Ty::Int ? "min(" : "fminf(") + a.text + ", " + b.text + ")", kAtom, t};
+        return {(t == Ty::Int ? "min(" : t == Ty::Double ? "fmin(" : "fminf(") + a.text + ", " + b.text + ")", kAtom, t};
       case ExprKind::Max:
-        return {(t == Ty::Int ? "max(" : "fmaxf(") + a.text + ", " + b.text + ")", kAtom, t};
+        return {(t == Ty::Int ? "max(" : t == Ty::Double ? "fmax(" : "fmaxf(") + a.text + ", " + b.text + ")", kAtom, t};
       case ExprKind::Lt: return infix(a, "<", b, kRel, Ty::Int);
       case ExprKind::Le: return infix(a, "<=", b, kRel, Ty::Int);
       case ExprKind::Eq: return infix(a, "==", b, kEq, Ty::Int);
@@ -506,12 +609,23 @@ class CudaEmitter {
   }
 
   Printed as_float(const Printed& p, const Expr& e) {
-    if (p.type == Ty::Float) return p;
+    if (p.type == Ty::Float || p.type == Ty::Double) return p;  // a double stays double (f64 arithmetic)
     if (e.is(ExprKind::Int)) {
       double v = static_cast<double>(e.int_value());
       return {float_literal(v), v < 0 ? kUnary : kAtom, Ty::Float};
     }
     return {"(float)" + wrap(p, p.prec > kAtom), kUnary, Ty::Float};
+  }
+  Printed as_double(const Printed& p, const Expr& e) {
+    if (p.type == Ty::Double) return p;
+    if (e.is(ExprKind::Int)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.17g", static_cast<double>(e.int_value()));
+      std::string s = buf;
+      if (s.find_first_of(".e") == std::string::npos) s += ".0";
+      return {s, e.int_value() < 0 ? kUnary : kAtom, Ty::Double};
+    }
+    return {"(double)" + wrap(p, p.prec > kAtom), kUnary, Ty::Double};
   }
   Printed as_int(const Printed& p) {
     if (p.type == Ty::Int) return p;
@@ -521,15 +635,19 @@ class CudaEmitter {
   Printed index(const Expr& e) { return as_int(print(e)); }
 
   // An Accum / TreeHalve combination of two float texts (loads and accumulators: atoms).
-  std::string combine(CombineFn op, const std::string& a, const std::string& b) {
-    return call_fn(fn_info(op).fn, {Printed{a, kAtom, Ty::Float}, Printed{b, kAtom, Ty::Float}});
+  std::string combine(CombineFn op, const std::string& a, const std::string& b, DType t) {
+    const Ty ty = t == DType::F64 ? Ty::Double : Ty::Float;
+    return call_fn(fn_info(op).fn, {Printed{a, kAtom, ty}, Printed{b, kAtom, ty}});
   }
 
   // An elementwise function applied to float arguments: its table spelling (ir/elementwise_fn.h)
   // with `{N}` the argument as printed, `{N:op}` an operand of a C operator, `{N:atom}` an atom.
   // The arity was checked when the name was resolved.
   std::string call_fn(ElementwiseFn fn, const std::vector<Printed>& args) {
-    std::string_view spelling = fn_info(fn).cuda_f32;
+    bool in_double = false;
+    for (const Printed& p : args) in_double = in_double || p.type == Ty::Double;
+    const std::string f64 = in_double ? f64_spelling(fn_info(fn).cuda_f32) : std::string();
+    std::string_view spelling = in_double ? std::string_view(f64) : fn_info(fn).cuda_f32;
     std::string out;
     for (size_t i = 0; i < spelling.size(); ++i) {
       size_t close = spelling[i] == '{' ? spelling.find('}', i) : std::string_view::npos;
@@ -544,8 +662,13 @@ class CudaEmitter {
       i = close;
     }
     // Helpers the spelling calls are defined in the preamble.
-    for (auto [helper, name] : {std::pair{kMaximum, "tessera_maximum("}, std::pair{kMinimum, "tessera_minimum("},
-                                std::pair{kRelu, "tessera_relu("}})
+    for (auto [helper, name] :
+         {std::pair{kMaximum, "tessera_maximum("}, std::pair{kMinimum, "tessera_minimum("}, std::pair{kRelu, "tessera_relu("},
+          std::pair{kFloorFn, "tessera_floor("}, std::pair{kFloorDivideFn, "tessera_floor_divide("},
+          std::pair{kRemainderFn, "tessera_remainder("}, std::pair{kMaximumF64, "tessera_maximum_f64("},
+          std::pair{kMinimumF64, "tessera_minimum_f64("}, std::pair{kReluF64, "tessera_relu_f64("},
+          std::pair{kFloorF64, "tessera_floor_f64("}, std::pair{kFloorDivideF64, "tessera_floor_divide_f64("},
+          std::pair{kRemainderF64, "tessera_remainder_f64("}})
       if (spelling.find(name) != std::string_view::npos) helpers_.insert(helper);
     return out;
   }
@@ -573,6 +696,7 @@ class CudaEmitter {
       case DType::F16: return {"__half2float(" + n + ")", kAtom, Ty::Float};
       case DType::BF16: return {"__bfloat162float(" + n + ")", kAtom, Ty::Float};
       case DType::F32: return {n, kAtom, Ty::Float};
+      case DType::F64: return {n, kAtom, Ty::Double};
       default: return {n, kAtom, Ty::Int};
     }
   }
@@ -586,6 +710,7 @@ class CudaEmitter {
       case DType::I32: return p.type == Ty::Int ? p.text : "(int)" + wrap(p, p.prec > kUnary);
       case DType::I64: return "(long long)" + wrap(p, p.prec > kUnary);
       case DType::Bool: return p.type == Ty::Int ? wrap(p, p.prec >= kEq) + " != 0" : wrap(p, p.prec >= kEq) + " != 0.0f";
+      case DType::F64: return p.type == Ty::Double ? p.text : "(double)" + wrap(p, p.prec > kUnary);
     }
     return p.text;
   }
@@ -601,7 +726,15 @@ class CudaEmitter {
 
   // The arguments of an Assign of result type `t`: float arithmetic for float results, integer
   // arithmetic (values as they are) otherwise.
-  Printed arg(const Expr& e, DType t) { return dtype_is_float(t) ? value(e) : print(e); }
+  Printed arg(const Expr& e, DType t) {
+    if (t == DType::F64) {
+      double_context_ = true;
+      Printed p = print(e);
+      double_context_ = false;
+      return as_double(p, e);
+    }
+    return dtype_is_float(t) ? value(e) : print(e);
+  }
 
   Status emit_nested(const Body& b) {
     auto saved_names = names_;
@@ -644,6 +777,8 @@ class CudaEmitter {
       if (!buf) return checked(s);
       std::string elem = element(*buf, st->index);
       if (st->type.dtype == buf->dtype) line(declare(st->type, st->dst) + " = " + elem + ";");
+      else if (st->type.dtype == DType::F64 && !dtype_is_float(buf->dtype))  // integers past 2^24 stay exact
+        line(declare(st->type, st->dst) + " = (double)" + elem + ";");
       else line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, {load_text(*buf, elem), kAtom, Ty::Float}) + ";");
       bind_value(st->dst, st->type.dtype);
       return Status::ok();
@@ -657,6 +792,7 @@ class CudaEmitter {
       std::optional<std::string> text = call_fn(*fn, args);
       Ty computed = dtype_is_float(st->type.dtype) || args.empty() ? Ty::Float : args[0].type;
       for (const Printed& p : args) computed = p.type == Ty::Float ? Ty::Float : computed;
+      for (const Printed& p : args) computed = p.type == Ty::Double ? Ty::Double : computed;
       line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, {*text, kTernary, computed}) + ";");
       bind_value(st->dst, st->type.dtype);
       return Status::ok();
@@ -699,7 +835,11 @@ class CudaEmitter {
         case CombineFn::Add: line(target + " += " + v.text + ";"); break;
         case CombineFn::Mul: line(target + " *= " + v.text + ";"); break;
         case CombineFn::Max:
-        case CombineFn::Min: line(target + " = " + combine(*op, target, v.text) + ";"); break;
+        case CombineFn::Min: {
+          auto acc_type = value_types_.find(st->acc);
+          line(target + " = " + combine(*op, target, v.text, acc_type == value_types_.end() ? DType::F32 : acc_type->second) + ";");
+          break;
+        }
       }
       return Status::ok();
     }
@@ -916,7 +1056,7 @@ class CudaEmitter {
     Expected<CombineFn> op = parse_combine_fn(st.op);
     if (!op) return error_at(s, op.error().message);
     std::optional<std::string> c =
-        combine(*op, load_text(*buf, slot(tid.text)), load_text(*buf, slot(t + " + tessera_s")));
+        combine(*op, load_text(*buf, slot(tid.text)), load_text(*buf, slot(t + " + tessera_s")), buf->dtype);
     int64_t half = 1;
     while (half < st.count) half *= 2;
     half /= 2;
@@ -929,7 +1069,7 @@ class CudaEmitter {
     ++indent_;
     line("if (" + t + " < tessera_s" + (pow2 ? "" : " && " + t + " + tessera_s < " + std::to_string(st.count)) + ") {");
     ++indent_;
-    line(slot(tid.text) + " = " + store_text(*buf, Printed{*c, kTernary, Ty::Float}) + ";");
+    line(slot(tid.text) + " = " + store_text(*buf, Printed{*c, kTernary, buf->dtype == DType::F64 ? Ty::Double : Ty::Float}) + ";");
     --indent_;
     line("}");
     line("__syncthreads();");
@@ -1047,6 +1187,7 @@ class CudaEmitter {
   RangeMap ranges_;                   // known ranges of integer names (for `/` and `%`)
   std::set<Helper> helpers_;
   bool uses_half_ = false, uses_bf16_ = false;
+  bool double_context_ = false;  // printing the operands of an f64 definition: float literals are doubles
   int64_t smem_bytes_ = 0;
   std::vector<SmemSlot> smem_slots_;  // the dynamic layout, when op_.dynamic_smem > 0
   bool declared_dynamic_smem_ = false;

@@ -339,7 +339,8 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
         if (!e) return make_error("target cuda: " + what + ": " + e.error().message).at_node(n->id);
         static const CUtensorMapDataType kTypes[] = {CU_TENSOR_MAP_DATA_TYPE_FLOAT32, CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                                                      CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_DATA_TYPE_INT32,
-                                                     CU_TENSOR_MAP_DATA_TYPE_INT64, CU_TENSOR_MAP_DATA_TYPE_UINT8};
+                                                     CU_TENSOR_MAP_DATA_TYPE_INT64, CU_TENSOR_MAP_DATA_TYPE_UINT8,
+                                                     CU_TENSOR_MAP_DATA_TYPE_FLOAT64};
         CUtensorMap map;
         TESSERA_CU(cu, tensor_map_encode_tiled, what + ", tensor map " + p.name, &map,
                    kTypes[static_cast<int>(e->data_type)], e->rank, reinterpret_cast<void*>(e->address),

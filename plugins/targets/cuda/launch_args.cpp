@@ -103,6 +103,7 @@ Expected<TensorMapEncoding> encode_tensor_map(const KernelParam& param, const Te
     case DType::I32: e.data_type = TensorMapEncoding::DataType::Int32; break;
     case DType::I64: e.data_type = TensorMapEncoding::DataType::Int64; break;
     case DType::Bool: e.data_type = TensorMapEncoding::DataType::UInt8; break;
+    case DType::F64: e.data_type = TensorMapEncoding::DataType::Float64; break;
   }
   const uint64_t elem = static_cast<uint64_t>(dtype_bytes(buffer.dtype));
   if (address % 16 != 0) return param_error(param, "the buffer's address is not 16-byte aligned");

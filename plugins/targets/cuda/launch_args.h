@@ -65,7 +65,7 @@ class LaunchArgs {
 // cuTensorMapEncodeTiled's arguments for a tensor map over a row-major buffer of type `buffer`
 // at `address`, in the driver's order: innermost dimension first.
 struct TensorMapEncoding {
-  enum class DataType { Float32, Float16, BFloat16, Int32, Int64, UInt8 };
+  enum class DataType { Float32, Float16, BFloat16, Int32, Int64, UInt8, Float64 };
   DataType data_type = DataType::Float32;
   uint32_t rank = 0;
   uint64_t address = 0;

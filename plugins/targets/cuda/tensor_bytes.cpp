@@ -75,6 +75,7 @@ std::string TensorBytes::encode(std::span<const double> values, DType dt) {
       case DType::I32: put(out, i, static_cast<int32_t>(d)); break;
       case DType::I64: put(out, i, static_cast<int64_t>(d)); break;
       case DType::Bool: put(out, i, static_cast<uint8_t>(d != 0.0)); break;
+      case DType::F64: put(out, i, d); break;
     }
   }
   return out;
@@ -95,6 +96,7 @@ Expected<TensorValue> TensorBytes::decode(const std::string& bytes, const Tensor
       case DType::I32: v.data[i] = get<int32_t>(bytes, i); break;
       case DType::I64: v.data[i] = static_cast<double>(get<int64_t>(bytes, i)); break;
       case DType::Bool: v.data[i] = get<uint8_t>(bytes, i) != 0 ? 1.0 : 0.0; break;
+      case DType::F64: v.data[i] = get<double>(bytes, i); break;
     }
   }
   return v;

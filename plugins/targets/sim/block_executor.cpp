@@ -19,9 +19,11 @@ using Mask = std::vector<uint8_t>;
 double to_float(double v) { return static_cast<double>(static_cast<float>(v)); }
 
 // A computed value as a register of `type` holds it: floats rounded to float and then to their
-// storage format (bf16, f16), integers truncated, booleans 0/1.
+// storage format (bf16, f16), f64 kept (the simulator's own precision), integers truncated,
+// booleans 0/1.
 double as_type(double v, DType type) {
   if (type == DType::F32) return to_float(v);  // the common case, without the calls below
+  if (type == DType::F64) return v;
   return dtype_is_float(type) ? round_to_storage(to_float(v), type) : conform_to_dtype(v, type);
 }
 
@@ -180,8 +182,8 @@ class BlockExecutor {
         case ExprKind::Float:
         case ExprKind::Element: break;
       }
-      // Float arithmetic happens in float: round every computed value.
-      if (!ints && node.kind != ExprKind::Select)
+      // Float arithmetic happens in float (in double for f64 operands): round every computed value.
+      if (!ints && !node.in_double && node.kind != ExprKind::Select)
         for (size_t l = 0; l < n; ++l) r[l] = to_float(r[l]);
     }
     if (e.may_fault)
@@ -255,6 +257,7 @@ class BlockExecutor {
     const double stored = g.value->data[static_cast<size_t>(flat)];
     const DType dt = g.value->type.dtype;
     if (!dtype_is_float(dt)) return conform_to_dtype(stored, dt);  // integers load exactly
+    if (dt == DType::F64) return stored;
     return dt == DType::F32 ? to_float(stored) : to_float(round_to_storage(stored, dt));
   }
 
@@ -278,7 +281,7 @@ class BlockExecutor {
     }
     writer = thread;
     DType dt = g.value->type.dtype;
-    g.value->data[static_cast<size_t>(flat)] = round_to_storage(dtype_is_float(dt) ? to_float(v) : v, dt);
+    g.value->data[static_cast<size_t>(flat)] = round_to_storage(dtype_is_float(dt) && dt != DType::F64 ? to_float(v) : v, dt);
     return Status::ok();
   }
 
@@ -358,9 +361,11 @@ class BlockExecutor {
     return Status::ok();
   }
 
-  // Float accumulators round every partial result to f32 (integer ones are exact to 2^53).
+  // Float accumulators round every partial result to f32 (f64 ones keep double precision, integer
+  // ones are exact to 2^53).
   double combine(CombineFn op, double acc, double x) const { return to_float(apply_combine_fn(op, acc, x)); }
   double combine_as(CombineFn op, double acc, double x, DType type) const {
+    if (type == DType::F64) return apply_combine_fn(op, acc, x);
     return dtype_is_float(type) ? combine(op, acc, x) : conform_to_dtype(apply_combine_fn(op, acc, x), type);
   }
 
@@ -444,6 +449,8 @@ class BlockExecutor {
         for (size_t l = 0; l < n; ++l) {
           if (!mask[l]) continue;
           for (size_t i = 0; i < args.size(); ++i) a[i] = args[i][l];
+          if (!dtype_is_float(s.value_type) && is_integer_division_by_zero(s.fn, a))
+            return fail(s, static_cast<int>(l), "integer division by zero (PyTorch raises ZeroDivisionError)");
           dst[l] = as_type(apply_elementwise_fn(s.fn, a), s.value_type);
         }
         return Status::ok();
@@ -482,8 +489,8 @@ class BlockExecutor {
             flat = flat * s.dims[d] + static_cast<int64_t>(i);
           }
           std::vector<double>& acc = regs_[static_cast<size_t>(s.slot + flat)];
-          acc[l] = dtype_is_float(s.value_type) ? as_type(combine(s.accum, acc[l], v[l]), s.value_type)
-                                                : conform_to_dtype(apply_combine_fn(s.accum, acc[l], v[l]), s.value_type);
+          acc[l] = combine_as(s.accum, acc[l], v[l], s.value_type);
+          if (dtype_is_float(s.value_type)) acc[l] = as_type(acc[l], s.value_type);
         }
         return Status::ok();
       }

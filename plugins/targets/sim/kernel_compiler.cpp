@@ -92,7 +92,7 @@ class KernelCompiler {
         break;
       }
       case ExprKind::Int: n.literal = static_cast<double>(e.int_value()); n.is_int = true; break;
-      case ExprKind::Float: n.literal = static_cast<float>(e.float_value()); break;
+      case ExprKind::Float: n.literal = f64_context_ ? e.float_value() : static_cast<float>(e.float_value()); break;
       case ExprKind::Add:
       case ExprKind::Sub:
       case ExprKind::Mul:
@@ -130,8 +130,17 @@ class KernelCompiler {
       }
     }
     if (n.kind == ExprKind::Int || n.kind == ExprKind::Float) n.temp = temps_++;
+    n.in_double = f64_context_;
     out.nodes.push_back(n);
     return static_cast<int>(out.nodes.size()) - 1;
+  }
+
+  // The operands of an f64 definition (Assign, Select, Init, Accum) compile in double.
+  Status compile_typed_exprs(const ExprList& list, DType type, const Stmt& s, std::vector<LaneExpr>& out) {
+    f64_context_ = type == DType::F64;
+    Status status = compile_exprs(list, s, out);
+    f64_context_ = false;
+    return status;
   }
 
   Expected<LaneExpr> compile_expr(const Expr& e, const Stmt& s) {
@@ -202,7 +211,7 @@ class KernelCompiler {
       }
       case StmtKind::Assign: {
         const auto* st = s.as<Assign>();
-        TESSERA_TRY(compile_exprs(st->args, s, c.exprs));
+        TESSERA_TRY(compile_typed_exprs(st->args, st->type.dtype, s, c.exprs));
         // Resolves the name and arity once here; the executor applies it per lane.
         Expected<ElementwiseFn> fn = resolve_elementwise_fn(st->op, st->args.size());
         if (!fn) return error(s, fn.error().message);
@@ -213,14 +222,14 @@ class KernelCompiler {
       }
       case StmtKind::Select: {
         const auto* st = s.as<Select>();
-        TESSERA_TRY(compile_exprs({st->cond, st->then_value, st->else_value}, s, c.exprs));
+        TESSERA_TRY(compile_typed_exprs({st->cond, st->then_value, st->else_value}, st->type.dtype, s, c.exprs));
         c.value_type = st->type.dtype;
         c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
         break;
       }
       case StmtKind::Init: {
         const auto* st = s.as<Init>();
-        TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
+        TESSERA_TRY(compile_typed_exprs({st->value}, st->type.dtype, s, c.exprs));
         if (st->type.array.size() > 3) return error(s, "register arrays have at most 3 dimensions in the simulator");
         c.value_type = st->type.dtype;
         c.dims = st->type.array;
@@ -232,7 +241,9 @@ class KernelCompiler {
       }
       case StmtKind::Accum: {
         const auto* st = s.as<Accum>();
-        TESSERA_TRY(compile_exprs({st->value}, s, c.exprs));
+        const int acc_slot = lookup(st->acc);
+        auto acc_type = acc_slot < 0 ? acc_type_.end() : acc_type_.find(acc_slot);
+        TESSERA_TRY(compile_typed_exprs({st->value}, acc_type == acc_type_.end() ? DType::F32 : acc_type->second, s, c.exprs));
         c.slot = lookup(st->acc);
         if (c.slot < 0) return error(s, "accumulates into '" + st->acc + "', which has no init in scope");
         TESSERA_ASSIGN_OR_RETURN(c.accum, accum_op(st->op, s));
@@ -398,6 +409,7 @@ class KernelCompiler {
   std::vector<std::pair<std::string, int>> scope_;
   std::vector<bool> slot_is_int_;
   std::map<int, DType> acc_type_;  // accumulator slot -> its dtype (Accum rounds to it)
+  bool f64_context_ = false;       // compiling the operands of an f64 definition (compile_typed_exprs)
   std::map<std::string, std::vector<int64_t>> arrays_;  // register arrays -> their shape
   int temps_ = 0;
 };

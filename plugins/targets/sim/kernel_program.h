@@ -21,6 +21,7 @@ namespace tessera::sim {
 struct LaneExprNode {
   ExprKind kind = ExprKind::Int;
   bool is_int = false;     // static type: integer arithmetic (floor div/mod) or float (rounded)
+  bool in_double = false;  // an operand of an f64 definition: float literals and arithmetic stay double
   int slot = -1;           // Var
   double literal = 0.0;    // Int / Float
   DType cast_to = DType::F32;

@@ -62,12 +62,15 @@ enum class FnResult : uint8_t { Same, Float, Bool };
   X(Sin,        "sin",         1, Float, Unary,      "sinf({0})",                        "sine")                                    \
   X(Cos,        "cos",         1, Float, Unary,      "cosf({0})",                        "cosine")                                  \
   X(Square,     "square",      1, Same,  Unary,      "{0:op} * {0:op}",                  "x * x")                                   \
+  X(Floor,      "floor",       1, Same,  Unary,      "tessera_floor({0})",               "round toward -inf; integers unchanged (bool is an error, as in PyTorch)") \
   X(LogicalNot, "logical_not", 1, Bool,  None,       "{0:op} == 0.0f ? 1.0f : 0.0f",     "x == 0")                                  \
   X(Add,        "add",         2, Same,  Arithmetic, "{0:op} + {1:op}",                  "a + b")                                   \
   X(Sub,        "sub",         2, Same,  Arithmetic, "{0:op} - {1:op}",                  "a - b")                                   \
   X(Mul,        "mul",         2, Same,  Arithmetic, "{0:op} * {1:op}",                  "a * b")                                   \
   X(Div,        "div",         2, Float, Arithmetic, "{0:op} / {1:op}",                  "true division; x/0 = +-inf, 0/0 = NaN")   \
   X(Pow,        "pow",         2, Same,  Arithmetic, "powf({0}, {1})",                   "a ^ b; pow(x, 0) = 1 even for NaN x")     \
+  X(FloorDivide, "floor_divide", 2, Same, Arithmetic, "tessera_floor_divide({0}, {1})", "Python's a // b: the floor of the exact quotient (integers stay integers); float x // 0 = x / 0; integer x // 0 is ZeroDivisionError") \
+  X(Remainder,  "remainder",   2, Same,  Arithmetic, "tessera_remainder({0}, {1})",      "Python's a % b: a - (a // b) * b, the sign of b; float x % 0 = NaN; integer x % 0 is ZeroDivisionError") \
   X(Maximum,    "maximum",     2, Same,  TensorPair, "tessera_maximum({0}, {1})",        "larger of a, b; NaN if either is NaN (unlike fmax)") \
   X(Minimum,    "minimum",     2, Same,  TensorPair, "tessera_minimum({0}, {1})",        "smaller of a, b; NaN if either is NaN (unlike fmin)") \
   X(Lt,         "lt",          2, Bool,  Comparison, "{0:op} < {1:op} ? 1.0f : 0.0f",    "a < b; false for NaN")                    \
@@ -115,6 +118,13 @@ Expected<ElementwiseFn> resolve_elementwise_fn(std::string_view name, size_t ari
 
 // The function in double precision; `args` holds fn_info(fn).arity values (comparisons give 1 / 0).
 double apply_elementwise_fn(ElementwiseFn fn, std::span<const double> args);
+
+// Whether `fn` applied to integer operands `args` is an integer division by zero: floor_divide or
+// remainder with a zero divisor, which PyTorch refuses at run time ("ZeroDivisionError"). The
+// evaluators (reference, Tensor and Loop IR interpreters, simulator) report it as an error; a CUDA
+// kernel cannot and gives 0 (docs/ir.md, "Elementwise functions"). Float operands divide by zero
+// as IEEE floats do, so callers ask only for integer results.
+bool is_integer_division_by_zero(ElementwiseFn fn, std::span<const double> args);
 
 // ---- combine ops: how Accum, Combine and TreeHalve merge two partial results -------------------
 

@@ -9,10 +9,11 @@
 
 namespace tessera {
 
-enum class DType : uint8_t { F32, F16, BF16, I32, I64, Bool };
+// F64 comes last so that the older values keep their numbers.
+enum class DType : uint8_t { F32, F16, BF16, I32, I64, Bool, F64 };
 
-std::string_view dtype_name(DType t);          // "float32", "float16", "bfloat16", "int32", "int64", "bool"
-std::string_view dtype_short_name(DType t);    // "f32", "f16", "bf16", "i32", "i64", "bool"
+std::string_view dtype_name(DType t);          // "float32", "float16", "bfloat16", "int32", "int64", "bool", "float64"
+std::string_view dtype_short_name(DType t);    // "f32", "f16", "bf16", "i32", "i64", "bool", "f64"
 std::optional<DType> parse_dtype(std::string_view s);  // accepts both spellings
 int dtype_bytes(DType t);
 bool dtype_is_float(DType t);
