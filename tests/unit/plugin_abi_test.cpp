@@ -50,7 +50,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {2, "f89a0ab52e2713bb", "9c59abea85e1fc6b"},
     {3, "bdcca7f54346df88", "39470b71ab756399"},  // the elementwise function table (ir/elementwise_fn.h); name queries (stmt.h); target progress and KernelCost::work
     {4, "bdcca7f54346df88", "b04337174296ddd0"},  // NodeInputs::in_graph() (ir/graph.h)
-    {5, "8958b2caaa06a04f", "a5c2abb987e29fbb"},  // DType::F64 (ir/type.h); floor, floor_divide, remainder and is_integer_division_by_zero (ir/elementwise_fn.h)
+    {5, "6f47386201edba36", "36cdc3ec2a47ea37"},  // DType::F64 (ir/type.h); floor, floor_divide, remainder and is_integer_division_by_zero (ir/elementwise_fn.h); ConstantOp::checkpoint (ir/op.h), constant_data_windows (eval/constant_data.h), graph JSON version 3
 };
 
 uint64_t fnv1a(const std::string& s) {
