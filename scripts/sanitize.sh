@@ -34,7 +34,12 @@ jobs=$(nproc 2>/dev/null || echo 2)
 [[ -f build-sanitize/CMakeCache.txt ]] || cmake --preset sanitize
 cmake --build build-sanitize -j "${jobs}"
 
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
+# intercept_tls_get_addr=0: ASan's tracking of dynamic TLS misreads a block of one of the
+# dlopen'd libraries (the stand-in driver run of FakeDriverTest.LargeConstantsUploadWindowByWindow
+# reports "DTLS 5 at 0x2eca-0x800003fcc") and LeakSanitizer's tracer then dies with SIGSEGV at exit
+# after the run succeeded. Without the interception, dynamic TLS is not scanned for pointers; no
+# leak report appears with it off, so nothing relies on it.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 exclude=()
 [[ ${all_tests} -eq 1 ]] || exclude=(-E '^(Corpus/NvrtcCorpusTest\.|bench_suite_dry_run$)')
