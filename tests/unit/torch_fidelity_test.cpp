@@ -28,6 +28,14 @@ using test::run_cli;
 
 class TorchFidelityTest : public test::TorchExprFrontendTest {
  protected:
+  // Each program runs on the simulator and its integer outputs match the reference exactly.
+  static void expect_exact_on_simulator(std::initializer_list<const char*> programs) {
+    for (const char* program : programs) {
+      test::CliResult r = run_cli({"run", "--target", "sim", "-c", program});
+      EXPECT_EQ(r.exit_code, 0) << program << "\n" << r.out << r.err;
+      EXPECT_NE(r.out.find("exact)  ok"), std::string::npos) << program << "\n" << r.out;
+    }
+  }
   // A program PyTorch refuses: the message holds `fragment` and points at line:col.
   void expect_refused(const std::string& text, const std::string& fragment, int line, int col) {
     Expected<Graph> g = import(text);
@@ -243,14 +251,10 @@ TEST_F(TorchFidelityTest, LargeIntegersSurviveTheSimulatorExactly) {
 }
 
 TEST_F(TorchFidelityTest, Int32SumsAndBoolSumsAreExactOnTheSimulator) {
-  for (const char* program : {"torch.randint(0, 2147483647, (300,), dtype=torch.int32).sum()",
+  expect_exact_on_simulator({"torch.randint(0, 2147483647, (300,), dtype=torch.int32).sum()",
                               "torch.randint(0, 2147483647, (4, 70), dtype=torch.int32).sum(-1)",
                               "torch.ones(2, 3, dtype=torch.bool).sum()",
-                              "(torch.randn(7, 33) > 0).sum(0)"}) {
-    test::CliResult r = run_cli({"run", "--target", "sim", "-c", program});
-    EXPECT_EQ(r.exit_code, 0) << program << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find("exact)  ok"), std::string::npos) << program << "\n" << r.out;
-  }
+                              "(torch.randn(7, 33) > 0).sum(0)"});
 }
 
 
@@ -300,14 +304,10 @@ TEST_F(TorchFidelityTest, FloorDivisionRoundsTowardMinusInfinity) {
 }
 
 TEST_F(TorchFidelityTest, FloorDivisionIsExactOnTheSimulator) {
-  for (const char* program : {"torch.tensor([-7, 7, -8, 5, 0]) // torch.tensor([2, -2, 3, 5, -3])",
+  expect_exact_on_simulator({"torch.tensor([-7, 7, -8, 5, 0]) // torch.tensor([2, -2, 3, 5, -3])",
                               "torch.randint(0, 100, (7, 33)) % 7 - torch.randint(0, 100, (7, 33)) // -3",
                               "torch.full((3,), 9007199254740991) // 2",
-                              "torch.randint(0, 100, (33,), dtype=torch.int32) // torch.tensor(-7, dtype=torch.int32)"}) {
-    test::CliResult r = run_cli({"run", "--target", "sim", "-c", program});
-    EXPECT_EQ(r.exit_code, 0) << program << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find("exact)  ok"), std::string::npos) << program << "\n" << r.out;
-  }
+                              "torch.randint(0, 100, (33,), dtype=torch.int32) // torch.tensor(-7, dtype=torch.int32)"});
 }
 
 TEST_F(TorchFidelityTest, BoolFloorDivisionRemainderAndFloorAreRefused) {
