@@ -91,6 +91,21 @@ TEST(SafetensorsFile, RoundTripIsBitExactForEveryDtype) {
   }
 }
 
+// Values are doubles once read: an int64 from 2^53 on would lose bits, so reading it is an error
+// naming the tensor and element; smaller ones read exactly.
+TEST(SafetensorsFile, Int64ValuesFromTwoToThe53AreRefusedWhenRead) {
+  const std::string bytes = raw_bytes<int64_t>({-9007199254740991, 7, 9007199254740993});
+  SafetensorsTensorView ids{"ids", DType::I64, {3}, bytes};
+  std::vector<double> first(2);
+  ASSERT_TRUE(safetensors_values_into(ids, 0, first, "io.safetensors"));
+  EXPECT_EQ(first, (std::vector<double>{-9007199254740991.0, 7.0}));
+  Expected<std::vector<double>> all = safetensors_values(ids, "io.safetensors");
+  ASSERT_FALSE(all);
+  const std::string message = all.error().render();
+  EXPECT_NE(message.find("io.safetensors"), std::string::npos) << message;
+  EXPECT_NE(message.find("tensor 'ids': element 2 is 9007199254740993, not below 2^53"), std::string::npos) << message;
+}
+
 TEST(SafetensorsFile, LayoutIsDeterministicAndAligned) {
   const std::string bytes = encoded_sample();
   // The same tensors in another order give the same bytes.

@@ -320,6 +320,16 @@ TEST_F(SimTargetTest, WritesConvertToTheOutputDtype) {
   }
 }
 
+// Registers are doubles: an int64 written from 2^53 on may have lost bits, so it is refused.
+TEST_F(SimTargetTest, Int64WritesFromTwoToThe53AreRefused) {
+  KernelProgramBuilder p;
+  p.input("x", {4}, {0, 1, 2, 3}, DType::I64);
+  p.kernel("y", {"x"}, TensorType{{4}, DType::I64}, {1, 1, 1}, {4, 1, 1},
+           {Let{"a0", V("threadIdx.x")}, Load{"in0", "x", {V("a0")}},
+            Write{"y", {V("a0")}, V("in0") * I(int64_t{1} << 52) + I(1)}});
+  expect_error(p, "y", {"the int64 value 9007199254740992 is not below 2^53", "written to y[2]", "thread (2, 0, 0)"});
+}
+
 TEST_F(SimTargetTest, ShuffleModesFollowTheirLaneRules) {
   // Every lane shuffles its own lane number; width 16 splits the warp into two groups.
   struct Case { ShuffleMode mode; int64_t offset; std::vector<std::pair<int, int>> lane_gets; };

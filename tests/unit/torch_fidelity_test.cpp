@@ -200,11 +200,27 @@ TEST_F(TorchFidelityTest, ViewOfANonContiguousTensorIsRefusedWhereNoViewExists) 
 
 // ---- integers are exact end to end ----------------------------------------------------------------
 
-// Values are doubles in the evaluators: integers past 2^53 could not be exact, so they are refused.
+// Values are doubles in the evaluators: integers from 2^53 on could not be exact, so they are refused.
 TEST_F(TorchFidelityTest, IntegersBeyondTwoToThe53AreRefused) {
-  expect_refused("torch.full((2,), 1152921504606846976)", "is beyond 2^53", 1, 1);
-  expect_refused("a = torch.randint(0, 5, (4,))\na + 9007199254740993", "is beyond 2^53", 2, 1);
-  trace("a = torch.randint(0, 5, (4,))\na + 9007199254740992");
+  expect_refused("torch.full((2,), 1152921504606846976)", "is not below 2^53", 1, 1);
+  expect_refused("a = torch.randint(0, 5, (4,))\na + 9007199254740993", "is not below 2^53", 2, 1);
+  expect_refused("a = torch.randint(0, 5, (4,))\na - 9007199254740992", "is not below 2^53", 2, 1);
+  trace("a = torch.randint(0, 5, (4,))\na + 9007199254740991");
+}
+
+// An int64 result from 2^53 on is an error in every evaluator, never a silently rounded value
+// (randint(0, 5) * 2^52 + 1 reaches 2^54 + 1, which a double holds as 2^54).
+TEST_F(TorchFidelityTest, Int64ResultsFromTwoToThe53AreErrorsNotRoundedValues) {
+  const char* program = "a = torch.randint(0, 5, (64,))\na * 4503599627370496 + 1";
+  Graph g = trace(program);
+  Expected<ValueMap> values = evaluate_reference(g, make_inputs(g, 0));
+  ASSERT_FALSE(values) << "the reference evaluator answered a value past 2^53";
+  EXPECT_NE(values.error().message.find("is not below 2^53"), std::string::npos) << values.error().message;
+  EXPECT_FALSE(values.error().node.empty());
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c", program});
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("is not below 2^53"), std::string::npos) << r.out << r.err;
+  expect_exact_on_simulator({"a = torch.randint(0, 5, (64,))\na * 1125899906842624 + 1"});  // below 2^53: exact
 }
 
 // int32 arithmetic wraps around, as in PyTorch (2147483647 * 2 == -2).

@@ -51,6 +51,11 @@ Expected<ValueMap> evaluate_in_order(const Graph& graph, const ValueMap& inputs,
     }
     Expected<TensorValue> v = compute(*n, values);
     if (!v) return std::move(v).error();
+    // An int64 result past 2^53 may have lost bits already: refuse it rather than answer wrongly.
+    if (v->type.dtype == DType::I64)
+      for (double e : v->data)
+        if (std::string why = inexact_integer_reason(e, DType::I64); !why.empty())
+          return make_error("node '" + n->id + "': " + why).at_node(n->id);
     values.emplace(n->id, std::move(*v));
   }
   return values;

@@ -20,7 +20,8 @@ Expected<std::optional<TensorValue>> leaf_value(const Node& node, const ValueMap
 Expected<const TensorValue*> operand_value(const Node& node, size_t i, const ValueMap& values);
 
 // Walks `graph` in order: leaves take their values from leaf_value, every other node from
-// `compute(node, values so far)`. The one node loop of every evaluator.
+// `compute(node, values so far)`. The one node loop of every evaluator. An int64 result at or
+// past 2^53 in magnitude is an error on its node (inexact_integer_reason).
 Expected<ValueMap> evaluate_in_order(const Graph& graph, const ValueMap& inputs,
                                      const std::function<Expected<TensorValue>(const Node&, const ValueMap&)>& compute);
 

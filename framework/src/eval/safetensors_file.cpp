@@ -374,7 +374,16 @@ Status safetensors_values_into(const SafetensorsTensorView& tensor, int64_t firs
       case DType::F16: out[i] = half_bits_to_double(static_cast<uint16_t>(le(i, 2))); break;
       case DType::BF16: out[i] = std::bit_cast<float>(static_cast<uint32_t>(le(i, 2)) << 16); break;
       case DType::I32: out[i] = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(le(i, 4)))); break;
-      case DType::I64: out[i] = static_cast<double>(static_cast<int64_t>(le(i, 8))); break;
+      case DType::I64: {
+        const auto v = static_cast<int64_t>(le(i, 8));
+        out[i] = static_cast<double>(v);
+        // Values are doubles past this point: an int64 that does not fit one exactly is refused.
+        if (!inexact_integer_reason(out[i], DType::I64).empty())
+          return file_error(source, "tensor " + in_quotes(tensor.name) + ": element " +
+                                        std::to_string(first + static_cast<int64_t>(i)) + " is " + std::to_string(v) +
+                                        ", not below 2^53 in magnitude; Tessera holds int64 values exactly only there");
+        break;
+      }
       case DType::Bool: out[i] = p[i] != 0 ? 1.0 : 0.0; break;
       case DType::F64: out[i] = std::bit_cast<double>(static_cast<uint64_t>(le(i, 8))); break;
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 
 namespace tessera {
 
@@ -89,6 +90,15 @@ double conform_to_dtype(double v, DType dtype) {
     case DType::I64: return std::isfinite(v) ? std::trunc(v) : v;
     default: return v;
   }
+}
+
+std::string inexact_integer_reason(double v, DType dtype) {
+  if (dtype != DType::I64 || !(std::fabs(v) >= kExactIntegerLimit)) return "";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", v);
+  return std::string("the int64 value ") + text +
+         " is not below 2^53 in magnitude, where integers held as doubles stop being exact (the CPU "
+         "evaluators and the simulator compute in doubles; the cuda target computes int64 exactly)";
 }
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 
 #include "shape_inference.h"
 #include "spelling_suggestion.h"
+#include "tessera/eval/tensor_value.h"
 #include "tessera/ir/elementwise_fn.h"
 
 namespace tessera::torch_expr {
@@ -1196,10 +1197,11 @@ Expected<TracedValue> TorchLibrary::attention(const std::string& q, const std::s
 
 Status TorchLibrary::require_exact_integer(const TracedValue& v, const CallSite& site) const {
   const auto* i = v.as<int64_t>();
-  constexpr int64_t kExact = int64_t{1} << 53;
-  if (!i || (*i <= kExact && *i >= -kExact)) return Status::ok();
+  constexpr auto kExact = static_cast<int64_t>(kExactIntegerLimit);
+  if (!i || (*i < kExact && *i > -kExact)) return Status::ok();
   return builder_.error(site.span, site.callee + ": the integer " + std::to_string(*i) +
-                                       " is beyond 2^53: Tessera computes integers exactly only up to 2^53");
+                                       " is not below 2^53 in magnitude: Tessera computes integers exactly only "
+                                       "below 2^53 (its CPU evaluators hold values as doubles)");
 }
 
 Status TorchLibrary::reject_like_pytorch(const std::string& target, const std::vector<TracedValue>& operands,

@@ -172,7 +172,7 @@ class TorchLibrary {
   // integer ** negative int), refused with PyTorch's message, located at the call.
   Status reject_like_pytorch(const std::string& target, const std::vector<TracedValue>& operands,
                              const CallSite& site) const;
-  // Integers are exact to 2^53 (values are doubles in the evaluators): a larger Python int is refused.
+  // Integers are exact below 2^53 (values are doubles in the evaluators): a larger Python int is refused.
   Status require_exact_integer(const TracedValue& v, const CallSite& site) const;
   // Idioms (torch_library_idioms.cpp): generated tensors, RoPE and mask building blocks,
   // precision spellings and the Also-list ops, mostly composed from the canonical targets.

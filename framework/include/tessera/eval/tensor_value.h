@@ -46,6 +46,14 @@ bool next_index(std::vector<int64_t>& index, const Shape& shape);
 // bool is 0 or 1, floating types stay double (the evaluators do not model f32 rounding).
 double conform_to_dtype(double v, DType dtype);
 
+// Values are doubles in the CPU evaluators and the simulator, so an integer is exact there only
+// below 2^53 in magnitude: past it an int64 result may already have lost bits (2^53 + 1 reads as
+// 2^53). The frontend refuses such literals; the evaluators refuse such results rather than answer
+// wrongly. The cuda target computes int64 natively and has no such limit.
+inline constexpr double kExactIntegerLimit = 9007199254740992.0;  // 2^53
+// Why `v`, a value of `dtype`, cannot be trusted (an int64 at or past kExactIntegerLimit), else "".
+std::string inexact_integer_reason(double v, DType dtype);
+
 // The value a buffer of `dtype` holds on the GPU: f32 rounds to float, f16 and bf16 to their
 // nearest representable value (ties to even; overflow to infinity), integers and bool as
 // conform_to_dtype. What the simulator stores, so it matches the storage of the CUDA target.
