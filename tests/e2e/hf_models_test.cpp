@@ -362,11 +362,14 @@ TEST_F(HfModelsTest, IdenticalLayersShareTheirKernels) {
         EXPECT_EQ(op.source, first.source);
         // Launched with this layer's weights: no buffer of another layer.
         for (const KernelParam& param : op.params) {
-          if (param.name.rfind("p_model_layers_", 0) == 0)
+          if (param.name.rfind("p_model_layers_", 0) == 0) {
             EXPECT_EQ(param.name.rfind("p_model_layers_" + std::to_string(l) + "_", 0), 0u) << param.name;
-          for (int other = 0; other < 4; ++other)
-            if (other != l && other != l - 1)
+          }
+          for (int other = 0; other < 4; ++other) {
+            if (other != l && other != l - 1) {
               EXPECT_NE(param.name.rfind("l" + std::to_string(other) + "_", 0), 0u) << param.name;
+            }
+          }
         }
       }
     }

@@ -110,8 +110,9 @@ TEST_P(RandomKnobsTest, SampledSchedulesMatchReference) {
     with_arrays += check(GetParam().text, seed);
     if (HasFailure()) return;
   }
-  if (register_tiled_family(GetParam().name))
+  if (register_tiled_family(GetParam().name)) {
     EXPECT_GT(with_arrays, 0) << "no sampled schedule register-tiled " << GetParam().name;
+  }
 }
 
 // Half-precision storage: 2-byte slabs stay synchronous (cp.async moves 4 bytes at least) and

@@ -68,7 +68,7 @@ class NvrtcBuildTest : public test::BuiltPluginsTest {
   }
 
   Expected<std::vector<KernelBuild>> build(const Graph& g, const std::string& arch) {
-    return target_->build(g, TargetOptions{arch, device_, cache_dir_.string()});
+    return target_->build(g, TargetOptions{.arch = arch, .device = device_, .cache_dir = cache_dir_.string()});
   }
 
   // The cache entries (one .json per compiled kernel and arch).
@@ -257,7 +257,7 @@ TEST_F(NvrtcBuildTest, AnUnwritableCacheCompilesWithAWarning) {
   const fs::path file = cache_dir_ / "not_a_directory";
   std::ofstream(file) << "x";
   Graph g = cuda_graph("k_copy", "extern \"C\" __global__ void k_copy(const float* x, float* y) { y[0] = x[0]; }\n");
-  auto b = target_->build(g, TargetOptions{"sm_90", device_, (file / "cache").string()});
+  auto b = target_->build(g, TargetOptions{.arch = "sm_90", .device = device_, .cache_dir = (file / "cache").string()});
   ASSERT_TRUE(b) << b.error().render();
   EXPECT_FALSE((*b)[0].binary.empty());
   EXPECT_NE((*b)[0].cache_warning.find("compiling without the kernel cache"), std::string::npos)
@@ -293,7 +293,7 @@ TEST_F(NvrtcBuildTest, ASharedSourceIsCompiledOnceAndProgressCountsDistinctKerne
   second->params[1].name = "z";
   g.add("z", std::move(second), {"y"}, TensorType{{4}, DType::F32});
   g.outputs() = {"z"};
-  TargetOptions options{"sm_90", device_, cache_dir_.string()};
+  TargetOptions options{.arch = "sm_90", .device = device_, .cache_dir = cache_dir_.string()};
   std::vector<TargetProgress> reports;
   const std::thread::id caller = std::this_thread::get_id();
   options.progress = [&](const TargetProgress& p) {
@@ -338,7 +338,7 @@ TEST_F(NvrtcBuildTest, OnlyCudaIrIsBuilt) {
   EXPECT_NE(b.error().render().find("target cuda builds CUDA IR"), std::string::npos) << b.error().render();
   std::unique_ptr<Target> sim = host_->registry().make_target("sim");
   ASSERT_NE(sim, nullptr);
-  auto none = sim->build(g, TargetOptions{"sm_90", device_, ""});
+  auto none = sim->build(g, TargetOptions{.arch = "sm_90", .device = device_, .cache_dir = ""});
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().render().find("target sim does not compile kernels"), std::string::npos);
 }

@@ -51,7 +51,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {3, "bdcca7f54346df88", "39470b71ab756399"},  // the elementwise function table (ir/elementwise_fn.h); name queries (stmt.h); target progress and KernelCost::work
     {4, "bdcca7f54346df88", "b04337174296ddd0"},  // NodeInputs::in_graph() (ir/graph.h)
     {5, "6f47386201edba36", "36cdc3ec2a47ea37"},  // DType::F64 (ir/type.h); floor, floor_divide, remainder and is_integer_division_by_zero (ir/elementwise_fn.h); ConstantOp::checkpoint (ir/op.h), constant_data_windows (eval/constant_data.h), graph JSON version 3
-    {6, "6f47386201edba36", "7295774e2940e705"},  // kExactIntegerLimit and inexact_integer_reason (eval/tensor_value.h)
+    {6, "6f47386201edba36", "791c087e8c5bfdb1"},  // kExactIntegerLimit and inexact_integer_reason (eval/tensor_value.h); TargetOptions members all initialized
 };
 
 uint64_t fnv1a(const std::string& s) {

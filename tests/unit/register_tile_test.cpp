@@ -246,7 +246,7 @@ class RegisterTileTest : public test::BuiltPluginsTest {
     if (!m) return m.error();
     std::unique_ptr<Target> sim = host_->registry().make_target("sim");
     if (!sim) return make_error("no sim target");
-    Expected<TargetRun> run = sim->execute(g, inputs, TargetOptions{device_->arch, device_, ""});
+    Expected<TargetRun> run = sim->execute(g, inputs, TargetOptions{.arch = device_->arch, .device = device_, .cache_dir = ""});
     if (!run) return run.error();
     return run->outputs;
   }
@@ -419,7 +419,7 @@ TEST_P(RegisterTileCorpusTest, EveryTNMakesArraysAndSimulatesLikeTheReference) {
     Expected<ValueMap> expected = evaluate_reference(torch, inputs);
     ASSERT_TRUE(expected) << expected.error().render();
     std::unique_ptr<Target> sim = host_->registry().make_target("sim");
-    Expected<TargetRun> run = sim->execute(g, inputs, TargetOptions{device_->arch, device_, ""});
+    Expected<TargetRun> run = sim->execute(g, inputs, TargetOptions{.arch = device_->arch, .device = device_, .cache_dir = ""});
     ASSERT_TRUE(run) << "TN=" << tn << ": " << run.error().render() << "\n" << print_graph(g);
     for (const std::string& out : torch.outputs()) {
       Expected<ValueComparison> cmp = compare_output(*expected, run->outputs, out);

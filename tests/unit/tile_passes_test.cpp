@@ -110,7 +110,7 @@ class TilePassesTest : public test::BuiltPluginsTest {
     ASSERT_TRUE(m) << what << ": materialize: " << m.message() << "\n" << print_graph(scheduled);
     std::unique_ptr<Target> sim = host_->registry().make_target("sim");
     ASSERT_NE(sim, nullptr);
-    Expected<TargetRun> run = sim->execute(scheduled, inputs, TargetOptions{device_->arch, device_, ""});
+    Expected<TargetRun> run = sim->execute(scheduled, inputs, TargetOptions{.arch = device_->arch, .device = device_, .cache_dir = ""});
     ASSERT_TRUE(run) << what << ": " << run.error().render() << "\n" << print_graph(scheduled);
     for (const std::string& out : torch.outputs()) {
       Expected<ValueComparison> cmp = compare_output(*expected, run->outputs, out);

@@ -285,7 +285,7 @@ TEST_F(RegisterArrayTargetsTest, EmitterDeclaresACArrayThatNvrtcCompiles) {
   ASSERT_NE(cuda, nullptr);
   const std::string cache = ::testing::TempDir() + "/tessera_register_array_cache";
   std::filesystem::remove_all(cache);
-  auto built = cuda->build(p.g, TargetOptions{"sm_90", h100(), cache});
+  auto built = cuda->build(p.g, TargetOptions{.arch = "sm_90", .device = h100(), .cache_dir = cache});
   std::filesystem::remove_all(cache);
   EXPECT_TRUE(built) << (built ? "" : built.error().render()) << "\n" << op->source;
 #endif

@@ -204,7 +204,7 @@ void VectorizeLoadsTest::check_bf16_under_default_pipeline(const std::string& pr
   ASSERT_NE(target, nullptr);
   const std::string cache = ::testing::TempDir() + "/" + cache_name;
   std::filesystem::remove_all(cache);
-  auto built = target->build(cuda, TargetOptions{"sm_90", device_, cache});
+  auto built = target->build(cuda, TargetOptions{.arch = "sm_90", .device = device_, .cache_dir = cache});
   std::filesystem::remove_all(cache);
   EXPECT_TRUE(built) << (built ? "" : built.error().render()) << "\n" << sources;
 #endif

@@ -41,12 +41,12 @@ struct TargetOptions {
   const DeviceDesc* device = nullptr;
   std::string cache_dir;
   bool want_ptx = false;            // build() also returns each kernel's PTX (KernelBuild::ptx)
-  ScalarArgs scalars;               // the values of the kernels' scalar parameters
+  ScalarArgs scalars{};             // the values of the kernels' scalar parameters
   // Called by a target whose execute() or build() takes long, with the work done so far: the
   // simulator's execute() after every block (units of KernelCost::work), the cuda target's build()
   // as NVRTC finishes each distinct kernel (units of kernels). Empty: no reports. Always called on
   // the thread that called execute() or build().
-  std::function<void(const TargetProgress&)> progress;
+  std::function<void(const TargetProgress&)> progress{};
 };
 
 // One kernel launch a target performed, in launch order (what `tessera run` lists).
