@@ -281,6 +281,40 @@ TEST_F(FuseTest, RecomputedElementwiseWorkIsBounded) {
   }
 }
 
+// SIZE RULE: a chain of 600 elementwise statements becomes several kernels of at most 128
+// statements each (not one kernel that grows with the program), computing the same values.
+TEST_F(FuseTest, LongElementwiseChainsAreCutIntoBoundedKernels) {
+  std::string program = "x = torch.randn(3, 5)\n";
+  for (int i = 0; i < 600; ++i) program += i % 2 ? "x = x * 0.5\n" : "x = x + 1\n";
+  program += "x";
+  Graph torch = trace(program);
+  if (HasFailure()) return;
+  std::vector<PassContext::Skip> skips;
+  Graph g = lower(torch, true, &skips);
+  EXPECT_GE(count_kernels(g), 5) << print_graph(g);
+  EXPECT_LE(count_kernels(g), 12) << print_graph(g);
+  for (const Node* n : g.nodes()) {
+    const auto* op = n->op_as<LoopOp>();
+    if (op == nullptr) continue;
+    struct StatementCount final : StmtVisitor {
+      int64_t n = 0;
+#define TESSERA_X(K)                        \
+  void visit_##K(const K& s) override {     \
+    ++n;                                    \
+    StmtVisitor::visit_##K(s);              \
+  }
+      TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+    } count;
+    count.visit(op->body);
+    EXPECT_LE(count.n, 128) << n->id;
+  }
+  bool size_skip = false;
+  for (const auto& s : skips) size_skip = size_skip || s.reason.find("size: fusing would make kernel") != std::string::npos;
+  EXPECT_TRUE(size_skip);
+  expect_matches_reference(program);
+}
+
 TEST_F(FuseTest, ProgramOutputsStayMaterialized) {
   Graph torch = trace("x=torch.randn(4,6); y = torch.exp(x); z = y + 1; (y, z)");
   if (HasFailure()) return;

@@ -33,6 +33,7 @@
 //   fuses into P once per element: recomputing would save no memory traffic, only add work. This
 //   materializes a residual stream x + linear(h) as the matmul's epilogue at every residual add,
 //   so every layer of a model lowers to the same kernels (see reduction_left_behind).
+//   SIZE RULE: no fusion makes a kernel longer than kMaxFusedKernelStatements statements.
 //   Declined fusions are reported with ctx.skip(node, reason).
 //   Resulting kernel counts: the seed, RMSNorm, softmax and the gated MLP are one kernel each. The
 //   LayerNorm module is one kernel too: mean and variance are row reductions read once per row, so
@@ -75,6 +76,13 @@ constexpr int64_t kMaxRecomputedStatements = 16;
 constexpr int64_t kMaxRecomputedStatementsPerKernel = 2 * kMaxRecomputedStatements;
 // Recompute factors are sums of ratios: 1 within this is once per element.
 constexpr double kFactorEps = 1e-9;
+// SIZE RULE: no fusion makes a kernel body longer than this many statements. The largest fused
+// kernel of the corpus and of the shipped models has 60 (30 in a model layer); a long chain of
+// elementwise statements (`x = x + 1` ten thousand times) is cut into kernels of this size instead
+// of one kernel that grows with the program, which made each fusion cost the whole chain
+// (quadratic compile time: 30 s for 10,000 statements, now linear) and would give NVRTC one
+// enormous function. TorchInductor bounds its fusions the same way (max_fusion_size).
+constexpr int64_t kMaxFusedKernelStatements = 128;
 
 std::optional<int64_t> loop_extent(const Loop& l) {
   if (!l.begin.is(ExprKind::Int) || !l.end.is(ExprKind::Int)) return std::nullopt;
@@ -657,8 +665,17 @@ class FusePass final : public Pass {
     }
     std::vector<Body> bodies;
     trial_fresh = fresh;
-    for (const std::string& u : users)
+    for (const std::string& u : users) {
       bodies.push_back(Inliner(p.id, *shape, trial_fresh).run(g.find(u)->op_as<LoopOp>()->body));
+      LoopIrCensus census;
+      census.visit(bodies.back());
+      if (census.statements > kMaxFusedKernelStatements) {
+        report(ctx, reported, p,
+               "size: fusing would make kernel " + u + " " + std::to_string(census.statements) +
+                   " statements long (bound " + std::to_string(kMaxFusedKernelStatements) + ")");
+        return false;
+      }
+    }
     for (const std::string& u : users) recomputed[u] += carried;
     fresh = trial_fresh;
     for (size_t k = 0; k < users.size(); ++k) {
