@@ -117,8 +117,8 @@ struct ModuleSlot {
   std::string name;
   bool bound = false;
   // Tessera traces inference, so modules start in eval mode (PyTorch's start in training mode);
-  // `.train()` / `.eval()` set this for a module and its submodules. Only `self.training` and
-  // nn.Dropout read it.
+  // `.train()` / `.eval()` set this for a module and its submodules. Only the `training`
+  // attribute (`self.training`) and nn.Dropout read it.
   bool training = false;
 
   // "up" for self.up of an anonymous root object, "" for an anonymous root.
