@@ -413,7 +413,76 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "torch.softmax(x, -1) + x.sum(-1, keepdim=True) + x.mean(0) + x.amax(-1, keepdim=True) + torch.sqrt(x * x).amin(0)"},
       {"Float64Conversions",
        "x=torch.randn(7,33); n=torch.randint(0,9,(33,)); "
-       "(x.double() * 1e-3 + x.to(torch.float64).sum(0) + n + x.to(dtype=torch.double) ** 2).float() + x"}};
+       "(x.double() * 1e-3 + x.to(torch.float64).sum(0) + n + x.to(dtype=torch.double) ** 2).float() + x"},
+      // Module conversion (docs/torch-ops.md, "Module conversion and mode"): a Hugging Face-style
+      // model converted with .to(torch.bfloat16) (user classes, nn.ModuleList and builtin modules
+      // inside), an fp16 nn.Sequential with .half().eval(), a model with an embedding converted with
+      // .double() (the integer ids stay int64), and conversions after a first call made the
+      // parameters. Half-precision outputs end in softmax or sigmoid: the Tensor IR interpreter keeps
+      // half values unrounded, so an output near zero would fail decompose's relative check.
+      {"ConvertModuleToBfloat16Block",
+       "import torch\n"
+       "import torch.nn as nn\n"
+       "import torch.nn.functional as F\n"
+       "\n"
+       "\n"
+       "class MLP(nn.Module):\n"
+       "    def __init__(self, hidden_size, intermediate_size):\n"
+       "        super().__init__()\n"
+       "        self.gate_proj = nn.Linear(hidden_size, intermediate_size, bias=False)\n"
+       "        self.up_proj = nn.Linear(hidden_size, intermediate_size, bias=False)\n"
+       "        self.down_proj = nn.Linear(intermediate_size, hidden_size, bias=False)\n"
+       "\n"
+       "    def forward(self, x):\n"
+       "        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))\n"
+       "\n"
+       "\n"
+       "class Model(nn.Module):\n"
+       "    def __init__(self, hidden_size=32, intermediate_size=64, num_layers=2, vocab_size=16):\n"
+       "        super().__init__()\n"
+       "        self.layers = nn.ModuleList([MLP(hidden_size, intermediate_size) for _ in range(num_layers)])\n"
+       "        self.norms = nn.ModuleList([nn.RMSNorm(hidden_size, eps=1e-6) for _ in range(num_layers)])\n"
+       "        self.norm = nn.RMSNorm(hidden_size, eps=1e-6)\n"
+       "        self.lm_head = nn.Linear(hidden_size, vocab_size, bias=False)\n"
+       "        self.dropout = nn.Dropout(0.1)\n"
+       "\n"
+       "    def forward(self, hidden_states):\n"
+       "        for norm, mlp in zip(self.norms, self.layers):\n"
+       "            hidden_states = hidden_states + self.dropout(mlp(norm(hidden_states)))\n"
+       "        return torch.softmax(self.lm_head(self.norm(hidden_states)), dim=-1)\n"
+       "\n"
+       "\n"
+       "model = Model(num_layers=1).to(torch.bfloat16).eval()\n"
+       "model(torch.randn(1, 7, 32, dtype=torch.bfloat16))"},
+      {"ConvertModuleHalfSequentialEval",
+       "model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Dropout(0.1), nn.Linear(32, 8), nn.LayerNorm(8), "
+       "nn.Softmax(dim=-1)).half().eval()\n"
+       "model(torch.randn(3, 5, 16, dtype=torch.float16))"},
+      {"ConvertModuleDoubleEmbedding",
+       "class Net(nn.Module):\n"
+       "    def __init__(self, vocab, d):\n"
+       "        super().__init__()\n"
+       "        self.embed = nn.Embedding(vocab, d)\n"
+       "        self.norm = nn.LayerNorm(d)\n"
+       "        self.head = nn.Linear(d, vocab, bias=False)\n"
+       "\n"
+       "    def forward(self, ids):\n"
+       "        return torch.softmax(self.head(self.norm(self.embed(ids))), -1)\n"
+       "\n"
+       "\n"
+       "net = Net(50, 16)\n"
+       "net.double()\n"
+       "net(torch.randint(0, 50, (2, 9)))"},
+      {"ConvertModuleAfterCall",
+       "m = nn.Linear(24, 12)\n"
+       "x = torch.randn(5, 24)\n"
+       "a = m(x)\n"
+       "m.double()\n"
+       "c = m(x.double())\n"
+       "m.half()\n"
+       "b = m(x.half())\n"
+       "n = nn.RMSNorm(12, dtype=torch.bfloat16).float()\n"
+       "(a, c, torch.sigmoid(b), n(a))"}};
   return corpus;
 }
 

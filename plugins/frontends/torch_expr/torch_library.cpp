@@ -3,6 +3,7 @@
 #include "torch_library.h"
 
 #include <cmath>
+#include <sstream>
 
 #include "shape_inference.h"
 #include "spelling_suggestion.h"
@@ -525,6 +526,14 @@ Expected<std::unique_ptr<BuiltinModule>> TorchLibrary::construct_module(const st
     if (approximate != "none" && approximate != "tanh")
       return a.error("approximate", "approximate must be 'none' or 'tanh', got '" + approximate + "'");
     m->config.set("approximate", approximate);
+  } else if (m->kind == "Dropout") {
+    TESSERA_ASSIGN_OR_RETURN(double p, a.number("p"));
+    if (!(p >= 0 && p <= 1)) {
+      std::ostringstream text;  // 1.5, as Python prints it
+      text << p;
+      return a.error("p", "dropout probability has to be between 0 and 1, but got " + text.str());
+    }
+    m->config.set("p", p);  // matters only in training mode (after .train())
   } else if (m->kind == "ReLU" || m->kind == "SiLU") {
     TESSERA_ASSIGN_OR_RETURN(bool inplace, a.boolean("inplace"));
     (void)inplace;  // no aliasing in a traced graph
@@ -598,6 +607,9 @@ Expected<TracedValue> TorchLibrary::call_module(BuiltinModule& m, const std::vec
   };
 
   if (m.kind == "Linear") return linear(x, *param("weight"), param("bias"), s);
+  if (m.kind == "Dropout" && m.training && m.config.get_float("p", 0.5) > 0)
+    return builder_.error(site.span, m.display + " is in training mode (the program called .train()), where it zeroes "
+                                                 "random elements; Tessera compiles inference: call .eval() on the model");
   if (m.kind == "Dropout" || m.kind == "Identity") return TracedValue(TensorValue{x});
   if (m.kind == "RMSNorm" || m.kind == "LayerNorm") {
     const auto* shape = std::get_if<std::vector<int64_t>>(m.config.find("normalized_shape"));
@@ -609,6 +621,18 @@ Expected<TracedValue> TorchLibrary::call_module(BuiltinModule& m, const std::vec
   if (m.kind == "Embedding") return embedding(x, *param("weight"), s);
   if (m.kind == "GELU") return gelu(x, m.config.get_string("approximate", "none"), s);
   return unary_op(modules_.at("torch.nn." + m.kind).target, x, s);
+}
+
+Status TorchLibrary::convert_module_parameters(BuiltinModule& m, DType dtype, const CallSite& site) {
+  m.dtype = dtype;
+  if (!m.params_created) return Status::ok();
+  for (auto& [name, node] : m.param_nodes) {
+    CallSite s = site;
+    s.name_hint = node + "_" + std::string(dtype_name(dtype));  // p_up_weight_float16
+    TESSERA_ASSIGN_OR_RETURN(TracedValue converted, cast(node, dtype, s));
+    node = converted.as<TensorValue>()->node;
+  }
+  return Status::ok();
 }
 
 // ---- tensor attributes and operators ---------------------------------------------------------

@@ -59,6 +59,11 @@ class TorchLibrary {
                                                             const CallSite& site);
   Expected<TracedValue> call_module(BuiltinModule& module, const std::vector<ArgumentValue>& args,
                                     const CallSite& site);
+  // Module conversion (`m.half()`, `m.to(torch.bfloat16)`): the module's parameters (all floating
+  // point) become `dtype`. Before the first call this sets the dtype they will be created in; after
+  // it, each parameter is replaced by a `cast` of the existing constant made at `site`, so earlier
+  // calls keep their values and later calls see PyTorch's converted ones.
+  Status convert_module_parameters(BuiltinModule& module, DType dtype, const CallSite& site);
 
   bool has_tensor_method(const std::string& name) const { return methods_.count(name) > 0; }
   Expected<TracedValue> call_tensor_method(const std::string& node, const std::string& method,

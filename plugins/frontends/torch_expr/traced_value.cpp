@@ -75,6 +75,7 @@ std::string describe_value(const TracedValue& v) {
     std::string operator()(const SuperValue&) const { return "super()"; }
     std::string operator()(const ModuleInitValue&) const { return "method nn.Module.__init__"; }
     std::string operator()(const ContainerValue& c) const { return "nn." + c.container->kind + " module"; }
+    std::string operator()(const ModuleMethodValue& m) const { return "method nn.Module." + m.method; }
   };
   return std::visit(Visitor{}, v.v);
 }

@@ -83,12 +83,18 @@ struct ModuleContainer;
 struct ContainerValue {
   ModuleContainer* container = nullptr;
 };
+// `model.half`, `model.to`, `model.eval` before the call: an nn.Module method that converts the
+// module (builtin, user object or container) or switches its mode, and returns the module itself.
+struct ModuleMethodValue {
+  std::variant<ModuleValue, UserObjectValue, ContainerValue> module;
+  std::string method;  // "half", "to", "eval", ...
+};
 
 struct TracedValue {
   std::variant<NoneValue, bool, int64_t, double, std::string, EllipsisValue, TensorValue,
                SequenceValue, DTypeValue, NamespaceValue, FunctionValue, ModuleClassValue,
                ModuleValue, TensorMethodValue, UserClassValue, UserObjectValue, UserFunctionValue,
-               SuperValue, ModuleInitValue, ContainerValue>
+               SuperValue, ModuleInitValue, ContainerValue, ModuleMethodValue>
       v;
 
   TracedValue() = default;
@@ -110,6 +116,10 @@ struct ModuleSlot {
   const ModuleSlot* parent = nullptr;
   std::string name;
   bool bound = false;
+  // Tessera traces inference, so modules start in eval mode (PyTorch's start in training mode);
+  // `.train()` / `.eval()` set this for a module and its submodules. Only the `training`
+  // attribute (`self.training`) and nn.Dropout read it.
+  bool training = false;
 
   // "up" for self.up of an anonymous root object, "" for an anonymous root.
   std::string path() const;
@@ -118,12 +128,14 @@ struct ModuleSlot {
 };
 
 // An instance of a catalog module (nn.Linear(64, 16)). Its parameters are created as graph
-// constants on the first call, in the dtype of that call's input unless `dtype=` was given.
+// constants on the first call, in `dtype` (the constructor's `dtype=` or the last conversion such
+// as `.half()`), else float32. A conversion after the first call replaces each entry of
+// param_nodes by a `cast` of it, so later calls use the converted values.
 struct BuiltinModule : ModuleSlot {
   std::string kind;            // "Linear"
   std::string display;         // "nn.Linear(64, 16)" for messages
   Attrs config;                // the constructor arguments, normalized
-  std::optional<DType> dtype;  // from dtype=..., else the first input's
+  std::optional<DType> dtype;  // from dtype=... or the last conversion, else float32
   bool params_created = false;
   std::string prefix;          // the resolved path prefix of the parameters
   std::map<std::string, std::string> param_nodes;  // "weight" -> "p_weight"

@@ -440,9 +440,13 @@ Expected<TracedValue> Tracer::eval_attribute(const ExprNode& e, const AttributeE
     return library_.tensor_attribute(t->node, attr.attr, attr.attr_span, site);
   }
   if (auto* o = owner.as<UserObjectValue>()) {
-    // Tessera traces inference: a module's `training` flag reads False (as after .eval()).
-    if (attr.attr == "training" && !o->object->attrs.count("training")) return TracedValue(false);
-    return object_attribute(*o->object, attr.attr, attr.attr_span);
+    // Tessera traces inference: a module's `training` flag reads False (as after .eval()) unless
+    // the program called .train().
+    if (attr.attr == "training" && !o->object->attrs.count("training")) return TracedValue(o->object->training);
+    Expected<TracedValue> found = object_attribute(*o->object, attr.attr, attr.attr_span);
+    // nn.Module's own methods, unless the class defines one of the same name.
+    if (!found && is_module_method(attr.attr)) return TracedValue(ModuleMethodValue{*o, attr.attr});
+    return found;
   }
   if (const auto* seq = owner.as<SequenceValue>()) {
     for (size_t i = 0; i < seq->field_names.size() && i < seq->items.size(); ++i)
@@ -465,6 +469,13 @@ Expected<TracedValue> Tracer::eval_attribute(const ExprNode& e, const AttributeE
         return TracedValue(UserFunctionValue{it->second, s->object});
     if (attr.attr == "__init__") return TracedValue(ModuleInitValue{});
     return source_.error(attr.attr_span, "super()." + attr.attr + " is not supported; only super().__init__() is");
+  }
+  if (owner.is<ModuleValue>() || owner.is<ContainerValue>()) {
+    if (attr.attr == "training") return TracedValue(module_slot(owner)->training);
+    if (is_module_method(attr.attr)) {
+      if (const auto* m = owner.as<ModuleValue>()) return TracedValue(ModuleMethodValue{*m, attr.attr});
+      return TracedValue(ModuleMethodValue{*owner.as<ContainerValue>(), attr.attr});
+    }
   }
   if (owner.is<ModuleValue>())
     return source_.error(attr.attr_span, "attribute '" + attr.attr + "' of " + describe_value(owner) +
@@ -576,6 +587,7 @@ Expected<TracedValue> Tracer::call_value(const TracedValue& callee, const std::v
     return invoke(*f->function, f->self, owner, args, site);
   }
   if (callee.is<ModuleInitValue>()) return TracedValue(NoneValue{});  // nn.Module.__init__ has nothing to do here
+  if (const auto* m = callee.as<ModuleMethodValue>()) return call_module_method(*m, args, site);
   return source_.error(callee_span, describe_value(callee) + " is not callable");
 }
 

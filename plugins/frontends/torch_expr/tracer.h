@@ -93,6 +93,17 @@ class Tracer {
                                             const CallSite& site);
   Expected<TracedValue> container_item(ModuleContainer& c, const TracedValue& index, const SourceSpan& span);
 
+  // Module conversion and mode (module_conversion.cpp): `.half()`, `.float()`, `.double()`,
+  // `.bfloat16()`, `.to(...)`, `.cuda()`, `.cpu()`, `.eval()`, `.train()`, `.requires_grad_()`.
+  struct ModuleChange {
+    std::optional<DType> dtype;     // floating-point parameters become this dtype
+    std::optional<bool> training;   // the training flag of every module of the tree
+  };
+  static bool is_module_method(const std::string& name);
+  Expected<TracedValue> call_module_method(const ModuleMethodValue& method, const std::vector<ArgumentValue>& args,
+                                           const CallSite& site);
+  Status change_module_tree(const TracedValue& root, const ModuleChange& change, const CallSite& site);
+
   std::vector<std::string> visible_names(const Frame& frame) const;
   static std::string callee_display(const ExprNode& callee);
 
