@@ -7,7 +7,8 @@
 //              scaled_dot_product_attention(attn_mask=...)
 //   precision  softmax/log_softmax(dtype=), type_as, type(dtype)
 //   also       clamp/clip, var/std, *_like constructors, torch.add/sub(alpha=), torch.div(rounding_mode=
-//              'trunc'), torch.concatenate(axis=), unbind, a scalar first operand of sub/div
+//              'trunc'), torch.concatenate(axis=), unbind, a scalar first operand of sub/div,
+//              any/all and logsumexp (with PyTorch's values over an empty dim: see fold_empty_tensors.h)
 #include <algorithm>
 #include <cctype>
 #include <cmath>

@@ -1,5 +1,5 @@
 // The layout half of the torch catalog (see torch_library.h and docs/torch-ops.md): permute,
-// expand, slice, cat, stack, chunk/split, squeeze, flatten and tensor subscripts, all expressed
+// expand, slice, cat, stack, chunk/split, narrow, squeeze, flatten and tensor subscripts, all expressed
 // with the canonical layout targets reshape / unsqueeze / transpose / permute / expand / slice / cat.
 #include <algorithm>
 
