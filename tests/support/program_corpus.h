@@ -468,7 +468,14 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "M()(torch.randn(3, 8), torch.randn(4, 5), torch.randn(5))"},
       {"EmptySplitPieces",
        "x=torch.randn(4, 6); a, b, c = x.split([3, 0, 3], dim=1); "
-       "torch.cat((a, b.exp(), c * 2, x[:, 2:1]), 1) + torch.cat((x[:, 5:3], x[:, :2]), 1).sum(-1, keepdim=True)"}};
+       "torch.cat((a, b.exp(), c * 2, x[:, 2:1]), 1) + torch.cat((x[:, 5:3], x[:, :2]), 1).sum(-1, keepdim=True)"},
+      // narrow, any/all and logsumexp on non-empty values: rows of -inf give -inf (PyTorch's
+      // infinite-max rule), integer inputs are cast to float32.
+      {"LogsumexpAnyAllNarrow",
+       "x=torch.randn(5, 7); n=torch.randint(0, 3, (5, 7)); "
+       "y = torch.where(torch.arange(5)[:, None] < 2, float('-inf'), x); "
+       "(y.logsumexp(-1), x.logsumexp((0, 1), keepdim=True), torch.logsumexp(n, 0), (n > 1).any(-1), n.all(0), "
+       "torch.any(x > 2), x.narrow(1, -3, 2) * 2)"}};
   return corpus;
 }
 
