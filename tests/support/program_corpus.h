@@ -482,7 +482,69 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "m.half()\n"
        "b = m(x.half())\n"
        "n = nn.RMSNorm(12, dtype=torch.bfloat16).float()\n"
-       "(a, c, torch.sigmoid(b), n(a))"}};
+       "(a, c, torch.sigmoid(b), n(a))"},
+      // Empty tensors (docs/torch-ops.md, "Empty tensors"): made by slices, narrow and split as in
+      // PyTorch and folded away by the frontend. Every input is also used non-emptily (an input
+      // only read through an empty slice would be pruned).
+      {"EmptyPartialRopePassThrough",
+       "class Rope(nn.Module):\n"
+       "    def __init__(self, hidden=16, heads=2, rotary_dim=8):\n"
+       "        super().__init__()\n"
+       "        self.heads = heads\n"
+       "        self.head_dim = hidden // heads\n"
+       "        self.rotary_dim = rotary_dim\n"
+       "        self.q_proj = nn.Linear(hidden, hidden)\n"
+       "\n"
+       "    def forward(self, x, cos, sin):\n"
+       "        b, s, _ = x.shape\n"
+       "        q = self.q_proj(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)\n"
+       "        q_rot, q_pass = q[..., : self.rotary_dim], q[..., self.rotary_dim :]\n"
+       "        x1 = q_rot[..., : q_rot.shape[-1] // 2]\n"
+       "        x2 = q_rot[..., q_rot.shape[-1] // 2 :]\n"
+       "        q_embed = q_rot * cos + torch.cat((-x2, x1), dim=-1) * sin\n"
+       "        return torch.cat((q_embed, q_pass), dim=-1)\n"
+       "\n"
+       "Rope()(torch.randn(1, 5, 16), torch.randn(5, 8), torch.randn(5, 8))"},
+      {"EmptyKvCacheFirstStep",
+       "import torch.nn.functional as F\n"
+       "def step(q, k, v):\n"
+       "    past_k = torch.zeros(1, 2, 0, 8)\n"
+       "    cache_v = torch.zeros(1, 2, 4, 8)\n"
+       "    keys = torch.cat((past_k, k), dim=2)\n"
+       "    values = torch.cat((cache_v[:, :, :0], v), dim=2)\n"
+       "    return F.scaled_dot_product_attention(q, keys, values, is_causal=True)\n"
+       "step(torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8), torch.randn(1, 2, 3, 8))"},
+      {"EmptyReductionsInside",
+       "def f(x, y):\n"
+       "    e = x[:, 3:3]\n"
+       "    s = e.sum(-1, keepdim=True)\n"
+       "    out = y * torch.exp(s) + x + e.logsumexp(-1, keepdim=True).exp() + x.narrow(1, 1, 0).sum()\n"
+       "    return out, e.mean(-1), e.any(-1), e.all(-1), e.var(-1), (e > 0).sum(-1)\n"
+       "f(torch.randn(4, 6), torch.randn(4, 6))"},
+      {"EmptyContractionK0",
+       "import torch.nn.functional as F\n"
+       "class M(nn.Module):\n"
+       "    def __init__(self):\n"
+       "        super().__init__()\n"
+       "        self.proj = nn.Linear(8, 5)\n"
+       "\n"
+       "    def forward(self, x, w, b):\n"
+       "        e = x[:, 8:]\n"
+       "        z = e @ w[:0]\n"
+       "        l = F.linear(e, w.t()[:, :0], b)\n"
+       "        ein = torch.einsum('ik,jk->ij', e, w.t()[:, 4:])\n"
+       "        return self.proj(x) + z + l + ein + w.sum(0)\n"
+       "M()(torch.randn(3, 8), torch.randn(4, 5), torch.randn(5))"},
+      {"EmptySplitPieces",
+       "x=torch.randn(4, 6); a, b, c = x.split([3, 0, 3], dim=1); "
+       "torch.cat((a, b.exp(), c * 2, x[:, 2:1]), 1) + torch.cat((x[:, 5:3], x[:, :2]), 1).sum(-1, keepdim=True)"},
+      // narrow, any/all and logsumexp on non-empty values: rows of -inf give -inf (PyTorch's
+      // infinite-max rule), integer inputs are cast to float32.
+      {"LogsumexpAnyAllNarrow",
+       "x=torch.randn(5, 7); n=torch.randint(0, 3, (5, 7)); "
+       "y = torch.where(torch.arange(5)[:, None] < 2, float('-inf'), x); "
+       "(y.logsumexp(-1), x.logsumexp((0, 1), keepdim=True), torch.logsumexp(n, 0), (n > 1).any(-1), n.all(0), "
+       "torch.any(x > 2), x.narrow(1, -3, 2) * 2)"}};
   return corpus;
 }
 

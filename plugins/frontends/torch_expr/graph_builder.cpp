@@ -3,6 +3,8 @@
 
 #include <cassert>
 
+#include "fold_empty_tensors.h"
+
 namespace tessera::torch_expr {
 namespace {
 
@@ -53,11 +55,13 @@ std::string GraphBuilder::fresh_id(std::string_view base) const {
   return graph_.unique_id(b);
 }
 
-Status GraphBuilder::check_size(const TensorType& type, const SourceSpan& span) const {
+Status GraphBuilder::check_size(const TensorType& type, const SourceSpan& span, bool allow_empty) const {
   int64_t elements = 1;
   for (const Dim& d : type.shape) {
     int64_t v = d.value();
-    if (v <= 0) return error(span, "tensor shape " + shape_str(type.shape) + " has an empty or negative dimension");
+    if (v < 0 || (v == 0 && !allow_empty))
+      return error(span, "tensor shape " + shape_str(type.shape) + " has an empty or negative dimension");
+    if (v == 0) return Status::ok();  // an empty result of an op (fold_empty_tensors removes it)
     if (elements > kMaxElements / v)
       return error(span, "tensor of shape " + shape_str(type.shape) + " is too large (more than 2^40 elements)");
     elements *= v;
@@ -71,7 +75,7 @@ uint64_t GraphBuilder::parameter_seed(const std::string& path) const {
 
 Expected<std::string> GraphBuilder::add_input(std::string_view name_hint, std::string init, double fill,
                                               TensorType type, const SourceSpan& span) {
-  TESSERA_TRY(check_size(type, span));
+  TESSERA_TRY(check_size(type, span, false));
   auto op = std::make_unique<InputOp>();
   op->init = std::move(init);
   op->fill = fill;
@@ -83,7 +87,7 @@ Expected<std::string> GraphBuilder::add_input(std::string_view name_hint, std::s
 
 Expected<std::string> GraphBuilder::add_parameter(const std::string& path, std::string init, double scale,
                                                   TensorType type, const SourceSpan& span) {
-  TESSERA_TRY(check_size(type, span));
+  TESSERA_TRY(check_size(type, span, false));
   auto op = std::make_unique<ConstantOp>();
   op->path = path;
   op->init = std::move(init);
@@ -101,7 +105,7 @@ Expected<std::string> GraphBuilder::add_parameter(const std::string& path, std::
 
 Expected<std::string> GraphBuilder::add_torch_op(TorchNodeSpec spec, std::string_view name_hint,
                                                  const SourceSpan& span) {
-  TESSERA_TRY(check_size(spec.type, span));
+  TESSERA_TRY(check_size(spec.type, span, true));
   auto op = std::make_unique<TorchOp>();
   op->target = spec.target;
   op->attrs = std::move(spec.attrs);
@@ -112,7 +116,16 @@ Expected<std::string> GraphBuilder::add_torch_op(TorchNodeSpec spec, std::string
   return id;
 }
 
-Graph GraphBuilder::finish(std::vector<std::string> outputs) {
+Expected<Graph> GraphBuilder::finish(std::vector<std::string> outputs) {
+  graph_.outputs() = std::move(outputs);
+  prune();
+  TESSERA_TRY(fold_empty_tensors(graph_, source_));
+  prune();  // what the folds no longer read: the empty values and what only they used
+  return std::move(graph_);
+}
+
+void GraphBuilder::prune() {
+  const std::vector<std::string>& outputs = graph_.outputs();
   std::set<std::string> live(outputs.begin(), outputs.end());
   std::vector<std::string> dead;
   std::vector<const Node*> nodes = std::as_const(graph_).nodes();
@@ -125,9 +138,10 @@ Graph GraphBuilder::finish(std::vector<std::string> outputs) {
     }
   }
   // `dead` is in reverse topological order, so every dead node's users are erased before it.
-  for (const std::string& id : dead) graph_.erase(id);
-  graph_.outputs() = std::move(outputs);
-  return std::move(graph_);
+  for (const std::string& id : dead) {
+    [[maybe_unused]] const Status erased = graph_.erase(id);
+    assert(erased && "a dead node has only dead users, erased before it");
+  }
 }
 
 }  // namespace tessera::torch_expr

@@ -1,7 +1,7 @@
 // GraphBuilder: the only place the torch_expr frontend creates graph nodes. It names nodes
 // (assigned variable name, else the op name made unique), derives parameter seeds from module
 // paths, records source locations on nodes, rejects absurdly large tensors, and at the end prunes
-// what the outputs do not use.
+// what the outputs do not use and folds away the empty tensors PyTorch programs make.
 #pragma once
 
 #include <set>
@@ -50,12 +50,15 @@ class GraphBuilder {
   // so the same program always gets the same weights and different parameters get different ones.
   uint64_t parameter_seed(const std::string& path) const;
 
-  // Sets the outputs and removes every node they do not depend on.
-  Graph finish(std::vector<std::string> outputs);
+  // Sets the outputs, removes every node they do not depend on, and folds the empty (zero-size)
+  // values away (fold_empty_tensors.h); an error when an output is empty or a fold is unsupported.
+  Expected<Graph> finish(std::vector<std::string> outputs);
 
  private:
   std::string fresh_id(std::string_view base) const;
-  Status check_size(const TensorType& type, const SourceSpan& span) const;
+  // Inputs and parameters are never empty; an op's result may be (`x[:, 3:3]`), until finish().
+  Status check_size(const TensorType& type, const SourceSpan& span, bool allow_empty) const;
+  void prune();
 
   const SourceText& source_;
   FrontendOptions options_;

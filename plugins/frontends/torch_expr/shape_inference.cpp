@@ -101,8 +101,10 @@ Expected<Shape> reshape_shape(const Shape& input, const std::vector<int64_t>& re
       infer = static_cast<int>(i);
     } else if (d < 0) {
       return make_error("invalid shape dimension " + std::to_string(d));
-    } else if (d == 0 || known > (int64_t{1} << 62) / d) {
-      known = -1;  // cannot match a non-empty input
+    } else if (d == 0) {
+      known = 0;  // matches only an empty input
+    } else if (known > (int64_t{1} << 62) / d) {
+      known = -1;  // cannot match any input
       break;
     } else {
       known *= d;
@@ -115,9 +117,14 @@ Expected<Shape> reshape_shape(const Shape& input, const std::vector<int64_t>& re
     return make_error("shape " + want + " is invalid for input of size " + std::to_string(total) + " (shape " +
                       shape_str(input) + ")");
   };
-  if (known <= 0) return mismatch();
+  if (known < 0) return mismatch();
   Shape out;
   for (int64_t d : requested) out.push_back(d);
+  if (infer >= 0 && known == 0) {
+    if (total != 0) return mismatch();
+    return make_error("cannot reshape tensor of 0 elements into shape " + want +
+                      " because the unspecified dimension size -1 can be any value and is ambiguous");
+  }
   if (infer >= 0) {
     if (total % known != 0) return mismatch();
     out[static_cast<size_t>(infer)] = total / known;

@@ -739,6 +739,16 @@ Diagnostic TorchLibrary::located(const CallSite& site, const Diagnostic& d) cons
   return builder_.error(site.span, site.callee + ": " + d.message);
 }
 
+Status TorchLibrary::require_nonempty_reduction(const std::string& name, const std::string& x,
+                                               const std::vector<int64_t>& dims, const CallSite& site) const {
+  const TensorType& t = type(x);
+  for (int64_t d : dims)
+    if (t.rank() > 0 && t.dim(d) == 0)
+      return builder_.error(site.span, site.callee + ": " + name + "(): Expected reduction dim " + std::to_string(d) +
+                                           " to have non-zero size.");
+  return Status::ok();
+}
+
 Status TorchLibrary::require_float(const std::string& x, const CallSite& site) const {
   DType t = type(x).dtype;
   if (dtype_is_float(t)) return Status::ok();
@@ -765,9 +775,15 @@ Expected<TracedValue> TorchLibrary::make_input(const std::string& init, const Bo
   } else {
     TESSERA_ASSIGN_OR_RETURN(sizes, a.int_list("size"));
   }
+  // A constant made inside a function body may be empty (`torch.zeros(1, 2, 0, 8)`: an empty cache);
+  // a program input may not.
+  const bool constant = inside_function_ && (init == "zeros" || init == "ones" || init == "full");
   for (int64_t s : sizes)
-    if (s <= 0)
-      return a.error("size", site.callee + "(): sizes must be positive, got " + ints_str(sizes));
+    if (s < 0 || (s == 0 && !constant))
+      return a.error("size", site.callee + "(): sizes must be positive, got " + ints_str(sizes) +
+                                 (s == 0 ? " (zero-size program inputs are not supported; empty tensors made "
+                                           "inside the program are)"
+                                         : ""));
   TESSERA_ASSIGN_OR_RETURN(std::optional<DType> dtype, a.optional_dtype("dtype"));
   DType dt = dtype.value_or(builder_.default_dtype());
   // torch.full without dtype= takes it from the fill value: bool, int64 for an int, else the default.
@@ -872,6 +888,16 @@ Expected<TracedValue> TorchLibrary::reduction(const std::string& target, const s
   std::vector<int64_t> requested = dims.value_or(std::vector<int64_t>{});
   Expected<std::vector<int64_t>> normalized = normalize_reduction_dims(requested, t.rank());
   if (!normalized) return located(site, normalized.error());
+  if ((target == "amax" || target == "amin") && num_elements(t.shape) == 0) {
+    // PyTorch names the dim as written here (max(dim) and argmax name it normalized).
+    if (requested.empty())
+      return builder_.error(site.span, site.callee + ": " + target + "(): Expected reduction dim to be specified for "
+                                       "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+    for (size_t i = 0; i < normalized->size(); ++i)
+      if (t.dim((*normalized)[i]) == 0)
+        return builder_.error(site.span, site.callee + ": " + target + "(): Expected reduction dim " +
+                                             std::to_string(requested[i]) + " to have non-zero size.");
+  }
   Attrs attrs;
   attrs.set("dim", requested.empty() ? *normalized : requested);
   attrs.set("keepdim", keepdim);
@@ -1125,7 +1151,12 @@ Expected<TracedValue> TorchLibrary::extreme(const std::string& kind, const std::
   if (const auto* other = dim_or_other.as<TensorValue>())
     return binary_tensors(kind == "max" ? "maximum" : "minimum", x, other->node, site);
   const std::string values = kind == "max" ? "amax" : "amin";
-  if (dim_or_other.is<NoneValue>()) return reduction(values, x, std::nullopt, keepdim, site);
+  if (dim_or_other.is<NoneValue>()) {
+    if (num_elements(type(x).shape) == 0)
+      return builder_.error(site.span, site.callee + ": " + kind + "(): Expected reduction dim to be specified for "
+                                       "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+    return reduction(values, x, std::nullopt, keepdim, site);
+  }
   const auto* dim = dim_or_other.as<int64_t>();
   if (!dim)
     return builder_.error(site.span, site.callee + ": dim must be an int or None (or a tensor to compare with), got " +
@@ -1133,6 +1164,7 @@ Expected<TracedValue> TorchLibrary::extreme(const std::string& kind, const std::
   const TensorType& t = type(x);
   Expected<int64_t> d = normalize_dim(*dim, t.rank());
   if (!d) return located(site, d.error());
+  if (t.rank() > 0) TESSERA_TRY(require_nonempty_reduction(kind, x, {*d}, site));
   // (values, indices); the graph drops whichever the program does not use.
   TESSERA_ASSIGN_OR_RETURN(TracedValue v, reduction(values, x, std::vector<int64_t>{*dim}, keepdim, site));
   Attrs attrs;
@@ -1195,7 +1227,7 @@ Expected<TracedValue> TorchLibrary::attention(const std::string& q, const std::s
                                            shape_str(tk.shape) + " and value " + shape_str(tv.shape) + " must be equal");
   if (gqa) {
     int64_t hq = tq.dim(r - 3), hk = tk.dim(r - 3);
-    if (tv.dim(r - 3) != hk || hq % hk != 0)
+    if (tv.dim(r - 3) != hk || hk == 0 || hq % hk != 0)
       return builder_.error(site.span, site.callee + ": with enable_gqa the query heads (" + std::to_string(hq) +
                                            ") must be a multiple of the key/value heads (" + std::to_string(hk) + ", " +
                                            std::to_string(tv.dim(r - 3)) + ")");

@@ -214,6 +214,10 @@ class TorchLibrary {
 
   Diagnostic located(const CallSite& site, const Diagnostic& d) const;
   Status require_float(const std::string& x, const CallSite& site) const;
+  // PyTorch's refusal of a max/min/argmax-style reduction over an empty dim (`dims` normalized),
+  // as `name(): Expected reduction dim 1 to have non-zero size.` (fold_empty_tensors.h).
+  Status require_nonempty_reduction(const std::string& name, const std::string& x, const std::vector<int64_t>& dims,
+                                    const CallSite& site) const;
   const TensorType& type(const std::string& node) const { return builder_.type_of(node); }
 
   GraphBuilder& builder_;

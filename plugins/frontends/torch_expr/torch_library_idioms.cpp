@@ -7,7 +7,8 @@
 //              scaled_dot_product_attention(attn_mask=...)
 //   precision  softmax/log_softmax(dtype=), type_as, type(dtype)
 //   also       clamp/clip, var/std, *_like constructors, torch.add/sub(alpha=), torch.div(rounding_mode=
-//              'trunc'), torch.concatenate(axis=), unbind, a scalar first operand of sub/div
+//              'trunc'), torch.concatenate(axis=), unbind, a scalar first operand of sub/div,
+//              any/all and logsumexp (with PyTorch's values over an empty dim: see fold_empty_tensors.h)
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -74,7 +75,7 @@ Expected<TracedValue> TorchLibrary::arange(double start, double end, double step
   if (!(count >= 1))
     return builder_.error(site.span, site.callee + "(): the range is empty (start " + std::to_string(start) + ", end " +
                                          std::to_string(end) + ", step " + std::to_string(step) +
-                                         "); empty tensors are not supported");
+                                         "); an empty range is not supported (empty slices are)");
   if (count > 1e12) return builder_.error(site.span, site.callee + "(): the range is too large");
   if (dtype == DType::Bool) return builder_.error(site.span, site.callee + "(): bool is not a valid dtype for arange");
   Attrs attrs;
@@ -158,7 +159,7 @@ void TorchLibrary::register_idiom_generators() {
         TESSERA_ASSIGN_OR_RETURN(sizes, a.sizes("size"));
       }
       for (int64_t s : sizes)
-        if (s <= 0) return a.error("size", a.site().callee + "(): sizes must be positive (empty tensors are not supported)");
+        if (s < 0) return a.error("size", a.site().callee + "(): sizes must be non-negative, got " + shape_str(Shape(sizes.begin(), sizes.end())));
       TESSERA_ASSIGN_OR_RETURN(std::optional<DType> dtype, a.optional_dtype("dtype"));
       double value = kind == "new_ones" ? 1.0 : 0.0;
       if (kind == "new_full") {
@@ -183,7 +184,7 @@ void TorchLibrary::register_idiom_generators() {
         if (!shape_known && depth == shape.size()) shape.push_back(static_cast<int64_t>(seq->items.size()));
         if (depth >= shape.size() || shape[depth] != static_cast<int64_t>(seq->items.size()))
           return a.error("data", "torch.tensor(): the nested lists are not rectangular");
-        if (seq->items.empty()) return a.error("data", "torch.tensor(): empty tensors are not supported");
+        if (seq->items.empty()) return a.error("data", "torch.tensor(): an empty literal is not supported (empty slices are)");
         for (const TracedValue& item : seq->items) TESSERA_TRY(walk(item, depth + 1));
         return Status::ok();
       }
@@ -290,7 +291,7 @@ void TorchLibrary::register_idiom_generators() {
       return a.error("sizes", a.site().callee + "(): the number of repeats (" + std::to_string(reps.size()) +
                                   ") cannot be smaller than the number of dimensions (" + std::to_string(t.rank()) + ")");
     for (int64_t r : reps)
-      if (r <= 0) return a.error("sizes", a.site().callee + "(): repeats must be positive (empty tensors are not supported)");
+      if (r < 0) return a.error("sizes", a.site().callee + "(): repeats must be non-negative, got " + std::to_string(r));
     std::vector<int64_t> sizes = dims_of(t.shape);
     sizes.insert(sizes.begin(), reps.size() - sizes.size(), 1);
     std::vector<int64_t> interleaved, expanded, merged;
@@ -497,6 +498,7 @@ Expected<TracedValue> TorchLibrary::triangle(const std::string& x, int64_t diago
     return builder_.error(site.span, site.callee + "(): input tensor must have at least 2 dimensions, got shape " +
                                          shape_str(t.shape));
   const int64_t m = t.dim(t.rank() - 2), n = t.dim(t.rank() - 1);
+  if (num_elements(t.shape) == 0) return TracedValue(TensorValue{x});  // empty stays empty (no arange of 0)
   // keep(i, j) = j - i <= diagonal (tril) / >= diagonal (triu), from two aranges.
   TESSERA_ASSIGN_OR_RETURN(TracedValue rows, arange(0, static_cast<double>(m), 1, DType::I64, intermediate(site)));
   TESSERA_ASSIGN_OR_RETURN(TracedValue cols, arange(0, static_cast<double>(n), 1, DType::I64, intermediate(site)));
@@ -551,6 +553,7 @@ Expected<TracedValue> TorchLibrary::arg_extreme(const std::string& target, const
     Expected<int64_t> n = normalize_dim(*dim, t.rank());
     if (!n) return located(site, n.error());
     if (t.rank() > 0) {
+      TESSERA_TRY(require_nonempty_reduction(target, x, {*n}, site));
       Attrs attrs;
       attrs.set("dim", *n);
       attrs.set("keepdim", keepdim);
@@ -560,6 +563,9 @@ Expected<TracedValue> TorchLibrary::arg_extreme(const std::string& target, const
   }
   // No dim (or a 0-d input): the index into the flattened tensor, a 0-d result; keepdim=True
   // (with no dim) keeps every dim as size 1, as PyTorch does.
+  if (num_elements(t.shape) == 0)
+    return builder_.error(site.span, site.callee + ": " + target + "(): Expected reduction dim to be specified for "
+                                     "input.numel() == 0.");
   std::string input = x;
   if (t.rank() != 1) {
     TESSERA_ASSIGN_OR_RETURN(TracedValue flat, reshape(x, {num_elements(t.shape)}, intermediate(site)));
@@ -580,6 +586,10 @@ Expected<TracedValue> TorchLibrary::log_softmax(const std::string& x, int64_t di
   TESSERA_TRY(require_float(x, site));
   // (x - max) - log(sum(exp(x - max))), every step over `dim` with keepdim.
   CallSite mid = intermediate(site);
+  Expected<int64_t> d = normalize_dim(dim, type(x).rank());
+  if (!d) return located(site, d.error());
+  // Over an empty dim the result is empty too (no max to take: PyTorch raises nothing).
+  if (type(x).rank() > 0 && type(x).dim(*d) == 0) return TracedValue(TensorValue{x});
   TESSERA_ASSIGN_OR_RETURN(TracedValue m, reduction("amax", x, std::vector<int64_t>{dim}, true, mid));
   TESSERA_ASSIGN_OR_RETURN(TracedValue shifted, elementwise("sub", TensorValue{x}, m, mid));
   TESSERA_ASSIGN_OR_RETURN(TracedValue e, unary_op("exp", node_of(shifted), mid));
@@ -659,6 +669,10 @@ Expected<TracedValue> TorchLibrary::index_with_tensor(const std::string& node, c
   if (t.rank() == 0) return builder_.error(site.span, "a 0-d tensor cannot be indexed with a tensor");
   CallSite mid = intermediate(site);
   const int64_t n = t.dim(0);
+  if (n == 0)  // PyTorch: an IndexError for any index; an empty index of an empty dim is not supported
+    return builder_.error(site.span, num_elements(ti.shape) > 0
+                                         ? "index is out of bounds for dimension with size 0"
+                                         : "an empty index tensor into an empty dimension is not supported");
   // Negative indices count from the end, as in PyTorch: where(idx < 0, idx + n, idx).
   TESSERA_ASSIGN_OR_RETURN(TracedValue negative, elementwise("lt", TensorValue{index}, TracedValue(int64_t{0}), mid, true));
   TESSERA_ASSIGN_OR_RETURN(TracedValue wrapped, elementwise("add", TensorValue{index}, TracedValue(n), mid));
@@ -885,13 +899,14 @@ Expected<TracedValue> TorchLibrary::variance(const std::string& x, const std::op
   if (!normalized) return located(site, normalized.error());
   int64_t n = 1;
   for (int64_t d : *normalized) n *= t.rank() == 0 ? 1 : t.dim(d);
-  // sum((x - mean)^2) / (N - correction); N - correction <= 0 divides by zero like PyTorch (inf / NaN).
+  // sum((x - mean)^2) / (N - correction); N - correction <= 0 divides by zero like PyTorch (inf / NaN),
+  // and N = 0 (an empty dim) is 0 / 0: NaN, as in PyTorch whatever the correction.
   CallSite mid = intermediate(site);
   TESSERA_ASSIGN_OR_RETURN(TracedValue mean, reduction("mean", x, dims, true, mid));
   TESSERA_ASSIGN_OR_RETURN(TracedValue centered, elementwise("sub", TensorValue{x}, mean, mid));
   TESSERA_ASSIGN_OR_RETURN(TracedValue squared, elementwise("mul", centered, centered, mid));
   TESSERA_ASSIGN_OR_RETURN(TracedValue total, reduction("sum", node_of(squared), dims, keepdim, mid));
-  const double denominator = static_cast<double>(n) - correction;
+  const double denominator = n == 0 ? 0.0 : static_cast<double>(n) - correction;
   CallSite last = take_sqrt ? mid : site;
   TESSERA_ASSIGN_OR_RETURN(TracedValue var, denominator > 0 ? elementwise("mul", total, TracedValue(1.0 / denominator), last)
                                                             : elementwise("div", total, TracedValue(denominator), last));
@@ -1066,6 +1081,72 @@ void TorchLibrary::register_idiom_math() {
     return do_unbind(x, a);
   }});
   methods_.emplace("unbind", MethodEntry{CallSignature("dim=0"), do_unbind});
+
+  // any / all: counts of nonzero / zero elements, so an empty dim gives False / True as in PyTorch.
+  for (std::string name : {"any", "all"}) {
+    const bool any = name == "any";
+    auto do_test = [this, any](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> dims, a.optional_int_list("dim"));
+      TESSERA_ASSIGN_OR_RETURN(bool keepdim, a.boolean("keepdim"));
+      CallSite mid = intermediate(a.site());
+      TESSERA_ASSIGN_OR_RETURN(TracedValue hits, elementwise(any ? "ne" : "eq", TensorValue{x}, TracedValue(int64_t{0}),
+                                                             mid, true));
+      TESSERA_ASSIGN_OR_RETURN(TracedValue count, reduction("sum", node_of(hits), dims, keepdim, mid));
+      return elementwise(any ? "gt" : "eq", count, TracedValue(int64_t{0}), a.site(), true);
+    };
+    functions_.emplace("torch." + name, FunctionEntry{CallSignature("input, dim=None, keepdim=False"),
+                                                      [do_test](const BoundArguments& a) -> Expected<TracedValue> {
+                                                        TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+                                                        return do_test(x, a);
+                                                      }});
+    methods_.emplace(name, MethodEntry{CallSignature("dim=None, keepdim=False"), do_test});
+  }
+
+  // logsumexp: m + log(sum(exp(x - m))) with m the max, taken as 0 where it is infinite (PyTorch's
+  // rule, so rows of -inf give -inf, not NaN); over an empty dim log(0) = -inf, with no max.
+  auto do_logsumexp = [this](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> dims, a.int_list("dim"));
+    TESSERA_ASSIGN_OR_RETURN(bool keepdim, a.boolean("keepdim"));
+    const CallSite& site = a.site();
+    CallSite mid = intermediate(site);
+    std::string input = x;
+    if (!dtype_is_float(type(x).dtype)) {
+      TESSERA_ASSIGN_OR_RETURN(TracedValue f, cast(x, builder_.default_dtype(), mid));
+      input = node_of(f);
+    }
+    const TensorType t = type(input);
+    Expected<std::vector<int64_t>> normalized = normalize_reduction_dims(dims, t.rank());
+    if (!normalized) return located(site, normalized.error());
+    bool empty_dim = false;
+    for (int64_t d : *normalized) empty_dim = empty_dim || t.dim(d) == 0;
+    if (empty_dim) {
+      TESSERA_ASSIGN_OR_RETURN(TracedValue e, unary_op("exp", input, mid));
+      TESSERA_ASSIGN_OR_RETURN(TracedValue s, reduction("sum", node_of(e), dims, keepdim, mid));
+      return unary_op("log", node_of(s), site);
+    }
+    auto finite_max = [&](bool keep) -> Expected<TracedValue> {
+      TESSERA_ASSIGN_OR_RETURN(TracedValue m, reduction("amax", input, dims, keep, mid));
+      TESSERA_ASSIGN_OR_RETURN(TracedValue magnitude, unary_op("abs", node_of(m), mid));
+      TESSERA_ASSIGN_OR_RETURN(TracedValue infinite, elementwise("eq", magnitude, TracedValue(INFINITY), mid, true));
+      return where(node_of(infinite), TracedValue(0.0), m, mid);
+    };
+    TESSERA_ASSIGN_OR_RETURN(TracedValue m_kept, finite_max(true));
+    TESSERA_ASSIGN_OR_RETURN(TracedValue shifted, elementwise("sub", TensorValue{input}, m_kept, mid));
+    TESSERA_ASSIGN_OR_RETURN(TracedValue e, unary_op("exp", node_of(shifted), mid));
+    TESSERA_ASSIGN_OR_RETURN(TracedValue s, reduction("sum", node_of(e), dims, keepdim, mid));
+    TESSERA_ASSIGN_OR_RETURN(TracedValue l, unary_op("log", node_of(s), mid));
+    TracedValue m_out = m_kept;
+    if (!keepdim) {
+      TESSERA_ASSIGN_OR_RETURN(m_out, finite_max(false));
+    }
+    return elementwise("add", l, m_out, site);
+  };
+  functions_.emplace("torch.logsumexp", FunctionEntry{CallSignature("input, dim, keepdim=False"),
+                                                      [do_logsumexp](const BoundArguments& a) -> Expected<TracedValue> {
+                                                        TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+                                                        return do_logsumexp(x, a);
+                                                      }});
+  methods_.emplace("logsumexp", MethodEntry{CallSignature("dim, keepdim=False"), do_logsumexp});
 }
 
 }  // namespace tessera::torch_expr

@@ -1,5 +1,5 @@
 // The layout half of the torch catalog (see torch_library.h and docs/torch-ops.md): permute,
-// expand, slice, cat, stack, chunk/split, squeeze, flatten and tensor subscripts, all expressed
+// expand, slice, cat, stack, chunk/split, narrow, squeeze, flatten and tensor subscripts, all expressed
 // with the canonical layout targets reshape / unsqueeze / transpose / permute / expand / slice / cat.
 #include <algorithm>
 
@@ -24,8 +24,10 @@ CallSite intermediate(const CallSite& site) {
   return s;
 }
 
-// ceil((end - start) / step) for start < end, written so a huge step cannot overflow.
-int64_t sliced_size(int64_t start, int64_t end, int64_t step) { return 1 + (end - start - 1) / step; }
+// ceil((end - start) / step), 0 for end <= start (an empty slice), written so a huge step cannot overflow.
+int64_t sliced_size(int64_t start, int64_t end, int64_t step) {
+  return end <= start ? 0 : 1 + (end - start - 1) / step;
+}
 
 }  // namespace
 
@@ -113,6 +115,7 @@ void TorchLibrary::register_layout() {
     int64_t piece = (n + chunks - 1) / chunks;  // PyTorch: ceil(n / chunks), the last piece smaller
     std::vector<int64_t> sizes;
     for (int64_t off = 0; off < n; off += piece) sizes.push_back(std::min(piece, n - off));
+    if (n == 0) sizes.assign(static_cast<size_t>(chunks), 0);  // PyTorch: `chunks` empty pieces
     return split(x, sizes, *d, a.site());
   };
   functions_.emplace("torch.chunk", FunctionEntry{CallSignature("input, chunks, dim=0"),
@@ -134,12 +137,13 @@ void TorchLibrary::register_layout() {
         return a.error("split_size_or_sections", a.site().callee + "(): split size must be positive, got " +
                                                      std::to_string(*size));
       for (int64_t off = 0; off < n; off += *size) sizes.push_back(std::min(*size, n - off));
+      if (n == 0) sizes.push_back(0);  // PyTorch: one empty piece
     } else {
       TESSERA_ASSIGN_OR_RETURN(sizes, a.int_list("split_size_or_sections"));
       int64_t total = 0;
       for (int64_t s : sizes) {
-        if (s <= 0)
-          return a.error("split_size_or_sections", a.site().callee + "(): section sizes must be positive, got " +
+        if (s < 0)  // a section of 0 is an empty piece, as in PyTorch
+          return a.error("split_size_or_sections", a.site().callee + "(): section sizes must be non-negative, got " +
                                                        list_str(sizes));
         total += s;
       }
@@ -156,6 +160,34 @@ void TorchLibrary::register_layout() {
                                                     return do_split(x, a);
                                                   }});
   methods_.emplace("split", MethodEntry{CallSignature("split_size_or_sections, dim=0"), do_split});
+
+  // narrow(dim, start, length): a slice; length 0 is an empty tensor, as in PyTorch.
+  auto do_narrow = [this](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
+    TESSERA_ASSIGN_OR_RETURN(int64_t dim, a.integer("dim"));
+    TESSERA_ASSIGN_OR_RETURN(int64_t start, a.integer("start"));
+    TESSERA_ASSIGN_OR_RETURN(int64_t length, a.integer("length"));
+    const TensorType& t = type(x);
+    if (t.rank() == 0) return a.error("dim", a.site().callee + "() cannot be applied to a 0-dim tensor.");
+    Expected<int64_t> d = normalize_dim(dim, t.rank());
+    if (!d) return a.error("dim", a.site().callee + "(): " + d.error().message);
+    const int64_t n = t.dim(*d);
+    if (length < 0) return a.error("length", a.site().callee + "(): length must be non-negative.");
+    if (start < -n || start > n)
+      return a.error("start", a.site().callee + "(): start out of range (expected to be in range of [" +
+                                  std::to_string(-n) + ", " + std::to_string(n) + "], but got " +
+                                  std::to_string(start) + ")");
+    if (start < 0) start += n;
+    if (start > n - length)
+      return a.error("length", a.site().callee + "(): start (" + std::to_string(start) + ") + length (" +
+                                   std::to_string(length) + ") exceeds dimension size (" + std::to_string(n) + ").");
+    return slice(x, *d, start, start + length, 1, a.site());
+  };
+  functions_.emplace("torch.narrow", FunctionEntry{CallSignature("input, dim, start, length"),
+                                                   [do_narrow](const BoundArguments& a) -> Expected<TracedValue> {
+                                                     TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
+                                                     return do_narrow(x, a);
+                                                   }});
+  methods_.emplace("narrow", MethodEntry{CallSignature("dim, start, length"), do_narrow});
 }
 
 Expected<std::vector<std::string>> TorchLibrary::tensor_list(const BoundArguments& a, const std::string& name) const {
@@ -209,9 +241,9 @@ Expected<TracedValue> TorchLibrary::expand(const std::string& x, const std::vect
     int64_t in_i = i - (rank - t.rank());
     int64_t want = sizes[static_cast<size_t>(i)];
     if (in_i < 0) {
-      if (want <= 0)
+      if (want < 0)
         return builder_.error(site.span, site.callee + ": the new leading size " + std::to_string(want) +
-                                             " must be positive");
+                                             " must be non-negative");
       continue;
     }
     int64_t have = t.dim(in_i);
@@ -220,7 +252,7 @@ Expected<TracedValue> TorchLibrary::expand(const std::string& x, const std::vect
       return builder_.error(site.span, site.callee + ": cannot expand shape " + shape_str(t.shape) + " to " +
                                            list_str(sizes) + " (size " + std::to_string(have) +
                                            " must match or be 1 at dimension " + std::to_string(in_i) + ")");
-    if (want <= 0) return builder_.error(site.span, site.callee + ": sizes must be positive or -1, got " + list_str(sizes));
+    if (want < 0) return builder_.error(site.span, site.callee + ": sizes must be non-negative or -1, got " + list_str(sizes));
     out[static_cast<size_t>(i)] = want;
   }
   if (out == dims_of(t.shape)) return TracedValue(TensorValue{x});
@@ -243,7 +275,12 @@ Expected<TracedValue> TorchLibrary::slice(const std::string& x, int64_t dim, int
   return emit(TorchNodeSpec{"slice", {x}, {}, std::move(attrs), out}, site);
 }
 
-Expected<TracedValue> TorchLibrary::cat(const std::vector<std::string>& xs, int64_t dim, const CallSite& site) {
+Expected<TracedValue> TorchLibrary::cat(const std::vector<std::string>& all, int64_t dim, const CallSite& site) {
+  // PyTorch's legacy rule: a 1-D tensor of shape (0,) is skipped whatever the other shapes.
+  std::vector<std::string> xs;
+  for (const std::string& x : all)
+    if (type(x).rank() != 1 || type(x).dim(0) != 0) xs.push_back(x);
+  if (xs.empty()) xs.push_back(all.front());
   const TensorType& first = type(xs.front());
   if (first.rank() == 0) return builder_.error(site.span, site.callee + ": zero-dimensional tensors cannot be concatenated");
   Expected<int64_t> d = normalize_dim(dim, first.rank());
@@ -397,9 +434,7 @@ Expected<TracedValue> TorchLibrary::index_tensor(const std::string& node, const 
         };
         int64_t start = clamp(item.start, 0);
         int64_t end = clamp(item.stop, n);
-        if (end <= start)
-          return builder_.error(item.span, "this slice of dimension " + std::to_string(dim) + " (size " +
-                                               std::to_string(n) + ") is empty; empty tensors are not supported");
+        end = std::max(end, start);  // `x[:, 5:3]` is empty, as in PyTorch (fold_empty_tensors.h)
         steps.push_back({dim, start, end, step});
         final_shape.push_back(sliced_size(start, end, step));
         ++dim;
@@ -431,6 +466,7 @@ Status TorchLibrary::require_viewable(const std::string& x, const std::vector<in
   const TensorType& t = type(x);
   Expected<Shape> out = reshape_shape(t.shape, shape);
   if (!out) return Status::ok();  // reshape() reports the size mismatch
+  if (num_elements(t.shape) == 0) return Status::ok();  // PyTorch: any view of an empty tensor exists
   if (view_strides(dims_of(t.shape), views_.strides(x, dims_of(t.shape)), dims_of(*out))) return Status::ok();
   return builder_.error(site.span, site.callee + ": view size is not compatible with input tensor's size and stride "
                                                  "(at least one dimension spans across two contiguous subspaces). "
