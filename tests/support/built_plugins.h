@@ -117,6 +117,17 @@ class TorchExprFrontendTest : public BuiltPluginsTest {
     return g.error();
   }
 
+  // A program the frontend refuses (PyTorch refuses it too): the message holds `fragment` and
+  // points at line:col of the source line it shows.
+  void expect_refused(const std::string& text, const std::string& fragment, int line, int col) {
+    Diagnostic d = fail(text);
+    EXPECT_NE(d.message.find(fragment), std::string::npos) << text << "\nmessage: " << d.message
+                                                           << "\nexpected: " << fragment;
+    EXPECT_EQ(d.loc.line, line) << text << "\n" << d.render();
+    EXPECT_EQ(d.loc.col, col) << text << "\n" << d.render();
+    EXPECT_FALSE(d.source_line.empty()) << text << "\n" << d.render();
+  }
+
   // The type of the program's only output.
   TensorType output_type(const std::string& text) {
     Graph g = trace(text);

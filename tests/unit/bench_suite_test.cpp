@@ -65,7 +65,9 @@ SuiteEntry read_entry(const YAML::Node& e, size_t index) {
   } else {
     ADD_FAILURE() << where << ": unknown phase " << out.phase;
   }
-  if (e["flops"].IsDefined()) EXPECT_GT(e["flops"].as<int64_t>(0), 0) << where << ": flops must be positive";
+  if (e["flops"].IsDefined()) {
+    EXPECT_GT(e["flops"].as<int64_t>(0), 0) << where << ": flops must be positive";
+  }
   const YAML::Node tiers = e["tiers"];
   EXPECT_TRUE(tiers.IsSequence()) << where << ": tiers is not a list";
   std::set<std::string> tier_names;
@@ -135,7 +137,7 @@ TEST_F(BenchSuiteTest, SuiteCoversEveryModelFamilyAndShape) {
   // Every model and family at every prefill length and decode cache length, in both dtypes.
   for (const std::string& model : kModels)
     for (const std::string& family : kFamilies)
-      for (const std::string& dtype : {"f32", "bf16"}) {
+      for (const std::string dtype : {"f32", "bf16"}) {
         for (int seq : {32, 128, 512, 2048})
           EXPECT_TRUE(seen.count(model + "/" + family + "/prefill/" + std::to_string(seq) + "/0/" + dtype))
               << model << " " << family << " prefill " << seq << " " << dtype << " missing";
@@ -183,12 +185,14 @@ TEST_F(BenchSuiteTest, EveryProgramTracesToTorchIrInItsDtype) {
       const bool is_param = n->op_as<ConstantOp>() != nullptr;
       inputs += is_input;
       params += is_param;
-      if (is_input || is_param)
+      if (is_input || is_param) {
         EXPECT_EQ(n->type.dtype, want->second) << e.id << ": " << n->id << " is " << dtype_name(n->type.dtype);
+      }
     }
     EXPECT_GT(inputs, 0) << e.id << " has no inputs";
-    if (e.family != "attention" && e.family != "softmax" && e.family != "elementwise")
+    if (e.family != "attention" && e.family != "softmax" && e.family != "elementwise") {
       EXPECT_GT(params, 0) << e.id << " has no parameters";
+    }
     EXPECT_FALSE(g->outputs().empty()) << e.id;
     for (const std::string& out : g->outputs()) {
       const Node* n = g->find(out);

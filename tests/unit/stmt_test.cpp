@@ -483,7 +483,9 @@ TEST(StmtKindTraits, AgreeWithTheStatementStructs) {
     const StmtKindTraits t = stmt_kind_traits(StmtKind::K);                                    \
     EXPECT_EQ(t.has_body, has_body) << #K;                                                     \
     EXPECT_NE(t.dialects, 0) << #K << " is accepted by no dialect";                            \
-    if (t.collective) EXPECT_EQ(t.dialects, kInTile) << #K << ": collectives are Tile IR only"; \
+    if (t.collective) {                                                                        \
+      EXPECT_EQ(t.dialects, kInTile) << #K << ": collectives are Tile IR only";                 \
+    }                                                                                          \
   }
   TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X

@@ -46,15 +46,6 @@ class TorchEmptyTensorsTest : public test::TorchExprFrontendTest {
     return out;
   }
 
-  // A program the frontend refuses: the message holds `fragment` and points at line:col.
-  void expect_refused(const std::string& text, const std::string& fragment, int line, int col) {
-    Diagnostic d = fail(text);
-    EXPECT_NE(d.message.find(fragment), std::string::npos) << "message: " << d.message << "\nexpected: " << fragment;
-    EXPECT_EQ(d.loc.line, line) << d.render();
-    EXPECT_EQ(d.loc.col, col) << d.render();
-    EXPECT_FALSE(d.source_line.empty()) << d.render();
-  }
-
   static void expect_all(const TensorValue& v, double expected, const std::string& what) {
     ASSERT_FALSE(v.data.empty()) << what;
     for (double x : v.data) {

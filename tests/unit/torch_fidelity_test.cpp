@@ -36,19 +36,6 @@ class TorchFidelityTest : public test::TorchExprFrontendTest {
       EXPECT_NE(r.out.find("exact)  ok"), std::string::npos) << program << "\n" << r.out;
     }
   }
-  // A program PyTorch refuses: the message holds `fragment` and points at line:col.
-  void expect_refused(const std::string& text, const std::string& fragment, int line, int col) {
-    Expected<Graph> g = import(text);
-    if (g) {
-      ADD_FAILURE() << "program traced but PyTorch refuses it:\n" << text << "\n" << print_graph(*g);
-      return;
-    }
-    const Diagnostic& d = g.error();
-    EXPECT_NE(d.message.find(fragment), std::string::npos) << "message: " << d.message << "\nexpected: " << fragment;
-    EXPECT_EQ(d.loc.line, line) << d.render();
-    EXPECT_EQ(d.loc.col, col) << d.render();
-    EXPECT_FALSE(d.source_line.empty()) << d.render();
-  }
 
   // The reference evaluator's value of the program's output on seed-0 inputs.
   TensorValue reference_output(const std::string& text) {

@@ -34,19 +34,6 @@ class TorchModuleConversionTest : public test::TorchExprFrontendTest {
     return out;
   }
 
-  // The program fails with a message holding `fragment`, located at line:col.
-  void expect_refused(const std::string& text, const std::string& fragment, int line, int col) {
-    Expected<Graph> g = import(text);
-    if (g) {
-      ADD_FAILURE() << "program traced but PyTorch refuses it:\n" << text << "\n" << print_graph(*g);
-      return;
-    }
-    const Diagnostic& d = g.error();
-    EXPECT_NE(d.message.find(fragment), std::string::npos) << text << "\nmessage: " << d.message
-                                                           << "\nexpected: " << fragment;
-    EXPECT_EQ(d.loc.line, line) << text << "\n" << d.render();
-    EXPECT_EQ(d.loc.col, col) << text << "\n" << d.render();
-  }
 };
 
 TensorType tt(Shape shape, DType dtype) { return TensorType{std::move(shape), dtype}; }

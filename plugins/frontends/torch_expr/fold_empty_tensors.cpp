@@ -1,5 +1,6 @@
 // See fold_empty_tensors.h.
 #include "fold_empty_tensors.h"
+#include "shape_inference.h"
 
 #include <limits>
 #include <memory>
@@ -10,11 +11,6 @@
 namespace tessera::torch_expr {
 namespace {
 
-std::vector<int64_t> dims_of(const Shape& s) {
-  std::vector<int64_t> out;
-  for (const Dim& d : s) out.push_back(d.value());
-  return out;
-}
 
 Diagnostic error_at(const Node& n, const SourceText& source, std::string message) {
   Diagnostic d = make_error(std::move(message));

@@ -5,6 +5,12 @@
 #include <set>
 
 namespace tessera::torch_expr {
+
+std::vector<int64_t> dims_of(const Shape& s) {
+  std::vector<int64_t> out;
+  for (const Dim& d : s) out.push_back(d.value());
+  return out;
+}
 namespace {
 
 int category(DType t) {

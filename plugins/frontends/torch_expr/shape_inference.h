@@ -12,6 +12,9 @@
 
 namespace tessera::torch_expr {
 
+// The sizes of `s` as plain integers.
+std::vector<int64_t> dims_of(const Shape& s);
+
 // Wraps a possibly negative dim into [0, rank). `rank` 0 accepts -1 and 0, like PyTorch.
 Expected<int64_t> normalize_dim(int64_t dim, int64_t rank);
 

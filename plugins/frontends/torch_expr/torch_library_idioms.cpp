@@ -29,11 +29,6 @@ CallSite intermediate(const CallSite& site) {
   return s;
 }
 
-std::vector<int64_t> dims_of(const Shape& s) {
-  std::vector<int64_t> out;
-  for (const Dim& d : s) out.push_back(d.value());
-  return out;
-}
 
 const std::string& node_of(const TracedValue& v) { return v.as<TensorValue>()->node; }
 
@@ -49,7 +44,7 @@ void TorchLibrary::register_idioms() {
   modules_.emplace(nn + "Identity", ModuleEntry{CallSignature("*args"), "identity"});
   functions_.emplace("torch.nn.functional.dropout",
                      FunctionEntry{CallSignature("input, p=0.5, training=True, inplace=False"),
-                                   [this](const BoundArguments& a) -> Expected<TracedValue> {
+                                   [](const BoundArguments& a) -> Expected<TracedValue> {
     TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
     TESSERA_ASSIGN_OR_RETURN(double p, a.number("p"));
     TESSERA_ASSIGN_OR_RETURN(bool training, a.boolean("training"));

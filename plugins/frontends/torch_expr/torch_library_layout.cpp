@@ -9,11 +9,6 @@
 namespace tessera::torch_expr {
 namespace {
 
-std::vector<int64_t> dims_of(const Shape& s) {
-  std::vector<int64_t> out;
-  for (const Dim& d : s) out.push_back(d.value());
-  return out;
-}
 
 std::string list_str(const std::vector<int64_t>& v) { return shape_str(Shape(v.begin(), v.end())); }
 
@@ -61,7 +56,7 @@ void TorchLibrary::register_layout() {
                                   std::to_string(r) + "; use transpose(a, b)");
     return transpose(x, 0, 1, a.site());
   };
-  functions_.emplace("torch.t", FunctionEntry{CallSignature("input"), [this, do_t](const BoundArguments& a)
+  functions_.emplace("torch.t", FunctionEntry{CallSignature("input"), [do_t](const BoundArguments& a)
                                                                           -> Expected<TracedValue> {
     TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
     return do_t(x, a);
