@@ -1,6 +1,5 @@
 // See fold_empty_tensors.h.
 #include "fold_empty_tensors.h"
-#include "shape_inference.h"
 
 #include <limits>
 #include <memory>
@@ -8,9 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "shape_inference.h"
+
 namespace tessera::torch_expr {
 namespace {
-
 
 Diagnostic error_at(const Node& n, const SourceText& source, std::string message) {
   Diagnostic d = make_error(std::move(message));

@@ -281,8 +281,10 @@ class BlockExecutor {
     }
     writer = thread;
     DType dt = g.value->type.dtype;
-    if (std::string why = inexact_integer_reason(v, dt); !why.empty())
-      return fail(s, lane, why + ", written to " + index_str(g.name, unflatten_index(flat, g.value->type.shape)));
+    if (dt == DType::I64) {  // the only dtype with a limit; kept off the path of every other write
+      if (std::string why = inexact_integer_reason(v, dt); !why.empty())
+        return fail(s, lane, why + ", written to " + index_str(g.name, unflatten_index(flat, g.value->type.shape)));
+    }
     g.value->data[static_cast<size_t>(flat)] = round_to_storage(dtype_is_float(dt) && dt != DType::F64 ? to_float(v) : v, dt);
     return Status::ok();
   }
