@@ -661,6 +661,8 @@ def run_entry(torch, entry, args, timer, device="cuda", compile_fn=None):
             except Exception as e:  # noqa: BLE001
                 result["errors"].append(f"{column}: {type(e).__name__}: {e}")
 
+        if COMPILE_MODES[args.mode] is None:  # --mode none: eager only
+            return result
         try:
             torch._dynamo.reset()
             compiled = make_call(compile_fn(callee))
@@ -684,7 +686,8 @@ def run_entry(torch, entry, args, timer, device="cuda", compile_fn=None):
 
 # torch.compile modes. Inductor's own CUDA graphs are off in both: the timing captures the whole
 # program in one CUDA graph itself, and a graph cannot be captured inside another.
-COMPILE_MODES = {"default": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+# `none` times eager PyTorch only (the compiled columns stay null): the short GPU run's choice.
+COMPILE_MODES = {"default": "default", "max-autotune": "max-autotune-no-cudagraphs", "none": None}
 
 
 def json_safe(value):

@@ -6,9 +6,13 @@
 // --reference-limit, in which case the output check is PyTorch's, from the saved IO — write the
 // run's inputs, parameters and outputs to <out>/io/<id>.safetensors (run_io_file.h), and time it
 // as `tessera run --bench --graphs --flush-l2` does (the whole program replayed as a CUDA graph,
-// L2 flushed before every run). A progress line per entry goes to stderr. Then the PyTorch baseline
-// script (bench/pytorch_baseline.py) runs once for every entry that ran, and report.json,
-// report.md and, when matplotlib is there, speedup.png are written (bench_report.h).
+// L2 flushed before every run). The parameters are generated once per entry (add_constants) and
+// the program is loaded once for its checked run and its timing. A progress line per entry goes
+// to stderr, and report.json / report.md are rewritten after every entry. The PyTorch baseline
+// script (bench/pytorch_baseline.py) runs on the entries that ran — after every --baseline-every
+// entries, or once after the last — and each IO file is deleted once it has read it (--keep-io
+// keeps them). At the end the report is written again with speedup.png when matplotlib is there
+// (bench_report.h).
 //
 // `--dry-run` needs no GPU: it compiles every entry to CUDA and through NVRTC for --arch (default:
 // the device's, sm_90 for the default h100) and prints each entry's kernels and launch shapes.
@@ -63,6 +67,8 @@ struct BenchFlags {
   double reference_limit_gflop = 0.25;
   double memory_limit_gb = 0;
   double io_limit_gb = 16;
+  int baseline_every = 0;  // run the baseline after every N measured entries (0: once, at the end)
+  bool keep_io = false;
   bool dry_run = false;
 };
 
@@ -226,28 +232,55 @@ TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, con
   }
   r.compile_s = seconds_since(t0);
 
-  const ValueMap inputs = make_inputs(compiled->torch, 0);
+  ValueMap inputs = make_inputs(compiled->torch, 0);
+  const double mem_limit = flags.memory_limit_gb > 0 ? flags.memory_limit_gb * (1 << 30) : default_memory_limit();
+  const Status fits_in_memory = check_host_memory(compiled->torch, mem_limit);
+  // The parameters, generated once for the reference, the run, --save-io and the timing, when the
+  // host can hold them (else each of those streams them from the generator itself).
+  Clock::time_point t = Clock::now();
+  if (fits_in_memory)
+    if (Status st = add_constants(compiled->torch, inputs); !st) return fail("parameters", st.error());
+  r.params_s = seconds_since(t);
+  t = Clock::now();
   // The reference check, unless its work or memory is too big to wait for here.
   std::optional<ValueMap> expected;
   const double ref_gflop = reference_flops(compiled->kernel_ir) / 1e9;
-  const double mem_limit = flags.memory_limit_gb > 0 ? flags.memory_limit_gb * (1 << 30) : default_memory_limit();
   if (ref_gflop > flags.reference_limit_gflop) {
     r.check = "skipped";
     r.check_detail = "the reference would evaluate about " + fmt(ref_gflop, 1) + " GFLOP in double precision (limit " +
                      format_error(flags.reference_limit_gflop) + ", --reference-limit); the output check is PyTorch's";
-  } else if (Status mem = check_host_memory(compiled->torch, mem_limit); !mem) {
+  } else if (!fits_in_memory) {
     r.check = "skipped";
-    r.check_detail = mem.error().message + "; the output check is PyTorch's";
+    r.check_detail = fits_in_memory.error().message + "; the output check is PyTorch's";
   } else {
     auto ref = evaluate_reference(compiled->torch, inputs);
     if (!ref) return fail("reference", ref.error());
     expected = std::move(*ref);
   }
 
-  auto ran = target.execute(compiled->lowered, inputs, to);
-  if (!ran) return fail("run", ran.error());
+  r.reference_s = seconds_since(t);
+  t = Clock::now();
+  // On the cuda target one load serves the checked run and the timing (BenchOptions::outputs).
+  ValueMap outputs;
+  std::optional<BenchReport> timed;
+  if (timing) {
+    BenchOptions bo;
+    bo.iterations = flags.iterations;
+    bo.use_graphs = true;
+    bo.flush_l2 = true;
+    bo.outputs = true;
+    auto bench = target.bench(compiled->lowered, inputs, to, bo);
+    if (!bench) return fail("run", bench.error());
+    outputs = std::move(bench->outputs);
+    timed = std::move(*bench);
+  } else {
+    auto ran = target.execute(compiled->lowered, inputs, to);
+    if (!ran) return fail("run", ran.error());
+    outputs = std::move(ran->outputs);
+  }
+  r.run_s = seconds_since(t);
   if (expected) {
-    auto checks = check_outputs(compiled->lowered, *expected, ran->outputs, 0);
+    auto checks = check_outputs(compiled->lowered, *expected, outputs, 0);
     if (!checks) return fail("check", checks.error());
     r.check = "pass";
     double worst = -1;
@@ -263,8 +296,10 @@ TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, con
     }
   }
   const fs::path io = out_dir / "io" / (e.id + ".safetensors");
-  if (Status saved = save_run_io(io.string(), compiled->torch, inputs, ran->outputs, e.program); !saved)
+  t = Clock::now();
+  if (Status saved = save_run_io(io.string(), compiled->torch, inputs, outputs, e.program); !saved)
     return fail("--save-io", saved.error());
+  r.save_io_s = seconds_since(t);
   r.ran = true;
   double kernel_flops = 0;
   for (const Node* n : compiled->kernel_ir.nodes())
@@ -275,17 +310,12 @@ TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, con
     }
   r.flops = e.flops ? *e.flops : kernel_flops;
   r.flops_source = e.flops ? "suite" : "kernel IR";
-  if (!timing) return r;
+  if (!timed) return r;
 
-  BenchOptions bo;
-  bo.iterations = flags.iterations;
-  bo.use_graphs = true;
-  bo.flush_l2 = true;
-  auto timed = target.bench(compiled->lowered, inputs, to, bo);
-  if (!timed) return fail("bench", timed.error());
   const std::vector<BenchRow> rows = bench_rows(*timed, compiled->kernel_ir);
   r.tessera_us = timed->program_median_us;
   r.timed = true;
+  r.graphs_unavailable = timed->graphs_unavailable;
   std::ofstream(out_dir / "kernels" / (e.id + ".json")) << bench_json(*timed, rows);
   return r;
 }
@@ -406,11 +436,29 @@ std::string command_line(int argc, char** argv) {
   return s;
 }
 
-// Writes the report; the plot (when matplotlib is there) needs report.json first.
+// Writes report.json and report.md through temp files and renames, so a run killed at any moment
+// leaves the last complete report.
+Status write_report_files(const ReportContext& ctx, const std::vector<TesseraResult>& rows, const Baseline& baseline,
+                          const fs::path& out_dir) {
+  const ReportFiles files = write_bench_report(ctx, rows, baseline);
+  for (const auto& [name, text] : {std::pair{"report.json", &files.json}, std::pair{"report.md", &files.markdown}}) {
+    const fs::path path = out_dir / name, tmp = out_dir / (std::string(name) + ".tmp");
+    {
+      std::ofstream f(tmp);
+      f << *text;
+      if (!f.flush()) return make_error("cannot write " + tmp.string());
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) return make_error("cannot write " + path.string() + ": " + ec.message());
+  }
+  return Status::ok();
+}
+
+// Writes the final report with the plot (when matplotlib is there), which needs report.json first.
 Status write_report(ReportContext ctx, const std::vector<TesseraResult>& rows, const Baseline& baseline,
                     const fs::path& out_dir) {
-  ReportFiles files = write_bench_report(ctx, rows, baseline);
-  std::ofstream(out_dir / "report.json") << files.json;
+  TESSERA_TRY(write_report_files(ctx, rows, baseline, out_dir));
   const std::string python = find_on_path("python3");
   auto plot_script = find_data_file("bench/plot_speedup.py");
   if (python.empty()) {
@@ -430,12 +478,7 @@ Status write_report(ReportContext ctx, const std::vector<TesseraResult>& rows, c
                                 : "the plot script failed (" + gist + ")";
     }
   }
-  files = write_bench_report(ctx, rows, baseline);
-  std::ofstream json(out_dir / "report.json"), md(out_dir / "report.md");
-  json << files.json;
-  md << files.markdown;
-  if (!json || !md) return make_error("cannot write the report into " + out_dir.string());
-  return Status::ok();
+  return write_report_files(ctx, rows, baseline, out_dir);
 }
 
 }  // namespace
@@ -450,11 +493,13 @@ int bench_command(int argc, char** argv, int first) {
       ("entries", po::value(&flags.entries)->value_name("ID,..."), "only these entries (of the tier)")
       ("out", po::value(&flags.out)->value_name("DIR"), "where the report goes (default <suite dir>/results/<gpu>-<date>)")
       ("dry-run", "compile every entry to CUDA and with NVRTC for --arch (no GPU needed); print what would run")
-      ("baseline-mode", po::value(&flags.baseline_mode)->value_name("default|max-autotune"), "torch.compile mode of the PyTorch baseline (default: default)")
+      ("baseline-mode", po::value(&flags.baseline_mode)->value_name("default|max-autotune|none"), "torch.compile mode of the PyTorch baseline (default: default; none: eager PyTorch only)")
       ("baseline-script", po::value(&flags.baseline_script)->value_name("FILE"), "the PyTorch baseline script (default: pytorch_baseline.py beside the suite)")
       ("iterations", po::value(&flags.iterations)->value_name("N"), "timed runs after warm-up (default 50)")
       ("reference-limit", po::value(&flags.reference_limit_gflop)->value_name("GFLOP"), "skip the reference check of entries whose reference work exceeds this (default 0.25); PyTorch checks them")
       ("io-limit", po::value(&flags.io_limit_gb)->value_name("GB"), "disk the entries' IO files may take before the baseline runs on them and they are deleted (default 16)")
+      ("baseline-every", po::value(&flags.baseline_every)->value_name("N"), "run the PyTorch baseline after every N measured entries (default 0: once, after the last)")
+      ("keep-io", "keep the entries' IO files after the baseline has read them (default: deleted)")
       ("memory-limit", po::value(&flags.memory_limit_gb)->value_name("GB"), "host memory the reference check may use (default: half the physical memory)")
       ("cache-dir", po::value(&flags.cache_dir)->value_name("DIR"), "kernel cache of the cuda target (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)")
       ("target", po::value(&flags.target)->value_name("cuda|sim"), "cuda (default) runs and times every entry; sim only runs and checks them on the CPU simulator (no timing, no GPU)");
@@ -466,6 +511,7 @@ int bench_command(int argc, char** argv, int first) {
       "[--baseline-mode default|max-autotune]";
   if (auto code = parse_command_line(args, desc, {}, vm, usage)) return *code;
   flags.dry_run = vm.count("dry-run") > 0;
+  flags.keep_io = vm.count("keep-io") > 0;
   if (flags.suite.empty()) {
     std::cerr << "error: tessera bench: give the suite file: --suite bench/suite.yaml\n";
     return kExitUsage;
@@ -474,9 +520,13 @@ int bench_command(int argc, char** argv, int first) {
     std::cerr << "error: tessera bench --tier must be quick or full, got '" << flags.tier << "'\n";
     return kExitUsage;
   }
-  if (flags.baseline_mode != "default" && flags.baseline_mode != "max-autotune") {
-    std::cerr << "error: tessera bench --baseline-mode must be default or max-autotune, got '" << flags.baseline_mode
-              << "'\n";
+  if (flags.baseline_mode != "default" && flags.baseline_mode != "max-autotune" && flags.baseline_mode != "none") {
+    std::cerr << "error: tessera bench --baseline-mode must be default, max-autotune or none, got '"
+              << flags.baseline_mode << "'\n";
+    return kExitUsage;
+  }
+  if (flags.baseline_every < 0) {
+    std::cerr << "error: tessera bench --baseline-every must be >= 0\n";
     return kExitUsage;
   }
   if (flags.target != "cuda" && flags.target != "sim") {
@@ -561,41 +611,26 @@ int bench_command(int argc, char** argv, int first) {
 
   std::cerr << "bench: " << selected->size() << " entries of " << flags.suite << " (" << flags.tier << ") on "
             << driver_name << " (" << to.arch << "); results in " << out_dir.string() << "\n";
-  // The baseline reads every entry's IO file. The full suite's files would fill a disk, so once
-  // the pending ones pass --io-limit the baseline runs on them and they are deleted.
+  // The baseline reads every entry's IO file; a file is deleted once it has been read (unless
+  // --keep-io, or there is no baseline to read it). The baseline runs on the pending files after
+  // every --baseline-every entries, when they pass --io-limit (the full suite's files would fill a
+  // disk), and after the last entry.
   const BaselineCommand baseline_cmd = find_baseline(flags);
   BaselineRuns baseline_runs;
   std::vector<std::string> pending;
   double pending_bytes = 0;
   size_t deleted_io = 0;
-  auto run_pending_baseline = [&](bool delete_after) {
+  auto run_pending_baseline = [&](bool over_io_limit) {
     if (pending.empty()) return;
     if (baseline_cmd.unavailable.empty())
       baseline_runs.add(run_baseline_batch(flags, baseline_cmd, pending, out_dir, baseline_runs.batches() + 1));
-    if (delete_after) {
+    if (over_io_limit || (!flags.keep_io && baseline_cmd.unavailable.empty())) {
       for (const std::string& id : pending) fs::remove(out_dir / "io" / (id + ".safetensors"), ec);
       deleted_io += pending.size();
     }
     pending.clear();
     pending_bytes = 0;
   };
-
-  Progress progress("bench", selected->size());
-  std::vector<TesseraResult> rows;
-  for (const SuiteEntry* e : *selected) {
-    rows.push_back(measure_entry(*session, *target, *e, to, flags, out_dir, timing));
-    const TesseraResult& r = rows.back();
-    progress.done(e->id, !r.ran     ? std::string("FAILED")
-                         : r.timed ? fmt(r.tessera_us, 2) + " us, check " + r.check
-                                   : "check " + r.check + (timing ? ", timing FAILED" : ", not timed"));
-    if (!r.ran) continue;
-    pending.push_back(r.id);
-    pending_bytes += static_cast<double>(fs::file_size(out_dir / "io" / (r.id + ".safetensors"), ec));
-    if (pending_bytes > flags.io_limit_gb * (1 << 30)) run_pending_baseline(true);
-  }
-  run_pending_baseline(false);
-  const Baseline baseline = baseline_runs.result(baseline_cmd.unavailable);
-  if (!baseline.available) std::cerr << "note: tessera bench: PyTorch baseline n/a: " << baseline.reason << "\n";
 
   ReportContext ctx;
   ctx.title_device = driver_name;
@@ -610,11 +645,44 @@ int bench_command(int argc, char** argv, int first) {
                             session->pipeline.name + ", kernels built for " + to.arch
                       : "not timed: run and checked on the " + flags.target + " target (pipeline " +
                             session->pipeline.name + ")";
-  if (deleted_io > 0)
-    ctx.notes.push_back("the IO files of " + std::to_string(deleted_io) +
-                        " entries were deleted once the baseline had read them (--io-limit " +
-                        format_error(flags.io_limit_gb) + " GB)");
-  if (Status st = write_report(ctx, rows, baseline, out_dir); !st) return report(std::cerr, st.error());
+  auto io_note = [&] {
+    ReportContext c = ctx;
+    if (deleted_io > 0)
+      c.notes.push_back("the IO files of " + std::to_string(deleted_io) + " entries were deleted once the baseline had read them" +
+                        (flags.keep_io ? " (--io-limit " + format_error(flags.io_limit_gb) + " GB)" : " (--keep-io keeps them)"));
+    return c;
+  };
+
+  Progress progress("bench", selected->size());
+  std::vector<TesseraResult> rows;
+  for (const SuiteEntry* e : *selected) {
+    rows.push_back(measure_entry(*session, *target, *e, to, flags, out_dir, timing));
+    const TesseraResult& r = rows.back();
+    const std::string host = "; host s: compile " + fmt(r.compile_s, 1) + ", params " + fmt(r.params_s, 1) +
+                             ", reference " + fmt(r.reference_s, 1) + ", run " + fmt(r.run_s, 1) + ", io " +
+                             fmt(r.save_io_s, 1);
+    progress.done(e->id, !r.ran     ? std::string("FAILED")
+                         : r.timed ? fmt(r.tessera_us, 2) + " us, check " + r.check + host
+                                   : "check " + r.check + (timing ? ", timing FAILED" : ", not timed") + host);
+    if (r.ran) {
+      pending.push_back(r.id);
+      pending_bytes += static_cast<double>(fs::file_size(out_dir / "io" / (r.id + ".safetensors"), ec));
+      if (pending_bytes > flags.io_limit_gb * (1 << 30)) run_pending_baseline(true);
+      else if (flags.baseline_every > 0 && pending.size() >= static_cast<size_t>(flags.baseline_every))
+        run_pending_baseline(false);
+    }
+    // The report so far, after every entry: a run cut short keeps what it measured.
+    Baseline so_far = baseline_runs.result(baseline_cmd.unavailable);
+    if (baseline_runs.batches() == 0 && baseline_cmd.unavailable.empty())
+      so_far.reason = "not run yet (it runs on the measured entries' IO files" +
+                      std::string(flags.baseline_every > 0 ? ", every " + std::to_string(flags.baseline_every) + " entries)" : ", after the last entry)");
+    if (Status st = write_report_files(io_note(), rows, so_far, out_dir); !st) return report(std::cerr, st.error());
+  }
+  run_pending_baseline(false);
+  const Baseline baseline = baseline_runs.result(baseline_cmd.unavailable);
+  if (!baseline.available) std::cerr << "note: tessera bench: PyTorch baseline n/a: " << baseline.reason << "\n";
+
+  if (Status st = write_report(io_note(), rows, baseline, out_dir); !st) return report(std::cerr, st.error());
   std::cout << "report: " << (out_dir / "report.md").string() << "\n";
 
   bool all_ok = true;

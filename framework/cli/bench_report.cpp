@@ -228,7 +228,9 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
                     {"timed", r.timed},
                     {"error", r.error.empty() ? ojson(nullptr) : ojson(r.error)},
                     {"us", r.timed ? ojson(r.tessera_us) : ojson(nullptr)},
+                    {"cuda_graph_unavailable", r.graphs_unavailable.empty() ? ojson(nullptr) : ojson(r.graphs_unavailable)},
                     {"compile_s", r.compile_s},
+                    {"host_s", {{"params", r.params_s}, {"reference", r.reference_s}, {"run", r.run_s}, {"save_io", r.save_io_s}}},
                     {"kernels", r.kernels},
                     {"kernels_from_cache", r.kernels_from_cache},
                     {"bytes", r.bytes},
@@ -307,6 +309,9 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
     md << "- PyTorch baseline: n/a (" << baseline.reason << ")\n";
   for (const std::string& n : baseline.notes) md << "- PyTorch baseline note: " << n << "\n";
   for (const std::string& n : ctx.notes) md << "- Note: " << n << "\n";
+  for (const TesseraResult& r : rows)
+    if (r.timed && !r.graphs_unavailable.empty())
+      md << "- Note: " << r.id << " was timed as plain launches, not a CUDA graph (" << r.graphs_unavailable << ")\n";
   md << "\nSpeedup = PyTorch µs / Tessera µs: above 1 Tessera is faster.\n";
 
   md << "\n## Summary\n\n";

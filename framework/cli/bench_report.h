@@ -29,7 +29,11 @@ struct TesseraResult {
   bool timed = false;         // tessera_us holds its time (not on a target without a clock: sim)
   std::string error;          // what went wrong, first line ("" when nothing did)
   double tessera_us = 0;      // the whole program's median (CUDA graph replay, L2 flushed)
+  std::string graphs_unavailable;  // why it was timed as plain launches instead ("" = as a CUDA graph)
   double compile_s = 0;       // frontend + pipeline + NVRTC (kernels from the cache count as fetched)
+  // Host-side seconds of the other phases: generating the parameters, the reference check, the run
+  // on the target (load, upload, the checked run and the timing), writing the IO file.
+  double params_s = 0, reference_s = 0, run_s = 0, save_io_s = 0;
   int kernels = 0;
   int kernels_from_cache = 0;
   double bytes = 0;           // Kernel IR: the kernels' input and output buffers, summed

@@ -52,6 +52,8 @@ std::string bench_table(const BenchReport& r, const std::vector<BenchRow>& rows)
   }
   out << "  program" << (r.used_graphs ? " (CUDA graph)" : " (kernels back to back)") << ": " << fixed(r.program_median_us, 2)
       << " us median, " << fixed(r.program_min_us, 2) << " min, " << fixed(r.program_max_us, 2) << " max\n";
+  if (!r.graphs_unavailable.empty())
+    out << "  note: no CUDA graph (" << r.graphs_unavailable << "); the program was timed as plain launches\n";
   return out.str();
 }
 
@@ -68,6 +70,7 @@ std::string bench_json(const BenchReport& r, const std::vector<BenchRow>& rows) 
   nlohmann::ordered_json doc = {
       {"device", r.device},
       {"cuda_graph", r.used_graphs},
+      {"cuda_graph_unavailable", r.graphs_unavailable.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.graphs_unavailable)},
       {"l2_flush", r.flushed_l2},
       {"program_us", {{"median", r.program_median_us}, {"min", r.program_min_us}, {"max", r.program_max_us}}},
       {"kernels", std::move(kernels)}};

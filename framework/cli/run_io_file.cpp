@@ -38,8 +38,13 @@ Expected<SafetensorsFile> run_io_file(const Graph& torch_graph, const ValueMap& 
       written.insert(n->id);
       input_names.push_back(n->id);
     } else if (const auto* c = n->op_as<ConstantOp>()) {
-      TESSERA_ASSIGN_OR_RETURN(TensorValue v, constant_data(*c, n->type));
-      file.tensors.push_back(tensor_of(n->id, v));
+      TESSERA_ASSIGN_OR_RETURN(const TensorValue* given, given_constant(*n, inputs));
+      if (given) {
+        file.tensors.push_back(tensor_of(n->id, *given));
+      } else {
+        TESSERA_ASSIGN_OR_RETURN(TensorValue v, constant_data(*c, n->type));
+        file.tensors.push_back(tensor_of(n->id, v));
+      }
       written.insert(n->id);
       params[n->id] = c->path;
     }

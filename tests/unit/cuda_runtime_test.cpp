@@ -283,23 +283,46 @@ class CudaGpuTest : public test::BuiltPluginsTest {
   const DeviceDesc* device_ = nullptr;
 };
 
+// Every program is run and reported: a failure is recorded and the loop goes on, so one GPU run
+// shows every failing program, and the last line lists them.
 TEST_F(CudaGpuTest, CorpusMatchesTheReference) {
+  std::vector<std::string> failed;
   for (const test::CorpusProgram& p : test::differential_corpus()) {
     SCOPED_TRACE(p.name);
     const Graph reference = trace(p.text);
     const Graph g = lower(reference, Dialect::Cuda);
     const ValueMap inputs = make_inputs(reference, 0);
     Expected<ValueMap> expected = evaluate_reference(reference, inputs);
-    ASSERT_TRUE(expected) << expected.error().render();
+    if (!expected) {
+      ADD_FAILURE() << "reference: " << expected.error().render();
+      failed.push_back(p.name);
+      continue;
+    }
     Expected<TargetRun> run = target_->execute(g, inputs, TargetOptions{});
-    ASSERT_TRUE(run) << run.error().render();
+    if (!run) {
+      ADD_FAILURE() << "run: " << run.error().render();
+      failed.push_back(p.name);
+      continue;
+    }
+    bool ok = true;
     for (const std::string& out : g.outputs()) {
       Expected<ValueComparison> cmp = compare_output(*expected, run->outputs, out);
-      ASSERT_TRUE(cmp) << cmp.error().render();
-      EXPECT_TRUE(cmp->within(default_output_rtol(g.find(out)->type.dtype)))
-          << out << ": max rel err " << cmp->max_rel_error;
+      if (!cmp) {
+        ADD_FAILURE() << out << ": " << cmp.error().render();
+        ok = false;
+        continue;
+      }
+      if (!cmp->within(default_output_rtol(g.find(out)->type.dtype))) {
+        ADD_FAILURE() << out << ": max rel err " << cmp->max_rel_error;
+        ok = false;
+      }
     }
+    if (!ok) failed.push_back(p.name);
   }
+  std::string list;
+  for (const std::string& name : failed) list += (list.empty() ? "" : ", ") + name;
+  EXPECT_TRUE(failed.empty()) << failed.size() << " of " << test::differential_corpus().size()
+                              << " corpus programs failed on the GPU: " << list;
 }
 
 // The whole corpus through the CLI as a user runs it (`tessera run --target cuda -c ...`): module

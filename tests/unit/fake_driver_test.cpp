@@ -71,6 +71,25 @@ TEST(FakeDriverTest, LargeConstantsUploadWindowByWindow) {
   EXPECT_NE(r.out.find("max abs err 0"), std::string::npos) << r.out;
 }
 
+// RMSNorm over 16384 columns stages 64 KB of shared memory: past the 48 KB default, so the launch
+// needs the function's opt-in attribute, which the fake checks as the driver does. Zero input.
+TEST(FakeDriverTest, SharedMemoryPast48KbIsOptedIn) {
+  test::CliResult r = run_on_fake({"run", "--target", "cuda", "-c", "nn.RMSNorm(16384)(torch.zeros(2, 16384))"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rms_norm  max abs err 0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("fake libcuda"), std::string::npos) << r.err;
+}
+
+// The fake refuses CUDA graph capture, as a driver may: --graphs then times plain launches and
+// says why, instead of failing the timing.
+TEST(FakeDriverTest, GraphCaptureRefusedFallsBackToPlainLaunches) {
+  test::CliResult r = run_on_fake({"run", "--target", "cuda", "--bench", "--graphs", "--iterations", "3", "-c", kZeros});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("program (kernels back to back): 1.00 us median"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: no CUDA graph (cuStreamBeginCapture"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the program was timed as plain launches"), std::string::npos) << r.out;
+}
+
 // The checks can fail: a call without a current context ends the process with status 97.
 TEST(FakeDriverTest, TheFakeCatchesAMisuse) {
   auto misuse = [] {

@@ -15,6 +15,7 @@
 #include "plugins/targets/cuda/timing_extension.h"
 #include "support/built_plugins.h"
 #include "support/cli_runner.h"
+#include "support/test_paths.h"
 #include "tessera/eval/constant_data.h"
 #include "tessera/eval/reference_evaluator.h"
 #include "tessera/ir/op.h"
@@ -24,7 +25,9 @@ namespace tessera {
 namespace {
 
 constexpr const char* kSoftmax = "x=torch.randn(4,6); torch.softmax(x, -1)";
-constexpr const char* kDefaultPipeline = TESSERA_SOURCE_DIR "/pipelines/default.yaml";
+// The installed pipeline (share/tessera beside the binary), so the tests also run from a bundle on
+// a machine without this source tree.
+const std::string kDefaultPipeline = test::default_pipeline_path();
 
 bool driver_library_present() {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

@@ -19,6 +19,8 @@ Expected<std::optional<TensorValue>> leaf_value(const Node& node, const ValueMap
     return std::optional<TensorValue>(std::move(v));
   }
   if (const auto* op = node.op_as<ConstantOp>()) {
+    TESSERA_ASSIGN_OR_RETURN(const TensorValue* given, given_constant(node, inputs));
+    if (given) return std::optional<TensorValue>(*given);
     Expected<TensorValue> v = constant_data(*op, node.type);
     if (!v) {
       Diagnostic d = v.error();

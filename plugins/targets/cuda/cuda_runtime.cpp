@@ -13,7 +13,8 @@
 // their buffer's address when the kernel loads. A kernel with cluster dims launches through
 // cuLaunchKernelEx with the cluster-dimension attribute.
 // Timing: see docs/targets.md "### Benchmarking" (CUDA events, warm-up until the median is stable,
-// optional CUDA graph replay and L2 flush). prepare() keeps a program loaded for callers that time
+// optional CUDA graph replay and L2 flush; a graph the driver will not capture or instantiate falls
+// back to plain launches, with the reason in BenchReport::graphs_unavailable). prepare() keeps a program loaded for callers that time
 // launch by launch themselves (TimedProgram, timing_extension.h), with the same events and warm-up.
 // Every driver error names the call and, where one is at fault, the kernel and node.
 // Tests: tests/unit/cuda_runtime_test.cpp (the GPU tests skip without a driver).
@@ -46,6 +47,13 @@ double median_of(std::vector<double> v) {
 }
 
 std::string kernel_what(const Node& n, const CudaOp& op) { return "kernel " + op.name + ", node " + n.id; }
+
+std::string first_line_of(const std::string& s) {
+  const size_t start = s.find_first_not_of('\n');
+  if (start == std::string::npos) return "";
+  const size_t nl = s.find('\n', start);
+  return s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+}
 
 // Elements per host-to-device copy of a constant (8 MB as doubles): bounds the host memory an
 // upload holds, whatever the tensor's size.
@@ -180,6 +188,18 @@ struct CudaRuntime::Loaded {
     return Status::ok();
   }
 
+  // Every kernel once in graph order, each waited for so that a fault names its kernel and node;
+  // the launches are recorded in `launches` when given.
+  Status run_each_waited(std::vector<KernelLaunch>* launches) {
+    for (Kernel& k : kernels) {
+      if (Status s = launch(k); !s) return std::move(s).error().at_node(k.node->id);
+      if (Status s = api->check(api->stream_synchronize(stream), "cuStreamSynchronize", kernel_what(*k.node, *k.op)); !s)
+        return std::move(s).error().at_node(k.node->id);
+      if (launches) launches->push_back(KernelLaunch{k.node->id, k.op->name, k.op->grid, k.op->block});
+    }
+    return Status::ok();
+  }
+
   // Every graph output, downloaded after the caller waited for the stream (the copies run on the
   // legacy stream, which does not wait for the non-blocking one).
   Expected<ValueMap> download_outputs(const Graph& g) const {
@@ -269,6 +289,9 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
   };
   size_t next_build = 0;
   std::map<std::string, CUmodule> module_of;  // by function name and image
+  // The dynamic shared memory each function may use, as raised so far: nodes sharing a function
+  // (and so its attribute) may launch it with different sizes, so the attribute only grows.
+  std::map<CUfunction, int64_t> smem_allowed;
   for (const Node* n : g.nodes()) {
     if (n->op_as<InputOp>()) {
       auto it = inputs.find(n->id);
@@ -279,6 +302,13 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
             .at_node(n->id);
       TESSERA_TRY(upload(*n, it->second));
     } else if (const auto* c = n->op_as<ConstantOp>()) {
+      // Generated already by the caller (add_constants): uploaded from that value.
+      Expected<const TensorValue*> given = given_constant(*n, inputs);
+      if (!given) return std::move(given).error();
+      if (*given) {
+        TESSERA_TRY(upload(*n, **given));
+        continue;
+      }
       // Window by window: a checkpoint tensor goes from its mapped file to the device without
       // ever being held whole on the host, as doubles or as bytes.
       const size_t width = static_cast<size_t>(dtype_bytes(n->type.dtype));
@@ -317,8 +347,12 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
           return make_error("target cuda: " + what + " needs " + std::to_string(op->dynamic_smem + static_smem) +
                             " bytes of shared memory; the device allows " + std::to_string(device_.smem_per_block))
               .at_node(n->id);
-        TESSERA_CU(cu, func_set_attribute, what, k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                   static_cast<int>(op->dynamic_smem));
+        int64_t& allowed = smem_allowed[k.fn];
+        if (op->dynamic_smem > allowed) {
+          TESSERA_CU(cu, func_set_attribute, what, k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                     static_cast<int>(op->dynamic_smem));
+          allowed = op->dynamic_smem;
+        }
       }
       LaunchArgValues values;
       values.scalars = scalars;
@@ -374,12 +408,7 @@ Expected<TargetRun> CudaRuntime::run(const Graph& g, const ValueMap& inputs, con
   TESSERA_CU(cu, ctx_set_current, "device 0", ctx_);
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Loaded> l, load(g, inputs, builds, scalars, /*keep_uploaded=*/false));
   TargetRun run;
-  for (Loaded::Kernel& k : l->kernels) {
-    if (Status s = l->launch(k); !s) return std::move(s).error().at_node(k.node->id);
-    if (Status s = cu.check(cu.stream_synchronize(l->stream), "cuStreamSynchronize", kernel_what(*k.node, *k.op)); !s)
-      return std::move(s).error().at_node(k.node->id);
-    run.launches.push_back(KernelLaunch{k.node->id, k.op->name, k.op->grid, k.op->block});
-  }
+  TESSERA_TRY(l->run_each_waited(&run.launches));
   TESSERA_ASSIGN_OR_RETURN(run.outputs, l->download_outputs(g));
   return run;
 }
@@ -428,6 +457,10 @@ Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs,
   BenchReport report;
   report.device = device_.full_name;
   report.flushed_l2 = flush;
+  if (options.outputs) {  // one checked run first
+    TESSERA_TRY(l->run_each_waited(nullptr));
+    TESSERA_ASSIGN_OR_RETURN(report.outputs, l->download_outputs(g));
+  }
   for (Loaded::Kernel& k : l->kernels) {
     const std::string what = kernel_what(*k.node, *k.op);
     Expected<Stats> s = measure([&] { return l->launch(k); }, what);
@@ -445,20 +478,34 @@ Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs,
       if (Status s = l->launch(k); !s) return s;
     return Status::ok();
   };
-  Expected<Stats> program = Stats{};
+  // --graphs: capture and instantiate; when the driver refuses either, say why and time plain
+  // launches instead, so one refusal does not cost the program its timing.
   if (options.use_graphs) {
-    TESSERA_CU(cu, stream_begin_capture, "capturing the program", l->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-    Status launched = launch_all();
-    Status ended = cu.check(cu.stream_end_capture(l->stream, &captured.graph), "cuStreamEndCapture", "capturing the program");
-    TESSERA_TRY(launched);
-    TESSERA_TRY(ended);
-    TESSERA_CU(cu, graph_instantiate, "the program's CUDA graph", &captured.exec, captured.graph, 0);
-    program = measure([&] { return cu.check(cu.graph_launch(captured.exec, l->stream), "cuGraphLaunch", "the program's CUDA graph"); },
-                      "the program as a CUDA graph");
-    report.used_graphs = true;
-  } else {
-    program = measure(launch_all, "the whole program");
+    Status begun = cu.check(cu.stream_begin_capture(l->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                            "cuStreamBeginCapture", "capturing the program");
+    Status captured_ok = begun;
+    if (begun) {
+      Status launched = launch_all();
+      // Always ended once begun, so the stream leaves capture mode whatever happened inside.
+      Status ended =
+          cu.check(cu.stream_end_capture(l->stream, &captured.graph), "cuStreamEndCapture", "capturing the program");
+      captured_ok = !launched ? launched : ended;
+    }
+    if (captured_ok)
+      captured_ok = cu.check(cu.graph_instantiate(&captured.exec, captured.graph, 0), "cuGraphInstantiate",
+                             "the program's CUDA graph");
+    if (captured_ok) {
+      report.used_graphs = true;
+    } else {
+      report.graphs_unavailable = first_line_of(captured_ok.error().message);
+      TESSERA_CU(cu, stream_synchronize, "after a failed CUDA graph capture", l->stream);
+    }
   }
+  Expected<Stats> program =
+      report.used_graphs
+          ? measure([&] { return cu.check(cu.graph_launch(captured.exec, l->stream), "cuGraphLaunch", "the program's CUDA graph"); },
+                    "the program as a CUDA graph")
+          : measure(launch_all, "the whole program");
   if (!program) return std::move(program).error();
   report.program_median_us = program->median;
   report.program_min_us = program->min;

@@ -7,6 +7,9 @@
 // Memory is host memory (copies really copy; a kernel writes nothing, so its output keeps the
 // zeros cuMemAlloc gave it). Time is a counter: each launch advances it by 1 µs and each memset by
 // 0.5 µs, so an event pair around N launches reads N µs.
+// Launches are refused as the driver refuses them (a zero or over-1024-thread shape, dynamic shared
+// memory past 48 KB without the function's opt-in attribute at least that large), and CUDA graph
+// capture is not supported (the runtime then times plain launches).
 // Checked (a violation prints "fake libcuda: <what>" to stderr and exits with status 97):
 //   * every call but the version/error/proc-address queries comes after cuInit;
 //   * calls that need a context run with the retained primary context current on the thread;
@@ -53,6 +56,7 @@ struct State {
   std::set<CUstream> streams;
   std::map<CUevent, FakeEvent> events;
   std::map<CUstream, FakeStream> stream_state;
+  std::map<CUfunction, int> max_dynamic_smem;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as set
   CUdeviceptr next_address = 0x100000;
 };
 
@@ -186,6 +190,7 @@ CUresult fake_module_unload(CUmodule m) {
   need_context("cuModuleUnload");
   need_idle_streams("cuModuleUnload");
   if (!state().modules.erase(m)) violation("cuModuleUnload of a module that is not loaded");
+  state().max_dynamic_smem.erase(reinterpret_cast<CUfunction>(m));  // its function (see cuModuleGetFunction)
   delete reinterpret_cast<char*>(m);
   return CUDA_SUCCESS;
 }
@@ -197,9 +202,13 @@ CUresult fake_module_get_function(CUfunction* f, CUmodule m, const char* name) {
   *f = reinterpret_cast<CUfunction>(m);
   return CUDA_SUCCESS;
 }
-CUresult fake_func_set_attribute(CUfunction, CUfunction_attribute, int) {
+CUresult fake_func_set_attribute(CUfunction f, CUfunction_attribute a, int v) {
   FAKE_LOCK;
   need_context("cuFuncSetAttribute");
+  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (v < 0 || v > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;
+    state().max_dynamic_smem[f] = v;
+  }
   return CUDA_SUCCESS;
 }
 CUresult fake_func_get_attribute(int* v, CUfunction_attribute a, CUfunction) {
@@ -209,12 +218,17 @@ CUresult fake_func_get_attribute(int* v, CUfunction_attribute a, CUfunction) {
   return CUDA_SUCCESS;
 }
 CUresult fake_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                            unsigned, CUstream s, void** params, void** extra) {
+                            unsigned smem, CUstream s, void** params, void** extra) {
   FAKE_LOCK;
   need_context("cuLaunchKernel");
   if (f == nullptr || !state().modules.count(reinterpret_cast<CUmodule>(f)))
     violation("cuLaunchKernel of a function whose module is not loaded");
   if (gx * gy * gz == 0 || bx * by * bz == 0 || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+  // As the driver: dynamic shared memory past 48 KB needs the function's opt-in attribute.
+  if (smem > 48 * 1024) {
+    auto it = state().max_dynamic_smem.find(f);
+    if (it == state().max_dynamic_smem.end() || static_cast<int>(smem) > it->second) return CUDA_ERROR_INVALID_VALUE;
+  }
   if (params == nullptr && extra == nullptr) violation("cuLaunchKernel without arguments");
   enqueue(s, 1.0, "cuLaunchKernel");
   return CUDA_SUCCESS;

@@ -63,4 +63,14 @@ Expected<TensorValue> input_data(const InputOp& op, const TensorType& type, cons
 // evaluators then report them as missing, naming the node).
 ValueMap make_inputs(const Graph& graph, uint64_t seed);
 
+// Adds the data of every ConstantOp of `graph` to `values`, by node id. Every consumer of an input
+// map (the evaluators, the targets, --save-io) takes a ConstantOp's value from the map when it is
+// there, instead of generating it again: a caller that runs one program several ways (check, run,
+// save, time) generates its parameters once. The values are exactly constant_data's.
+Status add_constants(const Graph& graph, ValueMap& values);
+
+// The given value of ConstantOp node `n` in `values`, or null when the map has none; a value of
+// another type is an error naming the node.
+Expected<const TensorValue*> given_constant(const Node& n, const ValueMap& values);
+
 }  // namespace tessera

@@ -84,6 +84,9 @@ struct BenchOptions {
   int max_warmup = 200;       // warm-up cap: stop once the median of the last runs is stable (2%)
   bool use_graphs = false;    // time the whole program as a replayed CUDA graph
   bool flush_l2 = false;      // memset a buffer of 2x the L2 size before every timed run
+  // Run the program once before timing and return its outputs in BenchReport::outputs: a caller
+  // that checks and times a program loads (and uploads) it once.
+  bool outputs = false;
 };
 
 // The measured time of one kernel, in microseconds (medians and extremes over the timed runs).
@@ -105,7 +108,11 @@ struct BenchReport {
   std::vector<KernelTiming> kernels;  // in launch order
   double program_median_us = 0, program_min_us = 0, program_max_us = 0;  // all kernels, back to back
   bool used_graphs = false;
+  // Set when a CUDA graph was asked for but could not be captured or instantiated: why (the driver
+  // error, naming the kernel); the program was then timed as plain launches back to back.
+  std::string graphs_unavailable;
   bool flushed_l2 = false;
+  ValueMap outputs;  // with BenchOptions::outputs: every graph output of the first run, by id
 };
 
 class Target {
@@ -119,8 +126,8 @@ class Target {
   // on false, `why` says what is missing.
   virtual bool available(std::string* why) const = 0;
   // Runs `g` (lowered to input_dialect()) on `inputs`: the value of every InputOp node, by id.
-  // ConstantOp nodes are filled by the target with constant_data(). Errors name the node, kernel
-  // and statement at fault.
+  // ConstantOp nodes take their value from `inputs` when it holds one (add_constants), else the
+  // target fills them with constant_data(). Errors name the node, kernel and statement at fault.
   virtual Expected<TargetRun> execute(const Graph& g, const ValueMap& inputs,
                                       const TargetOptions& options) = 0;
   // Optional: compiles every kernel of `g` (lowered to input_dialect()) for options.arch, through
