@@ -202,7 +202,7 @@ if [ "${1:-}" = "--run-step" ]; then
       python_ok=$(command -v python3 >/dev/null && python3 -c 'import torch' 2>/dev/null && echo yes)
       [ -n "$python_ok" ] || echo "gpu-run: python3 with torch is not here: Tessera's columns only"
       exec "${tessera[@]}" bench --suite "$here/bench/suite.yaml" --tier quick --entries "$GPU_RUN_ENTRIES" \
-        --out "$GPU_RUN_RESULTS/suite" "${cache[@]}" --baseline-mode none --baseline-every 5 --io-limit 2 \
+        --out "$GPU_RUN_RESULTS/suite" "${cache[@]}" --baseline-mode none --baseline-every 8 --io-limit 2 \
         --iterations 20 ;;
     kernel-bench)
       exec "$here/bin/tessera_kernel_bench" --suite "$here/bench/suite.yaml" --entries "$kernel_bench_entries" \

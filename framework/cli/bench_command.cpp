@@ -620,6 +620,7 @@ int bench_command(int argc, char** argv, int first) {
   std::vector<std::string> pending;
   double pending_bytes = 0;
   size_t deleted_io = 0;
+  bool deleted_over_limit = false;
   auto run_pending_baseline = [&](bool over_io_limit) {
     if (pending.empty()) return;
     if (baseline_cmd.unavailable.empty())
@@ -627,6 +628,7 @@ int bench_command(int argc, char** argv, int first) {
     if (over_io_limit || (!flags.keep_io && baseline_cmd.unavailable.empty())) {
       for (const std::string& id : pending) fs::remove(out_dir / "io" / (id + ".safetensors"), ec);
       deleted_io += pending.size();
+      deleted_over_limit = deleted_over_limit || over_io_limit;
     }
     pending.clear();
     pending_bytes = 0;
@@ -649,7 +651,7 @@ int bench_command(int argc, char** argv, int first) {
     ReportContext c = ctx;
     if (deleted_io > 0)
       c.notes.push_back("the IO files of " + std::to_string(deleted_io) + " entries were deleted once the baseline had read them" +
-                        (flags.keep_io ? " (--io-limit " + format_error(flags.io_limit_gb) + " GB)" : " (--keep-io keeps them)"));
+                        (deleted_over_limit ? " (--io-limit " + format_error(flags.io_limit_gb) + " GB)" : " (--keep-io keeps them)"));
     return c;
   };
 

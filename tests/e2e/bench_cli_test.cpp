@@ -143,7 +143,11 @@ TEST(BenchCli, UsageErrors) {
   EXPECT_NE(r.err.find("--tier must be quick or full, got 'slow'"), std::string::npos) << r.err;
   r = run_cli({"bench", "--suite", kFixtureSuite, "--baseline-mode", "reduce-overhead"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--baseline-mode must be default or max-autotune"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--baseline-mode must be default, max-autotune or none, got 'reduce-overhead'"), std::string::npos)
+      << r.err;
+  r = run_cli({"bench", "--suite", kFixtureSuite, "--baseline-every", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--baseline-every must be >= 0"), std::string::npos) << r.err;
   r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "full", "--entries", "fixture-decode-f32-softmx"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("did you mean 'fixture-decode-f32-softmax'?"), std::string::npos) << r.err;
@@ -168,12 +172,14 @@ const std::string kFakeBaseline = std::string(TESSERA_SOURCE_DIR) + "/tests/benc
 bool have_python3() { return std::system("python3 -c pass > /dev/null 2>&1") == 0; }
 
 // The whole flow without a GPU: the sim target runs and checks every entry and saves its IO, the
-// baseline script is called once for all of them, and the report joins both.
+// baseline script is called once for all of them, and the report joins both. (--keep-io: the IO
+// files are read back below.)
 TEST(BenchCli, SimTargetRunsChecksSavesIoAndReports) {
   if (!have_python3()) GTEST_SKIP() << "python3 is not on PATH (the baseline script needs it)";
   TempDir tmp;
   auto r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "full", "--target", "sim", "--out", tmp.path(),
-                    "--baseline-script", kFakeBaseline, "--baseline-mode", "max-autotune", "--iterations", "7"});
+                    "--baseline-script", kFakeBaseline, "--baseline-mode", "max-autotune", "--iterations", "7",
+                    "--keep-io"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("report: " + tmp.path() + "/report.md"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("bench: [2/3] fixture-decode-f32-softmax: check pass, not timed; host s: compile "), std::string::npos)
@@ -221,6 +227,34 @@ TEST(BenchCli, SimTargetRunsChecksSavesIoAndReports) {
   EXPECT_NE(md.find("- PyTorch 0.0-fake (CUDA none), torch.compile mode `max-autotune`"), std::string::npos) << md;
   EXPECT_NE(md.find("| `fixture-decode-f32-softmax` | softmax | not timed | 2.000 | 1.000 |"), std::string::npos) << md;
   EXPECT_NE(md.find("## Plot\n\nPlot skipped: "), std::string::npos) << md;
+}
+
+// --baseline-every N runs the baseline after every N entries (and after the last), each batch on
+// the entries measured since the one before; each IO file is deleted once the baseline read it;
+// the host-side phases of every entry are in report.json; --baseline-mode none is passed on.
+TEST(BenchCli, BaselineEveryNEntriesThenTheIoFilesGo) {
+  if (!have_python3()) GTEST_SKIP() << "python3 is not on PATH (the baseline script needs it)";
+  TempDir tmp;
+  auto r = run_cli({"bench", "--suite", kFixtureSuite, "--tier", "full", "--target", "sim", "--out", tmp.path(),
+                    "--baseline-script", kFakeBaseline, "--baseline-every", "2", "--baseline-mode", "none"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json first = nlohmann::json::parse(read_file(tmp.path() + "/baseline.json.args"));
+  const nlohmann::json second = nlohmann::json::parse(read_file(tmp.path() + "/baseline-2.json.args"));
+  EXPECT_EQ(first[5], "fixture-prefill16-f32-rmsnorm,fixture-decode-f32-softmax") << first.dump();
+  EXPECT_EQ(second[5], "fixture-prefill8-bf16-proj") << second.dump();
+  EXPECT_EQ(first[9], "none") << first.dump();
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/baseline-3.json"));
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path() + "/io"));
+  const std::string md = read_file(tmp.path() + "/report.md");
+  EXPECT_NE(md.find("- Note: the IO files of 3 entries were deleted once the baseline had read them (--keep-io keeps them)"),
+            std::string::npos)
+      << md;
+  const nlohmann::json report = nlohmann::json::parse(read_file(tmp.path() + "/report.json"));
+  for (const auto& e : report["entries"]) {
+    for (const char* phase : {"params", "reference", "run", "save_io"})
+      EXPECT_GE(e["tessera"]["host_s"][phase].get<double>(), 0) << e.dump(2);
+  }
+  EXPECT_NE(r.err.find("; host s: compile "), std::string::npos) << r.err;
 }
 
 // Past --io-limit the baseline runs on the pending entries and their IO files are deleted, so the
