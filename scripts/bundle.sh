@@ -155,4 +155,9 @@ if [ "$cache_arch" != none ] && grep -q '^nvrtc: ' "$out/share/tessera/build-inf
 fi
 
 echo "bundle: $out ($(du -sh "$out" | cut -f1))"
-( cd "$out" && find . -type f -printf '%s\t%p\n' | sort -k2 | awk -F'\t' '{ printf "  %8.1f KiB  %s\n", $1 / 1024, $2 }' )
+# Every file, except the kernel cache and the corpus programs: one line each for those.
+( cd "$out" && find . -type f -not -path './kernel-cache/*' -not -path './corpus/*' -printf '%s\t%p\n' | sort -k2 |
+    awk -F'\t' '{ printf "  %8.1f KiB  %s\n", $1 / 1024, $2 }'
+  for d in corpus kernel-cache; do
+    [ -d "$d" ] && printf '  %8.1f KiB  ./%s/ (%d files)\n' "$(du -sk "$d" | cut -f1)" "$d" "$(find "$d" -type f | wc -l)"
+  done )
