@@ -148,11 +148,12 @@ step_corpus() {
     f=$1; name=$(basename "$f" .py)
     timeout -k 5 120 "$2/bin/tessera" run --target cuda --cache-dir "$3" -c "$(cat "$f")" > "$4/$name.log" 2>&1
     echo $? > "$4/$name.rc"' _ {} "$here" "$GPU_RUN_CACHE" "$dir"
-  local total=0 failed=()
+  local total=0 failed=() name
   for rc in "$dir"/*.rc; do
     [ -f "$rc" ] || continue
     total=$((total + 1))
-    [ "$(cat "$rc")" = 0 ] || failed+=("$(basename "$rc" .rc)")
+    name=$(basename "$rc" .rc)
+    if [ "$(cat "$rc")" = 0 ]; then echo "ok     $name"; else failed+=("$name"); fi
   done
   for name in "${failed[@]}"; do
     echo "FAILED $name (exit $(cat "$dir/$name.rc")): $(grep -m1 -E 'error|MISMATCH' "$dir/$name.log" | cut -c1-160)"

@@ -146,6 +146,22 @@ TEST(ConstantDataTest, WindowsGiveExactlyTheWholeData) {
   EXPECT_NE(st.message().find("enough"), std::string::npos);
 }
 
+// Past 2^20 elements constant_data reads one window per core, in parallel: the values are those of
+// one sequential walk, whatever the split (checked against windows of one size over the whole).
+TEST(ConstantDataTest, LargeConstantsReadInParallelGiveTheSequentialData) {
+  for (const char* init : {"randn", "rand"}) {
+    SCOPED_TRACE(init);
+    ConstantOp op;
+    op.init = init;
+    op.seed = 7;
+    op.scale = 0.5;
+    const TensorType type = f32({3, (int64_t{1} << 20) + 17});
+    Expected<TensorValue> whole = constant_data(op, type);
+    ASSERT_TRUE(whole);
+    EXPECT_TRUE(by_windows(op, type, int64_t{1} << 22) == whole->data);
+  }
+}
+
 // A checkpoint file with one F32, one F16 and one BF16 tensor, and a checkpoint constant for it.
 struct CheckpointFixture {
   test::TempDir tmp;

@@ -13,6 +13,8 @@
 #include <ctime>
 #include <numbers>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include "safetensors_file.h"
 
@@ -188,8 +190,29 @@ Expected<std::vector<double>> generate_data(const std::string& init, uint64_t se
 
 Expected<TensorValue> constant_data(const ConstantOp& op, const TensorType& type) {
   TESSERA_ASSIGN_OR_RETURN(ConstantReader reader, ConstantReader::open(op, type));
-  std::vector<double> data(static_cast<size_t>(reader.count()));
-  TESSERA_TRY(reader.read(0, data));
+  const int64_t count = reader.count();
+  std::vector<double> data(static_cast<size_t>(count));
+  // A large tensor is read in one window per core: every window starts its stream where the
+  // sequence is at that element (generate_window), so the values do not depend on the split. A
+  // 7B model's MLP projection (136 M values) took 5.8 s on one core.
+  constexpr int64_t kMinPerThread = int64_t{1} << 20;
+  const int64_t threads =
+      std::min<int64_t>(std::max<unsigned>(std::thread::hardware_concurrency(), 1u), count / kMinPerThread);
+  if (threads <= 1) {
+    TESSERA_TRY(reader.read(0, data));
+    return TensorValue(type, std::move(data));
+  }
+  const int64_t chunk = (count + threads - 1) / threads;
+  std::vector<Status> read(static_cast<size_t>(threads));
+  {
+    std::vector<std::jthread> pool;
+    for (int64_t t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const int64_t first = t * chunk, n = std::min(chunk, count - first);
+        read[static_cast<size_t>(t)] = reader.read(first, std::span<double>(data.data() + first, static_cast<size_t>(n)));
+      });
+  }
+  for (Status& s : read) TESSERA_TRY(std::move(s));
   return TensorValue(type, std::move(data));
 }
 
