@@ -293,9 +293,9 @@ std::optional<Program> compile(cli::Session& s, const std::string& name, const s
     const auto* op = n->op_as<CudaOp>();
     if (!op) continue;
     KernelEntry k;
-    k.node = n->id;
-    k.name = names.insert(op->name).second ? op->name : op->name + "." + n->id;  // names stay unique
-    if (const Node* kn = kernel_ir.find(n->id)) k.cost = KernelCost::of(kernel_ir, *kn);
+    k.node = n->id();
+    k.name = names.insert(op->name).second ? op->name : op->name + "." + n->id();  // names stay unique
+    if (const Node* kn = kernel_ir.find(n->id())) k.cost = KernelCost::of(kernel_ir, *kn);
     p.kernels.push_back(std::move(k));
   }
   return p;

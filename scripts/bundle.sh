@@ -159,5 +159,5 @@ echo "bundle: $out ($(du -sh "$out" | cut -f1))"
 ( cd "$out" && find . -type f -not -path './kernel-cache/*' -not -path './corpus/*' -printf '%s\t%p\n' | sort -k2 |
     awk -F'\t' '{ printf "  %8.1f KiB  %s\n", $1 / 1024, $2 }'
   for d in corpus kernel-cache; do
-    [ -d "$d" ] && printf '  %8.1f KiB  ./%s/ (%d files)\n' "$(du -sk "$d" | cut -f1)" "$d" "$(find "$d" -type f | wc -l)"
+    if [ -d "$d" ]; then printf '  %8.1f KiB  ./%s/ (%d files)\n' "$(du -sk "$d" | cut -f1)" "$d" "$(find "$d" -type f | wc -l)"; fi
   done )

@@ -35,7 +35,7 @@ void count_model(const Graph& g, ModelSummary& s) {
     }
     if (n->op_as<InputOp>()) {
       // The token ids (a whole model) or the hidden state (one layer): (1, tokens, ...).
-      if ((n->id == "input_ids" || n->id == "x") && n->type.rank() >= 2) s.tokens = n->type.dim(1);
+      if ((n->id() == "input_ids" || n->id() == "x") && n->type.rank() >= 2) s.tokens = n->type.dim(1);
       continue;
     }
     const auto* t = n->op_as<TorchOp>();

@@ -66,7 +66,7 @@ Status check_host_memory(const Graph& g, double limit_bytes) {
     total += 2 * bytes;
     if (bytes > largest) {
       largest = bytes;
-      largest_id = n->id;
+      largest_id = n->id();
     }
   }
   if (total <= limit_bytes) return Status::ok();

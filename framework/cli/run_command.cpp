@@ -276,9 +276,9 @@ int run_command(int argc, char** argv, int first) {
   const std::vector<std::string> program_outputs = graph->outputs();
   if (check_intermediates)
     for (const Node* n : graph->nodes())
-      if (n->dialect() > Dialect::Core && std::find(graph->outputs().begin(), graph->outputs().end(), n->id) ==
+      if (n->dialect() > Dialect::Core && std::find(graph->outputs().begin(), graph->outputs().end(), n->id()) ==
                                               graph->outputs().end())
-        graph->outputs().push_back(n->id);
+        graph->outputs().push_back(n->id());
   auto ran = target->execute(*graph, inputs, to);
   progress.finish();
   if (check_intermediates) {

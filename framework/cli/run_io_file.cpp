@@ -32,21 +32,21 @@ Expected<SafetensorsFile> run_io_file(const Graph& torch_graph, const ValueMap& 
   nlohmann::ordered_json output_names = nlohmann::ordered_json::array();
   for (const Node* n : torch_graph.nodes()) {
     if (n->op_as<InputOp>()) {
-      auto v = inputs.find(n->id);
-      if (v == inputs.end()) return make_error("--save-io: input '" + n->id + "' has no data").at_node(n->id);
-      file.tensors.push_back(tensor_of(n->id, v->second));
-      written.insert(n->id);
-      input_names.push_back(n->id);
+      auto v = inputs.find(n->id());
+      if (v == inputs.end()) return make_error("--save-io: input '" + n->id() + "' has no data").at_node(n->id());
+      file.tensors.push_back(tensor_of(n->id(), v->second));
+      written.insert(n->id());
+      input_names.push_back(n->id());
     } else if (const auto* c = n->op_as<ConstantOp>()) {
       TESSERA_ASSIGN_OR_RETURN(const TensorValue* given, given_constant(*n, inputs));
       if (given) {
-        file.tensors.push_back(tensor_of(n->id, *given));
+        file.tensors.push_back(tensor_of(n->id(), *given));
       } else {
         TESSERA_ASSIGN_OR_RETURN(TensorValue v, constant_data(*c, n->type));
-        file.tensors.push_back(tensor_of(n->id, v));
+        file.tensors.push_back(tensor_of(n->id(), v));
       }
-      written.insert(n->id);
-      params[n->id] = c->path;
+      written.insert(n->id());
+      params[n->id()] = c->path;
     }
   }
   for (const std::string& name : torch_graph.outputs()) {

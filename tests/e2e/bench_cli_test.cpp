@@ -70,11 +70,11 @@ TEST_F(SaveIo, RunWritesInputsParamsAndOutputsBitForBit) {
   EXPECT_EQ(file->find("x")->shape, (std::vector<int64_t>{2, 4, 64}));
   for (const Node* n : torch.nodes())
     if (const auto* c = n->op_as<ConstantOp>()) {
-      const SafetensorsTensor* t = file->find(n->id);
-      ASSERT_NE(t, nullptr) << n->id;
+      const SafetensorsTensor* t = file->find(n->id());
+      ASSERT_NE(t, nullptr) << n->id();
       Expected<TensorValue> v = constant_data(*c, n->type);
       ASSERT_TRUE(v);
-      EXPECT_EQ(t->bytes, TensorBytes::encode(*v)) << n->id;
+      EXPECT_EQ(t->bytes, TensorBytes::encode(*v)) << n->id();
     }
   // The output: what the simulator computed, within tolerance of the reference.
   const std::string out = torch.outputs()[0];

@@ -340,7 +340,7 @@ TEST_F(HfModelsTest, IdenticalLayersShareTheirKernels) {
       sources.insert(op->name + "\n" + op->source);
       bool in_layer = false;
       for (int l = 0; l < 4; ++l)
-        if (n->id.rfind("l" + std::to_string(l) + "_", 0) == 0) {
+        if (n->id().rfind("l" + std::to_string(l) + "_", 0) == 0) {
           layers[static_cast<size_t>(l)].push_back(n);
           in_layer = true;
         }
@@ -430,7 +430,7 @@ TEST_F(HfModelsTest, CheckpointParametersReferToTheirTensor) {
   for (const Node* n : g.nodes()) {
     const auto* c = n->op_as<ConstantOp>();
     if (!c || c->path.empty()) continue;
-    SCOPED_TRACE(n->id);
+    SCOPED_TRACE(n->id());
     ++params;
     ASSERT_TRUE(c->checkpoint);
     EXPECT_EQ(*c->checkpoint, expected);
@@ -457,11 +457,11 @@ TEST_F(HfModelsTest, CheckpointParametersReferToTheirTensor) {
   EXPECT_EQ(print_graph(*parsed), text);
   for (const Node* n : g.nodes())
     if (const auto* k = n->op_as<ConstantOp>(); k && k->checkpoint) {
-      const Node* p = parsed->find(n->id);
-      ASSERT_NE(p, nullptr) << n->id;
-      ASSERT_NE(p->op_as<ConstantOp>(), nullptr) << n->id;
-      EXPECT_EQ(p->op_as<ConstantOp>()->checkpoint, k->checkpoint) << n->id;
-      EXPECT_EQ(p->op_as<ConstantOp>()->path, k->path) << n->id;
+      const Node* p = parsed->find(n->id());
+      ASSERT_NE(p, nullptr) << n->id();
+      ASSERT_NE(p->op_as<ConstantOp>(), nullptr) << n->id();
+      EXPECT_EQ(p->op_as<ConstantOp>()->checkpoint, k->checkpoint) << n->id();
+      EXPECT_EQ(p->op_as<ConstantOp>()->path, k->path) << n->id();
     }
 }
 
@@ -491,7 +491,7 @@ TEST_F(HfModelsTest, ALargeCheckpointCompilesWithoutReadingItsWeights) {
     if (const auto* k = n->op_as<ConstantOp>()) {
       literal_values += static_cast<int64_t>(k->values.size());
       if (k->path.empty()) continue;
-      EXPECT_TRUE(k->checkpoint) << n->id;
+      EXPECT_TRUE(k->checkpoint) << n->id();
       parameters += num_elements(n->type.shape);
     }
   EXPECT_EQ(parameters, 1100048384);
@@ -585,8 +585,8 @@ TEST_F(HfModelsTest, WithoutWeightsParametersAreSeededAndNotMaterialized) {
   for (const Node* n : g.nodes())
     if (const auto* c = n->op_as<ConstantOp>(); c && !c->path.empty()) {
       ++params;
-      EXPECT_TRUE(c->values.empty()) << n->id;
-      EXPECT_TRUE(c->init == "randn" || c->init == "ones") << n->id << " " << c->init;
+      EXPECT_TRUE(c->values.empty()) << n->id();
+      EXPECT_TRUE(c->init == "randn" || c->init == "ones") << n->id() << " " << c->init;
     }
   EXPECT_EQ(params, 1 + 28 * 12 + 1 + 1);  // embedding, 12 per layer (q/k/v biases), norm, lm_head
   // Deterministic: the same import twice is the same graph.
@@ -762,7 +762,7 @@ TEST_F(HfModelsTest, ShardedCheckpointsReadEveryShard) {
       if (const auto* k = n->op_as<ConstantOp>(); k && k->checkpoint) {
         Expected<TensorValue> v = constant_data(*k, n->type);
         EXPECT_TRUE(v) << v.error().render();
-        if (v) values[n->id] = v->data;
+        if (v) values[n->id()] = v->data;
       }
     return values;
   };

@@ -293,7 +293,7 @@ TEST(CanonicalizePassTest, RemovesDeadNodesAndCanonicalizesKernelNames) {
   ASSERT_TRUE(s) << s.message();
 
   std::vector<std::string> ids;
-  for (const Node* n : g.nodes()) ids.push_back(n->id);
+  for (const Node* n : g.nodes()) ids.push_back(n->id());
   EXPECT_EQ(ids, (std::vector<std::string>{"x", "unused_input", "out"}));
   EXPECT_EQ(g.outputs(), std::vector<std::string>{"out"});
 
@@ -368,7 +368,7 @@ TEST(CanonicalizePassTest, KeepsChainsThatReachAnOutput) {
 
   ASSERT_TRUE(pass->run(g, ctx));
   std::vector<std::string> ids;
-  for (const Node* n : g.nodes()) ids.push_back(n->id);
+  for (const Node* n : g.nodes()) ids.push_back(n->id());
   EXPECT_EQ(ids, (std::vector<std::string>{"x", "w", "sum", "r"}));
 }
 

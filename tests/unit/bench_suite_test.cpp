@@ -186,7 +186,7 @@ TEST_F(BenchSuiteTest, EveryProgramTracesToTorchIrInItsDtype) {
       inputs += is_input;
       params += is_param;
       if (is_input || is_param) {
-        EXPECT_EQ(n->type.dtype, want->second) << e.id << ": " << n->id << " is " << dtype_name(n->type.dtype);
+        EXPECT_EQ(n->type.dtype, want->second) << e.id << ": " << n->id() << " is " << dtype_name(n->type.dtype);
       }
     }
     EXPECT_GT(inputs, 0) << e.id << " has no inputs";

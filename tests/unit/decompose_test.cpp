@@ -50,7 +50,7 @@ class DecomposeTest : public test::BuiltPluginsTest {
       EXPECT_TRUE(s) << s.message();
     }
     for (const Node* n : tensor.nodes())
-      EXPECT_EQ(n->op_as<TorchOp>(), nullptr) << "torch node left: " << n->id << "\n" << print_graph(tensor);
+      EXPECT_EQ(n->op_as<TorchOp>(), nullptr) << "torch node left: " << n->id() << "\n" << print_graph(tensor);
     Status v = verify_graph(tensor, Dialect::Tensor);
     EXPECT_TRUE(v) << v.message() << "\n" << print_graph(tensor);
     return tensor;

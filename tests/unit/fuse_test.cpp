@@ -307,7 +307,7 @@ TEST_F(FuseTest, LongElementwiseChainsAreCutIntoBoundedKernels) {
 #undef TESSERA_X
     } count;
     count.visit(op->body);
-    EXPECT_LE(count.n, 128) << n->id;
+    EXPECT_LE(count.n, 128) << n->id();
   }
   bool size_skip = false;
   for (const auto& s : skips) size_skip = size_skip || s.reason.find("size: fusing would make kernel") != std::string::npos;

@@ -18,7 +18,7 @@ using namespace ir_fixtures;
 
 std::vector<std::string> ids(const Graph& g) {
   std::vector<std::string> out;
-  for (const Node* n : g.nodes()) out.push_back(n->id);
+  for (const Node* n : g.nodes()) out.push_back(n->id());
   return out;
 }
 
@@ -74,7 +74,7 @@ TEST(Graph, InsertBeforeSplicesAtThePosition) {
   Expected<Node*> n = g.insert_before("add", "bias_neg", elementwise("neg", {var("bias_bc")}), {"bias_bc"},
                                       f32({16, 64}));
   ASSERT_TRUE(n) << n.error().render();
-  EXPECT_EQ((*n)->id, "bias_neg");
+  EXPECT_EQ((*n)->id(), "bias_neg");
   std::vector<std::string> order = ids(g);
   auto pos = std::find(order.begin(), order.end(), "bias_neg");
   ASSERT_NE(pos, order.end());
@@ -162,7 +162,7 @@ TEST(Graph, EraseTakesAViewIntoTheErasedNode) {
   Graph g = tensor_graph();
   g.outputs() = {"total"};
   Node* scaled = g.find("scaled");
-  ASSERT_TRUE(g.erase(scaled->id));
+  ASSERT_TRUE(g.erase(scaled->id()));
   EXPECT_FALSE(g.contains("scaled"));
   EXPECT_EQ(g.unique_id("scaled"), "scaled");
 }
@@ -198,7 +198,7 @@ TEST(Graph, CopiesAndMovesKeepTheirOwnIndex) {
   Graph reassigned;
   reassigned = std::move(moved);
   EXPECT_EQ(reassigned.users("relu"), (std::vector<std::string>{"total", "cat"}));
-  EXPECT_EQ(reassigned.find("relu")->id, "relu");
+  EXPECT_EQ(reassigned.find("relu")->id(), "relu");
 }
 
 TEST(Graph, UniqueIdAddsTheFirstFreeSuffix) {
@@ -274,7 +274,7 @@ TEST(Graph, ReplaceUsesRewritesInputsOutputsAndOpReferences) {
   EXPECT_EQ(g.find("cat")->inputs, (std::vector<std::string>{"relu2", "emb"}));
   EXPECT_EQ(g.find("cat")->op_as<IndexMapOp>()->sources[0].buffer, "relu2");
   EXPECT_EQ(g.outputs().back(), "relu2");
-  EXPECT_EQ(g.find("relu")->id, "relu");  // the producer itself is untouched
+  EXPECT_EQ(g.find("relu")->id(), "relu");  // the producer itself is untouched
 
   g.replace_uses("matmul", "red");
   EXPECT_EQ(g.find("relu")->op_as<ElementwiseOp>()->args[0].str(), "red");

@@ -318,7 +318,7 @@ TEST_F(IrParserPipeline, LoweredProgramsParseBackExactlyAtEveryKernelStage) {
       Status s = lower(g, *spec, stop, h100());
       ASSERT_TRUE(s) << p.text << ": " << s.message();
       // Where the frontend created a node is not part of the printout.
-      for (const Node* n : g.nodes()) g.find(n->id)->loc = SourceLoc{};
+      for (const Node* n : g.nodes()) g.find(n->id())->loc = SourceLoc{};
       expect_exact_round_trip(g, std::string(p.text) + " (" + std::string(dtype_short_name(p.dtype)) + ", " +
                                      std::string(dialect_name(stop)) + ")");
     }

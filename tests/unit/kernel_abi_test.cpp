@@ -485,7 +485,7 @@ TEST_F(KernelAbiTest, RmsNormOver16384ColumnsStagesTheRowInDynamicSharedMemory) 
 
   // emit replaces the node's KernelOp (and `k` with it) by a CudaOp: keep what is compared.
   const int64_t kernel_dynamic_smem = k.dynamic_smem;
-  const std::string kernel_id = kernel->id;
+  const std::string kernel_id = kernel->id();
   Status emitted = emit(g);
   ASSERT_TRUE(emitted) << emitted.message();
   const auto* cuda = g.find(kernel_id)->op_as<CudaOp>();

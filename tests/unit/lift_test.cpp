@@ -60,7 +60,7 @@ class LiftTest : public test::BuiltPluginsTest {
     EXPECT_TRUE(s) << s.message();
     for (const Node* n : g.nodes()) {
       if (n->op_as<InputOp>() || n->op_as<ConstantOp>()) continue;
-      EXPECT_NE(n->op_as<LoopOp>(), nullptr) << "not lifted: " << n->id << "\n" << print_graph(g);
+      EXPECT_NE(n->op_as<LoopOp>(), nullptr) << "not lifted: " << n->id() << "\n" << print_graph(g);
     }
     return g;
   }
@@ -139,12 +139,12 @@ TEST_F(LiftTest, KeepsIdsInputsAndTypes) {
   ASSERT_EQ(loop.size(), tensor.size());
   std::vector<const Node*> before = std::as_const(tensor).nodes(), after = std::as_const(loop).nodes();
   for (size_t i = 0; i < before.size(); ++i) {
-    EXPECT_EQ(after[i]->id, before[i]->id);
+    EXPECT_EQ(after[i]->id(), before[i]->id());
     EXPECT_EQ(after[i]->inputs, before[i]->inputs);
     EXPECT_EQ(after[i]->type, before[i]->type);
     const auto* op = after[i]->op_as<LoopOp>();
     if (op != nullptr) {
-      EXPECT_EQ(op->name, after[i]->id);
+      EXPECT_EQ(op->name, after[i]->id());
     }
   }
   EXPECT_EQ(loop.outputs(), tensor.outputs());
@@ -182,7 +182,7 @@ TEST_F(LiftTest, MaxReduceWithoutKeepdimDropsTheIndex) {
   std::string text = print_graph(loop);
   EXPECT_NE(text.find("acc0 = init(-inf)"), std::string::npos) << text;
   EXPECT_NE(text.find("acc0 <- max(acc0, in0)"), std::string::npos) << text;
-  EXPECT_NE(text.find(out->id + "[a0, a1] = acc0"), std::string::npos) << text;
+  EXPECT_NE(text.find(out->id() + "[a0, a1] = acc0"), std::string::npos) << text;
 }
 
 TEST_F(LiftTest, CatBecomesGuardedLoads) {

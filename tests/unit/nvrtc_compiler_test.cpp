@@ -119,7 +119,7 @@ TEST_P(NvrtcCorpusTest, EveryKernelBuildsWithoutSpillsAndRebuildsFromTheCache) {
       const auto* op = n->op_as<CudaOp>();
       if (!op) continue;
       const KernelBuild& k = (*first)[i++];
-      EXPECT_EQ(k.node, n->id);  // graph order
+      EXPECT_EQ(k.node, n->id());  // graph order
       EXPECT_EQ(k.kernel, op->name);
       EXPECT_EQ(k.arch, arch);
       EXPECT_GT(k.registers, 0) << k.kernel;
@@ -359,7 +359,7 @@ TEST_F(NvrtcBuildTest, EmitPtxWritesEveryKernelsPtxThroughTheCache) {
   const Graph lowered = lower_to_cuda(program);
   for (const Node* n : lowered.nodes()) {
     if (const auto* op = n->op_as<CudaOp>()) {
-      EXPECT_NE(first.out.find("// kernel " + op->name + "  sm_80  (node " + n->id + ")\n"), std::string::npos) << first.out;
+      EXPECT_NE(first.out.find("// kernel " + op->name + "  sm_80  (node " + n->id() + ")\n"), std::string::npos) << first.out;
       EXPECT_NE(first.out.find(".visible .entry " + op->name + "("), std::string::npos) << first.out;
     }
   }

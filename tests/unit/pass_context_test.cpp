@@ -58,7 +58,7 @@ class PassContextTest : public ::testing::Test {
   DiagnosticEngine diags_;
   Node node_ = [] {
     Node n;
-    n.id = "k0";
+    n.set_id("k0");
     return n;
   }();
 };
@@ -256,7 +256,7 @@ std::vector<AttrValue> draw(RandomChoiceSource& source, const Node& node, const 
 
 TEST(RandomChoiceSourceTest, SameSeedSameChoices) {
   Node node;
-  node.id = "k0";
+  node.set_id("k0");
   const std::vector<AttrValue> candidates = {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}};
   RandomChoiceSource a(42), b(42), c(43);
   std::vector<AttrValue> from_a = draw(a, node, candidates, 64);
@@ -288,7 +288,7 @@ TEST(RandomChoiceSourceTest, NoCandidatesNoAnswer) {
 
 TEST(RandomChoiceSourceTest, DrivesPassContextAsTheTuner) {
   Node node;
-  node.id = "k0";
+  node.set_id("k0");
   RandomChoiceSource source(5);
   DeviceDesc device;
   DiagnosticEngine diags;

@@ -441,7 +441,7 @@ TEST_P(RegisterTileCorpusTest, TiledCudaCompilesWithNvrtc) {
     const auto* op = n->op_as<CudaOp>();
     if (op == nullptr) continue;
     arrays += op->source.find("[2];") != std::string::npos;
-    EXPECT_EQ(test::nvrtc_compile(*op, device_->arch), "") << n->id;
+    EXPECT_EQ(test::nvrtc_compile(*op, device_->arch), "") << n->id();
   }
   EXPECT_GT(arrays, 0) << "no kernel declares a register array";
 }

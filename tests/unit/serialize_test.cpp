@@ -241,7 +241,13 @@ TEST(GraphEquality, DetectsEachKindOfDifference) {
   const Graph base = kernel_graph();
   EXPECT_TRUE(structurally_equal(base, kernel_graph()));
   std::vector<std::pair<std::string, std::function<void(Graph&)>>> edits = {
-      {"id", [](Graph& g) { g.nodes()[0]->id = "x0"; }},
+      {"id", [](Graph& g) {  // renamed through the graph: a copy under the new id takes its uses
+         const Node& first = *g.nodes()[0];
+         const std::string old = first.id();
+         ASSERT_TRUE(g.insert_before(old, old + "0", first.op->clone(), first.inputs.ids(), first.type));
+         g.replace_uses(old, old + "0");
+         ASSERT_TRUE(g.erase(old));
+       }},
       {"inputs", [](Graph& g) {
          std::vector<std::string> inputs = g.find("rms_norm")->inputs;
          inputs.pop_back();

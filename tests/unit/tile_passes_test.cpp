@@ -81,7 +81,7 @@ class TilePassesTest : public test::BuiltPluginsTest {
     EXPECT_TRUE(v) << what << ": " << v.message() << "\n" << print_graph(g);
     int kernels = 0;
     for (const Node* n : g.nodes()) {
-      EXPECT_EQ(n->op_as<LoopOp>(), nullptr) << what << ": " << n->id << " is still a Loop IR kernel";
+      EXPECT_EQ(n->op_as<LoopOp>(), nullptr) << what << ": " << n->id() << " is still a Loop IR kernel";
       const auto* op = n->op_as<TileOp>();
       if (op == nullptr) continue;
       ++kernels;
@@ -91,10 +91,10 @@ class TilePassesTest : public test::BuiltPluginsTest {
       int64_t threads = 1;
       for (const TileAxis& a : tile->axes) {
         EXPECT_TRUE(a.binding == AxisBinding::Thread || a.binding == AxisBinding::Block)
-            << what << ": axis " << a.name << " of " << n->id << " is " << spelling(a.binding) << "\n" << print_graph(g);
+            << what << ": axis " << a.name << " of " << n->id() << " is " << spelling(a.binding) << "\n" << print_graph(g);
         if (a.binding == AxisBinding::Thread) threads *= a.extent;
       }
-      EXPECT_LE(threads, device_->max_threads_per_block) << what << ": " << n->id;
+      EXPECT_LE(threads, device_->max_threads_per_block) << what << ": " << n->id();
     }
     EXPECT_GT(kernels, 0) << what << ": no Tile IR kernel\n" << print_graph(g);
   }
@@ -185,7 +185,7 @@ TEST_F(TilePassesTest, TileifyNamesElementwiseKernelsWithoutReduce) {
   ASSERT_TRUE(run_pass("tileify", g));
   for (const Node* n : g.nodes()) {
     if (const auto* op = n->op_as<TileOp>()) {
-      EXPECT_EQ(op->name, "k_" + n->id);
+      EXPECT_EQ(op->name, "k_" + n->id());
     }
   }
 }

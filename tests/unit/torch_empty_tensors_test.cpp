@@ -29,7 +29,7 @@ class TorchEmptyTensorsTest : public test::TorchExprFrontendTest {
     Graph g = trace(text);
     for (const Node* n : std::as_const(g).nodes())
       for (const Dim& d : n->type.shape)
-        EXPECT_GT(d.value(), 0) << "node '" << n->id << "' of " << n->type.str() << " in\n" << print_graph(g);
+        EXPECT_GT(d.value(), 0) << "node '" << n->id() << "' of " << n->type.str() << " in\n" << print_graph(g);
     return g;
   }
 

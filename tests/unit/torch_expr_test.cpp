@@ -39,7 +39,7 @@ const TorchOp& torch_op(const Graph& g, const std::string& id) {
 
 std::vector<std::string> node_ids(const Graph& g) {
   std::vector<std::string> ids;
-  for (const Node* n : g.nodes()) ids.push_back(n->id);
+  for (const Node* n : g.nodes()) ids.push_back(n->id());
   return ids;
 }
 

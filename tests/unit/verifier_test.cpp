@@ -54,16 +54,50 @@ TEST(VerifyGraph, NodesMustBeInTheExpectedDialect) {
   EXPECT_TRUE(Contains(text, "at node 'bias_bc'"));
 }
 
-TEST(VerifyGraph, IdsAreUnique) {
-  Graph g = torch_graph();
-  g.find("bias")->id = "x";
-  expect_error(verify_graph(g, Dialect::Torch), "node id 'x' is used twice");
-}
-
+// A duplicate id cannot be made through the graph's API (Graph::add checks it, and a node in a
+// graph has no id setter), so that invariant is a death test; an empty id can be added.
 TEST(VerifyGraph, IdsAreNotEmpty) {
   Graph g = torch_graph();
-  g.find("bias")->id = "";
+  g.add("", std::make_unique<InputOp>(), {}, g.find("x")->type);
   expect_error(verify_graph(g, Dialect::Torch), "a node has an empty id");
+}
+
+// The id index and the use lists agree with the nodes after every kind of edit.
+TEST(VerifyGraph, IndexAndUseListsFollowEveryEdit) {
+  Graph g = torch_graph();
+  ASSERT_TRUE(verify_graph_index(g)) << verify_graph_index(g).message();
+  const Node& bias = *g.find("bias");
+  ASSERT_TRUE(g.insert_before("bias", "bias2", bias.op->clone(), bias.inputs.ids(), bias.type));
+  g.replace_uses("bias", "bias2");
+  ASSERT_TRUE(g.erase("bias"));
+  g.find("add")->inputs.push_back("x");
+  Graph copy = g;
+  for (const Graph* h : {&g, &copy}) EXPECT_TRUE(verify_graph_index(*h)) << verify_graph_index(*h).message();
+}
+
+// Internal invariants stay checked in release builds: a violation aborts naming the invariant.
+TEST(GraphInvariantsDeathTest, CheckedInEveryBuild) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Graph g = torch_graph();
+        g.find("bias")->set_id("x");
+      },
+      "internal error: a node in a graph keeps its id");
+  EXPECT_DEATH(
+      {
+        Graph g = torch_graph();
+        g.add("bias", std::make_unique<InputOp>(), {}, g.find("x")->type);
+      },
+      "internal error: Graph::add is given an id new to the graph");
+  EXPECT_DEATH(
+      {
+        Graph g = torch_graph();
+        g.add("y", std::make_unique<InputOp>(), {"missing"}, g.find("x")->type);
+      },
+      "internal error: Graph::add is given inputs that are nodes of the graph already");
+  EXPECT_DEATH((void)Expr::int_(3).name(), "internal error: Expr::name is read from a Var, Value or Element");
+  EXPECT_DEATH((void)Expr::var("a").int_value(), "internal error: Expr::int_value is read from an Int");
 }
 
 TEST(VerifyGraph, InputsExistAndComeFirst) {

@@ -242,21 +242,21 @@ Expected<TensorValue> input_data(const InputOp& op, const TensorType& type, cons
 Status add_constants(const Graph& graph, ValueMap& values) {
   for (const Node* n : graph.nodes()) {
     const auto* op = n->op_as<ConstantOp>();
-    if (!op || values.count(n->id)) continue;
+    if (!op || values.count(n->id())) continue;
     Expected<TensorValue> v = constant_data(*op, n->type);
-    if (!v) return std::move(v).error().at_node(n->id);
-    values.emplace(n->id, std::move(*v));
+    if (!v) return std::move(v).error().at_node(n->id());
+    values.emplace(n->id(), std::move(*v));
   }
   return Status::ok();
 }
 
 Expected<const TensorValue*> given_constant(const Node& n, const ValueMap& values) {
-  auto it = values.find(n.id);
+  auto it = values.find(n.id());
   if (it == values.end()) return static_cast<const TensorValue*>(nullptr);
   if (!(it->second.type == n.type) || static_cast<int64_t>(it->second.data.size()) != num_elements(n.type.shape))
-    return make_error("constant '" + n.id + "' was given a value of type " + it->second.type.str() + " (" +
+    return make_error("constant '" + n.id() + "' was given a value of type " + it->second.type.str() + " (" +
                       std::to_string(it->second.data.size()) + " elements) but is " + n.type.str())
-        .at_node(n.id);
+        .at_node(n.id());
   return &it->second;
 }
 
@@ -265,8 +265,8 @@ ValueMap make_inputs(const Graph& graph, uint64_t seed) {
   for (const Node* n : graph.nodes()) {
     const auto* op = n->op_as<InputOp>();
     if (!op) continue;
-    Expected<TensorValue> v = input_data(*op, n->type, n->id, seed);
-    if (v) values.emplace(n->id, std::move(*v));
+    Expected<TensorValue> v = input_data(*op, n->type, n->id(), seed);
+    if (v) values.emplace(n->id(), std::move(*v));
   }
   return values;
 }

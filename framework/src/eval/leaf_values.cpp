@@ -7,13 +7,13 @@ namespace tessera {
 
 Expected<std::optional<TensorValue>> leaf_value(const Node& node, const ValueMap& inputs) {
   if (node.op_as<InputOp>()) {
-    auto it = inputs.find(node.id);
-    if (it == inputs.end()) return make_error("no value given for input '" + node.id + "'").at_node(node.id);
+    auto it = inputs.find(node.id());
+    if (it == inputs.end()) return make_error("no value given for input '" + node.id() + "'").at_node(node.id());
     if (it->second.type.shape != node.type.shape ||
         static_cast<int64_t>(it->second.data.size()) != num_elements(node.type.shape))
-      return make_error("input '" + node.id + "' was given a value of shape " + shape_str(it->second.type.shape) +
+      return make_error("input '" + node.id() + "' was given a value of shape " + shape_str(it->second.type.shape) +
                         " (" + std::to_string(it->second.data.size()) + " elements) but has type " + node.type.str())
-          .at_node(node.id);
+          .at_node(node.id());
     TensorValue v = it->second;
     v.type = node.type;
     return std::optional<TensorValue>(std::move(v));
@@ -24,7 +24,7 @@ Expected<std::optional<TensorValue>> leaf_value(const Node& node, const ValueMap
     Expected<TensorValue> v = constant_data(*op, node.type);
     if (!v) {
       Diagnostic d = v.error();
-      return std::move(d.at_node(node.id));
+      return std::move(d.at_node(node.id()));
     }
     return std::optional<TensorValue>(std::move(*v));
   }
@@ -33,12 +33,12 @@ Expected<std::optional<TensorValue>> leaf_value(const Node& node, const ValueMap
 
 Expected<const TensorValue*> operand_value(const Node& node, size_t i, const ValueMap& values) {
   if (i >= node.inputs.size())
-    return make_error("node '" + node.id + "' needs at least " + std::to_string(i + 1) + " input(s), has " +
+    return make_error("node '" + node.id() + "' needs at least " + std::to_string(i + 1) + " input(s), has " +
                       std::to_string(node.inputs.size()))
-        .at_node(node.id);
+        .at_node(node.id());
   auto it = values.find(node.inputs[i]);
   if (it == values.end())
-    return make_error("input '" + node.inputs[i] + "' of node '" + node.id + "' has no value").at_node(node.id);
+    return make_error("input '" + node.inputs[i] + "' of node '" + node.id() + "' has no value").at_node(node.id());
   return &it->second;
 }
 
@@ -48,7 +48,7 @@ Expected<ValueMap> evaluate_in_order(const Graph& graph, const ValueMap& inputs,
   for (const Node* n : graph.nodes()) {
     TESSERA_ASSIGN_OR_RETURN(std::optional<TensorValue> leaf, leaf_value(*n, inputs));
     if (leaf) {
-      values.emplace(n->id, std::move(*leaf));
+      values.emplace(n->id(), std::move(*leaf));
       continue;
     }
     Expected<TensorValue> v = compute(*n, values);
@@ -57,8 +57,8 @@ Expected<ValueMap> evaluate_in_order(const Graph& graph, const ValueMap& inputs,
     if (v->type.dtype == DType::I64)
       for (double e : v->data)
         if (std::string why = inexact_integer_reason(e, DType::I64); !why.empty())
-          return make_error("node '" + n->id + "': " + why).at_node(n->id);
-    values.emplace(n->id, std::move(*v));
+          return make_error("node '" + n->id() + "': " + why).at_node(n->id());
+    values.emplace(n->id(), std::move(*v));
   }
   return values;
 }

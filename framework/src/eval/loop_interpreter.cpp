@@ -62,7 +62,7 @@ std::string first_line(const std::string& s) {
 }
 
 Diagnostic stmt_error(const Node& n, const Stmt& s, const std::string& message) {
-  return make_error(n.id + ": at `" + first_line(print_stmt(s)) + "`: " + message).at_node(n.id);
+  return make_error(n.id() + ": at `" + first_line(print_stmt(s)) + "`: " + message).at_node(n.id());
 }
 
 std::string index_str(const std::vector<int64_t>& index) {
@@ -80,7 +80,7 @@ class KernelCompiler {
     size_t mark = scope_.size();
     std::vector<CompiledStmt> out;
     for (const Stmt& s : body) {
-      if (!s.defined()) return make_error(node_.id + ": kernel body holds an undefined statement").at_node(node_.id);
+      if (!s.defined()) return make_error(node_.id() + ": kernel body holds an undefined statement").at_node(node_.id());
       TESSERA_ASSIGN_OR_RETURN(CompiledStmt c, compile_stmt(s));
       out.push_back(std::move(c));
     }
@@ -134,7 +134,7 @@ class KernelCompiler {
       return stmt_error(node_, s, "'" + name + "' is neither an input of the node nor its output buffer");
     const BufferSlot& b = buffers_[static_cast<size_t>(found)];
     if (write && b.input != nullptr)
-      return stmt_error(node_, s, "writes '" + name + "', but a kernel writes only its own output '" + node_.id + "'");
+      return stmt_error(node_, s, "writes '" + name + "', but a kernel writes only its own output '" + node_.id() + "'");
     if (rank != b.shape.size())
       return stmt_error(node_, s, "indexes '" + name + "' with " + std::to_string(rank) + " index expression(s) but it has rank " +
                                       std::to_string(b.shape.size()));
@@ -280,9 +280,9 @@ class KernelRunner {
     TESSERA_TRY(run_body(body));
     for (size_t i = 0; i < written_.size(); ++i)
       if (!written_[i])
-        return make_error(node_.id + ": the kernel never writes output element " +
+        return make_error(node_.id() + ": the kernel never writes output element " +
                           index_str(unflatten_index(static_cast<int64_t>(i), out_.type.shape)))
-            .at_node(node_.id);
+            .at_node(node_.id());
     return Status::ok();
   }
 
@@ -437,7 +437,7 @@ Expected<TensorValue> run_loop_node(const Node& n, const LoopOp& op, const Value
                                  !dtype_is_float(v->type.dtype)});
   }
   buffers.push_back(
-      BufferSlot{n.id, nullptr, row_major_strides(n.type.shape), n.type.shape, !dtype_is_float(n.type.dtype)});
+      BufferSlot{n.id(), nullptr, row_major_strides(n.type.shape), n.type.shape, !dtype_is_float(n.type.dtype)});
   KernelCompiler compiler(n, buffers);
   TESSERA_ASSIGN_OR_RETURN(std::vector<CompiledStmt> body, compiler.compile_body(op.body));
   TensorValue out = TensorValue::filled(n.type);
@@ -452,9 +452,9 @@ Expected<ValueMap> evaluate_loop_ir(const Graph& graph, const ValueMap& inputs) 
   return evaluate_in_order(graph, inputs, [](const Node& n, const ValueMap& values) -> Expected<TensorValue> {
     const auto* op = n.op_as<LoopOp>();
     if (op == nullptr)
-      return make_error(n.id + ": the Loop IR interpreter cannot run a " +
+      return make_error(n.id() + ": the Loop IR interpreter cannot run a " +
                         std::string(n.op ? n.op->kind() : "null") + " node (only input, constant and loop)")
-          .at_node(n.id);
+          .at_node(n.id());
     return run_loop_node(n, *op, values);
   });
 }

@@ -18,7 +18,7 @@ namespace tessera {
 namespace {
 
 Diagnostic node_error(const Node& n, const std::string& message) {
-  return make_error(n.id + ": " + message).at_node(n.id);
+  return make_error(n.id() + ": " + message).at_node(n.id());
 }
 
 std::string ints_str(const std::vector<int64_t>& v) {

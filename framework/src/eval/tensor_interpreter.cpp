@@ -35,7 +35,7 @@ Expected<CompiledExpr> compile_expr(const Expr& e, const SlotTable& slots) {
 }
 
 Diagnostic node_error(const Node& n, const std::string& message) {
-  return make_error(n.id + ": " + message).at_node(n.id);
+  return make_error(n.id() + ": " + message).at_node(n.id());
 }
 
 std::string index_str(const std::vector<int64_t>& index) {

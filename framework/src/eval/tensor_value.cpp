@@ -1,8 +1,8 @@
 // TensorValue and the row-major index helpers shared by the CPU evaluators.
 #include "tessera/eval/tensor_value.h"
+#include "tessera/support/internal_check.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <cstdio>
 
@@ -14,7 +14,7 @@ TensorValue TensorValue::filled(TensorType t, double fill) {
 }
 
 double TensorValue::at(const std::vector<int64_t>& index) const {
-  assert(static_cast<int64_t>(index.size()) == rank());
+  TESSERA_INTERNAL_CHECK(static_cast<int64_t>(index.size()) == rank(), "TensorValue::at is given one index per dimension");
   return data[static_cast<size_t>(flat_offset(index, row_major_strides(type.shape)))];
 }
 

@@ -3,11 +3,11 @@
 #include "tessera/ir/expr.h"
 
 #include <bit>
-#include <cassert>
 #include <cmath>
 #include <set>
 
 #include "tessera/ir/attr.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera {
 
@@ -209,8 +209,7 @@ std::string_view expr_kind_name(ExprKind k) {
     TESSERA_EXPR_KINDS(TESSERA_X)
 #undef TESSERA_X
   }
-  assert(false && "unknown ExprKind");
-  return "?";
+  TESSERA_INTERNAL_CHECK(false, "an ExprKind value is one of TESSERA_EXPR_KINDS");
 }
 
 std::optional<ExprKind> parse_expr_kind(std::string_view s) {
@@ -258,8 +257,8 @@ Expr Expr::float_(double v) {
 }
 
 Expr Expr::binary(ExprKind k, Expr a, Expr b) {
-  assert(is_binary_kind(k) && "Expr::binary needs a binary kind");
-  assert(a.defined() && b.defined() && "Expr::binary needs defined operands");
+  TESSERA_INTERNAL_CHECK(is_binary_kind(k), "Expr::binary is given a binary kind");
+  TESSERA_INTERNAL_CHECK(a.defined() && b.defined(), "Expr::binary is given defined operands");
   auto n = std::make_shared<ExprNode>();
   n->kind = k;
   n->operands = {std::move(a), std::move(b)};
@@ -267,7 +266,7 @@ Expr Expr::binary(ExprKind k, Expr a, Expr b) {
 }
 
 Expr Expr::not_(Expr a) {
-  assert(a.defined());
+  TESSERA_INTERNAL_CHECK(a.defined(), "Expr::not_ is given a defined operand");
   auto n = std::make_shared<ExprNode>();
   n->kind = ExprKind::Not;
   n->operands = {std::move(a)};
@@ -275,7 +274,8 @@ Expr Expr::not_(Expr a) {
 }
 
 Expr Expr::select(Expr cond, Expr then_value, Expr else_value) {
-  assert(cond.defined() && then_value.defined() && else_value.defined());
+  TESSERA_INTERNAL_CHECK(cond.defined() && then_value.defined() && else_value.defined(),
+                         "Expr::select is given defined operands");
   auto n = std::make_shared<ExprNode>();
   n->kind = ExprKind::Select;
   n->operands = {std::move(cond), std::move(then_value), std::move(else_value)};
@@ -283,7 +283,7 @@ Expr Expr::select(Expr cond, Expr then_value, Expr else_value) {
 }
 
 Expr Expr::cast(DType to, Expr a) {
-  assert(a.defined());
+  TESSERA_INTERNAL_CHECK(a.defined(), "Expr::cast is given a defined operand");
   auto n = std::make_shared<ExprNode>();
   n->kind = ExprKind::Cast;
   n->cast_type = to;
@@ -292,32 +292,32 @@ Expr Expr::cast(DType to, Expr a) {
 }
 
 ExprKind Expr::kind() const {
-  assert(defined());
+  TESSERA_INTERNAL_CHECK(defined(), "Expr::kind is read from a defined Expr");
   return node_->kind;
 }
 
 const std::string& Expr::name() const {
-  assert(is_name() || is(ExprKind::Element));
+  TESSERA_INTERNAL_CHECK(is_name() || is(ExprKind::Element), "Expr::name is read from a Var, Value or Element");
   return node_->name;
 }
 
 int64_t Expr::int_value() const {
-  assert(is(ExprKind::Int));
+  TESSERA_INTERNAL_CHECK(is(ExprKind::Int), "Expr::int_value is read from an Int");
   return node_->int_value;
 }
 
 double Expr::float_value() const {
-  assert(is(ExprKind::Float));
+  TESSERA_INTERNAL_CHECK(is(ExprKind::Float), "Expr::float_value is read from a Float");
   return node_->float_value;
 }
 
 DType Expr::cast_type() const {
-  assert(is(ExprKind::Cast));
+  TESSERA_INTERNAL_CHECK(is(ExprKind::Cast), "Expr::cast_type is read from a Cast");
   return node_->cast_type;
 }
 
 const std::vector<Expr>& Expr::operands() const {
-  assert(defined());
+  TESSERA_INTERNAL_CHECK(defined(), "Expr::operands is read from a defined Expr");
   return node_->operands;
 }
 

@@ -7,9 +7,9 @@
 // id prefix, the first free numeric suffix for unique_id. Node::inputs reports its edits to the
 // store; a node's id never changes while it is in a graph.
 #include "tessera/ir/graph.h"
+#include "tessera/support/internal_check.h"
 
 #include <algorithm>
-#include <cassert>
 #include <charconv>
 #include <list>
 #include <map>
@@ -134,17 +134,17 @@ struct GraphStore {
     auto it = nodes.insert(pos, std::move(node));
     Node& n = *it;
     n.order_ = order_between(it);
-    by_id.emplace(n.id, it);
+    by_id.emplace(n.id_, it);
     n.inputs.store_ = this;
     n.inputs.node_ = &n;
     add_uses(n);
-    on_id_taken(n.id);
+    on_id_taken(n.id_);
     return n;
   }
 
   void remove(std::list<Node>::iterator it) {
     remove_uses(*it);
-    std::string id = it->id;
+    std::string id = it->id_;
     by_id.erase(id);
     nodes.erase(it);
     on_id_freed(id);
@@ -264,7 +264,7 @@ void NodeInputs::push_back(std::string id) {
 // ---- Node ------------------------------------------------------------------------------------
 
 Node::Node(const Node& o)
-    : id(o.id),
+    : id_(o.id_),
       op(o.op ? o.op->clone() : nullptr),
       inputs(o.inputs),
       type(o.type),
@@ -272,7 +272,7 @@ Node::Node(const Node& o)
       choices(o.choices) {}
 
 Node::Node(Node&& o) noexcept
-    : id(std::move(o.id)),
+    : id_(std::move(o.id_)),
       op(std::move(o.op)),
       inputs(std::move(o.inputs)),
       type(std::move(o.type)),
@@ -287,14 +287,19 @@ Node& Node::operator=(const Node& o) {
 // A node in a graph keeps its place; its inputs are assigned through the graph.
 Node& Node::operator=(Node&& o) noexcept {
   if (this == &o) return *this;
-  assert((!inputs.in_graph() || id == o.id) && "a node in a graph keeps its id");
-  id = std::move(o.id);
+  TESSERA_INTERNAL_CHECK(!inputs.in_graph() || id_ == o.id_, "a node in a graph keeps its id");
+  id_ = std::move(o.id_);
   op = std::move(o.op);
   inputs = std::move(o.inputs);
   type = std::move(o.type);
   loc = std::move(o.loc);
   choices = std::move(o.choices);
   return *this;
+}
+
+void Node::set_id(std::string id) {
+  TESSERA_INTERNAL_CHECK(!inputs.in_graph(), "a node in a graph keeps its id (Node::set_id renames copies only)");
+  id_ = std::move(id);
 }
 
 // ---- Graph -----------------------------------------------------------------------------------
@@ -334,7 +339,7 @@ namespace {
 
 Node make_node(std::string id, std::unique_ptr<Op> op, std::vector<std::string> inputs, TensorType type) {
   Node node;
-  node.id = std::move(id);
+  node.set_id(std::move(id));
   node.op = std::move(op);
   node.inputs = std::move(inputs);
   node.type = std::move(type);
@@ -345,7 +350,9 @@ Node make_node(std::string id, std::unique_ptr<Op> op, std::vector<std::string> 
 
 Node& Graph::add(std::string id, std::unique_ptr<Op> op, std::vector<std::string> inputs,
                  TensorType type) {
-  assert(!contains(id) && "Graph::add: duplicate id (use unique_id)");
+  TESSERA_INTERNAL_CHECK(!contains(id), "Graph::add is given an id new to the graph (unique_id makes one)");
+  for (const std::string& in : inputs)
+    TESSERA_INTERNAL_CHECK(contains(in), "Graph::add is given inputs that are nodes of the graph already");
   detail::GraphStore& s = store();
   return s.place(s.nodes.end(), make_node(std::move(id), std::move(op), std::move(inputs), std::move(type)));
 }
@@ -371,7 +378,7 @@ Status Graph::erase(std::string_view id_view) {
   auto pos = s.by_id.find(id);
   if (pos == s.by_id.end()) return make_error("cannot erase node '" + id + "': no such node");
   if (std::vector<Node*> users = s.users_of(id); !users.empty()) {
-    Diagnostic d = make_error("cannot erase node '" + id + "': node '" + users.front()->id + "' still uses it");
+    Diagnostic d = make_error("cannot erase node '" + id + "': node '" + users.front()->id() + "' still uses it");
     return d.at_node(id);
   }
   if (std::find(outputs_.begin(), outputs_.end(), id) != outputs_.end()) {
@@ -430,7 +437,7 @@ size_t Graph::size() const { return store_ ? store_->nodes.size() : 0; }
 std::vector<std::string> Graph::users(std::string_view id) const {
   std::vector<std::string> out;
   if (!store_) return out;
-  for (const Node* n : store_->users_of(id)) out.push_back(n->id);
+  for (const Node* n : store_->users_of(id)) out.push_back(n->id());
   return out;
 }
 

@@ -562,7 +562,7 @@ class GraphReader {
                                  std::string(next_ >= lines_.size() ? " (the text ends here)" : ""));
     }
     BufferScope scope;
-    for (const Node* n : graph_.nodes()) scope.known.insert(n->id);
+    for (const Node* n : graph_.nodes()) scope.known.insert(n->id());
     scope.known.insert(output);
     NameScope names;
     for (const KernelParam& p : params) {

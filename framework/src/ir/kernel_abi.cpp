@@ -46,13 +46,13 @@ std::string KernelParam::str() const {
 
 Expected<std::vector<KernelParam>> kernel_signature(const Graph& g, const Node& node) {
   const auto* op = node.op_as<KernelOp>();
-  if (op == nullptr) return make_error("node is not a Kernel IR node").at_node(node.id);
+  if (op == nullptr) return make_error("node is not a Kernel IR node").at_node(node.id());
   std::vector<KernelParam> params;
   std::set<std::string> seen;
   auto add_buffer = [&](const std::string& id, bool written) -> Status {
     if (!seen.insert(id).second) return Status::ok();  // an input listed twice is one argument
     const Node* n = g.find(id);
-    if (n == nullptr) return make_error("buffer '" + id + "' is not a node of the graph").at_node(node.id);
+    if (n == nullptr) return make_error("buffer '" + id + "' is not a node of the graph").at_node(node.id());
     KernelParam p;
     p.name = id;
     p.kind = ParamKind::Buffer;
@@ -62,7 +62,7 @@ Expected<std::vector<KernelParam>> kernel_signature(const Graph& g, const Node& 
     return Status::ok();
   };
   for (const std::string& in : node.inputs) TESSERA_TRY(add_buffer(in, false));
-  TESSERA_TRY(add_buffer(node.id, true));
+  TESSERA_TRY(add_buffer(node.id(), true));
   params.insert(params.end(), op->params.begin(), op->params.end());
   return params;
 }

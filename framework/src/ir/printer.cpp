@@ -149,7 +149,7 @@ std::string line_rhs(const Node& n) {
 // The header carries what the body does not say, so a printed kernel parses back (ir/parser.h):
 // the node's inputs and its output's type (`name: type`, as in the declarations above).
 std::string kernel_block(const Node& n, const KernelLikeOp& op) {
-  const std::string output = n.id + ": " + n.type.str();
+  const std::string output = n.id() + ": " + n.type.str();
   std::string io = "inputs: " + join(n.inputs) + "  outputs: " + output;
   std::string header;
   if (n.op_as<LoopOp>() != nullptr) {
@@ -199,7 +199,7 @@ bool is_declaration(const Node& n) { return n.op && n.op->dialect() == Dialect::
 }  // namespace
 
 std::string print_value_decl(const Node& n) {
-  std::string text = n.id + ": " + n.type.str();
+  std::string text = n.id() + ": " + n.type.str();
   if (const auto* input = n.op_as<InputOp>()) return text + input_comment(*input);
   if (const auto* constant = n.op_as<ConstantOp>()) {
     text += constant->path.empty() ? " = const" : " = param " + constant->path;
@@ -214,7 +214,7 @@ std::string print_node(const Graph& g, const Node& n) {
   if (is_declaration(n)) return text + print_value_decl(n) + "\n";
   if (const auto* kernel = n.op_as<KernelLikeOp>()) return text + kernel_block(n, *kernel);
   if (const auto* cuda = n.op_as<CudaOp>()) return text + cuda_block(*cuda);
-  return text + n.id + " = " + line_rhs(n) + " -> " + n.type.str() + "\n";
+  return text + n.id() + " = " + line_rhs(n) + " -> " + n.type.str() + "\n";
 }
 
 std::string print_graph(const Graph& g) {

@@ -197,7 +197,7 @@ json op_to_json(const Op& op) {
 
 json node_to_json(const Node& n) {
   json j = json::object();
-  j["id"] = n.id;
+  j["id"] = n.id();
   j["op"] = n.op ? op_to_json(*n.op) : json(nullptr);
   j["inputs"] = n.inputs;
   json shape = json::array();
@@ -1049,7 +1049,7 @@ bool structurally_equal(const Graph& a, const Graph& b) {
   for (size_t i = 0; i < xs.size(); ++i) {
     const Node& x = *xs[i];
     const Node& y = *ys[i];
-    if (x.id != y.id || x.inputs != y.inputs || !(x.type == y.type) || !(x.choices == y.choices) ||
+    if (x.id() != y.id() || x.inputs != y.inputs || !(x.type == y.type) || !(x.choices == y.choices) ||
         !ops_equal(x.op.get(), y.op.get())) {
       return false;
     }

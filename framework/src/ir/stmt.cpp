@@ -6,9 +6,9 @@
 // therefore needs no change in this file.
 #include "tessera/ir/stmt.h"
 #include "stmt_reflection.h"
+#include "tessera/support/internal_check.h"
 
 #include <array>
-#include <cassert>
 #include <type_traits>
 
 namespace tessera {
@@ -27,7 +27,7 @@ void zip_fields(const T& a, const T& b, F&& f) {
   std::array<const void*, kMaxFields> b_fields{};
   size_t count = 0;
   T::reflect(b, [&](const char*, const auto& field, FieldRole) {
-    assert(count < kMaxFields && "raise kMaxFields");
+    TESSERA_INTERNAL_CHECK(count < kMaxFields, "a reflected statement has at most kMaxFields fields (raise kMaxFields)");
     b_fields[count++] = &field;
   });
   size_t i = 0;

@@ -1,7 +1,7 @@
 // Element types and tensor types: dtype spellings, sizes and the printed form of shapes.
 #include "tessera/ir/type.h"
+#include "tessera/support/internal_check.h"
 
-#include <cassert>
 
 namespace tessera {
 
@@ -15,8 +15,7 @@ std::string_view dtype_name(DType t) {
     case DType::Bool: return "bool";
     case DType::F64: return "float64";
   }
-  assert(false && "unknown DType");
-  return "?";
+  TESSERA_INTERNAL_CHECK(false, "a DType value is one of the declared dtypes");
 }
 
 std::string_view dtype_short_name(DType t) {
@@ -29,8 +28,7 @@ std::string_view dtype_short_name(DType t) {
     case DType::Bool: return "bool";
     case DType::F64: return "f64";
   }
-  assert(false && "unknown DType");
-  return "?";
+  TESSERA_INTERNAL_CHECK(false, "a DType value is one of the declared dtypes");
 }
 
 std::optional<DType> parse_dtype(std::string_view s) {
@@ -52,8 +50,7 @@ int dtype_bytes(DType t) {
     case DType::Bool: return 1;
     case DType::F64: return 8;
   }
-  assert(false && "unknown DType");
-  return 0;
+  TESSERA_INTERNAL_CHECK(false, "a DType value is one of the declared dtypes");
 }
 
 bool dtype_is_float(DType t) {

@@ -528,7 +528,7 @@ class BodyVerifier {
 };
 
 Diagnostic node_error(const Node& n, const std::string& message) {
-  return make_error(message).at_node(n.id);
+  return make_error(message).at_node(n.id());
 }
 
 // Three positive sizes within CUDA's limits (architectural, the same on every device Tessera
@@ -565,7 +565,7 @@ Status verify_launch(const Node& n, const std::vector<int64_t>& grid, const std:
 // unique names that no buffer or hardware index takes.
 Status verify_params(const Graph& g, const Node& n, const std::vector<KernelParam>& params) {
   std::set<std::string> names(n.inputs.begin(), n.inputs.end());
-  names.insert(n.id);
+  names.insert(n.id());
   for (const KernelParam& p : params) {
     const std::string what = "kernel parameter '" + p.name + "'";
     if (p.name.empty()) return node_error(n, "a kernel parameter has no name");
@@ -582,7 +582,7 @@ Status verify_params(const Graph& g, const Node& n, const std::vector<KernelPara
       case ParamKind::TensorMap: {
         const TensorMapSpec& spec = p.tensor_map;
         const Node* buffer = g.find(spec.buffer);
-        if (buffer == nullptr || (spec.buffer != n.id && !std::count(n.inputs.begin(), n.inputs.end(), spec.buffer)))
+        if (buffer == nullptr || (spec.buffer != n.id() && !std::count(n.inputs.begin(), n.inputs.end(), spec.buffer)))
           return node_error(n, what + " covers '" + spec.buffer + "', which is neither an input nor the output");
         if (static_cast<int64_t>(spec.box.size()) != buffer->type.rank() || spec.box.empty() || spec.box.size() > 5)
           return node_error(n, what + " needs a box of one to five dimensions, one per dimension of '" + spec.buffer + "'");
@@ -680,15 +680,32 @@ Status verify_body(const Body& body, Dialect d, const std::string& node_id) {
   return BodyVerifier(d, node_id, nullptr).verify(body);
 }
 
+Status verify_graph_index(const Graph& g) {
+  for (const Node* n : g.nodes()) {
+    if (g.find(n->id()) != n) return node_error(*n, "the graph's index does not find node '" + n->id() + "' by its id");
+    for (const std::string& in : n->inputs) {
+      const std::vector<std::string> users = g.users(in);
+      if (std::find(users.begin(), users.end(), n->id()) == users.end())
+        return node_error(*n, "the use list of '" + in + "' does not name its user '" + n->id() + "'");
+    }
+    for (const std::string& user : g.users(n->id())) {
+      const Node* u = g.find(user);
+      if (u == nullptr || std::find(u->inputs.begin(), u->inputs.end(), n->id()) == u->inputs.end())
+        return node_error(*n, "the use list of '" + n->id() + "' names '" + user + "', which does not use it");
+    }
+  }
+  return Status::ok();
+}
+
 Status verify_graph(const Graph& g, Dialect expected) {
   std::set<std::string> seen;
   for (const Node* n : g.nodes()) {
-    if (n->id.empty()) return make_error("a node has an empty id");
-    if (!seen.insert(n->id).second) return node_error(*n, "node id '" + n->id + "' is used twice");
+    if (n->id().empty()) return make_error("a node has an empty id");
+    if (!seen.insert(n->id()).second) return node_error(*n, "node id '" + n->id() + "' is used twice");
     if (!n->op) return node_error(*n, "node has no op");
     for (const std::string& input : n->inputs) {
-      if (!seen.count(input) || input == n->id) {
-        return node_error(*n, "input '" + input + "' is not a node defined before '" + n->id + "'");
+      if (!seen.count(input) || input == n->id()) {
+        return node_error(*n, "input '" + input + "' is not a node defined before '" + n->id() + "'");
       }
     }
     // The frontend's limits hold for IR from any source (graph JSON or printed IR), so no later
@@ -701,7 +718,7 @@ Status verify_graph(const Graph& g, Dialect expected) {
     constexpr int64_t kMaxComputedElements = int64_t{1} << 44;
     constexpr size_t kMaxRank = 64;
     const bool stored = n->op_as<InputOp>() != nullptr || n->op_as<ConstantOp>() != nullptr ||
-                        std::find(g.outputs().begin(), g.outputs().end(), n->id) != g.outputs().end();
+                        std::find(g.outputs().begin(), g.outputs().end(), n->id()) != g.outputs().end();
     const int64_t max_elements = stored ? kMaxStoredElements : kMaxComputedElements;
     if (n->type.shape.size() > kMaxRank)
       return node_error(*n, "type has rank " + std::to_string(n->type.shape.size()) + "; the limit is " +
@@ -724,12 +741,12 @@ Status verify_graph(const Graph& g, Dialect expected) {
     if (const auto* kernel = n->op_as<KernelLikeOp>()) {
       GraphBuffers buffers;
       buffers.inputs = std::set<std::string>(n->inputs.begin(), n->inputs.end());
-      buffers.output = n->id;
+      buffers.output = n->id();
       if (const auto* k = n->op_as<KernelOp>()) buffers.params = &k->params;
-      buffers.dtypes[n->id] = n->type.dtype;
+      buffers.dtypes[n->id()] = n->type.dtype;
       for (const std::string& input : n->inputs)
         if (const Node* in = g.find(input)) buffers.dtypes[input] = in->type.dtype;
-      TESSERA_TRY(BodyVerifier(d, n->id, &buffers).verify(kernel->body));
+      TESSERA_TRY(BodyVerifier(d, n->id(), &buffers).verify(kernel->body));
     }
   }
   for (const std::string& out : g.outputs()) {

@@ -44,15 +44,15 @@ void apply_one(KernelPass& pass, const Node& original, const PassContext& ctx, b
     out.status = out.ctx->error_at(original, "internal error in " + std::string(pass.name()) + ": " + e.what());
   }
   if (!out.status) return;
-  if (copy.id != original.id) {
+  if (copy.id() != original.id()) {
     out.status = out.ctx->error_at(original, "internal error: " + std::string(pass.name()) + " renamed the node to '" +
-                                                 copy.id + "' (a kernel pass rewrites a node in place)");
+                                                 copy.id() + "' (a kernel pass rewrites a node in place)");
     return;
   }
   const std::vector<Dialect> produced = pass.stages();
   if (!copy.op || std::find(produced.begin(), produced.end(), copy.dialect()) == produced.end()) {
     std::string now = copy.op ? std::string(dialect_name(copy.dialect())) + " IR" : "no op";
-    out.status = out.ctx->error_at(original, std::string(pass.name()) + " could not lower node '" + original.id +
+    out.status = out.ctx->error_at(original, std::string(pass.name()) + " could not lower node '" + original.id() +
                                                  "': it is left as " + now + ", and the pass produces " +
                                                  dialect_list(produced) + " IR");
     return;
@@ -77,7 +77,7 @@ bool share_one(KernelPass& pass, const Node& representative, Application& done, 
   out.status = Status::ok();
   for (const PassContext::Skip& s : done.ctx->skips()) {
     Node at;
-    at.id = renaming.rename(s.node);
+    at.set_id(renaming.rename(s.node));
     out.ctx->skip(at, renaming.rename(s.reason));
   }
   for (Diagnostic d : done.ctx->diagnostics().diagnostics()) {
@@ -162,7 +162,7 @@ Status apply_kernel_pass(KernelPass& pass, Graph& g, PassContext& ctx, int threa
     n.choices = std::move(rewritten.choices);
     if (!(n.inputs == rewritten.inputs)) n.inputs = rewritten.inputs.ids();
     if (record_text)
-      texts->push_back({n.id, std::move(applications[k].before), std::move(applications[k].after)});
+      texts->push_back({n.id(), std::move(applications[k].before), std::move(applications[k].after)});
   }
   return Status::ok();
 }

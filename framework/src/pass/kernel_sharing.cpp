@@ -253,16 +253,16 @@ std::vector<size_t> KernelGroups::representatives(const Graph& g, const std::vec
   if (!valid_) {
     const std::vector<size_t> rep = group_equal_kernels(g, kernels);
     representative_.clear();
-    for (size_t k = 0; k < kernels.size(); ++k) representative_[kernels[k]->id] = kernels[rep[k]]->id;
+    for (size_t k = 0; k < kernels.size(); ++k) representative_[kernels[k]->id()] = kernels[rep[k]]->id();
     valid_ = true;
     return rep;
   }
   std::unordered_map<std::string, size_t> index;
-  for (size_t k = 0; k < kernels.size(); ++k) index.emplace(kernels[k]->id, k);
+  for (size_t k = 0; k < kernels.size(); ++k) index.emplace(kernels[k]->id(), k);
   std::vector<size_t> rep(kernels.size());
   for (size_t k = 0; k < kernels.size(); ++k) {
     rep[k] = k;
-    auto it = representative_.find(kernels[k]->id);
+    auto it = representative_.find(kernels[k]->id());
     if (it == representative_.end()) continue;
     auto at = index.find(it->second);
     if (at != index.end() && at->second <= k) rep[k] = at->second;
@@ -272,7 +272,7 @@ std::vector<size_t> KernelGroups::representatives(const Graph& g, const std::vec
 
 KernelBufferNames::KernelBufferNames(const Node& n) {
   for (const std::string& in : n.inputs) add(in);
-  add(n.id);
+  add(n.id());
 }
 
 void KernelBufferNames::add(const std::string& name) {

@@ -88,7 +88,7 @@ Expected<AttrValue> PassContext::choose(std::string_view knob, Node& node,
       if (!knob_value_has_type(pin.value, spec.type)) {
         message += ", but it expects " + std::string(knob_type_name(spec.type));
       } else {
-        message += ", which is not among the candidates at node '" + node.id + "': " + join_values(allowed);
+        message += ", which is not among the candidates at node '" + node.id() + "': " + join_values(allowed);
       }
       return error_at(node, std::move(message));
     }
@@ -140,11 +140,11 @@ void PassContext::join(const PassContext& application) {
     for (const Diagnostic& d : application.own_diags_->diagnostics()) diags_->report(d);
 }
 
-void PassContext::skip(const Node& node, std::string reason) { skips_.push_back(Skip{node.id, std::move(reason)}); }
+void PassContext::skip(const Node& node, std::string reason) { skips_.push_back(Skip{node.id(), std::move(reason)}); }
 
 Diagnostic PassContext::error_at(const Node& node, std::string message) const {
   Diagnostic d = make_error(std::move(message));
-  d.at_node(node.id);
+  d.at_node(node.id());
   d.in_pass(marker_.empty() ? pass_name_ : marker_);
   return d;
 }

@@ -41,7 +41,7 @@ int stage_index(Dialect d) {
 std::vector<std::pair<std::string, std::string>> node_texts(const Graph& g) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const Node* n : g.nodes())
-    if (n->dialect() != Dialect::Core) out.emplace_back(n->id, print_node(g, *n));
+    if (n->dialect() != Dialect::Core) out.emplace_back(n->id(), print_node(g, *n));
   return out;
 }
 
@@ -184,7 +184,8 @@ Status PipelineRunner::run_stages(Graph& g, DiagnosticEngine& diags, const std::
       const bool unchanged = kernel_pass && !st;  // a failed kernel pass leaves the graph as it was
 
       if (st && opts_.verify_each && !quiet) {
-        Status v = verify_graph(g, g.stage());
+        Status v = verify_graph_index(g);
+        if (v) v = verify_graph(g, g.stage());
         if (!v) {
           Diagnostic d = std::move(v).error();
           d.message = "IR does not verify after the pass: " + d.message;

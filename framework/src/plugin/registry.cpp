@@ -8,12 +8,12 @@
 #include "tessera/plugin/registry.h"
 
 #include <algorithm>
-#include <cassert>
 
 #include "tessera/frontend/frontend.h"
 #include "tessera/pass/pass.h"
 #include "tessera/target/target.h"
 #include "tessera/tune/tuner.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera {
 
@@ -87,7 +87,7 @@ std::string Registry::owner(ComponentKind kind, const std::string& name) const {
 }
 
 void Registry::begin_plugin(PluginRecord record) {
-  assert(!in_plugin_ && "begin_plugin called twice without end_plugin");
+  TESSERA_INTERNAL_CHECK(!in_plugin_, "Registry::begin_plugin is not called again before end_plugin");
   record.components.clear();
   plugins_.push_back(std::move(record));
   in_plugin_ = true;

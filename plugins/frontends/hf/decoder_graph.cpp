@@ -358,8 +358,8 @@ Expected<Graph> DecoderBuilder::build() {
   std::vector<const Node*> nodes = std::as_const(g_).nodes();
   std::vector<std::string> dead;
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-    if (live.count((*it)->id)) live.insert((*it)->inputs.begin(), (*it)->inputs.end());
-    else dead.push_back((*it)->id);
+    if (live.count((*it)->id())) live.insert((*it)->inputs.begin(), (*it)->inputs.end());
+    else dead.push_back((*it)->id());
   }
   for (const std::string& id : dead) TESSERA_TRY(g_.erase(id));
   g_.outputs() = outputs_;

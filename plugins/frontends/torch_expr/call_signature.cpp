@@ -2,10 +2,10 @@
 // typed argument accessors used by the torch catalog.
 #include "call_signature.h"
 
-#include <cassert>
 #include <charconv>
 
 #include "spelling_suggestion.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera::torch_expr {
 namespace {
@@ -28,7 +28,7 @@ TracedValue parse_default(const std::string& text) {
   if (ec == std::errc() && p == text.data() + text.size()) return i;
   double d = 0;
   auto [q, ec2] = std::from_chars(text.data(), text.data() + text.size(), d);
-  assert(ec2 == std::errc() && q == text.data() + text.size() && "bad default in a catalog signature");
+  TESSERA_INTERNAL_CHECK(ec2 == std::errc() && q == text.data() + text.size(), "bad default in a catalog signature");
   (void)q;
   (void)ec2;
   return d;
@@ -152,7 +152,7 @@ Expected<BoundArguments> CallSignature::bind(const std::vector<ArgumentValue>& a
 
 const TracedValue& BoundArguments::value(const std::string& name) const {
   auto it = slots_.find(name);
-  assert(it != slots_.end() && "catalog code asked for a parameter its signature lacks");
+  TESSERA_INTERNAL_CHECK(it != slots_.end(), "catalog code asked for a parameter its signature lacks");
   return it->second.value;
 }
 
@@ -249,7 +249,7 @@ Expected<std::optional<DType>> BoundArguments::optional_dtype(const std::string&
 
 Expected<std::vector<int64_t>> BoundArguments::sizes(const std::string& name) const {
   const auto* seq = value(name).as<SequenceValue>();
-  assert(seq && "sizes() is only used on *size parameters");
+  TESSERA_INTERNAL_CHECK(seq, "sizes() is only used on *size parameters");
   const std::vector<TracedValue>* items = &seq->items;
   if (items->size() == 1)
     if (const auto* inner = (*items)[0].as<SequenceValue>()) items = &inner->items;

@@ -49,7 +49,7 @@ Status fold_empty_tensors(Graph& graph, const SourceText& source) {
   for (const std::string& out : graph.outputs()) {
     const Node* n = graph.find(out);
     if (n && is_empty_tensor(n->type))
-      return error_at(*n, source, "the program's output '" + n->id + "' is an empty tensor of shape " +
+      return error_at(*n, source, "the program's output '" + n->id() + "' is an empty tensor of shape " +
                                       shape_str(n->type.shape) +
                                       ": Tessera compiles no zero-size outputs (empty values inside the program "
                                       "are supported)");

@@ -1,9 +1,9 @@
 // Node creation for the torch_expr frontend (see graph_builder.h).
 #include "graph_builder.h"
 
-#include <cassert>
 
 #include "fold_empty_tensors.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera::torch_expr {
 namespace {
@@ -45,7 +45,7 @@ uint64_t splitmix64(uint64_t x) {
 
 const TensorType& GraphBuilder::type_of(const std::string& node) const {
   const Node* n = graph_.find(node);
-  assert(n && "tensor values always name an existing node");
+  TESSERA_INTERNAL_CHECK(n, "tensor values always name an existing node");
   return n->type;
 }
 
@@ -131,16 +131,16 @@ void GraphBuilder::prune() {
   std::vector<const Node*> nodes = std::as_const(graph_).nodes();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const Node* n = *it;
-    if (live.count(n->id)) {
+    if (live.count(n->id())) {
       live.insert(n->inputs.begin(), n->inputs.end());
     } else {
-      dead.push_back(n->id);
+      dead.push_back(n->id());
     }
   }
   // `dead` is in reverse topological order, so every dead node's users are erased before it.
   for (const std::string& id : dead) {
     [[maybe_unused]] const Status erased = graph_.erase(id);
-    assert(erased && "a dead node has only dead users, erased before it");
+    TESSERA_INTERNAL_CHECK(erased, "a dead node has only dead users, erased before it");
   }
 }
 

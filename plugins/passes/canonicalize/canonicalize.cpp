@@ -47,13 +47,13 @@ class CanonicalizePass final : public Pass {
     std::vector<Node*> nodes = g.nodes();
     // Nodes are in topological order, so one backward sweep sees every user before its inputs.
     for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-      if (!live.count((*it)->id)) continue;
+      if (!live.count((*it)->id())) continue;
       live.insert((*it)->inputs.begin(), (*it)->inputs.end());
     }
     std::vector<std::string> dead;
     for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
       const Node& n = **it;
-      if (!live.count(n.id) && n.op_as<InputOp>() == nullptr) dead.push_back(n.id);
+      if (!live.count(n.id()) && n.op_as<InputOp>() == nullptr) dead.push_back(n.id());
     }
     // Users before producers (reverse topological order), so no erased node is still referenced.
     for (const std::string& id : dead) TESSERA_TRY(g.erase(id));

@@ -38,7 +38,7 @@ class RowBytesPerElement final : public StmtVisitor {
  public:
   RowBytesPerElement(const Graph& g, const Node& node, std::string var) : graph_(g), node_(node), var_(std::move(var)) {}
   void visit_Load(const Load& s) override {
-    if (s.buffer == node_.id || seen_.count(s.buffer)) return;
+    if (s.buffer == node_.id() || seen_.count(s.buffer)) return;
     if (std::find(node_.inputs.begin(), node_.inputs.end(), s.buffer) == node_.inputs.end()) return;
     bool follows = false;
     for (const Expr& e : s.index)

@@ -94,7 +94,7 @@ class ComposeIndexMapsPass final : public Pass {
       if (inner_op == nullptr) continue;
       if (std::find(g.outputs().begin(), g.outputs().end(), in) != g.outputs().end()) continue;
       std::vector<std::string> users = g.users(in);
-      if (users.size() != 1 || users[0] != outer.id) continue;
+      if (users.size() != 1 || users[0] != outer.id()) continue;
       if (unconditional_single_source(*inner_op) || unconditional_single_source(*outer_op)) return inner;
     }
     return nullptr;
@@ -118,8 +118,8 @@ class ComposeIndexMapsPass final : public Pass {
   static Status remove_identities(Graph& g) {
     std::vector<std::string> identities;
     for (const Node* n : g.nodes())
-      if (is_identity(g, *n) && std::find(g.outputs().begin(), g.outputs().end(), n->id) == g.outputs().end())
-        identities.push_back(n->id);
+      if (is_identity(g, *n) && std::find(g.outputs().begin(), g.outputs().end(), n->id()) == g.outputs().end())
+        identities.push_back(n->id());
     for (const std::string& id : identities) {
       std::string src = g.find(id)->op_as<IndexMapOp>()->sources[0].buffer;
       std::vector<std::string> users = g.users(id);
@@ -152,7 +152,7 @@ class ComposeIndexMapsPass final : public Pass {
     auto composed = std::make_unique<IndexMapOp>();
     composed->coords = outer_op->coords;
     for (const IndexMapSource& src : outer_op->sources) {
-      if (src.buffer != inner->id) {
+      if (src.buffer != inner->id()) {
         composed->sources.push_back(src);
         continue;
       }
@@ -167,7 +167,7 @@ class ComposeIndexMapsPass final : public Pass {
     for (const IndexMapSource& s : composed->sources)
       if (!s.buffer.empty() && std::find(inputs.begin(), inputs.end(), s.buffer) == inputs.end())
         inputs.push_back(s.buffer);
-    std::string inner_id = inner->id;
+    std::string inner_id = inner->id();
     outer->op = std::move(composed);
     outer->inputs = std::move(inputs);
     TESSERA_TRY(g.erase(inner_id));

@@ -153,7 +153,7 @@ class CooperativeReducePass final : public KernelPass {
       ctx.skip(*n, "no top-level loop to share among threads");
       return Status::ok();
     }
-    if (reads_buffer(tile.body, n->id)) {
+    if (reads_buffer(tile.body, n->id())) {
       ctx.skip(*n, "the kernel reads its own output, which other threads may write");
       return Status::ok();
     }

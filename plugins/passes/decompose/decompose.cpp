@@ -86,7 +86,7 @@ struct Operand {
 class Decomposer {
  public:
   Decomposer(Graph& g, const Node& torch, PassContext& ctx)
-      : g_(g), ctx_(ctx), id_(torch.id), op_(*torch.op_as<TorchOp>()), inputs_(torch.inputs),
+      : g_(g), ctx_(ctx), id_(torch.id()), op_(*torch.op_as<TorchOp>()), inputs_(torch.inputs),
         out_(torch.type), loc_(torch.loc) {}
 
   Status run() {
@@ -795,7 +795,7 @@ class DecomposePass final : public Pass {
   Status run(Graph& g, PassContext& ctx) override {
     std::vector<std::string> torch_nodes;
     for (const Node* n : g.nodes())
-      if (n->op_as<TorchOp>() != nullptr) torch_nodes.push_back(n->id);
+      if (n->op_as<TorchOp>() != nullptr) torch_nodes.push_back(n->id());
     for (const std::string& id : torch_nodes) {
       Decomposer d(g, *g.find(id), ctx);
       TESSERA_TRY(d.run());

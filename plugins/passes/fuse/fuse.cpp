@@ -215,7 +215,7 @@ std::optional<ProducerShape> analyze_body(const std::string& id, DType dtype, co
 }
 
 std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
-  return analyze_body(p.id, p.type.dtype, p.op_as<LoopOp>()->body, reason);
+  return analyze_body(p.id(), p.type.dtype, p.op_as<LoopOp>()->body, reason);
 }
 
 // ---- inlining one producer into one consumer body -----------------------------------------------
@@ -457,7 +457,7 @@ class FusePass final : public Pass {
     std::unordered_map<std::string, size_t> position;
     std::set<size_t> dirty;
     for (size_t i = 0; i < order.size(); ++i) {
-      position.emplace(order[i]->id, i);
+      position.emplace(order[i]->id(), i);
       dirty.insert(i);
     }
     // A refused producer keeps its verdict while its users and their bodies stay the same: taking
@@ -470,13 +470,13 @@ class FusePass final : public Pass {
       const size_t i = *dirty.rbegin();
       dirty.erase(i);
       UserState users;
-      for (const std::string& u : g.users(order[i]->id)) users.emplace_back(u, grown[u]);
-      if (auto it = refused_with.find(order[i]->id); it != refused_with.end() && it->second == users) continue;
+      for (const std::string& u : g.users(order[i]->id())) users.emplace_back(u, grown[u]);
+      if (auto it = refused_with.find(order[i]->id()); it != refused_with.end() && it->second == users) continue;
       std::vector<std::string> changed;
       Expected<bool> fused = try_fuse(g, *order[i], ctx, fresh, reported, recomputed, changed);
       if (!fused) return std::move(fused).error();
       if (!*fused) {
-        refused_with[order[i]->id] = std::move(users);
+        refused_with[order[i]->id()] = std::move(users);
         continue;
       }
       for (const auto& [u, count] : users) ++grown[u];
@@ -512,7 +512,7 @@ class FusePass final : public Pass {
     // The elementwise kernels only p (or another of them) reads, closest to p first, and the
     // reduction kernels only they or p read.
     constexpr size_t kMaxChain = 8;
-    std::set<std::string> group = {p.id};
+    std::set<std::string> group = {p.id()};
     std::vector<std::pair<std::string, ProducerShape>> chain, reductions;
     std::vector<const Node*> frontier = {&p};
     while (!frontier.empty() && chain.size() < kMaxChain) {
@@ -546,7 +546,7 @@ class FusePass final : public Pass {
       auto ready = std::find_if(chain.begin(), chain.end(), [&](const auto& c) {
         const std::vector<std::string> readers = g.users(c.first);
         return std::all_of(readers.begin(), readers.end(),
-                           [&](const std::string& u) { return u == p.id || placed.count(u) > 0; });
+                           [&](const std::string& u) { return u == p.id() || placed.count(u) > 0; });
       });
       if (ready == chain.end()) return std::nullopt;  // cannot happen in a DAG; nothing decided
       placed.insert(ready->first);
@@ -567,11 +567,11 @@ class FusePass final : public Pass {
     auto recompute_in_users = [&] {
       std::string ignored;
       std::optional<ProducerShape> whole = chain.empty() ? std::optional<ProducerShape>(p_shape)
-                                                         : analyze_body(p.id, p.type.dtype, own, ignored);
+                                                         : analyze_body(p.id(), p.type.dtype, own, ignored);
       for (const std::string& u : users) {
         const Body& body = g.find(u)->op_as<LoopOp>()->body;
-        recomputed.push_back(whole ? Inliner(p.id, *whole, trial_fresh).run(body)
-                                   : with_chain(Inliner(p.id, p_shape, trial_fresh).run(body)));
+        recomputed.push_back(whole ? Inliner(p.id(), *whole, trial_fresh).run(body)
+                                   : with_chain(Inliner(p.id(), p_shape, trial_fresh).run(body)));
       }
     };
     for (const auto& [q, q_shape] : reductions) {
@@ -593,7 +593,7 @@ class FusePass final : public Pass {
   }
 
   static void report(PassContext& ctx, std::set<std::string>& reported, const Node& n, const std::string& reason) {
-    if (reported.insert(n.id + ": " + reason).second) ctx.skip(n, reason);
+    if (reported.insert(n.id() + ": " + reason).second) ctx.skip(n, reason);
   }
 
   // Fuses producer `p` into all its users when it is fusible (true), else reports why not
@@ -602,8 +602,8 @@ class FusePass final : public Pass {
   static Expected<bool> try_fuse(Graph& g, Node& p, PassContext& ctx, int& fresh, std::set<std::string>& reported,
                                  std::unordered_map<std::string, int64_t>& recomputed,
                                  std::vector<std::string>& changed) {
-    if (p.op_as<LoopOp>() == nullptr || is_output(g, p.id)) return false;
-    std::vector<std::string> users = g.users(p.id);
+    if (p.op_as<LoopOp>() == nullptr || is_output(g, p.id())) return false;
+    std::vector<std::string> users = g.users(p.id());
     if (users.empty()) return false;
     bool all_loops = std::all_of(users.begin(), users.end(),
                                  [&](const std::string& u) { return g.find(u)->op_as<LoopOp>() != nullptr; });
@@ -622,7 +622,7 @@ class FusePass final : public Pass {
     bool ok = true;
     int trial_fresh = fresh;
     for (const std::string& u : users) {
-      Inliner inl(p.id, *shape, trial_fresh, /*measure_only=*/true);
+      Inliner inl(p.id(), *shape, trial_fresh, /*measure_only=*/true);
       inl.run(g.find(u)->op_as<LoopOp>()->body);
       factor += inl.recompute_factor();
       ok = ok && inl.ok();
@@ -645,7 +645,7 @@ class FusePass final : public Pass {
     // What each user recomputes afterwards: p's statements when p is recomputed, else whatever p
     // itself recomputed.
     const bool recomputes = factor > 1 + kFactorEps;
-    const int64_t carried = recomputes ? shape->statements : recomputed[p.id];
+    const int64_t carried = recomputes ? shape->statements : recomputed[p.id()];
     for (const std::string& u : users) {
       if (recomputes && recomputed[u] + carried > kMaxRecomputedStatementsPerKernel) {
         report(ctx, reported, p,
@@ -666,7 +666,7 @@ class FusePass final : public Pass {
     std::vector<Body> bodies;
     trial_fresh = fresh;
     for (const std::string& u : users) {
-      bodies.push_back(Inliner(p.id, *shape, trial_fresh).run(g.find(u)->op_as<LoopOp>()->body));
+      bodies.push_back(Inliner(p.id(), *shape, trial_fresh).run(g.find(u)->op_as<LoopOp>()->body));
       LoopIrCensus census;
       census.visit(bodies.back());
       if (census.statements > kMaxFusedKernelStatements) {
@@ -682,18 +682,18 @@ class FusePass final : public Pass {
       Node& user = *g.find(users[k]);
       auto& op = *user.op_as<LoopOp>();
       op.body = std::move(bodies[k]);  // canonically named once, at the end
-      op.name = "merged_" + user.id;
+      op.name = "merged_" + user.id();
       std::vector<std::string> inputs;
       for (const std::string& in : user.inputs) {
-        const std::vector<std::string>& add = in == p.id ? p.inputs.ids() : std::vector<std::string>{in};
+        const std::vector<std::string>& add = in == p.id() ? p.inputs.ids() : std::vector<std::string>{in};
         for (const std::string& a : add)
           if (std::find(inputs.begin(), inputs.end(), a) == inputs.end()) inputs.push_back(a);
       }
-      changed.push_back(user.id);
+      changed.push_back(user.id());
       changed.insert(changed.end(), inputs.begin(), inputs.end());
       user.inputs = std::move(inputs);
     }
-    TESSERA_TRY(g.erase(p.id));
+    TESSERA_TRY(g.erase(p.id()));
     return true;
   }
 };

@@ -171,7 +171,7 @@ class Lifter {
     std::string result = next_value();
     inner.push_back(Assign{result, op.fn, std::move(args), ValueType::scalar(result_dtype)});
     Expr out = converted(inner, Expr::value(result), result_dtype, out_dtype);
-    inner.push_back(Write{n_.id, axis_vars(rank), out});
+    inner.push_back(Write{n_.id(), axis_vars(rank), out});
     return nest(extents_of(n_.type.shape), std::move(inner));
   }
 
@@ -219,13 +219,13 @@ class Lifter {
     if (write_index.size() != n_.type.shape.size())
       return error("reducing " + shape_str(in->type.shape) + " over axis " + std::to_string(op.axis) +
                    " does not give the node's type " + n_.type.str());
-    Body reduce_body{Load{"in0", in->id, std::move(load_index), ValueType::scalar(in->type.dtype)}};
+    Body reduce_body{Load{"in0", in->id(), std::move(load_index), ValueType::scalar(in->type.dtype)}};
     Expr x = converted(reduce_body, Expr::value("in0"), in->type.dtype, acc_dtype);
     reduce_body.push_back(Accum{"acc0", std::string(name_of(accum_op)), x});
     Body inner{Init{"acc0", identity, ValueType::scalar(acc_dtype)},
                free_loop(reduce_var, in->type.dim(axis), std::move(reduce_body), LoopRole::Reduce)};
     Expr out = converted(inner, Expr::value("acc0"), acc_dtype, n_.type.dtype);
-    inner.push_back(Write{n_.id, std::move(write_index), out});
+    inner.push_back(Write{n_.id(), std::move(write_index), out});
     return nest(free_extents, std::move(inner));
   }
 
@@ -234,7 +234,7 @@ class Lifter {
     ExprList out_index = axis_vars(n_.type.shape.size());
     if (src.buffer.empty()) {
       if (!src.value.defined()) return error("index map source has neither a buffer nor a value");
-      return Body{Write{n_.id, std::move(out_index), substitute(src.value, coords)}};
+      return Body{Write{n_.id(), std::move(out_index), substitute(src.value, coords)}};
     }
     TESSERA_ASSIGN_OR_RETURN(const Node* in, input_node(src.buffer));
     if (src.index.size() != in->type.shape.size())
@@ -245,7 +245,7 @@ class Lifter {
     std::string dst = next_load();
     Body body{Load{dst, src.buffer, std::move(index), ValueType::scalar(in->type.dtype)}};
     Expr out = converted(body, Expr::value(dst), in->type.dtype, n_.type.dtype);
-    body.push_back(Write{n_.id, std::move(out_index), out});
+    body.push_back(Write{n_.id(), std::move(out_index), out});
     return body;
   }
 
@@ -285,10 +285,10 @@ class Lifter {
     ExprList table_index(out_index.begin(), out_index.begin() + axis);
     table_index.push_back(Expr::cast(DType::I64, Expr::value("in0")));
     table_index.insert(table_index.end(), out_index.begin() + axis + static_cast<int64_t>(ids_rank), out_index.end());
-    Body inner{Load{"in0", ids->id, std::move(ids_index), ValueType::scalar(ids->type.dtype)},
-               Load{"in1", table->id, std::move(table_index), ValueType::scalar(table->type.dtype)}};
+    Body inner{Load{"in0", ids->id(), std::move(ids_index), ValueType::scalar(ids->type.dtype)},
+               Load{"in1", table->id(), std::move(table_index), ValueType::scalar(table->type.dtype)}};
     Expr out = converted(inner, Expr::value("in1"), table->type.dtype, n_.type.dtype);
-    inner.push_back(Write{n_.id, std::move(out_index), out});
+    inner.push_back(Write{n_.id(), std::move(out_index), out});
     return nest(extents_of(n_.type.shape), std::move(inner));
   }
 
@@ -319,7 +319,7 @@ class LiftPass final : public KernelPass {
       return Status::ok();
     TESSERA_ASSIGN_OR_RETURN(Body body, Lifter(g, *n, ctx).lift());
     auto op = std::make_unique<LoopOp>();
-    op->name = n->id;
+    op->name = n->id();
     op->body = canonicalize_names(body);
     n->op = std::move(op);
     return Status::ok();

@@ -91,7 +91,7 @@ class KernelBuilder {
  public:
   KernelBuilder(const Graph& g, const Node& node, const TileOp& tile, PassContext& ctx)
       : g_(g), node_(node), tile_op_(tile), ctx_(ctx) {
-    used_buffers_.insert(node.id);
+    used_buffers_.insert(node.id());
     used_buffers_.insert(node.inputs.begin(), node.inputs.end());
   }
 

@@ -394,7 +394,7 @@ class StageInputsPass final : public KernelPass {
       }
     std::set<std::string> inputs;
     for (const std::string& in : n.inputs)
-      if (in != n.id) inputs.insert(in);
+      if (in != n.id()) inputs.insert(in);
 
     ScopeAnalysis whole(tile, block_axes, block_ranges, inputs);
     whole.visit(tile.body);

@@ -83,7 +83,7 @@ class TileifyPass final : public KernelPass {
     const auto* loop = n->op_as<LoopOp>();
     if (loop == nullptr) return Status::ok();
     auto op = std::make_unique<TileOp>();
-    op->name = "k_" + n->id + (has_reduce_loop(loop->body) ? "_reduce" : "");
+    op->name = "k_" + n->id() + (has_reduce_loop(loop->body) ? "_reduce" : "");
     op->body = canonicalize_names(Body{tile_of(loop->body)});
     n->op = std::move(op);
     return Status::ok();

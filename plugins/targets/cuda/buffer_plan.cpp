@@ -15,11 +15,11 @@ std::vector<BufferUse> BufferPlan::uses_of(const Graph& g) {
   const auto& outs = g.outputs();
   for (const Node* n : g.nodes()) {
     BufferUse u;
-    u.id = n->id;
+    u.id = n->id();
     u.bytes = num_elements(n->type.shape) * dtype_bytes(n->type.dtype);
     u.kernel = n->op_as<CudaOp>() != nullptr;
     if (u.kernel) u.inputs = n->inputs;
-    u.output = std::find(outs.begin(), outs.end(), n->id) != outs.end();
+    u.output = std::find(outs.begin(), outs.end(), n->id()) != outs.end();
     uses.push_back(std::move(u));
   }
   return uses;

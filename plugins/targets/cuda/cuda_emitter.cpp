@@ -347,11 +347,11 @@ class CudaEmitter {
  private:
   // ---- errors -----------------------------------------------------------------------------------
   Diagnostic error(const std::string& msg) const {
-    return make_error("kernel " + op_.name + ": " + msg).at_node(node_.id);
+    return make_error("kernel " + op_.name + ": " + msg).at_node(node_.id());
   }
   Diagnostic error_at(const Stmt& s, const std::string& msg) const {
     return make_error("kernel " + op_.name + ", statement `" + first_line(print_stmt(s)) + "`: " + msg)
-        .at_node(node_.id);
+        .at_node(node_.id());
   }
   // Expression printing records its first problem here; statements check it (see checked()).
   void expr_problem(const std::string& msg) {
@@ -1200,7 +1200,7 @@ class CudaEmitter {
 
 Expected<CudaOp> emit_cuda_kernel(const Graph& g, const Node& node, const CudaEmitLimits& limits) {
   const auto* op = node.op_as<KernelOp>();
-  if (!op) return make_error("node is not a Kernel IR node").at_node(node.id);
+  if (!op) return make_error("node is not a Kernel IR node").at_node(node.id());
   return CudaEmitter(g, node, *op, limits).emit();
 }
 

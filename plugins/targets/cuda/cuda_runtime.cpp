@@ -46,7 +46,7 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-std::string kernel_what(const Node& n, const CudaOp& op) { return "kernel " + op.name + ", node " + n.id; }
+std::string kernel_what(const Node& n, const CudaOp& op) { return "kernel " + op.name + ", node " + n.id(); }
 
 std::string first_line_of(const std::string& s) {
   const size_t start = s.find_first_not_of('\n');
@@ -133,7 +133,7 @@ struct CudaRuntime::Loaded {
     // What a timing reports about the kernel besides its times.
     KernelTiming info() const {
       KernelTiming kt;
-      kt.node = node->id;
+      kt.node = node->id();
       kt.kernel = op->name;
       kt.grid = op->grid;
       kt.block = op->block;
@@ -192,10 +192,10 @@ struct CudaRuntime::Loaded {
   // the launches are recorded in `launches` when given.
   Status run_each_waited(std::vector<KernelLaunch>* launches) {
     for (Kernel& k : kernels) {
-      if (Status s = launch(k); !s) return std::move(s).error().at_node(k.node->id);
+      if (Status s = launch(k); !s) return std::move(s).error().at_node(k.node->id());
       if (Status s = api->check(api->stream_synchronize(stream), "cuStreamSynchronize", kernel_what(*k.node, *k.op)); !s)
-        return std::move(s).error().at_node(k.node->id);
-      if (launches) launches->push_back(KernelLaunch{k.node->id, k.op->name, k.op->grid, k.op->block});
+        return std::move(s).error().at_node(k.node->id());
+      if (launches) launches->push_back(KernelLaunch{k.node->id(), k.op->name, k.op->grid, k.op->block});
     }
     return Status::ok();
   }
@@ -284,7 +284,7 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
   auto upload = [&](const Node& n, const TensorValue& v) -> Status {
     const std::string bytes = TensorBytes::encode(v);
     if (bytes.empty()) return Status::ok();
-    TESSERA_CU(cu, memcpy_htod, "uploading node " + n.id, l->buffer.at(n.id), bytes.data(), bytes.size());
+    TESSERA_CU(cu, memcpy_htod, "uploading node " + n.id(), l->buffer.at(n.id()), bytes.data(), bytes.size());
     return Status::ok();
   };
   size_t next_build = 0;
@@ -294,12 +294,12 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
   std::map<CUfunction, int64_t> smem_allowed;
   for (const Node* n : g.nodes()) {
     if (n->op_as<InputOp>()) {
-      auto it = inputs.find(n->id);
-      if (it == inputs.end()) return make_error("target cuda: no value given for input '" + n->id + "'").at_node(n->id);
+      auto it = inputs.find(n->id());
+      if (it == inputs.end()) return make_error("target cuda: no value given for input '" + n->id() + "'").at_node(n->id());
       if (!(it->second.type == n->type))
-        return make_error("target cuda: input '" + n->id + "' is " + it->second.type.str() +
+        return make_error("target cuda: input '" + n->id() + "' is " + it->second.type.str() +
                           " but the graph declares " + n->type.str())
-            .at_node(n->id);
+            .at_node(n->id());
       TESSERA_TRY(upload(*n, it->second));
     } else if (const auto* c = n->op_as<ConstantOp>()) {
       // Generated already by the caller (add_constants): uploaded from that value.
@@ -315,18 +315,18 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
       Status uploaded = constant_data_windows(
           *c, n->type, kUploadWindow, [&](int64_t first, std::span<const double> values) -> Status {
             const std::string bytes = TensorBytes::encode(values, n->type.dtype);
-            const CUdeviceptr at = l->buffer.at(n->id) + static_cast<CUdeviceptr>(first) * width;
-            TESSERA_CU(cu, memcpy_htod, "uploading node " + n->id, at, bytes.data(), bytes.size());
+            const CUdeviceptr at = l->buffer.at(n->id()) + static_cast<CUdeviceptr>(first) * width;
+            TESSERA_CU(cu, memcpy_htod, "uploading node " + n->id(), at, bytes.data(), bytes.size());
             return Status::ok();
           });
-      if (!uploaded) return std::move(uploaded).error().at_node(n->id);
+      if (!uploaded) return std::move(uploaded).error().at_node(n->id());
     } else if (const auto* op = n->op_as<CudaOp>()) {
-      if (next_build >= builds.size() || builds[next_build].node != n->id)
-        return make_error("target cuda: no compiled kernel for node " + n->id).at_node(n->id);
+      if (next_build >= builds.size() || builds[next_build].node != n->id())
+        return make_error("target cuda: no compiled kernel for node " + n->id()).at_node(n->id());
       const KernelBuild& b = builds[next_build++];
       const std::string what = kernel_what(*n, *op);
       if (op->grid.size() != 3 || op->block.size() != 3)
-        return make_error("target cuda: " + what + ": grid and block must have three dimensions").at_node(n->id);
+        return make_error("target cuda: " + what + ": grid and block must have three dimensions").at_node(n->id());
       Loaded::Kernel k;
       k.node = n;
       k.op = op;
@@ -346,7 +346,7 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
         if (op->dynamic_smem + static_smem > device_.smem_per_block)
           return make_error("target cuda: " + what + " needs " + std::to_string(op->dynamic_smem + static_smem) +
                             " bytes of shared memory; the device allows " + std::to_string(device_.smem_per_block))
-              .at_node(n->id);
+              .at_node(n->id());
         int64_t& allowed = smem_allowed[k.fn];
         if (op->dynamic_smem > allowed) {
           TESSERA_CU(cu, func_set_attribute, what, k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -363,14 +363,14 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
         const Node* buffer_node = g.find(buffer);
         if (it == l->buffer.end() || buffer_node == nullptr)
           return make_error("target cuda: " + what + ": argument " + p.str() + " names no buffer of the graph")
-              .at_node(n->id);
+              .at_node(n->id());
         if (p.kind == ParamKind::Buffer) {
           values.buffers[p.name] = static_cast<uint64_t>(it->second);
           continue;
         }
         // The launch owns the descriptor: encoded here from the buffer's final address.
         Expected<TensorMapEncoding> e = encode_tensor_map(p, buffer_node->type, static_cast<uint64_t>(it->second));
-        if (!e) return make_error("target cuda: " + what + ": " + e.error().message).at_node(n->id);
+        if (!e) return make_error("target cuda: " + what + ": " + e.error().message).at_node(n->id());
         static const CUtensorMapDataType kTypes[] = {CU_TENSOR_MAP_DATA_TYPE_FLOAT32, CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                                                      CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_DATA_TYPE_INT32,
                                                      CU_TENSOR_MAP_DATA_TYPE_INT64, CU_TENSOR_MAP_DATA_TYPE_UINT8,
@@ -385,15 +385,15 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
         std::memcpy(values.tensor_maps[p.name].opaque.data(), &map, sizeof map);
       }
       Expected<LaunchArgs> args = LaunchArgs::pack(op->params, values);
-      if (!args) return make_error("target cuda: " + what + ": " + args.error().message).at_node(n->id);
+      if (!args) return make_error("target cuda: " + what + ": " + args.error().message).at_node(n->id());
       k.args = std::move(*args);
       for (const std::string& in : n->inputs) k.bytes += bytes_of[in];
-      k.bytes += bytes_of[n->id];
+      k.bytes += bytes_of[n->id()];
       l->kernels.push_back(std::move(k));
     } else {
-      return make_error("target cuda runs CUDA IR; node " + n->id + " is in " +
+      return make_error("target cuda runs CUDA IR; node " + n->id() + " is in " +
                         std::string(dialect_name(n->dialect())) + " IR")
-          .at_node(n->id);
+          .at_node(n->id());
     }
   }
   // cuMemcpyHtoD from pageable memory may return before the DMA lands: wait for it before any
@@ -464,7 +464,7 @@ Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs,
   for (Loaded::Kernel& k : l->kernels) {
     const std::string what = kernel_what(*k.node, *k.op);
     Expected<Stats> s = measure([&] { return l->launch(k); }, what);
-    if (!s) return std::move(s).error().at_node(k.node->id);
+    if (!s) return std::move(s).error().at_node(k.node->id());
     KernelTiming kt = k.info();
     kt.median_us = s->median;
     kt.min_us = s->min;
@@ -585,13 +585,13 @@ class CudaTimedProgram final : public TimedProgram {
   Expected<double> time_one_kernel(size_t i) {
     CudaRuntime::Loaded::Kernel& k = loaded_->kernels[i];
     Expected<double> us = timer_.time(loaded_->stream, [&] { return loaded_->launch(k); }, kernel_what(*k.node, *k.op));
-    if (!us) return std::move(us).error().at_node(k.node->id);
+    if (!us) return std::move(us).error().at_node(k.node->id());
     return us;
   }
   Expected<double> time_all() {
     auto launch_all = [&]() -> Status {
       for (CudaRuntime::Loaded::Kernel& k : loaded_->kernels)
-        if (Status s = loaded_->launch(k); !s) return std::move(s).error().at_node(k.node->id);
+        if (Status s = loaded_->launch(k); !s) return std::move(s).error().at_node(k.node->id());
       return Status::ok();
     };
     return timer_.time(loaded_->stream, launch_all, "the whole program");

@@ -92,9 +92,9 @@ class CudaTarget final : public Target {
       if (n->op_as<CudaOp>()) {
         kernels.push_back(n);
       } else if (!n->op_as<InputOp>() && !n->op_as<ConstantOp>()) {
-        return make_error("target cuda builds CUDA IR; node " + n->id + " is in " +
+        return make_error("target cuda builds CUDA IR; node " + n->id() + " is in " +
                           std::string(dialect_name(n->dialect())) + " IR")
-            .at_node(n->id);
+            .at_node(n->id());
       }
     }
     // Kernels with the same cache key (the layers of a model share their kernels' source, see
@@ -155,7 +155,7 @@ class CudaTarget final : public Target {
       if (!*results[from]) return Expected<std::vector<KernelBuild>>(results[from]->error());
       KernelBuild b = **results[from];
       if (from != i) {  // the same binary, launched for this node
-        b.node = kernels[i]->id;
+        b.node = kernels[i]->id();
         b.from_cache = true;
         b.cache_warning.clear();
       }
@@ -171,7 +171,7 @@ class CudaTarget final : public Target {
                                          const KernelCache& cache, bool want_ptx) {
     const auto& op = *n.op_as<CudaOp>();
     KernelBuild b;
-    b.node = n.id;
+    b.node = n.id();
     b.kernel = op.name;
     b.arch = arch;
     std::optional<CompiledKernel> compiled = cache.load(key);
@@ -179,7 +179,7 @@ class CudaTarget final : public Target {
                    (!want_ptx || !compiled->ptx.empty());
     if (!b.from_cache) {
       Expected<CompiledKernel> fresh = NvrtcCompiler::compile(op.name, op.source, arch, want_ptx);
-      if (!fresh) return std::move(fresh).error().at_node(n.id);
+      if (!fresh) return std::move(fresh).error().at_node(n.id());
       if (!cache.dir().empty())
         if (Status s = cache.store(key, *fresh); !s)
           b.cache_warning = s.error().message + "; compiling without the kernel cache";

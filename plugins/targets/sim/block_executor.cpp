@@ -87,10 +87,10 @@ class BlockExecutor {
     return dim3_str(lane % op_.block[0], (lane / op_.block[0]) % op_.block[1], lane / (op_.block[0] * op_.block[1]));
   }
   Diagnostic fail(const SimStmt& s, int lane, const std::string& message) const {
-    std::string where = "sim: kernel " + op_.name + " (node " + node_.id + "): at `" + stmt_text(*s.source) +
+    std::string where = "sim: kernel " + op_.name + " (node " + node_.id() + "): at `" + stmt_text(*s.source) +
                         "`: block " + dim3_str(block_[0], block_[1], block_[2]);
     if (lane >= 0) where += " thread " + thread_str(lane);
-    return make_error(where + ": " + message).at_node(node_.id);
+    return make_error(where + ": " + message).at_node(node_.id());
   }
 
   // ---- expressions ------------------------------------------------------------------------
@@ -590,7 +590,7 @@ Status launch_kernel(const Node& node, const KernelOp& op, const KernelProgram& 
   GlobalBuffer* output = nullptr;
   for (GlobalBuffer& g : globals)
     if (g.is_output) output = &g;
-  if (output == nullptr) return make_error("sim: kernel " + op.name + " (node " + node.id + ") has no output buffer").at_node(node.id);
+  if (output == nullptr) return make_error("sim: kernel " + op.name + " (node " + node.id() + ") has no output buffer").at_node(node.id());
   std::vector<int64_t> writer(static_cast<size_t>(output->value->size()), -1);
   BlockExecutor executor(node, op, program, globals, writer);
   const int64_t blocks = op.grid[0] * op.grid[1] * op.grid[2];
@@ -603,10 +603,10 @@ Status launch_kernel(const Node& node, const KernelOp& op, const KernelProgram& 
       }
   for (size_t i = 0; i < writer.size(); ++i)
     if (writer[i] < 0)
-      return make_error("sim: kernel " + op.name + " (node " + node.id + "): output element " +
-                        index_str(node.id, unflatten_index(static_cast<int64_t>(i), output->value->type.shape)) +
+      return make_error("sim: kernel " + op.name + " (node " + node.id() + "): output element " +
+                        index_str(node.id(), unflatten_index(static_cast<int64_t>(i), output->value->type.shape)) +
                         " is never written")
-          .at_node(node.id);
+          .at_node(node.id());
   return Status::ok();
 }
 

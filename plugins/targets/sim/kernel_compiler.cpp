@@ -47,8 +47,8 @@ class KernelCompiler {
 
  private:
   Diagnostic error(const Stmt& s, const std::string& message) const {
-    return make_error("sim: kernel " + op_.name + " (node " + node_.id + "): at `" + stmt_text(s) + "`: " + message)
-        .at_node(node_.id);
+    return make_error("sim: kernel " + op_.name + " (node " + node_.id() + "): at `" + stmt_text(s) + "`: " + message)
+        .at_node(node_.id());
   }
 
   int define(const std::string& name, bool is_int, int64_t registers = 1) {
@@ -168,7 +168,7 @@ class KernelCompiler {
     for (size_t i = 0; i < globals_.size(); ++i) {
       if (globals_[i].name != name) continue;
       if (write && !globals_[i].is_output)
-        return error(s, "writes '" + name + "', but a kernel writes only its own output '" + node_.id + "'");
+        return error(s, "writes '" + name + "', but a kernel writes only its own output '" + node_.id() + "'");
       size_t have = globals_[i].value->type.shape.size();
       if (rank != have)
         return error(s, "indexes '" + name + "' with " + std::to_string(rank) + " index(es) but it has rank " +
@@ -188,7 +188,7 @@ class KernelCompiler {
     size_t mark = scope_.size();
     std::vector<SimStmt> out;
     for (const Stmt& s : body) {
-      if (!s.defined()) return make_error("sim: kernel " + op_.name + " holds an undefined statement").at_node(node_.id);
+      if (!s.defined()) return make_error("sim: kernel " + op_.name + " holds an undefined statement").at_node(node_.id());
       TESSERA_ASSIGN_OR_RETURN(SimStmt c, compile_stmt(s, top_level));
       out.push_back(std::move(c));
     }

@@ -54,22 +54,22 @@ class SimTarget final : public Target {
     if (options.progress) progress.total = KernelCost::program_work(g);
     for (const Node* n : g.nodes()) {
       if (n->op_as<InputOp>()) {
-        auto it = inputs.find(n->id);
-        if (it == inputs.end()) return make_error("sim: no value given for input '" + n->id + "'").at_node(n->id);
+        auto it = inputs.find(n->id());
+        if (it == inputs.end()) return make_error("sim: no value given for input '" + n->id() + "'").at_node(n->id());
         if (!(it->second.type == n->type))
-          return make_error("sim: input '" + n->id + "' is " + it->second.type.str() + " but the graph declares " +
+          return make_error("sim: input '" + n->id() + "' is " + it->second.type.str() + " but the graph declares " +
                             n->type.str())
-              .at_node(n->id);
-        values[n->id] = it->second;
+              .at_node(n->id());
+        values[n->id()] = it->second;
       } else if (const auto* c = n->op_as<ConstantOp>()) {
         TESSERA_ASSIGN_OR_RETURN(const TensorValue* given, given_constant(*n, inputs));
         if (given) {
-          values[n->id] = *given;
+          values[n->id()] = *given;
           continue;
         }
         Expected<TensorValue> v = constant_data(*c, n->type);
-        if (!v) return std::move(v).error().at_node(n->id);
-        values[n->id] = std::move(*v);
+        if (!v) return std::move(v).error().at_node(n->id());
+        values[n->id()] = std::move(*v);
       } else if (const auto* k = n->op_as<KernelOp>()) {
         // Progress in work units: this kernel's share, spread evenly over its blocks.
         const double before = progress.done;
@@ -80,11 +80,11 @@ class SimTarget final : public Target {
           options.progress(progress);
         };
         TESSERA_TRY(run_kernel(*n, *k, values, options, options.progress ? after_block : std::function<void(int64_t, int64_t)>()));
-        run.launches.push_back(KernelLaunch{n->id, k->name, k->grid, k->block});
+        run.launches.push_back(KernelLaunch{n->id(), k->name, k->grid, k->block});
       } else {
-        return make_error("sim executes Kernel IR; node " + n->id + " is in " + std::string(dialect_name(n->dialect())) +
+        return make_error("sim executes Kernel IR; node " + n->id() + " is in " + std::string(dialect_name(n->dialect())) +
                           " IR")
-            .at_node(n->id);
+            .at_node(n->id());
       }
     }
     for (const std::string& out : g.outputs()) {
@@ -97,26 +97,26 @@ class SimTarget final : public Target {
 
  private:
   static Status check_geometry(const Node& n, const KernelOp& k, const TargetOptions& options) {
-    auto prefix = "sim: kernel " + k.name + " (node " + n.id + "): ";
+    auto prefix = "sim: kernel " + k.name + " (node " + n.id() + "): ";
     if (k.grid.size() != 3 || k.block.size() != 3)
-      return make_error(prefix + "grid and block must have three dimensions").at_node(n.id);
+      return make_error(prefix + "grid and block must have three dimensions").at_node(n.id());
     for (size_t d = 0; d < 3; ++d)
       if (k.grid[d] <= 0 || k.block[d] <= 0)
-        return make_error(prefix + "grid and block dimensions must be positive").at_node(n.id);
+        return make_error(prefix + "grid and block dimensions must be positive").at_node(n.id());
     int64_t threads = k.block[0] * k.block[1] * k.block[2];
     int64_t limit = options.device != nullptr ? options.device->max_threads_per_block : 1024;
     if (threads > limit)
       return make_error(prefix + std::to_string(threads) + " threads per block exceed the device's " +
                         std::to_string(limit))
-          .at_node(n.id);
+          .at_node(n.id());
     // Shared memory as the hardware would take it: static arrays within the static limit, or one
     // dynamic array that holds the smem_layout and fits the opt-in maximum.
     const int64_t layout = smem_layout_bytes(k.body);
-    if (k.dynamic_smem < 0) return make_error(prefix + "dynamic shared memory is negative").at_node(n.id);
+    if (k.dynamic_smem < 0) return make_error(prefix + "dynamic shared memory is negative").at_node(n.id());
     if (k.dynamic_smem > 0 && layout > k.dynamic_smem)
       return make_error(prefix + "the Smem arrays need " + std::to_string(layout) + " bytes but the kernel declares " +
                         std::to_string(k.dynamic_smem) + " bytes of dynamic shared memory")
-          .at_node(n.id);
+          .at_node(n.id());
     if (options.device != nullptr) {
       const bool dynamic = k.dynamic_smem > 0;
       const int64_t bytes = dynamic ? k.dynamic_smem : layout;
@@ -124,7 +124,7 @@ class SimTarget final : public Target {
       if (bytes > smem_limit)
         return make_error(prefix + std::to_string(bytes) + " bytes of " + (dynamic ? "dynamic" : "static") +
                           " shared memory exceed the device's " + std::to_string(smem_limit))
-            .at_node(n.id);
+            .at_node(n.id());
     }
     return Status::ok();
   }
@@ -136,18 +136,18 @@ class SimTarget final : public Target {
     std::vector<sim::ScalarBinding> out;
     for (const KernelParam& p : k.params) {
       if (p.kind != ParamKind::Scalar) continue;
-      auto prefix = "sim: kernel " + k.name + " (node " + n.id + "): scalar parameter " + p.str() + ": ";
+      auto prefix = "sim: kernel " + k.name + " (node " + n.id() + "): scalar parameter " + p.str() + ": ";
       auto it = options.scalars.find(p.name);
-      if (it == options.scalars.end()) return make_error(prefix + "no value given").at_node(n.id);
+      if (it == options.scalars.end()) return make_error(prefix + "no value given").at_node(n.id());
       sim::ScalarBinding b{p.name, 0.0, !dtype_is_float(p.dtype)};
       if (const auto* i = std::get_if<int64_t>(&it->second)) {
         if (p.dtype == DType::I32 && (*i < INT32_MIN || *i > INT32_MAX))
-          return make_error(prefix + std::to_string(*i) + " does not fit in i32").at_node(n.id);
+          return make_error(prefix + std::to_string(*i) + " does not fit in i32").at_node(n.id());
         if (p.range && !p.range->contains(*i))
-          return make_error(prefix + "the value " + std::to_string(*i) + " is outside its declared range").at_node(n.id);
+          return make_error(prefix + "the value " + std::to_string(*i) + " is outside its declared range").at_node(n.id());
         b.value = b.is_int ? static_cast<double>(*i) : static_cast<double>(static_cast<float>(*i));
       } else {
-        if (b.is_int) return make_error(prefix + "needs an integer value").at_node(n.id);
+        if (b.is_int) return make_error(prefix + "needs an integer value").at_node(n.id());
         b.value = static_cast<double>(static_cast<float>(std::get<double>(it->second)));
       }
       out.push_back(std::move(b));
@@ -158,14 +158,14 @@ class SimTarget final : public Target {
   static Status run_kernel(const Node& n, const KernelOp& k, ValueMap& values, const TargetOptions& options,
                            const std::function<void(int64_t, int64_t)>& after_block) {
     TESSERA_TRY(check_geometry(n, k, options));
-    values[n.id] = TensorValue::filled(n.type);
+    values[n.id()] = TensorValue::filled(n.type);
     std::vector<sim::GlobalBuffer> globals;
     for (const std::string& in : n.inputs) {
       auto it = values.find(in);
-      if (it == values.end()) return make_error("sim: input '" + in + "' of node " + n.id + " has no value").at_node(n.id);
+      if (it == values.end()) return make_error("sim: input '" + in + "' of node " + n.id() + " has no value").at_node(n.id());
       globals.push_back(sim::GlobalBuffer{in, &it->second, false});
     }
-    globals.push_back(sim::GlobalBuffer{n.id, &values[n.id], true});
+    globals.push_back(sim::GlobalBuffer{n.id(), &values[n.id()], true});
     TESSERA_ASSIGN_OR_RETURN(std::vector<sim::ScalarBinding> scalars, scalar_bindings(n, k, options));
     TESSERA_ASSIGN_OR_RETURN(sim::KernelProgram program, sim::compile_kernel(n, k, globals, scalars));
     return sim::launch_kernel(n, k, program, globals, after_block);

@@ -81,7 +81,12 @@ class NodeInputs {
 };
 
 struct Node {
-  std::string id;  // fixed once the node is in a graph (the graph indexes it)
+  // The node's id, also its buffer's name. Set by Graph::add / insert_before and fixed from then
+  // on: the graph indexes nodes by it, so it has no setter (a copy may be renamed, set_id).
+  const std::string& id() const { return id_; }
+  // Renames a node that is in no graph (a copy); a node in a graph keeps its id (checked).
+  void set_id(std::string id);
+
   std::unique_ptr<Op> op;
   NodeInputs inputs;
   TensorType type;
@@ -100,6 +105,8 @@ struct Node {
 
  private:
   friend struct detail::GraphStore;
+  friend class Graph;
+  std::string id_;
   uint64_t order_ = 0;  // increases along the graph's order (see GraphStore)
 };
 

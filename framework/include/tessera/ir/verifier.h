@@ -14,6 +14,11 @@ namespace tessera {
 
 Status verify_graph(const Graph& g, Dialect expected);
 
+// Cross-checks the graph's own bookkeeping against its nodes: every node is found by its id, and
+// the use lists name exactly the nodes whose inputs name each id. The graph keeps these in step
+// itself; `--verify-each` runs this after every pass to catch a bug there early.
+Status verify_graph_index(const Graph& g);
+
 // Checks one kernel body against the statement kinds allowed in `d` (Loop, Tile or Kernel), and
 // that names are bound before use. `node_id` names the node in diagnostics.
 Status verify_body(const Body& body, Dialect d, const std::string& node_id);
