@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "tessera/eval/reference_evaluator.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera {
 
@@ -79,8 +80,9 @@ double default_output_rtol(DType dtype) {
     case DType::F16: return 5e-3;
     case DType::BF16: return 2e-2;
     case DType::F64: return 1e-9;  // both sides compute in double; only the summation order differs
-    default: return 1e-4;
+    case DType::F32: case DType::I32: case DType::I64: case DType::Bool: return 1e-4;
   }
+  TESSERA_UNREACHABLE("a DType value is one of the declared dtypes");
 }
 
 }  // namespace tessera

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tessera/eval/tensor_value.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera::eval {
 
@@ -39,7 +40,9 @@ std::optional<CompiledExpr> compile_expr(const Expr& e, const std::function<int(
       c.dims = *dims;
       break;
     }
-    default: break;
+    case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+    case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
+    case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select: break;
   }
   for (const Expr& op : e.operands()) {
     std::optional<CompiledExpr> sub = compile_expr(op, lookup, unbound, array_dims);
@@ -79,7 +82,9 @@ Scalar eval_expr(const CompiledExpr& c, const std::vector<Scalar>& env, bool& fa
       }
       return env[static_cast<size_t>(c.slot + flat)];
     }
-    default: break;
+    case ExprKind::Value: case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div:
+    case ExprKind::Mod: case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le:
+    case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: break;
   }
   Scalar a = arg(0);
   Scalar b = arg(1);
@@ -109,8 +114,10 @@ Scalar eval_expr(const CompiledExpr& c, const std::vector<Scalar>& env, bool& fa
     case ExprKind::Ne: return boolean(a.v != b.v);
     case ExprKind::And: return boolean(a.v != 0.0 && b.v != 0.0);
     case ExprKind::Or: return boolean(a.v != 0.0 || b.v != 0.0);
-    default: return {NAN, false};
+    case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Not:
+    case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element: return {NAN, false};
   }
+  TESSERA_UNREACHABLE("an ExprKind value is one of TESSERA_EXPR_KINDS");
 }
 
 }  // namespace tessera::eval

@@ -72,8 +72,9 @@ double round_to_storage(double v, DType dtype) {
     case DType::F64: return v;  // the evaluators' own precision
     case DType::F16: return round_to_bits(v, 11, -14, 65504.0);
     case DType::BF16: return round_to_bits(static_cast<double>(static_cast<float>(v)), 8, -126, 3.3895313892515355e38);
-    default: return conform_to_dtype(v, dtype);
+    case DType::I32: case DType::I64: case DType::Bool: return conform_to_dtype(v, dtype);
   }
+  TESSERA_UNREACHABLE("a DType value is one of the declared dtypes");
 }
 
 double conform_to_dtype(double v, DType dtype) {
@@ -88,8 +89,9 @@ double conform_to_dtype(double v, DType dtype) {
           static_cast<int64_t>(std::fmod(t, 4294967296.0))))));
     }
     case DType::I64: return std::isfinite(v) ? std::trunc(v) : v;
-    default: return v;
+    case DType::F32: case DType::F16: case DType::BF16: case DType::F64: return v;
   }
+  TESSERA_UNREACHABLE("a DType value is one of the declared dtypes");
 }
 
 std::string inexact_integer_reason(double v, DType dtype) {

@@ -18,6 +18,7 @@
 
 #include "tessera/ir/stmt.h"
 #include "stmt_reflection.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera {
 namespace {
@@ -143,8 +144,12 @@ class NameCanonicalizer {
       case FieldRole::DefAxis: return "a" + std::to_string(next_axis_++);
       case FieldRole::DefInput: return "in" + std::to_string(next_input_++);
       case FieldRole::DefValue: return "v" + std::to_string(next_value_++);
-      default: return "acc" + std::to_string(next_acc_++);
+      case FieldRole::DefAcc: return "acc" + std::to_string(next_acc_++);
+      case FieldRole::Data: case FieldRole::DefBuffer: case FieldRole::UseName: case FieldRole::UseBuffer:
+      case FieldRole::Label:
+        break;  // not renamed: no fresh name is asked for them
     }
+    TESSERA_UNREACHABLE("fresh_name is asked only for the renamed roles (DefAxis, DefInput, DefValue, DefAcc)");
   }
 
   const Scope* label_fallback_;

@@ -50,11 +50,8 @@ uint64_t mix(uint64_t z) {
 // The byte a kind contributes to the hash. The hash is the tuning-cache key, so the codes of the
 // kinds that existed before Value and Element were added stay what their enum index was then.
 uint8_t stable_kind_code(ExprKind k) {
-  switch (k) {
-    case ExprKind::Value: return 100;
-    case ExprKind::Element: return 101;
-    default: break;
-  }
+  if (k == ExprKind::Value) return 100;
+  if (k == ExprKind::Element) return 101;
   const auto index = static_cast<uint8_t>(k);
   const auto value_index = static_cast<uint8_t>(ExprKind::Value);
   const auto element_index = static_cast<uint8_t>(ExprKind::Element);
@@ -64,61 +61,25 @@ uint8_t stable_kind_code(ExprKind k) {
 uint64_t compute_hash(const Expr& e) {
   if (!e.defined()) return 0;
   uint64_t h = fnv_byte(kFnvOffset, stable_kind_code(e.kind()));
-  switch (e.kind()) {
-    case ExprKind::Var: case ExprKind::Value: case ExprKind::Element: h = fnv_string(h, e.name()); break;
-    case ExprKind::Int: h = fnv_u64(h, static_cast<uint64_t>(e.int_value())); break;
-    case ExprKind::Float: h = fnv_u64(h, std::bit_cast<uint64_t>(e.float_value())); break;
-    case ExprKind::Cast: h = fnv_byte(h, static_cast<uint8_t>(e.cast_type())); break;
-    default: break;
+  switch (expr_kind_traits(e.kind()).shape) {
+    case ExprShape::Name: case ExprShape::Element: h = fnv_string(h, e.name()); break;
+    case ExprShape::Literal:
+      h = e.is(ExprKind::Int) ? fnv_u64(h, static_cast<uint64_t>(e.int_value()))
+                              : fnv_u64(h, std::bit_cast<uint64_t>(e.float_value()));
+      break;
+    case ExprShape::Cast: h = fnv_byte(h, static_cast<uint8_t>(e.cast_type())); break;
+    case ExprShape::Binary: case ExprShape::Not: case ExprShape::Select: break;  // operands only
   }
   h = fnv_u64(h, e.operands().size());
   for (const Expr& op : e.operands()) h = fnv_u64(h, compute_hash(op));
   return mix(h);
 }
 
-bool is_binary_kind(ExprKind k) {
-  switch (k) {
-    case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div:
-    case ExprKind::Mod: case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt:
-    case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And:
-    case ExprKind::Or:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Printing precedence: higher binds tighter.
+// Printing precedence: higher binds tighter (infix kinds take theirs from expr_kind_traits).
 enum Prec : int { kOr = 1, kAnd = 2, kCompare = 3, kAdditive = 4, kMultiplicative = 5,
                   kUnary = 6, kAtom = 7 };
 
-int infix_prec(ExprKind k) {
-  switch (k) {
-    case ExprKind::Or: return kOr;
-    case ExprKind::And: return kAnd;
-    case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: return kCompare;
-    case ExprKind::Add: case ExprKind::Sub: return kAdditive;
-    case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod: return kMultiplicative;
-    default: return 0;
-  }
-}
-
-const char* infix_symbol(ExprKind k) {
-  switch (k) {
-    case ExprKind::Add: return " + ";
-    case ExprKind::Sub: return " - ";
-    case ExprKind::Mul: return " * ";
-    case ExprKind::Div: return " / ";
-    case ExprKind::Mod: return " % ";
-    case ExprKind::Lt: return " < ";
-    case ExprKind::Le: return " <= ";
-    case ExprKind::Eq: return " == ";
-    case ExprKind::Ne: return " != ";
-    case ExprKind::And: return " && ";
-    case ExprKind::Or: return " || ";
-    default: return " ? ";
-  }
-}
+int infix_prec(ExprKind k) { return expr_kind_traits(k).precedence; }
 
 bool is_negative_literal(const Expr& e) {
   if (e.is(ExprKind::Int)) return e.int_value() < 0;
@@ -188,7 +149,10 @@ void print(const Expr& e, std::string& out) {
       out += '!';
       print_operand(e.operand(0), kUnary, out);
       return;
-    default: break;
+    case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+    case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And:
+    case ExprKind::Or:
+      break;  // infix, below
   }
   // Infix binary. All are left-associative: the right operand needs strictly tighter binding,
   // so `a - (b - c)` keeps its parentheses and `a - b - c` has none. Comparisons do not chain,
@@ -196,7 +160,7 @@ void print(const Expr& e, std::string& out) {
   int p = infix_prec(e.kind());
   int left_min = p == kCompare ? p + 1 : p;
   print_operand(e.operand(0), left_min, out);
-  out += infix_symbol(e.kind());
+  out += expr_kind_traits(e.kind()).infix;
   print_operand(e.operand(1), p + 1, out);
 }
 
@@ -350,7 +314,10 @@ bool structurally_equal(const Expr& a, const Expr& b) {
         return false;
       break;
     case ExprKind::Cast: if (a.cast_type() != b.cast_type()) return false; break;
-    default: break;
+    case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+    case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
+    case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
+      break;  // the operands decide
   }
   const auto& xs = a.operands();
   const auto& ys = b.operands();
@@ -392,13 +359,17 @@ Expr substitute_impl(const Expr& e, const std::map<std::string, Expr>& map) {
     changed = changed || !new_ops.back().same_node(op);
   }
   if (!changed) return e;  // keep sharing untouched subtrees
-  switch (e.kind()) {
-    case ExprKind::Not: return Expr::not_(std::move(new_ops[0]));
-    case ExprKind::Cast: return Expr::cast(e.cast_type(), std::move(new_ops[0]));
-    case ExprKind::Select:
+  switch (expr_kind_traits(e.kind()).shape) {
+    case ExprShape::Not: return Expr::not_(std::move(new_ops[0]));
+    case ExprShape::Cast: return Expr::cast(e.cast_type(), std::move(new_ops[0]));
+    case ExprShape::Select:
       return Expr::select(std::move(new_ops[0]), std::move(new_ops[1]), std::move(new_ops[2]));
-    default: return Expr::binary(e.kind(), std::move(new_ops[0]), std::move(new_ops[1]));
+    case ExprShape::Binary: return Expr::binary(e.kind(), std::move(new_ops[0]), std::move(new_ops[1]));
+    case ExprShape::Name: case ExprShape::Literal: case ExprShape::Element:
+      break;  // handled above: no operands, or the Element case
   }
+  TESSERA_INTERNAL_CHECK(false, "substitute rebuilds only kinds with operands");
+  return e;
 }
 
 void collect_vars(const Expr& e, std::set<std::string>& seen, std::vector<std::string>& out) {

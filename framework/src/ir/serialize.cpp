@@ -667,11 +667,13 @@ class JsonReader {
       TESSERA_TRY(read(j[first_operand + i], operand_path, ops[i]));
       if (!ops[i].defined()) return malformed(operand_path, "operand must not be null");
     }
-    switch (*kind) {
-      case ExprKind::Not: out = Expr::not_(ops[0]); break;
-      case ExprKind::Cast: out = Expr::cast(cast_to, ops[0]); break;
-      case ExprKind::Select: out = Expr::select(ops[0], ops[1], ops[2]); break;
-      default: out = Expr::binary(*kind, ops[0], ops[1]); break;
+    switch (expr_kind_traits(*kind).shape) {
+      case ExprShape::Not: out = Expr::not_(ops[0]); break;
+      case ExprShape::Cast: out = Expr::cast(cast_to, ops[0]); break;
+      case ExprShape::Select: out = Expr::select(ops[0], ops[1], ops[2]); break;
+      case ExprShape::Binary: out = Expr::binary(*kind, ops[0], ops[1]); break;
+      case ExprShape::Name: case ExprShape::Literal: case ExprShape::Element:
+        return malformed(item_path(path, 0), "unknown expression kind '" + kind_name + "'");  // read above
     }
     return Status::ok();
   }
@@ -946,7 +948,11 @@ json expr_to_json(const Expr& e) {
     }
     case ExprKind::Int: return e.int_value();
     case ExprKind::Float: return double_to_json(e.float_value());
-    default: break;
+    case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+    case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
+    case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
+    case ExprKind::Cast:
+      break;  // [kind, (dtype,) operands...] below
   }
   json out = json::array({std::string(expr_kind_name(e.kind()))});
   if (e.is(ExprKind::Cast)) out.push_back(std::string(dtype_short_name(e.cast_type())));

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tessera/ir/expr.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera {
 namespace {
@@ -84,8 +85,10 @@ bool is_float_valued(const Expr& e) {
     case ExprKind::And: case ExprKind::Or: case ExprKind::Not:
       return false;  // booleans
     case ExprKind::Select: return is_float_valued(e.operand(1)) || is_float_valued(e.operand(2));
-    default: return is_float_valued(e.operand(0)) || is_float_valued(e.operand(1));
+    case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+    case ExprKind::Min: case ExprKind::Max: return is_float_valued(e.operand(0)) || is_float_valued(e.operand(1));
   }
+  TESSERA_UNREACHABLE("an ExprKind value is one of TESSERA_EXPR_KINDS");
 }
 
 double const_as_double(const Expr& e) {
@@ -306,10 +309,14 @@ std::optional<LinearSum> linearize(const Expr& e, bool distribute) {
       out.add_term(e, 1);
       return out;
     }
-    default:
+    case ExprKind::Var: case ExprKind::Value: case ExprKind::Float: case ExprKind::Div: case ExprKind::Mod:
+    case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
+    case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
+    case ExprKind::Cast: case ExprKind::Element:
       out.add_term(e, 1);
       return out;
   }
+  TESSERA_UNREACHABLE("an ExprKind value is one of TESSERA_EXPR_KINDS");
 }
 
 size_t node_count(const Expr& e) {
@@ -403,8 +410,11 @@ std::optional<double> fold_float(ExprKind k, double a, double b) {
     case ExprKind::Max:
       if (std::isnan(a) || std::isnan(b)) return std::nullopt;  // fmin and std::min disagree
       return k == ExprKind::Min ? std::min(a, b) : std::max(a, b);
-    default: return std::nullopt;
+    case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Lt:
+    case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or:
+    case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element: return std::nullopt;
   }
+  TESSERA_UNREACHABLE("an ExprKind value is one of TESSERA_EXPR_KINDS");
 }
 
 std::optional<int64_t> fold_int(ExprKind k, int64_t a, int64_t b) {
@@ -416,8 +426,11 @@ std::optional<int64_t> fold_int(ExprKind k, int64_t a, int64_t b) {
     case ExprKind::Mod: return floor_mod(a, b);
     case ExprKind::Min: return std::min(a, b);
     case ExprKind::Max: return std::max(a, b);
-    default: return std::nullopt;
+    case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Lt:
+    case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or:
+    case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element: return std::nullopt;
   }
+  TESSERA_UNREACHABLE("an ExprKind value is one of TESSERA_EXPR_KINDS");
 }
 
 // Folds a binary arithmetic node over two literals; undefined when it must stay unfolded.
@@ -445,7 +458,10 @@ class Simplifier {
         return e;
       case ExprKind::Var:
         return fold_by_bounds(e);
-      default:
+      case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+      case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
+      case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
+      case ExprKind::Cast: case ExprKind::Element:
         break;
     }
     std::vector<Expr> ops;
@@ -470,7 +486,7 @@ class Simplifier {
       case ExprKind::Select: r = select(ops[0], ops[1], ops[2]); break;
       case ExprKind::Cast: r = cast(e.cast_type(), ops[0]); break;
       case ExprKind::Element: return Expr::element(e.name(), std::move(ops));  // opaque; indices simplified
-      default: r = e; break;
+      case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: r = e; break;
     }
     return fold_by_bounds(r);
   }
@@ -532,7 +548,10 @@ class Simplifier {
       case ExprKind::Div:
         if (is_const_value(b, 1)) return a;
         break;
-      default:
+      case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Mod:
+      case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
+      case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
+      case ExprKind::Cast: case ExprKind::Element:
         break;
     }
     return Expr::binary(k, a, b);
@@ -712,7 +731,10 @@ class Simplifier {
         if (equal) return k == ExprKind::Eq ? *equal : !*equal;
         break;
       }
-      default:
+      case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Add:
+      case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod: case ExprKind::Min:
+      case ExprKind::Max: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
+      case ExprKind::Cast: case ExprKind::Element:
         break;
     }
     return std::nullopt;
@@ -726,7 +748,10 @@ class Simplifier {
           case ExprKind::Lt: return bool_expr(x < y);
           case ExprKind::Le: return bool_expr(x <= y);
           case ExprKind::Eq: return bool_expr(x == y);
-          default: return bool_expr(x != y);
+          case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float:
+          case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+          case ExprKind::Min: case ExprKind::Max: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or:
+          case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element: return bool_expr(x != y);
         }
       }
       double x = const_as_double(a), y = const_as_double(b);  // NaN compares false, != true
@@ -734,7 +759,10 @@ class Simplifier {
         case ExprKind::Lt: return bool_expr(x < y);
         case ExprKind::Le: return bool_expr(x <= y);
         case ExprKind::Eq: return bool_expr(x == y);
-        default: return bool_expr(x != y);
+        case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float:
+        case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+        case ExprKind::Min: case ExprKind::Max: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or:
+        case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element: return bool_expr(x != y);
       }
     }
     if (!is_float_valued(a) && !is_float_valued(b)) {
@@ -845,7 +873,8 @@ std::optional<Interval> bound_of(const Expr& e, const RangeMap& ranges) {
       if (!t || !f) return std::nullopt;
       return Interval{std::min(t->lo, f->lo), std::max(t->hi, f->hi)};
     }
-    default: break;
+    case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+    case ExprKind::Min: case ExprKind::Max: break;
   }
   if (is_float_valued(e)) return std::nullopt;
   auto a = bound_of(e.operand(0), ranges);
@@ -872,9 +901,12 @@ std::optional<Interval> bound_of(const Expr& e, const RangeMap& ranges) {
     case ExprKind::Max:
       if (!a || !b) return std::nullopt;
       return Interval{std::max(a->lo, b->lo), std::max(a->hi, b->hi)};
-    default:
+    case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Lt:
+    case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or:
+    case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element:
       return std::nullopt;
   }
+  TESSERA_UNREACHABLE("an ExprKind value is one of TESSERA_EXPR_KINDS");
 }
 
 Expr simplify(const Expr& e, const RangeMap& ranges) {

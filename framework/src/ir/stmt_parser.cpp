@@ -27,6 +27,7 @@
 
 #include "ir_text_reader.h"
 #include "tessera/ir/parser.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera::ir_text {
 
@@ -60,15 +61,7 @@ class StmtReader {
  private:
   // ---- classification ---------------------------------------------------------------------
 
-  static bool carries_type(StmtKind kind) {
-    switch (kind) {
-      case StmtKind::Load: case StmtKind::VectorLoad: case StmtKind::Assign: case StmtKind::Select:
-      case StmtKind::Init: case StmtKind::WarpShuffle:
-        return true;
-      default:
-        return false;
-    }
-  }
+  static bool carries_type(StmtKind kind) { return stmt_kind_traits(kind).carries_type; }
 
   // A value type before the defined name: a word (with `[N]` array extents) followed, after a
   // space, by a name or `(`. Reads it into type_ and leaves the cursor after it; leaves the cursor

@@ -340,7 +340,7 @@ Expected<TracedValue> Tracer::call_builtin(const std::string& name, const std::v
       case DType::F16: max = 65504.0; eps = 0.0009765625; tiny = 6.103515625e-05; bits = 16; break;
       case DType::BF16: max = 3.3895313892515355e+38; eps = 0.0078125; tiny = 1.1754943508222875e-38; bits = 16; break;
       case DType::F64: max = 1.7976931348623157e+308; eps = 2.220446049250313e-16; tiny = 2.2250738585072014e-308; bits = 64; break;
-      default:
+      case DType::I32: case DType::I64: case DType::Bool:
         return source_.error(args[0].span, "torch.finfo() requires a floating point dtype, got " +
                                                std::string(dtype_name(dtype)) + " (use torch.iinfo)");
     }

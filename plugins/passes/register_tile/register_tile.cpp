@@ -53,6 +53,7 @@
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera {
 namespace {
@@ -372,8 +373,14 @@ class RegisterTiler final : public StmtMutator {
         if (!dep_.depends(c->cond)) return Kind::SharedNested;
         return holds_structure(c->then_body) || holds_structure(c->else_body) ? Kind::SplitCond : Kind::Replicated;
       }
-      default: return Kind::Ordered;
+      case StmtKind::Tile: case StmtKind::Stage: case StmtKind::Combine: case StmtKind::AsyncWait:
+      case StmtKind::Let: case StmtKind::Smem: case StmtKind::Sync: case StmtKind::CpAsyncCopy:
+      case StmtKind::CpAsyncCommit: case StmtKind::CpAsyncWait: case StmtKind::TmaLoad:
+      case StmtKind::MbarrierInit: case StmtKind::MbarrierArrive: case StmtKind::MbarrierWait:
+      case StmtKind::WarpShuffle: case StmtKind::TreeHalve: case StmtKind::VectorLoad:
+      case StmtKind::VectorStore: return Kind::Ordered;
     }
+    TESSERA_UNREACHABLE("a StmtKind value is one of TESSERA_STMT_KINDS");
   }
 
   // Whether a body declares something or loops: then pushing a guard inward shares work.

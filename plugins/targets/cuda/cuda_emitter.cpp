@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "tessera/ir/elementwise_fn.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera {
 namespace {
@@ -543,8 +544,9 @@ class CudaEmitter {
           case DType::I64: return {"(long long)" + arg, kUnary, Ty::Int};
           case DType::Bool: return {wrap(a, a.prec >= kEq) + " != 0", kEq, Ty::Int};
           case DType::F64: return {"(double)" + arg, kUnary, Ty::Double};
-          default: return {"(float)" + arg, kUnary, Ty::Float};  // values are float already
+          case DType::F32: case DType::F16: case DType::BF16: return {"(float)" + arg, kUnary, Ty::Float};  // values are float already
         }
+        TESSERA_UNREACHABLE("a DType value is one of the declared dtypes");
       }
       case ExprKind::Add:
       case ExprKind::Sub:
@@ -697,8 +699,9 @@ class CudaEmitter {
       case DType::BF16: return {"__bfloat162float(" + n + ")", kAtom, Ty::Float};
       case DType::F32: return {n, kAtom, Ty::Float};
       case DType::F64: return {n, kAtom, Ty::Double};
-      default: return {n, kAtom, Ty::Int};
+      case DType::I32: case DType::I64: case DType::Bool: return {n, kAtom, Ty::Int};
     }
+    TESSERA_UNREACHABLE("a DType value is one of the declared dtypes");
   }
 
   // The initializer of a value of dtype `t` from the computed text `p`.

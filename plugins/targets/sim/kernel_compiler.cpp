@@ -123,7 +123,9 @@ class KernelCompiler {
             n.cast_to = e.cast_type();
             n.is_int = !dtype_is_float(n.cast_to);
             break;
-          default: n.is_int = int_at(0) && int_at(1); break;
+          case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float:
+          case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+          case ExprKind::Min: case ExprKind::Max: case ExprKind::Element: n.is_int = int_at(0) && int_at(1); break;
         }
         if ((e.kind() == ExprKind::Div || e.kind() == ExprKind::Mod) && n.is_int) out.may_fault = true;
         n.temp = temps_++;

@@ -42,6 +42,50 @@ enum class ExprKind : uint8_t {
 };
 
 std::string_view expr_kind_name(ExprKind k);
+
+// The shape of each kind, declared once: the consumers that only need to know how a kind is built
+// (its operands, how it prints) read it here. expr_kind_traits' switch has no default, so a new
+// kind is described here first (the build fails until it is), and every consumer that gives kinds
+// a meaning (printer, simplifier, evaluators, emitter, simulator) switches over ExprKind without a
+// default as well.
+enum class ExprShape : uint8_t {
+  Name,     // Var, Value: a name, no operands
+  Literal,  // Int, Float
+  Binary,   // two operands; `infix` is its operator, or "" for a call (min, max)
+  Not,      // one operand, prefix `!`
+  Select,   // three operands
+  Cast,     // one operand and a dtype
+  Element,  // a name and one index per dimension
+};
+struct ExprKindTraits {
+  ExprShape shape;
+  const char* infix = "";  // Binary kinds printed infix: " + ", " < ", ...
+  int precedence = 0;      // of an infix kind: higher binds tighter (|| 1, && 2, compare 3, + 4, * 5)
+};
+constexpr ExprKindTraits expr_kind_traits(ExprKind k) {
+  switch (k) {
+    case ExprKind::Var: case ExprKind::Value: return {ExprShape::Name};
+    case ExprKind::Int: case ExprKind::Float: return {ExprShape::Literal};
+    case ExprKind::Add: return {ExprShape::Binary, " + ", 4};
+    case ExprKind::Sub: return {ExprShape::Binary, " - ", 4};
+    case ExprKind::Mul: return {ExprShape::Binary, " * ", 5};
+    case ExprKind::Div: return {ExprShape::Binary, " / ", 5};
+    case ExprKind::Mod: return {ExprShape::Binary, " % ", 5};
+    case ExprKind::Min: case ExprKind::Max: return {ExprShape::Binary};
+    case ExprKind::Lt: return {ExprShape::Binary, " < ", 3};
+    case ExprKind::Le: return {ExprShape::Binary, " <= ", 3};
+    case ExprKind::Eq: return {ExprShape::Binary, " == ", 3};
+    case ExprKind::Ne: return {ExprShape::Binary, " != ", 3};
+    case ExprKind::And: return {ExprShape::Binary, " && ", 2};
+    case ExprKind::Or: return {ExprShape::Binary, " || ", 1};
+    case ExprKind::Not: return {ExprShape::Not};
+    case ExprKind::Select: return {ExprShape::Select};
+    case ExprKind::Cast: return {ExprShape::Cast};
+    case ExprKind::Element: return {ExprShape::Element};
+  }
+  return {ExprShape::Name};  // unreachable: the switch covers every kind
+}
+constexpr bool is_binary_kind(ExprKind k) { return expr_kind_traits(k).shape == ExprShape::Binary; }
 std::optional<ExprKind> parse_expr_kind(std::string_view s);
 
 struct ExprNode;

@@ -81,6 +81,10 @@ class NodeInputs {
 };
 
 struct Node {
+ private:
+  std::string id_;
+
+ public:
   // The node's id, also its buffer's name. Set by Graph::add / insert_before and fixed from then
   // on: the graph indexes nodes by it, so it has no setter (a copy may be renamed, set_id).
   const std::string& id() const { return id_; }
@@ -106,7 +110,6 @@ struct Node {
  private:
   friend struct detail::GraphStore;
   friend class Graph;
-  std::string id_;
   uint64_t order_ = 0;  // increases along the graph's order (see GraphStore)
 };
 

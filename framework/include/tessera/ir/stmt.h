@@ -430,44 +430,46 @@ enum StmtDialects : uint8_t {
 
 // What every consumer may ask of a statement kind without knowing it.
 struct StmtKindTraits {
-  uint8_t dialects;  // StmtDialects bits: where the verifier accepts the kind
-  bool has_body;     // holds nested statements (Loop, Cond, Tile, StridedLoop)
-  bool collective;   // every thread of the block must reach it together (Stage, Combine, AsyncWait)
+  uint8_t dialects;   // StmtDialects bits: where the verifier accepts the kind
+  bool has_body;      // holds nested statements (Loop, Cond, Tile, StridedLoop)
+  bool collective;    // every thread of the block must reach it together (Stage, Combine, AsyncWait)
+  bool carries_type;  // defines a value whose type its printed line names first (`f32 v0 = ...`)
 };
 
 // The traits of each kind. A switch without `default`, built with -Werror=switch: a new kind that is
 // not given its traits here breaks the build.
 constexpr StmtKindTraits stmt_kind_traits(StmtKind k) {
   switch (k) {
-    case StmtKind::Load:
-    case StmtKind::Assign:
-    case StmtKind::Select:
-    case StmtKind::Init:
-    case StmtKind::Accum:
-    case StmtKind::Write: return {kInLoopTileKernel, false, false};
-    case StmtKind::Loop:
-    case StmtKind::Cond: return {kInLoopTileKernel, true, false};
-    case StmtKind::Tile: return {kInTile, true, false};
-    case StmtKind::StridedLoop: return {kInTile | kInKernel, true, false};
-    case StmtKind::Stage:
-    case StmtKind::Combine:
-    case StmtKind::AsyncWait: return {kInTile, false, true};
-    case StmtKind::Let:
-    case StmtKind::Smem:
-    case StmtKind::Sync:
-    case StmtKind::CpAsyncCopy:
-    case StmtKind::CpAsyncCommit:
-    case StmtKind::CpAsyncWait:
-    case StmtKind::TmaLoad:
-    case StmtKind::MbarrierInit:
-    case StmtKind::MbarrierArrive:
-    case StmtKind::MbarrierWait:
-    case StmtKind::WarpShuffle:
-    case StmtKind::TreeHalve:
-    case StmtKind::VectorLoad:
-    case StmtKind::VectorStore: return {kInKernel, false, false};
+    //                                    dialects           body   collective  carries_type
+    case StmtKind::Load: return           {kInLoopTileKernel, false, false,      true};
+    case StmtKind::Assign: return         {kInLoopTileKernel, false, false,      true};
+    case StmtKind::Select: return         {kInLoopTileKernel, false, false,      true};
+    case StmtKind::Init: return           {kInLoopTileKernel, false, false,      true};
+    case StmtKind::Accum: return          {kInLoopTileKernel, false, false,      false};
+    case StmtKind::Write: return          {kInLoopTileKernel, false, false,      false};
+    case StmtKind::Loop: return           {kInLoopTileKernel, true,  false,      false};
+    case StmtKind::Cond: return           {kInLoopTileKernel, true,  false,      false};
+    case StmtKind::Tile: return           {kInTile,           true,  false,      false};
+    case StmtKind::StridedLoop: return    {kInTile | kInKernel, true, false,     false};
+    case StmtKind::Stage: return          {kInTile,           false, true,       false};
+    case StmtKind::Combine: return        {kInTile,           false, true,       false};
+    case StmtKind::AsyncWait: return      {kInTile,           false, true,       false};
+    case StmtKind::Let: return            {kInKernel,         false, false,      false};
+    case StmtKind::Smem: return           {kInKernel,         false, false,      false};
+    case StmtKind::Sync: return           {kInKernel,         false, false,      false};
+    case StmtKind::CpAsyncCopy: return    {kInKernel,         false, false,      false};
+    case StmtKind::CpAsyncCommit: return  {kInKernel,         false, false,      false};
+    case StmtKind::CpAsyncWait: return    {kInKernel,         false, false,      false};
+    case StmtKind::TmaLoad: return        {kInKernel,         false, false,      false};
+    case StmtKind::MbarrierInit: return   {kInKernel,         false, false,      false};
+    case StmtKind::MbarrierArrive: return {kInKernel,         false, false,      false};
+    case StmtKind::MbarrierWait: return   {kInKernel,         false, false,      false};
+    case StmtKind::WarpShuffle: return    {kInKernel,         false, false,      true};
+    case StmtKind::TreeHalve: return      {kInKernel,         false, false,      false};
+    case StmtKind::VectorLoad: return     {kInKernel,         false, false,      true};
+    case StmtKind::VectorStore: return    {kInKernel,         false, false,      false};
   }
-  return {0, false, false};  // unreachable for a valid kind
+  return {0, false, false, false};  // unreachable for a valid kind
 }
 
 #define TESSERA_X(K) K,

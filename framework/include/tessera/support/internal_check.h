@@ -17,6 +17,10 @@ namespace tessera {
 
 }  // namespace tessera
 
+// After a switch whose cases all return: an enum value outside its declared list (memory
+// corruption, a bad cast) is an internal error, never a silently wrong default.
+#define TESSERA_UNREACHABLE(invariant) ::tessera::internal_check_failed((invariant), __FILE__, __LINE__)
+
 #define TESSERA_INTERNAL_CHECK(cond, invariant)                                  \
   do {                                                                           \
     if (!(cond)) [[unlikely]]                                                    \
