@@ -2,7 +2,7 @@
 //
 // The walk is depth-first in textual order and reads only each field's FieldRole, so it knows no
 // statement kind by name. Per statement it
-//   1. renames uses (UseName and Label fields, Expr Vars) through the names bound so far,
+//   1. renames uses (fields that refer to names — UseName, UseAcc — and Label fields, Expr Vars) through the names bound so far,
 //   2. gives every Def* field the next name of its category (DefBuffer keeps its name),
 //   3. renames nested bodies.
 // Scoping matches the verifier: a statement without a body binds its names for the rest of the
@@ -32,10 +32,7 @@ using Scope = std::map<std::string, std::string>;
 // The three steps of renaming one statement (see the file comment).
 enum class Step { Uses, Defs, Bodies };
 
-bool is_local_def(FieldRole role) {
-  return role == FieldRole::DefAxis || role == FieldRole::DefInput || role == FieldRole::DefValue ||
-         role == FieldRole::DefAcc;
-}
+bool is_local_def(FieldRole role) { return field_role_traits(role).renamed; }
 
 class NameCanonicalizer {
  public:
@@ -88,7 +85,7 @@ class NameCanonicalizer {
   void walk(T&, FieldRole, Step, Scope&) {}  // sizes, modes, dtypes: nothing to rename
 
   void walk(std::string& name, FieldRole role, Step step, Scope& scope) {
-    if (step == Step::Uses && (role == FieldRole::UseName || role == FieldRole::Label)) {
+    if (step == Step::Uses && (field_role_traits(role).refers_to_name || role == FieldRole::Label)) {
       name = rename_use(name, role, scope);
     } else if (step == Step::Defs && is_local_def(role)) {
       std::string canonical = fresh_name(role);
@@ -145,8 +142,8 @@ class NameCanonicalizer {
       case FieldRole::DefInput: return "in" + std::to_string(next_input_++);
       case FieldRole::DefValue: return "v" + std::to_string(next_value_++);
       case FieldRole::DefAcc: return "acc" + std::to_string(next_acc_++);
-      case FieldRole::Data: case FieldRole::DefBuffer: case FieldRole::UseName: case FieldRole::UseBuffer:
-      case FieldRole::Label:
+      case FieldRole::Data: case FieldRole::DefBuffer: case FieldRole::UseName: case FieldRole::UseAcc:
+      case FieldRole::UseBuffer: case FieldRole::UseTensorMap: case FieldRole::Label:
         break;  // not renamed: no fresh name is asked for them
     }
     TESSERA_UNREACHABLE("fresh_name is asked only for the renamed roles (DefAxis, DefInput, DefValue, DefAcc)");

@@ -39,7 +39,7 @@ class BufferRenamer final : public StmtMutator {
     bool changed = false;
     K::reflect(copy, [&](const char*, auto& field, FieldRole role) {
       if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>) {
-        if (role == FieldRole::UseBuffer && field == from_) {
+        if (field_role_traits(role).refers_to_buffer && field == from_) {
           field = to_;
           changed = true;
         }

@@ -16,10 +16,7 @@ namespace {
 
 using stmt_reflection::Reflected;
 
-bool binds(FieldRole role) {
-  return role == FieldRole::DefAxis || role == FieldRole::DefInput || role == FieldRole::DefValue ||
-         role == FieldRole::DefAcc || role == FieldRole::DefBuffer;
-}
+bool binds(FieldRole role) { return field_role_traits(role).binds; }
 
 // Visits every field of every statement at any depth with its role: `on_field(field, role)` is
 // called for the strings, string lists and Exprs of each statement (nested reflected structs such
@@ -91,7 +88,7 @@ class NameRenamer final : public StmtMutator {
 
  private:
   void rename(std::string& name, FieldRole role) {
-    if (!binds(role) && role != FieldRole::UseName && role != FieldRole::Label) return;
+    if (!binds(role) && !field_role_traits(role).refers_to_name && role != FieldRole::Label) return;
     if (role == FieldRole::DefBuffer) return;  // buffers keep their names
     if (auto it = renames_.find(name); it != renames_.end()) name = it->second;
   }
@@ -175,7 +172,7 @@ std::set<std::string> used_names(const Body& body) {
   std::set<std::string> names;
   collect_fields(body, [&](const auto& field, FieldRole role) {
     if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>) {
-      if (role == FieldRole::UseName) names.insert(field);
+      if (field_role_traits(role).refers_to_name) names.insert(field);
     } else {
       for (const std::string& v : free_vars(field)) names.insert(v);
     }

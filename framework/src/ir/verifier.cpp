@@ -5,9 +5,10 @@
 // (Loop, StridedLoop, Tile) binds its names inside its body only. A name may be bound once per
 // scope; an inner scope may shadow an outer one.
 //
-// Uses: UseName fields and Expr Vars must name a bound axis/value/accumulator (Vars may also be
-// hardware indices such as threadIdx.x); an `acc` field must name an accumulator (bound by Init).
-// UseBuffer fields must not name a local value; when the graph is known they must name one of the
+// Uses (by field role, stmt.h): UseName fields and Expr Vars must name a bound axis/value/
+// accumulator (Vars may also be hardware indices such as threadIdx.x); a UseAcc field must name an
+// accumulator (bound by Init). A UseTensorMap field must name a tensor-map parameter, and no other
+// buffer field may. UseBuffer fields must not name a local value; when the graph is known they must name one of the
 // node's inputs, its own output, or a buffer the body declares (Smem, Stage, TMA, barrier), and
 // Write/VectorStore may only target the node's own output or a declared buffer.
 //
@@ -58,10 +59,7 @@ bool kind_allowed(StmtKind k, Dialect d) {
   return false;
 }
 
-bool is_def(FieldRole role) {
-  return role == FieldRole::DefAxis || role == FieldRole::DefInput || role == FieldRole::DefValue ||
-         role == FieldRole::DefAcc || role == FieldRole::DefBuffer;
-}
+bool is_def(FieldRole role) { return field_role_traits(role).binds; }
 
 std::string first_line(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
@@ -387,11 +385,11 @@ class BodyVerifier {
     return Status::ok();
   }
 
-  Status check_uses(const char* field_name, const std::string& name, FieldRole role) {
-    if (role == FieldRole::UseName) return check_name_use(field_name, name);
-    if (role == FieldRole::UseBuffer) {
-      // A tensor map is a descriptor, not memory: only TmaLoad's `desc` names one, and it must.
-      const bool wants_tensor_map = std::string_view(field_name) == "desc";
+  Status check_uses(const char*, const std::string& name, FieldRole role) {
+    if (field_role_traits(role).refers_to_name) return check_name_use(role, name);
+    if (field_role_traits(role).refers_to_buffer) {
+      // A tensor map is a descriptor, not memory: only a UseTensorMap field names one, and it must.
+      const bool wants_tensor_map = role == FieldRole::UseTensorMap;
       if (buffers_ != nullptr && wants_tensor_map != (tensor_maps_.count(name) > 0)) {
         return fail(wants_tensor_map ? "'" + name + "' is not a tensor-map parameter of the kernel"
                                      : "tensor map '" + name + "' is used as a buffer");
@@ -430,9 +428,9 @@ class BodyVerifier {
 
   Status check_uses(const char*, const Body&, FieldRole) { return Status::ok(); }  // later, scoped
 
-  Status check_name_use(const std::string& field_name, const std::string& name) {
+  Status check_name_use(FieldRole role, const std::string& name) {
     const FieldRole* bound = lookup(name);
-    bool wants_acc = field_name == "acc";
+    const bool wants_acc = role == FieldRole::UseAcc;
     if (bound == nullptr) {
       if (wants_acc) return fail("accumulator '" + name + "' has no Init in scope");
       return fail("'" + name + "' is used before it is defined");

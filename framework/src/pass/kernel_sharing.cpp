@@ -24,7 +24,7 @@ using stmt_reflection::Reflected;
 
 using BufferNames = KernelBufferNames;
 
-bool names_buffers(FieldRole role) { return role == FieldRole::UseBuffer || role == FieldRole::DefBuffer; }
+bool names_buffers(FieldRole role) { return field_role_traits(role).refers_to_buffer || role == FieldRole::DefBuffer; }
 
 // ---- the signature ------------------------------------------------------------------------------
 

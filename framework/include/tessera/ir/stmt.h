@@ -43,9 +43,37 @@ enum class FieldRole : uint8_t {
   DefAcc,     // binds an accumulator             -> acc0, acc1, ...
   DefBuffer,  // declares a kernel-local buffer (shared memory, barrier, TMA map); keeps its name
   UseName,    // refers to a name bound by a Def* field (renamed together with it)
+  UseAcc,     // refers to an accumulator: a name a DefAcc field binds (Accum, Combine, TreeHalve)
   UseBuffer,  // refers to a buffer: a graph node id or a DefBuffer
+  UseTensorMap,  // refers to a tensor-map parameter of the kernel (TmaLoad's descriptor)
   Label,      // mentions a bound name for display only (renamed with it, never checked)
 };
+
+// What each role means to the generic walkers, declared once: they ask these instead of listing
+// roles, so a new role is described here (the switch has no default) and nowhere else.
+struct FieldRoleTraits {
+  bool binds;          // defines a name in the enclosing scope (every Def*)
+  bool renamed;        // canonical renaming gives it a fresh name (the Def*s of local values)
+  bool refers_to_name; // names what a Def* bound in scope (renamed with it)
+  bool refers_to_buffer;  // names a graph buffer, a declared buffer or a kernel parameter
+};
+constexpr FieldRoleTraits field_role_traits(FieldRole r) {
+  switch (r) {
+    //                                        binds  renamed name   buffer
+    case FieldRole::Data: return              {false, false, false, false};
+    case FieldRole::DefAxis: return           {true,  true,  false, false};
+    case FieldRole::DefInput: return          {true,  true,  false, false};
+    case FieldRole::DefValue: return          {true,  true,  false, false};
+    case FieldRole::DefAcc: return            {true,  true,  false, false};
+    case FieldRole::DefBuffer: return         {true,  false, false, false};
+    case FieldRole::UseName: return           {false, false, true,  false};
+    case FieldRole::UseAcc: return            {false, false, true,  false};
+    case FieldRole::UseBuffer: return         {false, false, false, true};
+    case FieldRole::UseTensorMap: return      {false, false, false, true};
+    case FieldRole::Label: return             {false, false, false, false};
+  }
+  return {false, false, false, false};  // unreachable for a valid role
+}
 
 // One axis of a Tile: `a0:256=THREAD`.
 struct TileAxis {
@@ -132,7 +160,7 @@ struct Accum {
   Expr value;
   ExprList index = {};  // the element of a register array accumulator; empty for a scalar
   template <class S, class F> static void reflect(S& s, F&& f) {
-    f("acc", s.acc, FieldRole::UseName);
+    f("acc", s.acc, FieldRole::UseAcc);
     f("op", s.op, FieldRole::Data);
     f("value", s.value, FieldRole::Data);
     f("index", s.index, FieldRole::Data);
@@ -232,7 +260,7 @@ struct Combine {
   std::string acc, op;
   CombineScope scope = CombineScope::Block;
   template <class S, class F> static void reflect(S& s, F&& f) {
-    f("acc", s.acc, FieldRole::UseName);
+    f("acc", s.acc, FieldRole::UseAcc);
     f("op", s.op, FieldRole::Data);
     f("scope", s.scope, FieldRole::Data);
   }
@@ -308,7 +336,7 @@ struct TmaLoad {
   std::string barrier;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dst", s.dst, FieldRole::UseBuffer);
-    f("desc", s.desc, FieldRole::UseBuffer);
+    f("desc", s.desc, FieldRole::UseTensorMap);
     f("coords", s.coords, FieldRole::Data);
     f("barrier", s.barrier, FieldRole::UseBuffer);
   }
