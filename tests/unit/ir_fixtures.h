@@ -214,6 +214,7 @@ inline Graph tile_graph() {
                     Assign{"v6", "mul", {val("v5"), val("in2")}},
                     Write{"rms_norm", {lit(0), var("a1"), var("a3")}, val("v6")}};
   Body tile = {
+      Assign{"v0", "reciprocal", {lit(2048)}},
       Stage{"x_smem", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a2", 2048, 2}}, StageTransport::Sync, 0},
       Init{"acc0", flt(0.0)},
       StridedLoop{"a2", var("a0"), lit(2048), lit(256), LoopRole::Reduce, 0, reduce},
@@ -222,8 +223,7 @@ inline Graph tile_graph() {
       Assign{"v3", "add", {val("v2"), flt(1e-06)}},
       Assign{"v4", "rsqrt", {val("v3")}},
       StridedLoop{"a3", var("a0"), lit(2048), lit(256), LoopRole::Free, 4, normalize}};
-  op->body = {Assign{"v0", "reciprocal", {lit(2048)}},
-              Tile{{TileAxis{"a0", 256, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Block}}, tile}};
+  op->body = {Tile{{TileAxis{"a0", 256, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Block}}, tile}};
   Node& n = g.add("rms_norm", std::move(op), {"x", "p_weight"}, f32({1, 32, 2048}));
   n.choices = rms_norm_choices();
   g.outputs() = {"rms_norm"};

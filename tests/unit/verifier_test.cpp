@@ -54,6 +54,19 @@ TEST(VerifyGraph, NodesMustBeInTheExpectedDialect) {
   EXPECT_TRUE(Contains(text, "at node 'bias_bc'"));
 }
 
+// Tile IR's shape: a TileOp body is exactly one Tile statement (what every TilePass relies on).
+TEST(VerifyGraph, ATileIrBodyIsExactlyOneTile) {
+  for (int variant = 0; variant < 2; ++variant) {
+    Graph g = tile_graph();
+    auto* op = g.find("rms_norm")->op_as<TileOp>();
+    if (variant == 0) op->body.insert(op->body.begin(), Assign{"v9", "reciprocal", {lit(2)}});
+    else op->body = op->body[0].as<Tile>()->body;  // no Tile at all
+    Status s = verify_graph(g, Dialect::Tile);
+    expect_error(s, "a Tile IR kernel body must be exactly one Tile statement");
+    EXPECT_EQ(s.error().node, "rms_norm");
+  }
+}
+
 // A duplicate id cannot be made through the graph's API (Graph::add checks it, and a node in a
 // graph has no id setter), so that invariant is a death test; an empty id can be added.
 TEST(VerifyGraph, IdsAreNotEmpty) {

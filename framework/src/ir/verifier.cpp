@@ -736,6 +736,9 @@ Status verify_graph(const Graph& g, Dialect expected) {
                                 std::string(dialect_name(expected)) + " IR");
     }
     TESSERA_TRY(verify_op(g, *n));
+    // The tile passes (TilePass) schedule one Tile per kernel: that is the shape of Tile IR.
+    if (const auto* tile_op = n->op_as<TileOp>(); tile_op != nullptr && tile_op->tile() == nullptr)
+      return node_error(*n, "a Tile IR kernel body must be exactly one Tile statement");
     if (const auto* kernel = n->op_as<KernelLikeOp>()) {
       GraphBuffers buffers;
       buffers.inputs = std::set<std::string>(n->inputs.begin(), n->inputs.end());

@@ -103,24 +103,22 @@ class AsyncStager final : public StmtMutator {
   AsyncCandidate candidate_;
 };
 
-class AsyncCopyPass final : public KernelPass {
+class AsyncCopyPass final : public TilePass {
  public:
   std::string_view name() const override { return "async_copy"; }
   std::string_view summary() const override { return "copy staged slabs with cp.async on sm_80 and newer"; }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
-  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"ASYNC", KnobType::Bool, {}, std::nullopt, "copy sync Stages asynchronously (cp.async)"}};
   }
 
-  Status run_on(Node& node, PassContext& ctx) override {
+  Status run_on_tile(Node& node, const TileOp& tile_op, const Tile&, PassContext& ctx) override {
     const Graph& g = ctx.graph();
     Node* n = &node;
+    const TileOp* kernel = &tile_op;
     const std::string& arch = ctx.device().arch;
     std::optional<int> number = arch_number(arch);
     const bool supported = number && *number >= kFirstAsyncCopyArch;
-    const auto* kernel = n->op_as<TileOp>();
-    if (kernel == nullptr) return Status::ok();
     SyncStageFinder finder{AsyncCandidate(g)};
     finder.visit(kernel->body);
     if (!finder.found) return Status::ok();

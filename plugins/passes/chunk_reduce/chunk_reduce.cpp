@@ -65,31 +65,21 @@ struct RowLoop {
   int64_t bytes_per_element = 0;
 };
 
-class ChunkReducePass final : public KernelPass {
+class ChunkReducePass final : public TilePass {
  public:
   std::string_view name() const override { return "chunk_reduce"; }
   std::string_view summary() const override {
     return "split long cooperative row loops into chunks whose slabs fit in shared memory";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
-  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     std::vector<AttrValue> candidates(kChunkCandidates.begin(), kChunkCandidates.end());
     return {KnobSpec{"CHUNK", KnobType::Int, candidates, std::nullopt,
                      "elements per chunk of a long row loop (0 = do not chunk)"}};
   }
 
-  Status run_on(Node& node, PassContext& ctx) override {
-    const Graph& g = ctx.graph();
-    Node* n = &node;
-    const auto* kernel = n->op_as<TileOp>();
-    if (kernel == nullptr) return Status::ok();
-    if (kernel->tile() == nullptr) {
-      ctx.skip(*n, "body is not one Tile statement");
-      return Status::ok();
-    }
-    TESSERA_TRY(chunk_node(g, *n, *kernel, ctx));
-    return Status::ok();
+  Status run_on_tile(Node& node, const TileOp& kernel, const Tile&, PassContext& ctx) override {
+    return chunk_node(ctx.graph(), node, kernel, ctx);
   }
 
  private:

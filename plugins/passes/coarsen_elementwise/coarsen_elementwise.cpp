@@ -73,26 +73,21 @@ int64_t widest_contiguous_element(const Graph& g, const Body& body, const std::s
   return widest;
 }
 
-class CoarsenElementwisePass final : public KernelPass {
+class CoarsenElementwisePass final : public TilePass {
  public:
   std::string_view name() const override { return "coarsen_elementwise"; }
   std::string_view summary() const override {
     return "give each point of an elementwise Tile's innermost axis K consecutive elements";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
-  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"ELEMS", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}}, std::nullopt,
                      "consecutive innermost elements per thread of an elementwise kernel"}};
   }
 
-  Status run_on(Node& node, PassContext& ctx) override {
+  Status run_on_tile(Node& node, const TileOp& tile_op, const Tile& tile, PassContext& ctx) override {
     Node* n = &node;
-    const auto* kernel = n->op_as<TileOp>();
-    if (kernel == nullptr) return Status::ok();
-    if (kernel->tile() == nullptr)
-      return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
-    const Tile& tile = *kernel->tile();
+    const TileOp* kernel = &tile_op;
     if (tile.axes.empty() ||
         !std::all_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == AxisBinding::Parallel; })) {
       ctx.skip(*n, "not every axis is PARALLEL");

@@ -122,27 +122,22 @@ class Striding {
   int64_t threads_;
 };
 
-class CooperativeReducePass final : public KernelPass {
+class CooperativeReducePass final : public TilePass {
  public:
   std::string_view name() const override { return "cooperative_reduce"; }
   std::string_view summary() const override {
     return "share a block's top-level loops among its threads; combine the partial accumulators";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
-  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"THREADS", KnobType::Int,
                      {int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256}, int64_t{512}, int64_t{1024}},
                      std::nullopt, "threads per block sharing the top-level loops"}};
   }
 
-  Status run_on(Node& node, PassContext& ctx) override {
+  Status run_on_tile(Node& node, const TileOp& tile_op, const Tile& tile, PassContext& ctx) override {
     Node* n = &node;
-    const auto* kernel = n->op_as<TileOp>();
-    if (kernel == nullptr) return Status::ok();
-    if (kernel->tile() == nullptr)
-      return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
-    const Tile& tile = *kernel->tile();
+    const TileOp* kernel = &tile_op;
     if (std::any_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == AxisBinding::Thread; })) {
       ctx.skip(*n, "the Tile already has THREAD axes");
       return Status::ok();

@@ -150,14 +150,13 @@ SplitAxis split(const TileAxis& axis, int64_t threads, std::set<std::string>& ta
   return s;
 }
 
-class LaunchGeometryPass final : public KernelPass {
+class LaunchGeometryPass final : public TilePass {
  public:
   std::string_view name() const override { return "launch_geometry"; }
   std::string_view summary() const override {
     return "bind every parallel axis to threads or blocks; guard the tails";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
-  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {
         KnobSpec{"BN", KnobType::Int, {int64_t{1}, int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256},
@@ -169,13 +168,9 @@ class LaunchGeometryPass final : public KernelPass {
     };
   }
 
-  Status run_on(Node& node, PassContext& ctx) override {
+  Status run_on_tile(Node& node, const TileOp& tile_op, const Tile& tile, PassContext& ctx) override {
     Node* n = &node;
-    const auto* kernel = n->op_as<TileOp>();
-    if (kernel == nullptr) return Status::ok();
-    if (kernel->tile() == nullptr)
-      return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
-    const Tile& tile = *kernel->tile();
+    const TileOp* kernel = &tile_op;
     size_t parallel = 0;
     for (const TileAxis& a : tile.axes) parallel += a.binding == AxisBinding::Parallel;
     if (parallel == 0) {

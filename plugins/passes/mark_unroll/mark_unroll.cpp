@@ -63,22 +63,21 @@ bool has_unrollable_loop(const Body& body) {
   return finder.found;
 }
 
-class MarkUnrollPass final : public KernelPass {
+class MarkUnrollPass final : public TilePass {
  public:
   std::string_view name() const override { return "mark_unroll"; }
   std::string_view summary() const override { return "request full unrolling of short constant-trip loops"; }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
-  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"MAX_UNROLL", KnobType::Int,
                      {int64_t{0}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}, int64_t{32}},
                      std::nullopt, "longest constant trip count to unroll fully; 0 disables"}};
   }
 
-  Status run_on(Node& node, PassContext& ctx) override {
+  Status run_on_tile(Node& node, const TileOp& tile_op, const Tile&, PassContext& ctx) override {
     Node* n = &node;
-    const auto* kernel = n->op_as<TileOp>();
-    if (kernel == nullptr || !has_unrollable_loop(kernel->body)) return Status::ok();
+    const TileOp* kernel = &tile_op;
+    if (!has_unrollable_loop(kernel->body)) return Status::ok();
     Expected<int64_t> max_unroll = ctx.choose_int("MAX_UNROLL", *n, {0, 2, 4, 8, 16, 32}, 8);
     if (!max_unroll) return std::move(max_unroll).error();
     UnrollMarker marker(*max_unroll);

@@ -512,20 +512,18 @@ class KernelBuilder {
   int counter_ = 0;
 };
 
-class MaterializePass final : public KernelPass {
+class MaterializePass final : public TilePass {
  public:
   std::string_view name() const override { return "materialize"; }
   std::string_view summary() const override {
     return "lower Tile IR to Kernel IR: shared memory, copies, barriers, shuffles, launch geometry";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Kernel}; }
-  Dialect input_dialect() const override { return Dialect::Tile; }
 
-  Status run_on(Node& node, PassContext& ctx) override {
+  Status run_on_tile(Node& node, const TileOp& tile_op, const Tile&, PassContext& ctx) override {
     const Graph& g = ctx.graph();
     Node* n = &node;
-    const auto* tile = n->op_as<TileOp>();
-    if (tile == nullptr) return Status::ok();
+    const TileOp* tile = &tile_op;
     KernelBuilder builder(g, *n, *tile, ctx);
     Expected<std::unique_ptr<KernelOp>> kernel = builder.build();
     if (!kernel) return kernel.error();

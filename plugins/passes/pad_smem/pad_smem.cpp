@@ -145,25 +145,19 @@ class PadRows final : public StmtMutator {
   int64_t pad_;
 };
 
-class PadSmemPass final : public KernelPass {
+class PadSmemPass final : public TilePass {
  public:
   std::string_view name() const override { return "pad_smem"; }
   std::string_view summary() const override { return "pad rows of 2-D staged slabs to avoid bank conflicts"; }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
-  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     std::vector<AttrValue> candidates(kPadCandidates.begin(), kPadCandidates.end());
     return {KnobSpec{"PAD", KnobType::Int, candidates, std::nullopt,
                      "elements added to each row of a 2-D staged slab"}};
   }
 
-  Status run_on(Node& node, PassContext& ctx) override {
-    const Graph& g = ctx.graph();
-    Node* n = &node;
-    const auto* kernel = n->op_as<TileOp>();
-    if (kernel == nullptr || kernel->tile() == nullptr) return Status::ok();
-    TESSERA_TRY(pad_node(g, *n, *kernel, ctx));
-    return Status::ok();
+  Status run_on_tile(Node& node, const TileOp& kernel, const Tile&, PassContext& ctx) override {
+    return pad_node(ctx.graph(), node, kernel, ctx);
   }
 
  private:

@@ -613,26 +613,21 @@ int64_t heuristic_tn(const Tile& tile, const TileAxis& axis, const AxisFacts& fa
   return best;
 }
 
-class RegisterTilePass final : public KernelPass {
+class RegisterTilePass final : public TilePass {
  public:
   std::string_view name() const override { return "register_tile"; }
   std::string_view summary() const override {
     return "give each thread TN outputs along a thread axis, in register arrays";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
-  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"TN", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}}, std::nullopt,
                      "outputs per thread along the coalesced output thread axis; 1 disables"}};
   }
 
-  Status run_on(Node& node, PassContext& ctx) override {
+  Status run_on_tile(Node& node, const TileOp& tile_op, const Tile& tile, PassContext& ctx) override {
     Node* n = &node;
-    const auto* kernel = n->op_as<TileOp>();
-    if (kernel == nullptr) return Status::ok();
-    if (kernel->tile() == nullptr)
-      return ctx.error_at(*n, "a Tile IR kernel body must be exactly one Tile statement");
-    const Tile& tile = *kernel->tile();
+    const TileOp* kernel = &tile_op;
 
     // The first THREAD axis (the coalesced one first) that indexes an output and feeds a reduction.
     const TileAxis* axis = nullptr;

@@ -329,28 +329,18 @@ class ExistingStageBytes final : public StmtVisitor {
   std::map<std::string, int64_t> by_name_;
 };
 
-class StageInputsPass final : public KernelPass {
+class StageInputsPass final : public TilePass {
  public:
   std::string_view name() const override { return "stage_inputs"; }
   std::string_view summary() const override { return "stage reused input slabs of a Tile kernel in shared memory"; }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
-  Dialect input_dialect() const override { return Dialect::Tile; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"STAGE", KnobType::String, {}, std::nullopt,
                      "input buffers to stage in shared memory: none, or a comma-joined list (per node)"}};
   }
 
-  Status run_on(Node& node, PassContext& ctx) override {
-    const Graph& g = ctx.graph();
-    Node* n = &node;
-    const auto* kernel = n->op_as<TileOp>();
-    if (kernel == nullptr) return Status::ok();
-    if (kernel->tile() == nullptr) {
-      ctx.skip(*n, "body is not one Tile statement");
-      return Status::ok();
-    }
-    TESSERA_TRY(stage_node(g, *n, *kernel, ctx));
-    return Status::ok();
+  Status run_on_tile(Node& node, const TileOp& kernel, const Tile&, PassContext& ctx) override {
+    return stage_node(ctx.graph(), node, kernel, ctx);
   }
 
  private:

@@ -11,7 +11,8 @@
 // It reports declined matches with ctx.skip(node, reason) so `-vv` can show them; the runner diffs
 // each node's printout before/after the pass to show what changed.
 //
-// Most passes rewrite one kernel at a time: those derive from KernelPass and implement run_on.
+// Most passes rewrite one kernel at a time: those derive from KernelPass and implement run_on; the
+// tile passes, which read Tile IR kernels, derive from TilePass and implement run_on_tile.
 #pragma once
 
 #include <string_view>
@@ -62,6 +63,23 @@ class KernelPass : public Pass {
   virtual Status run_on(Node& node, PassContext& ctx) = 0;
   // Applies run_on to every node, one at a time (the runner's `threads: 1`).
   Status run(Graph& g, PassContext& ctx) final;
+};
+
+// A kernel pass over Tile IR: every TileOp node, whose body the Tile IR verifier requires to be
+// exactly one Tile statement (docs/ir.md). run_on_tile is given the node, its TileOp and that Tile;
+// nodes of other ops are left alone, and a TileOp of another shape is an error naming the node and
+// the pass, the one reaction every tile pass shares.
+//
+//   class ChunkReducePass final : public TilePass {
+//     Status run_on_tile(Node& node, const TileOp& kernel, const Tile& tile, PassContext& ctx) override;
+//   };
+//
+// `kernel` and `tile` belong to node.op: a pass that replaces node.op copies what it still reads.
+class TilePass : public KernelPass {
+ public:
+  Dialect input_dialect() const final { return Dialect::Tile; }
+  Status run_on(Node& node, PassContext& ctx) final;
+  virtual Status run_on_tile(Node& node, const TileOp& kernel, const Tile& tile, PassContext& ctx) = 0;
 };
 
 }  // namespace tessera
