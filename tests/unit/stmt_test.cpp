@@ -350,6 +350,21 @@ TEST(NameQueries, UsedNamesAreReadNamesNotBuffers) {
   EXPECT_EQ(used_names(free_read), (std::set<std::string>{"t", "u"}));
 }
 
+// One statement's own fields, from the reflect lists: every kind that binds a name is seen (the
+// StridedLoop axis, a shuffled value, a shared buffer), and nested bodies are not.
+TEST(NameQueries, OwnBoundAndUsedNamesOfOneStatement) {
+  const Stmt strided = StridedLoop{"k", var("t"), var("n"), lit(32), LoopRole::Reduce, 0,
+                                   {Load{"a", "x", {var("k")}}, Accum{"acc0", "add", Expr::value("a")}}};
+  EXPECT_EQ(own_bound_names(strided), (std::vector<std::string>{"k"}));
+  EXPECT_EQ(own_used_names(strided), (std::set<std::string>{"t", "n"}));
+  EXPECT_EQ(own_bound_names(WarpShuffle{"v0", Expr::value("acc0"), ShuffleMode::Xor, 16, 32}),
+            (std::vector<std::string>{"v0"}));
+  EXPECT_EQ(own_used_names(WarpShuffle{"v0", Expr::value("acc0"), ShuffleMode::Xor, 16, 32}),
+            (std::set<std::string>{"acc0"}));
+  EXPECT_EQ(own_bound_names(Smem{"x_smem", DType::F32, {2048}}), (std::vector<std::string>{"x_smem"}));
+  EXPECT_EQ(own_used_names(Accum{"acc0", "add", Expr::value("v1")}), (std::set<std::string>{"acc0", "v1"}));
+}
+
 TEST(NameQueries, RenameNamesRenamesDefinitionsAndEveryUse) {
   const Body renamed = rename_names(reduction_body(), {{"a1", "k"}, {"acc0", "total"}, {"in0", "xv"}, {"x", "z"}});
   EXPECT_EQ(print_body(renamed),

@@ -21,15 +21,17 @@ bool binds(FieldRole role) { return field_role_traits(role).binds; }
 // Visits every field of every statement at any depth with its role: `on_field(field, role)` is
 // called for the strings, string lists and Exprs of each statement (nested reflected structs such
 // as TileAxis and SlabDim included), in textual order.
+// Calls `on_field(field, role)` for every name and Expr field of every statement; with `descend`
+// false, of the visited statement only (not of its nested bodies).
 template <class OnField>
 class FieldCollector final : public StmtVisitor {
  public:
-  explicit FieldCollector(OnField on_field) : on_field_(std::move(on_field)) {}
+  explicit FieldCollector(OnField on_field, bool descend = true) : on_field_(std::move(on_field)), descend_(descend) {}
 
 #define TESSERA_X(K)                  \
   void visit_##K(const K& s) override { \
     collect(s);                       \
-    StmtVisitor::visit_##K(s);        \
+    if (descend_) StmtVisitor::visit_##K(s); \
   }
   TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
@@ -59,12 +61,30 @@ class FieldCollector final : public StmtVisitor {
   void add(const Other&, FieldRole) {}
 
   OnField on_field_;
+  bool descend_;
 };
 
 template <class OnField>
 void collect_fields(const Body& body, OnField on_field) {
   FieldCollector<OnField> collector(std::move(on_field));
   collector.visit(body);
+}
+
+template <class OnField>
+void collect_own_fields(const Stmt& s, OnField on_field) {
+  FieldCollector<OnField> collector(std::move(on_field), /*descend=*/false);
+  collector.visit(s);
+}
+
+// The names a field of role `role` reads: a name field that refers to a binding, or the free
+// variables and values of an expression.
+template <class Field>
+void add_used(const Field& field, FieldRole role, std::set<std::string>& names) {
+  if constexpr (std::is_same_v<std::decay_t<Field>, std::string>) {
+    if (field_role_traits(role).refers_to_name) names.insert(field);
+  } else {
+    for (const std::string& v : free_vars(field)) names.insert(v);
+  }
 }
 
 // Renames bound names where they are defined and used, through the reflect lists.
@@ -170,12 +190,21 @@ std::vector<std::string> defined_names(const Body& body) {
 
 std::set<std::string> used_names(const Body& body) {
   std::set<std::string> names;
-  collect_fields(body, [&](const auto& field, FieldRole role) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>) {
-      if (field_role_traits(role).refers_to_name) names.insert(field);
-    } else {
-      for (const std::string& v : free_vars(field)) names.insert(v);
-    }
+  collect_fields(body, [&](const auto& field, FieldRole role) { add_used(field, role, names); });
+  return names;
+}
+
+std::set<std::string> own_used_names(const Stmt& s) {
+  std::set<std::string> names;
+  collect_own_fields(s, [&](const auto& field, FieldRole role) { add_used(field, role, names); });
+  return names;
+}
+
+std::vector<std::string> own_bound_names(const Stmt& s) {
+  std::vector<std::string> names;
+  collect_own_fields(s, [&](const auto& field, FieldRole role) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>)
+      if (binds(role)) names.push_back(field);
   });
   return names;
 }

@@ -28,18 +28,6 @@
 namespace tessera {
 namespace {
 
-// The names a statement binds in the enclosing scope, or in its own body (Loop var).
-std::vector<std::string> bound_names(const Stmt& s) {
-  if (const auto* st = s.as<Load>()) return {st->dst};
-  if (const auto* st = s.as<Assign>()) return {st->dst};
-  if (const auto* st = s.as<Select>()) return {st->dst};
-  if (const auto* st = s.as<Init>()) return {st->acc};
-  if (const auto* st = s.as<Let>()) return {st->var};
-  if (const auto* st = s.as<Loop>()) return {st->var};
-  if (const auto* st = s.as<VectorLoad>()) return st->dsts;
-  return {};
-}
-
 class LoadDeduplicator final : public StmtMutator {
  public:
   Expr mutate_expr(const Expr& e) override { return renames_.empty() ? e : substitute(e, renames_); }
@@ -56,12 +44,12 @@ class LoadDeduplicator final : public StmtMutator {
           renames_[load->dst] = Expr::value(first->name);
           continue;
         }
-        forget_names(bound_names(s));
+        forget_names(own_bound_names(s));
         out.push_back(Load{load->dst, load->buffer, index, load->type});
         available_.push_back(Available{load->buffer, std::move(index), load->dst});
         continue;
       }
-      forget_names(bound_names(s));
+      forget_names(own_bound_names(s));
       // Nested bodies may reuse the loads available here; what they load stays inside them.
       out.push_back(mutate(s));
       if (const auto* write = s.as<Write>()) forget_buffer(write->buffer);

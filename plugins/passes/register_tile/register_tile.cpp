@@ -67,28 +67,6 @@ bool mentions(const ExprList& list, const std::set<std::string>& names) {
   return std::any_of(list.begin(), list.end(), [&](const Expr& e) { return mentions(e, names); });
 }
 
-// Every name a statement's own expressions (not its nested bodies') read, plus accumulators it
-// updates (used_names in ir/stmt.h is the same at every depth). Built on the mutator's expression
-// hook, which sees every Expr field of every kind.
-class ShallowNameReads final : public StmtMutator {
- public:
-  std::set<std::string> names;
-  Expr mutate_expr(const Expr& e) override {
-    for (const std::string& v : free_vars(e)) names.insert(v);
-    return e;
-  }
-  Stmt mutate_Accum(const Accum& s, const Stmt& self) override {
-    names.insert(s.acc);
-    return StmtMutator::mutate_Accum(s, self);
-  }
-  Body mutate_body(const Body& b) override { return b; }
-  static std::set<std::string> of(const Stmt& s) {
-    ShallowNameReads r;
-    r.mutate(s);
-    return r.names;
-  }
-};
-
 // The names that depend on the tiled axis (see the header comment), to a fixpoint.
 class Dependence final : public StmtVisitor {
  public:
@@ -483,7 +461,7 @@ class RegisterTiler final : public StmtMutator {
   bool recomputable(const Item& it) const {
     if (!is_pure(it.stmt)) return false;
     if (const auto* load = it.stmt.as<Load>(); load && order_.last_update(load->buffer) > it.seq) return false;
-    for (const std::string& n : ShallowNameReads::of(it.stmt))
+    for (const std::string& n : own_used_names(it.stmt))
       if (accumulators_.count(n) && order_.last_update(n) > it.seq) return false;
     return true;
   }
@@ -524,7 +502,7 @@ class RegisterTiler final : public StmtMutator {
       }
       if (!taken_items.insert(source->seq).second) continue;
       items.push_back(*source);
-      for (const std::string& m : ShallowNameReads::of(source->stmt)) pending.push_back(m);
+      for (const std::string& m : own_used_names(source->stmt)) pending.push_back(m);
     }
     for (const auto& [name, it] : deferred) available_.push_back({name, *it});
     if (items.empty()) return;

@@ -186,9 +186,14 @@ class LoopVectorizer {
       for (size_t i = 0; i < loop.body.size(); ++i) {
         const Stmt& s = loop.body[i];
         const bool vector = p.vector_stmts.count(i) != 0;
+        // Each lane's copy starts from the statement itself, so fields this pass does not rewrite
+        // (today's and any added later) are kept.
         if (const auto* load = s.as<Load>()) {
           if (!vector) {
-            out.push_back(Load{renamed(load->dst, j), load->buffer, sub_all(load->index, j), load->type});
+            Load lane = *load;
+            lane.dst = renamed(load->dst, j);
+            lane.index = sub_all(load->index, j);
+            out.push_back(std::move(lane));
           } else if (j == 0) {  // lane 0's index c + v * K is the vector's start
             VectorLoad vl{{}, load->buffer, sub_all(load->index, 0), load->type};
             for (int64_t l = 0; l < k; ++l) vl.dsts.push_back(renamed(load->dst, l));
@@ -196,20 +201,38 @@ class LoopVectorizer {
           }
         } else if (const auto* write = s.as<Write>()) {
           if (!vector) {
-            out.push_back(Write{write->buffer, sub_all(write->index, j), sub(write->value, j)});
+            Write lane = *write;
+            lane.index = sub_all(write->index, j);
+            lane.value = sub(write->value, j);
+            out.push_back(std::move(lane));
           } else if (j == k - 1) {  // every lane's value exists by now
             VectorStore vs{write->buffer, sub_all(write->index, 0), {}};
             for (int64_t l = 0; l < k; ++l) vs.values.push_back(sub(write->value, l));
             out.push_back(std::move(vs));
           }
         } else if (const auto* a = s.as<Assign>()) {
-          out.push_back(Assign{renamed(a->dst, j), a->op, sub_all(a->args, j), a->type});
+          Assign lane = *a;
+          lane.dst = renamed(a->dst, j);
+          lane.args = sub_all(a->args, j);
+          out.push_back(std::move(lane));
         } else if (const auto* sel = s.as<Select>()) {
-          out.push_back(Select{renamed(sel->dst, j), sub(sel->cond, j), sub(sel->then_value, j), sub(sel->else_value, j), sel->type});
+          Select lane = *sel;
+          lane.dst = renamed(sel->dst, j);
+          lane.cond = sub(sel->cond, j);
+          lane.then_value = sub(sel->then_value, j);
+          lane.else_value = sub(sel->else_value, j);
+          out.push_back(std::move(lane));
         } else if (const auto* init = s.as<Init>()) {
-          out.push_back(Init{renamed(init->acc, j), sub(init->value, j), init->type});
+          Init lane = *init;
+          lane.acc = renamed(init->acc, j);
+          lane.value = sub(init->value, j);
+          out.push_back(std::move(lane));
         } else if (const auto* acc = s.as<Accum>()) {
-          out.push_back(Accum{renamed(acc->acc, j), acc->op, sub(acc->value, j), sub_all(acc->index, j)});
+          Accum lane = *acc;
+          lane.acc = renamed(acc->acc, j);
+          lane.value = sub(acc->value, j);
+          lane.index = sub_all(acc->index, j);
+          out.push_back(std::move(lane));
         }
       }
     }

@@ -571,6 +571,12 @@ std::vector<std::string> defined_names(const Body& body);
 // value) and the free variables and values of every expression. Buffers are not included.
 std::set<std::string> used_names(const Body& body);
 
+// The same two questions about one statement's own fields, not its nested bodies': the names it
+// reads, and the names its fields bind (those it defines in the enclosing scope, and the axis a
+// Loop or StridedLoop binds for its body; kernel-local buffers included).
+std::set<std::string> own_used_names(const Stmt& s);
+std::vector<std::string> own_bound_names(const Stmt& s);
+
 // Renames, at any depth, every bound name in `renames` where it is defined and wherever it is
 // used (name fields, labels, and the variables and values of expressions). Buffers keep their
 // names; names not in the map are left alone.
