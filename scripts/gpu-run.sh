@@ -11,7 +11,7 @@
 #   gpu-tests     the GPU tests of the test binary (the corpus is the next step's)
 #   corpus        every op-corpus program on the GPU against the reference, in parallel processes
 #                 sharing one kernel cache; the first failures re-run with --check-intermediates
-#   suite         the suite's quick tier against PyTorch eager (tessera bench; --entries, default:
+#   suite         the suite against PyTorch eager (tessera bench; --entries, any suite ids; default:
 #                 the quick tier without the 7B/8B decoder layers and lm_heads)
 #   kernel-bench  tessera_kernel_bench on a short list, L2 flushed
 #   sanitizer     compute-sanitizer memcheck, racecheck and initcheck on four small programs
@@ -202,7 +202,7 @@ if [ "${1:-}" = "--run-step" ]; then
     suite)
       python_ok=$(command -v python3 >/dev/null && python3 -c 'import torch' 2>/dev/null && echo yes)
       [ -n "$python_ok" ] || echo "gpu-run: python3 with torch is not here: Tessera's columns only"
-      exec "${tessera[@]}" bench --suite "$here/bench/suite.yaml" --tier quick --entries "$GPU_RUN_ENTRIES" \
+      exec "${tessera[@]}" bench --suite "$here/bench/suite.yaml" --tier "$GPU_RUN_TIER" --entries "$GPU_RUN_ENTRIES" \
         --out "$GPU_RUN_RESULTS/suite" "${cache[@]}" --baseline-mode none --baseline-every 8 --io-limit 2 \
         --iterations 20 ;;
     kernel-bench)
@@ -262,7 +262,9 @@ export XDG_CACHE_HOME=$scratch/xdg HOME=${HOME:-$scratch} PYTHONUNBUFFERED=1
 logs=$scratch/results/logs
 reserve=8  # seconds kept for the last refresh of $OUT
 
-[ -z "$entries" ] && entries=$(default_entries)
+# The suite's tier: quick for the default entries, full (every entry) for those --entries names.
+export GPU_RUN_TIER=full
+[ -z "$entries" ] && entries=$(default_entries) && GPU_RUN_TIER=quick
 export GPU_RUN_ENTRIES=$entries
 
 # The pre-warmed kernel cache travels with the bundle; it is used when this machine's NVRTC is
