@@ -772,191 +772,25 @@ class CudaEmitter {
     return Status::ok();
   }
 
+  // One case per kind: the kinds with CUDA of their own go to their emit_<kind> below; the others
+  // are answered with a located error.
   Status emit(const Stmt& s) {
     switch (s.kind()) {
-      case StmtKind::Load: {
-        const auto* st = s.as<Load>();
-      const Buffer* buf = buffer(st->buffer);
-      if (!buf) return checked(s);
-      std::string elem = element(*buf, st->index);
-      if (st->type.dtype == buf->dtype) line(declare(st->type, st->dst) + " = " + elem + ";");
-      else if (st->type.dtype == DType::F64 && !dtype_is_float(buf->dtype))  // integers past 2^24 stay exact
-        line(declare(st->type, st->dst) + " = (double)" + elem + ";");
-      else line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, {load_text(*buf, elem), kAtom, Ty::Float}) + ";");
-      bind_value(st->dst, st->type.dtype);
-      return Status::ok();
-    }
-      case StmtKind::Assign: {
-        const auto* st = s.as<Assign>();
-      std::vector<Printed> args;
-      for (const Expr& a : st->args) args.push_back(arg(a, st->type.dtype));
-      Expected<ElementwiseFn> fn = resolve_elementwise_fn(st->op, args.size());
-      if (!fn) return error_at(s, fn.error().message);
-      std::optional<std::string> text = call_fn(*fn, args);
-      Ty computed = dtype_is_float(st->type.dtype) || args.empty() ? Ty::Float : args[0].type;
-      for (const Printed& p : args) computed = p.type == Ty::Float ? Ty::Float : computed;
-      for (const Printed& p : args) computed = p.type == Ty::Double ? Ty::Double : computed;
-      line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, {*text, kTernary, computed}) + ";");
-      bind_value(st->dst, st->type.dtype);
-      return Status::ok();
-    }
-      case StmtKind::Select: {
-        const auto* st = s.as<Select>();
-      Printed c = print(st->cond), a = arg(st->then_value, st->type.dtype), e = arg(st->else_value, st->type.dtype);
-      Printed chosen{wrap(c, c.prec >= kTernary) + " ? " + wrap(a, a.prec >= kTernary) + " : " + wrap(e, e.prec > kTernary),
-                     kTernary, join_type(a, e)};
-      line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, chosen) + ";");
-      bind_value(st->dst, st->type.dtype);
-      return Status::ok();
-    }
-      case StmtKind::Init: {
-        const auto* st = s.as<Init>();
-      std::string init = convert_to(st->type.dtype, arg(st->value, st->type.dtype));
-      if (st->type.is_array()) {
-        // Every element starts at the identity; the unrolled fill keeps the array in registers.
-        std::string first = st->acc;
-        for (size_t d = 0; d < st->type.array.size(); ++d) first += "[0]";
-        line(declare(st->type, st->acc) + ";");
-        line("#pragma unroll");
-        line("for (int tessera_i = 0; tessera_i < " + std::to_string(st->type.array_elements()) +
-             "; ++tessera_i) (&" + first + ")[tessera_i] = " + init + ";");
-      } else {
-        line(declare(st->type, st->acc) + " = " + init + ";");
-      }
-      bind_value(st->acc, st->type.dtype);
-      return Status::ok();
-    }
-      case StmtKind::Accum: {
-        const auto* st = s.as<Accum>();
-      Printed v = value(st->value);
-      if (!names_.count(st->acc)) return error_at(s, "accumulator '" + st->acc + "' is not initialized here");
-      std::string target = st->acc;
-      for (const Expr& i : st->index) target += "[" + index(i).text + "]";
-      Expected<CombineFn> op = parse_combine_fn(st->op);
-      if (!op) return error_at(s, op.error().message);
-      switch (*op) {
-        case CombineFn::Add: line(target + " += " + v.text + ";"); break;
-        case CombineFn::Mul: line(target + " *= " + v.text + ";"); break;
-        case CombineFn::Max:
-        case CombineFn::Min: {
-          auto acc_type = value_types_.find(st->acc);
-          line(target + " = " + combine(*op, target, v.text, acc_type == value_types_.end() ? DType::F32 : acc_type->second) + ";");
-          break;
-        }
-      }
-      return Status::ok();
-    }
-      case StmtKind::Write: {
-        const auto* st = s.as<Write>();
-      const Buffer* buf = buffer(st->buffer);
-      if (!buf) return checked(s);
-      if (!buf->writable) return error_at(s, "'" + st->buffer + "' is an input of this kernel and is read-only");
-      std::string lhs = element(*buf, st->index);
-      line(lhs + " = " + stored(*buf, st->value) + ";");
-      return Status::ok();
-    }
-      case StmtKind::Loop: {
-        const auto* st = s.as<Loop>();
-      Printed b = index(st->begin), e = index(st->end);
-      TESSERA_TRY(checked(s));
-      if (st->unroll > 0) line("#pragma unroll " + std::to_string(st->unroll));
-      line("for (int " + st->var + " = " + b.text + "; " + st->var + " < " + wrap(e, e.prec >= kRel) + "; ++" +
-           st->var + ") {");
-      return emit_loop_body(st->var, st->begin, st->end, Expr::int_(1), st->body);
-    }
-      case StmtKind::StridedLoop: {
-        const auto* st = s.as<StridedLoop>();
-      Printed b = index(st->begin), e = index(st->end), step = index(st->step);
-      TESSERA_TRY(checked(s));
-      if (st->unroll > 0) line("#pragma unroll " + std::to_string(st->unroll));
-      line("for (int " + st->var + " = " + b.text + "; " + st->var + " < " + wrap(e, e.prec >= kRel) + "; " +
-           st->var + " += " + step.text + ") {");
-      return emit_loop_body(st->var, st->begin, st->end, st->step, st->body);
-    }
-      case StmtKind::Cond: {
-        const auto* st = s.as<Cond>();
-      Printed c = print(st->cond);
-      TESSERA_TRY(checked(s));
-      line("if (" + c.text + ") {");
-      TESSERA_TRY(emit_nested(st->then_body));
-      if (!st->else_body.empty()) {
-        line("} else {");
-        TESSERA_TRY(emit_nested(st->else_body));
-      }
-      line("}");
-      return Status::ok();
-    }
-      case StmtKind::Let: {
-        const auto* st = s.as<Let>();
-      // `int a0 = threadIdx.x;` reads better without the signedness cast a bare index needs.
-      std::string text = st->value.is(ExprKind::Var) && is_hardware_index(st->value.name())
-                             ? st->value.name()
-                             : index(st->value).text;
-      line("int " + st->var + " = " + text + ";");
-      bind(st->var, Ty::Int);
-      if (std::optional<Interval> r = bound_of(st->value, ranges_)) ranges_[st->var] = *r;
-      else ranges_.erase(st->var);
-      return Status::ok();
-    }
-      case StmtKind::Smem: {
-        const auto* st = s.as<Smem>();
-      if (buffers_.count(st->name)) return error_at(s, "buffer '" + st->name + "' is declared twice");
-      Buffer b;
-      b.dtype = st->dtype;
-      b.shape = st->shape;
-      for (int64_t d : st->shape) {
-        if (d < 1) return error_at(s, "Smem dimensions must be positive");
-        b.elements *= d;
-      }
-      b.shared = b.writable = true;
-      b.cname = c_name_for(st->name);
-      use_dtype(b.dtype);
-      smem_bytes_ += b.elements * dtype_bytes(b.dtype);
-      std::vector<std::string> dims;
-      for (int64_t d : st->shape) dims.push_back(std::to_string(d));
-      const std::string shape_note = st->shape.size() > 1 ? "  // [" + join(dims, ", ") + "]" : "";
-      if (op_.dynamic_smem > 0) {
-        // Carved from the one dynamic array at its smem_layout offset (16-byte aligned, like the
-        // static arrays below).
-        if (!declared_dynamic_smem_) {
-          line("extern __shared__ __align__(16) unsigned char tessera_smem[];");
-          declared_dynamic_smem_ = true;
-        }
-        int64_t offset = -1;
-        for (const SmemSlot& slot : smem_slots_)
-          if (slot.name == st->name) offset = slot.offset;
-        if (offset < 0) return error_at(s, "Smem '" + st->name + "' is not in the kernel's shared-memory layout");
-        line(c_type(b.dtype) + "* " + b.cname + " = reinterpret_cast<" + c_type(b.dtype) + "*>(tessera_smem + " +
-             std::to_string(offset) + ");  // " + std::to_string(b.elements) + " elements" +
-             (st->shape.size() > 1 ? ", [" + join(dims, ", ") + "]" : ""));
-      } else {
-        // 16-byte alignment so cp.async of 16 bytes and float4 accesses may target it.
-        line("__shared__ __align__(16) " + c_type(b.dtype) + " " + b.cname + "[" + std::to_string(b.elements) + "];" +
-             shape_note);
-      }
-      buffers_[st->name] = std::move(b);
-      return Status::ok();
-    }
+      case StmtKind::Load: return emit_load(s, s.as<Load>());
+      case StmtKind::Assign: return emit_assign(s, s.as<Assign>());
+      case StmtKind::Select: return emit_select(s, s.as<Select>());
+      case StmtKind::Init: return emit_init(s, s.as<Init>());
+      case StmtKind::Accum: return emit_accum(s, s.as<Accum>());
+      case StmtKind::Write: return emit_write(s, s.as<Write>());
+      case StmtKind::Loop: return emit_loop(s, s.as<Loop>());
+      case StmtKind::StridedLoop: return emit_strided_loop(s, s.as<StridedLoop>());
+      case StmtKind::Cond: return emit_cond(s, s.as<Cond>());
+      case StmtKind::Let: return emit_let(s, s.as<Let>());
+      case StmtKind::Smem: return emit_smem(s, s.as<Smem>());
       case StmtKind::Sync:
-      line("__syncthreads();");
-      return Status::ok();
-      case StmtKind::WarpShuffle: {
-        const auto* st = s.as<WarpShuffle>();
-        std::string intrinsic;
-        switch (st->mode) {
-          case ShuffleMode::Xor: intrinsic = "__shfl_xor_sync"; break;
-          case ShuffleMode::Down: intrinsic = "__shfl_down_sync"; break;
-          case ShuffleMode::Up: intrinsic = "__shfl_up_sync"; break;
-          case ShuffleMode::Idx: intrinsic = "__shfl_sync"; break;
-        }
-      if (st->width < 1 || st->width > 32 || (st->width & (st->width - 1)) != 0)
-        return error_at(s, "shuffle width must be a power of two up to 32");
-      Printed src = arg(st->src, st->type.dtype);
-        line(declare(st->type, st->dst) + " = " + intrinsic + "(0xffffffff, " + src.text + ", " + std::to_string(st->offset) +
-           ", " + std::to_string(st->width) + ");");
-      bind_value(st->dst, st->type.dtype);
-      return Status::ok();
-    }
+        line("__syncthreads();");
+        return Status::ok();
+      case StmtKind::WarpShuffle: return emit_warp_shuffle(s, s.as<WarpShuffle>());
       case StmtKind::TreeHalve: return emit_tree_halve(s, *s.as<TreeHalve>());
       case StmtKind::VectorLoad: return emit_vector_load(s, *s.as<VectorLoad>());
       case StmtKind::VectorStore: return emit_vector_store(s, *s.as<VectorStore>());
@@ -971,15 +805,195 @@ class CudaEmitter {
       case StmtKind::MbarrierInit:
       case StmtKind::MbarrierArrive:
       case StmtKind::MbarrierWait:
-      return error_at(s, std::string(stmt_kind_name(s.kind())) + " is not supported by emit_cuda yet");
+        return error_at(s, std::string(stmt_kind_name(s.kind())) + " is not supported by emit_cuda yet");
       case StmtKind::Tile:
       case StmtKind::Stage:
       case StmtKind::Combine:
       case StmtKind::AsyncWait:
-    return error_at(s, std::string(stmt_kind_name(s.kind())) +
-                           " is not a Kernel IR statement (run materialize before emit_cuda)");
-  }
+        return error_at(s, std::string(stmt_kind_name(s.kind())) +
+                               " is not a Kernel IR statement (run materialize before emit_cuda)");
+    }
     return error_at(s, "statement of unknown kind");  // unreachable: the switch covers every StmtKind
+  }
+
+  Status emit_load(const Stmt& s, const Load* st) {
+    const Buffer* buf = buffer(st->buffer);
+    if (!buf) return checked(s);
+    std::string elem = element(*buf, st->index);
+    if (st->type.dtype == buf->dtype) line(declare(st->type, st->dst) + " = " + elem + ";");
+    else if (st->type.dtype == DType::F64 && !dtype_is_float(buf->dtype))  // integers past 2^24 stay exact
+      line(declare(st->type, st->dst) + " = (double)" + elem + ";");
+    else line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, {load_text(*buf, elem), kAtom, Ty::Float}) + ";");
+    bind_value(st->dst, st->type.dtype);
+    return Status::ok();
+  }
+
+  Status emit_assign(const Stmt& s, const Assign* st) {
+    std::vector<Printed> args;
+    for (const Expr& a : st->args) args.push_back(arg(a, st->type.dtype));
+    Expected<ElementwiseFn> fn = resolve_elementwise_fn(st->op, args.size());
+    if (!fn) return error_at(s, fn.error().message);
+    std::optional<std::string> text = call_fn(*fn, args);
+    Ty computed = dtype_is_float(st->type.dtype) || args.empty() ? Ty::Float : args[0].type;
+    for (const Printed& p : args) computed = p.type == Ty::Float ? Ty::Float : computed;
+    for (const Printed& p : args) computed = p.type == Ty::Double ? Ty::Double : computed;
+    line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, {*text, kTernary, computed}) + ";");
+    bind_value(st->dst, st->type.dtype);
+    return Status::ok();
+  }
+
+  Status emit_select(const Stmt& s, const Select* st) {
+    Printed c = print(st->cond), a = arg(st->then_value, st->type.dtype), e = arg(st->else_value, st->type.dtype);
+    Printed chosen{wrap(c, c.prec >= kTernary) + " ? " + wrap(a, a.prec >= kTernary) + " : " + wrap(e, e.prec > kTernary),
+                   kTernary, join_type(a, e)};
+    line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, chosen) + ";");
+    bind_value(st->dst, st->type.dtype);
+    return Status::ok();
+  }
+
+  Status emit_init(const Stmt& s, const Init* st) {
+    std::string init = convert_to(st->type.dtype, arg(st->value, st->type.dtype));
+    if (st->type.is_array()) {
+      // Every element starts at the identity; the unrolled fill keeps the array in registers.
+      std::string first = st->acc;
+      for (size_t d = 0; d < st->type.array.size(); ++d) first += "[0]";
+      line(declare(st->type, st->acc) + ";");
+      line("#pragma unroll");
+      line("for (int tessera_i = 0; tessera_i < " + std::to_string(st->type.array_elements()) +
+           "; ++tessera_i) (&" + first + ")[tessera_i] = " + init + ";");
+    } else {
+      line(declare(st->type, st->acc) + " = " + init + ";");
+    }
+    bind_value(st->acc, st->type.dtype);
+    return Status::ok();
+  }
+
+  Status emit_accum(const Stmt& s, const Accum* st) {
+    Printed v = value(st->value);
+    if (!names_.count(st->acc)) return error_at(s, "accumulator '" + st->acc + "' is not initialized here");
+    std::string target = st->acc;
+    for (const Expr& i : st->index) target += "[" + index(i).text + "]";
+    Expected<CombineFn> op = parse_combine_fn(st->op);
+    if (!op) return error_at(s, op.error().message);
+    switch (*op) {
+      case CombineFn::Add: line(target + " += " + v.text + ";"); break;
+      case CombineFn::Mul: line(target + " *= " + v.text + ";"); break;
+      case CombineFn::Max:
+      case CombineFn::Min: {
+        auto acc_type = value_types_.find(st->acc);
+        line(target + " = " + combine(*op, target, v.text, acc_type == value_types_.end() ? DType::F32 : acc_type->second) + ";");
+        break;
+      }
+    }
+    return Status::ok();
+  }
+
+  Status emit_write(const Stmt& s, const Write* st) {
+    const Buffer* buf = buffer(st->buffer);
+    if (!buf) return checked(s);
+    if (!buf->writable) return error_at(s, "'" + st->buffer + "' is an input of this kernel and is read-only");
+    std::string lhs = element(*buf, st->index);
+    line(lhs + " = " + stored(*buf, st->value) + ";");
+    return Status::ok();
+  }
+
+  Status emit_loop(const Stmt& s, const Loop* st) {
+    Printed b = index(st->begin), e = index(st->end);
+    TESSERA_TRY(checked(s));
+    if (st->unroll > 0) line("#pragma unroll " + std::to_string(st->unroll));
+    line("for (int " + st->var + " = " + b.text + "; " + st->var + " < " + wrap(e, e.prec >= kRel) + "; ++" +
+         st->var + ") {");
+    return emit_loop_body(st->var, st->begin, st->end, Expr::int_(1), st->body);
+  }
+
+  Status emit_strided_loop(const Stmt& s, const StridedLoop* st) {
+    Printed b = index(st->begin), e = index(st->end), step = index(st->step);
+    TESSERA_TRY(checked(s));
+    if (st->unroll > 0) line("#pragma unroll " + std::to_string(st->unroll));
+    line("for (int " + st->var + " = " + b.text + "; " + st->var + " < " + wrap(e, e.prec >= kRel) + "; " +
+         st->var + " += " + step.text + ") {");
+    return emit_loop_body(st->var, st->begin, st->end, st->step, st->body);
+  }
+
+  Status emit_cond(const Stmt& s, const Cond* st) {
+    Printed c = print(st->cond);
+    TESSERA_TRY(checked(s));
+    line("if (" + c.text + ") {");
+    TESSERA_TRY(emit_nested(st->then_body));
+    if (!st->else_body.empty()) {
+      line("} else {");
+      TESSERA_TRY(emit_nested(st->else_body));
+    }
+    line("}");
+    return Status::ok();
+  }
+
+  Status emit_let(const Stmt& s, const Let* st) {
+    // `int a0 = threadIdx.x;` reads better without the signedness cast a bare index needs.
+    std::string text = st->value.is(ExprKind::Var) && is_hardware_index(st->value.name())
+                           ? st->value.name()
+                           : index(st->value).text;
+    line("int " + st->var + " = " + text + ";");
+    bind(st->var, Ty::Int);
+    if (std::optional<Interval> r = bound_of(st->value, ranges_)) ranges_[st->var] = *r;
+    else ranges_.erase(st->var);
+    return Status::ok();
+  }
+
+  Status emit_smem(const Stmt& s, const Smem* st) {
+    if (buffers_.count(st->name)) return error_at(s, "buffer '" + st->name + "' is declared twice");
+    Buffer b;
+    b.dtype = st->dtype;
+    b.shape = st->shape;
+    for (int64_t d : st->shape) {
+      if (d < 1) return error_at(s, "Smem dimensions must be positive");
+      b.elements *= d;
+    }
+    b.shared = b.writable = true;
+    b.cname = c_name_for(st->name);
+    use_dtype(b.dtype);
+    smem_bytes_ += b.elements * dtype_bytes(b.dtype);
+    std::vector<std::string> dims;
+    for (int64_t d : st->shape) dims.push_back(std::to_string(d));
+    const std::string shape_note = st->shape.size() > 1 ? "  // [" + join(dims, ", ") + "]" : "";
+    if (op_.dynamic_smem > 0) {
+      // Carved from the one dynamic array at its smem_layout offset (16-byte aligned, like the
+      // static arrays below).
+      if (!declared_dynamic_smem_) {
+        line("extern __shared__ __align__(16) unsigned char tessera_smem[];");
+        declared_dynamic_smem_ = true;
+      }
+      int64_t offset = -1;
+      for (const SmemSlot& slot : smem_slots_)
+        if (slot.name == st->name) offset = slot.offset;
+      if (offset < 0) return error_at(s, "Smem '" + st->name + "' is not in the kernel's shared-memory layout");
+      line(c_type(b.dtype) + "* " + b.cname + " = reinterpret_cast<" + c_type(b.dtype) + "*>(tessera_smem + " +
+           std::to_string(offset) + ");  // " + std::to_string(b.elements) + " elements" +
+           (st->shape.size() > 1 ? ", [" + join(dims, ", ") + "]" : ""));
+    } else {
+      // 16-byte alignment so cp.async of 16 bytes and float4 accesses may target it.
+      line("__shared__ __align__(16) " + c_type(b.dtype) + " " + b.cname + "[" + std::to_string(b.elements) + "];" +
+           shape_note);
+    }
+    buffers_[st->name] = std::move(b);
+    return Status::ok();
+  }
+
+  Status emit_warp_shuffle(const Stmt& s, const WarpShuffle* st) {
+    std::string intrinsic;
+    switch (st->mode) {
+      case ShuffleMode::Xor: intrinsic = "__shfl_xor_sync"; break;
+      case ShuffleMode::Down: intrinsic = "__shfl_down_sync"; break;
+      case ShuffleMode::Up: intrinsic = "__shfl_up_sync"; break;
+      case ShuffleMode::Idx: intrinsic = "__shfl_sync"; break;
+    }
+    if (st->width < 1 || st->width > 32 || (st->width & (st->width - 1)) != 0)
+      return error_at(s, "shuffle width must be a power of two up to 32");
+    Printed src = arg(st->src, st->type.dtype);
+    line(declare(st->type, st->dst) + " = " + intrinsic + "(0xffffffff, " + src.text + ", " + std::to_string(st->offset) +
+         ", " + std::to_string(st->width) + ");");
+    bind_value(st->dst, st->type.dtype);
+    return Status::ok();
   }
 
   Status emit_loop_body(const std::string& var, const Expr& begin, const Expr& end, const Expr& step,
