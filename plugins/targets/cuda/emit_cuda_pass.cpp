@@ -3,7 +3,7 @@
 // Rewrites: each KernelOp node becomes a CudaOp with the same id, inputs and type: the kernel's
 // complete translation unit (`extern "C" __global__ __launch_bounds__(T) void k_name(const float*
 // __restrict__ x, ..., float* __restrict__ out, int pos, const __grid_constant__ CUtensorMap tmap)`,
-// see cuda_emitter.cpp for the exact spelling of every statement), its grid, block and cluster,
+// see cuda_emitter_stmts.cpp for the exact spelling of every statement), its grid, block and cluster,
 // its dynamic_smem (0: static __shared__ arrays; else one extern __shared__ array the Smem arrays
 // are carved from), and params = kernel_signature: the node's input buffers in input order, its
 // output, then the KernelOp's scalar and tensor-map parameters.
