@@ -44,6 +44,7 @@
 #include "run_io_file.h"
 #include "tessera/eval/constant_data.h"
 #include "tessera/eval/reference_evaluator.h"
+#include "tessera/support/atomic_file.h"
 #include "tessera/support/install_paths.h"
 #include "tessera/target/kernel_cost.h"
 
@@ -436,23 +437,13 @@ std::string command_line(int argc, char** argv) {
   return s;
 }
 
-// Writes report.json and report.md through temp files and renames, so a run killed at any moment
-// leaves the last complete report.
+// Writes report.json and report.md, each whole (write_file_atomically), so a run killed at any
+// moment leaves the last complete report.
 Status write_report_files(const ReportContext& ctx, const std::vector<TesseraResult>& rows, const Baseline& baseline,
                           const fs::path& out_dir) {
   const ReportFiles files = write_bench_report(ctx, rows, baseline);
-  for (const auto& [name, text] : {std::pair{"report.json", &files.json}, std::pair{"report.md", &files.markdown}}) {
-    const fs::path path = out_dir / name, tmp = out_dir / (std::string(name) + ".tmp");
-    {
-      std::ofstream f(tmp);
-      f << *text;
-      if (!f.flush()) return make_error("cannot write " + tmp.string());
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) return make_error("cannot write " + path.string() + ": " + ec.message());
-  }
-  return Status::ok();
+  TESSERA_TRY(write_file_atomically(out_dir / "report.json", files.json));
+  return write_file_atomically(out_dir / "report.md", files.markdown);
 }
 
 // Writes the final report with the plot (when matplotlib is there), which needs report.json first.
@@ -663,9 +654,10 @@ int bench_command(int argc, char** argv, int first) {
     const std::string host = "; host s: compile " + fmt(r.compile_s, 1) + ", params " + fmt(r.params_s, 1) +
                              ", reference " + fmt(r.reference_s, 1) + ", run " + fmt(r.run_s, 1) + ", io " +
                              fmt(r.save_io_s, 1);
+    // On the cuda target an entry that ran was timed: its run is the timing's first (measure_entry).
     progress.done(e->id, !r.ran     ? std::string("FAILED")
                          : r.timed ? fmt(r.tessera_us, 2) + " us, check " + r.check + host
-                                   : "check " + r.check + (timing ? ", timing FAILED" : ", not timed") + host);
+                                   : "check " + r.check + ", not timed" + host);
     if (r.ran) {
       pending.push_back(r.id);
       pending_bytes += static_cast<double>(fs::file_size(out_dir / "io" / (r.id + ".safetensors"), ec));

@@ -260,6 +260,14 @@ Expected<const TensorValue*> given_constant(const Node& n, const ValueMap& value
   return &it->second;
 }
 
+Expected<TensorValue> constant_value(const Node& n, const ConstantOp& op, const ValueMap& values) {
+  TESSERA_ASSIGN_OR_RETURN(const TensorValue* given, given_constant(n, values));
+  if (given) return *given;
+  Expected<TensorValue> v = constant_data(op, n.type);
+  if (!v) return std::move(v).error().at_node(n.id());
+  return v;
+}
+
 ValueMap make_inputs(const Graph& graph, uint64_t seed) {
   ValueMap values;
   for (const Node* n : graph.nodes()) {

@@ -19,14 +19,8 @@ Expected<std::optional<TensorValue>> leaf_value(const Node& node, const ValueMap
     return std::optional<TensorValue>(std::move(v));
   }
   if (const auto* op = node.op_as<ConstantOp>()) {
-    TESSERA_ASSIGN_OR_RETURN(const TensorValue* given, given_constant(node, inputs));
-    if (given) return std::optional<TensorValue>(*given);
-    Expected<TensorValue> v = constant_data(*op, node.type);
-    if (!v) {
-      Diagnostic d = v.error();
-      return std::move(d.at_node(node.id()));
-    }
-    return std::optional<TensorValue>(std::move(*v));
+    TESSERA_ASSIGN_OR_RETURN(TensorValue v, constant_value(node, *op, inputs));
+    return std::optional<TensorValue>(std::move(v));
   }
   return std::optional<TensorValue>();
 }

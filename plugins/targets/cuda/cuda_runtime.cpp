@@ -48,13 +48,6 @@ double median_of(std::vector<double> v) {
 
 std::string kernel_what(const Node& n, const CudaOp& op) { return "kernel " + op.name + ", node " + n.id(); }
 
-std::string first_line_of(const std::string& s) {
-  const size_t start = s.find_first_not_of('\n');
-  if (start == std::string::npos) return "";
-  const size_t nl = s.find('\n', start);
-  return s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-}
-
 // Elements per host-to-device copy of a constant (8 MB as doubles): bounds the host memory an
 // upload holds, whatever the tensor's size.
 constexpr int64_t kUploadWindow = int64_t{1} << 20;
@@ -497,7 +490,7 @@ Expected<BenchReport> CudaRuntime::bench(const Graph& g, const ValueMap& inputs,
     if (captured_ok) {
       report.used_graphs = true;
     } else {
-      report.graphs_unavailable = first_line_of(captured_ok.error().message);
+      report.graphs_unavailable = captured_ok.error().message;  // DriverApi::check's one line
       TESSERA_CU(cu, stream_synchronize, "after a failed CUDA graph capture", l->stream);
     }
   }

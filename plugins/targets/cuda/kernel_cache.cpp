@@ -11,17 +11,17 @@
 // The directory comes from TargetOptions::cache_dir (the CLI resolves the default).
 #include "kernel_cache.h"
 
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include <fcntl.h>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "tessera/support/atomic_file.h"
 
 namespace tessera {
 
@@ -97,26 +97,10 @@ bool read_in_range(const nlohmann::json& j, int64_t lo, int64_t hi, int64_t& out
   return lo <= out && out <= hi;
 }
 
-// Writes `data` to `path` through a temp file in the same directory and a rename.
+// The cache's entries are written whole (write_file_atomically); errors say they are the cache's.
 Status write_atomically(const fs::path& path, const std::string& data) {
-  static std::atomic<uint64_t> counter{0};  // unique temp names across this process's threads
-  std::ostringstream tmp_name;
-  tmp_name << path.filename().string() << ".tmp." << ::getpid() << "." << std::hash<std::thread::id>{}(std::this_thread::get_id())
-           << "." << counter++;
-  const fs::path tmp = path.parent_path() / tmp_name.str();
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return make_error("kernel cache: cannot write '" + tmp.string() + "'");
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!f.flush()) return make_error("kernel cache: cannot write '" + tmp.string() + "'");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return make_error("kernel cache: cannot rename into '" + path.string() + "'");
-  }
-  return {};
+  if (Status s = write_file_atomically(path, data); !s) return make_error("kernel cache: " + s.error().message);
+  return Status::ok();
 }
 
 }  // namespace

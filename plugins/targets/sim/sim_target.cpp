@@ -62,14 +62,7 @@ class SimTarget final : public Target {
               .at_node(n->id());
         values[n->id()] = it->second;
       } else if (const auto* c = n->op_as<ConstantOp>()) {
-        TESSERA_ASSIGN_OR_RETURN(const TensorValue* given, given_constant(*n, inputs));
-        if (given) {
-          values[n->id()] = *given;
-          continue;
-        }
-        Expected<TensorValue> v = constant_data(*c, n->type);
-        if (!v) return std::move(v).error().at_node(n->id());
-        values[n->id()] = std::move(*v);
+        TESSERA_ASSIGN_OR_RETURN(values[n->id()], constant_value(*n, *c, inputs));
       } else if (const auto* k = n->op_as<KernelOp>()) {
         // Progress in work units: this kernel's share, spread evenly over its blocks.
         const double before = progress.done;

@@ -73,4 +73,9 @@ Status add_constants(const Graph& graph, ValueMap& values);
 // another type is an error naming the node.
 Expected<const TensorValue*> given_constant(const Node& n, const ValueMap& values);
 
+// The value of ConstantOp node `n` (whose op is `op`) for a consumer that keeps its own copy (the
+// evaluators, the simulator): the given one when `values` holds it, else constant_data. Errors name
+// the node.
+Expected<TensorValue> constant_value(const Node& n, const ConstantOp& op, const ValueMap& values);
+
 }  // namespace tessera
