@@ -266,7 +266,7 @@ Graph graph_with_dead_nodes_and_odd_names() {
     op->name = "k_" + out;
     Body inner = {
         Load{loaded, "x", {Expr::var(axis)}},
-        Assign{value, "exp", {Expr::var(loaded)}},
+        Assign{value, ElementwiseFn::Exp, {Expr::var(loaded)}},
         Write{out, {Expr::var(axis)}, Expr::var(value)},
     };
     op->body = {Loop{axis, Expr::int_(0), Expr::int_(8), LoopRole::Free, 0, inner}};

@@ -70,7 +70,7 @@ Graph elementwise_kernel() {
            {Let{"a0", v("blockIdx.x") * 256 + v("threadIdx.x")},
             Cond{v("a0") < i(1000),
                  {Load{"in0", "x", {v("a0")}}, Load{"in1", "bias", {v("a0")}},
-                  Assign{"v0", "add", {v("in0"), v("in1")}}, Assign{"v1", "relu", {v("v0")}},
+                  Assign{"v0", ElementwiseFn::Add, {v("in0"), v("in1")}}, Assign{"v1", ElementwiseFn::Relu, {v("v0")}},
                   Write{"relu", {v("a0")}, v("v1")}},
                  {}}});
   return std::move(k.g);
@@ -93,18 +93,18 @@ Graph rms_norm_kernel() {
             Sync{},
             Init{"acc0", f(0.0)},
             StridedLoop{"a3", v("a0"), i(2048), i(256), LoopRole::Reduce, 0,
-                        {Load{"in0", "x_smem", {v("a3")}}, Assign{"v0", "mul", {v("in0"), v("in0")}},
-                         Accum{"acc0", "add", v("v0")}}},
+                        {Load{"in0", "x_smem", {v("a3")}}, Assign{"v0", ElementwiseFn::Mul, {v("in0"), v("in0")}},
+                         Accum{"acc0", CombineFn::Add, v("v0")}}},
             Write{"acc0_smem", {v("a0")}, v("acc0")},
             Sync{},
-            TreeHalve{"acc0_smem", v("a0"), 256, "add"},
+            TreeHalve{"acc0_smem", v("a0"), 256, CombineFn::Add},
             Load{"in1", "acc0_smem", {i(0)}},
-            Assign{"v1", "div", {v("in1"), f(2048.0)}},
-            Assign{"v2", "add", {v("v1"), f(1e-06)}},
-            Assign{"v3", "rsqrt", {v("v2")}},
+            Assign{"v1", ElementwiseFn::Div, {v("in1"), f(2048.0)}},
+            Assign{"v2", ElementwiseFn::Add, {v("v1"), f(1e-06)}},
+            Assign{"v3", ElementwiseFn::Rsqrt, {v("v2")}},
             StridedLoop{"a4", v("a0"), i(2048), i(256), LoopRole::Free, 0,
                         {Load{"in2", "x_smem", {v("a4")}}, Load{"in3", "p_weight", {v("a4")}},
-                         Assign{"v4", "mul", {v("in2"), v("v3")}}, Assign{"v5", "mul", {v("v4"), v("in3")}},
+                         Assign{"v4", ElementwiseFn::Mul, {v("in2"), v("v3")}}, Assign{"v5", ElementwiseFn::Mul, {v("v4"), v("in3")}},
                          Write{"rms_norm", {i(0), v("a1"), v("a4")}, v("v5")}}}});
   return std::move(k.g);
 }
@@ -117,9 +117,9 @@ Graph warp_kernel() {
            {Let{"a0", v("threadIdx.x") % 32},
             Init{"acc0", f(-INFINITY)},
             StridedLoop{"a1", v("a0"), i(1000), i(32), LoopRole::Reduce, 0,
-                        {Load{"in0", "x", {v("a1")}}, Accum{"acc0", "max", v("in0")}}},
+                        {Load{"in0", "x", {v("a1")}}, Accum{"acc0", CombineFn::Max, v("in0")}}},
             Loop{"a2", i(0), i(5), LoopRole::Reduce, 5,
-                 {WarpShuffle{"v0", v("acc0"), ShuffleMode::Xor, 16, 32}, Accum{"acc0", "max", v("v0")}}},
+                 {WarpShuffle{"v0", v("acc0"), ShuffleMode::Xor, 16, 32}, Accum{"acc0", CombineFn::Max, v("v0")}}},
             WarpShuffle{"v1", v("acc0"), ShuffleMode::Down, 1, 32},
             WarpShuffle{"v2", v("acc0"), ShuffleMode::Up, 2, 16},
             WarpShuffle{"v3", v("acc0"), ShuffleMode::Idx, 0, 32},
@@ -136,8 +136,8 @@ Graph dtype_kernel() {
             Load{"in0", "h", {v("a0")}}, Load{"in1", "b", {v("a0")}}, Load{"in2", "m", {v("a0")}},
             Load{"in3", "ids", {v("a0")}},
             Load{"in4", "h", {v("in3")}},
-            Assign{"v0", "where", {v("in2"), v("in0"), v("in1")}},
-            Assign{"v1", "add", {v("v0"), v("in4")}},
+            Assign{"v0", ElementwiseFn::Where, {v("in2"), v("in0"), v("in1")}},
+            Assign{"v1", ElementwiseFn::Add, {v("v0"), v("in4")}},
             Write{"out", {v("a0")}, v("v1")}});
   return std::move(k.g);
 }
@@ -153,10 +153,10 @@ Graph floor_kernel() {
             Let{"a3", v("a0") / 4 + v("a0") % 4},
             Load{"in0", "x", {(v("a2") + 64) % 64}},
             Select{"v0", v("a3") < v("a2"), v("in0"), f(INFINITY)},
-            Assign{"v1", "maximum", {v("v0"), f(NAN)}},
-            Assign{"v2", "mul", {v("v1"), v("a1")}},
-            Assign{"v3", "div", {i(1), i(3)}},
-            Assign{"v4", "add", {v("v2"), v("v3")}},
+            Assign{"v1", ElementwiseFn::Maximum, {v("v0"), f(NAN)}},
+            Assign{"v2", ElementwiseFn::Mul, {v("v1"), v("a1")}},
+            Assign{"v3", ElementwiseFn::Div, {i(1), i(3)}},
+            Assign{"v4", ElementwiseFn::Add, {v("v2"), v("v3")}},
             Write{"y", {v("a0")}, v("v4")}});
   return std::move(k.g);
 }
@@ -471,7 +471,7 @@ TEST_F(CudaEmitterTest, BufferNamesThatAreNotUsableInCAreRenamed) {
   k.input("int", {4}).input("v0", {4});
   k.kernel("float", {"int", "v0"}, f32({4}), "k_float", {1, 1, 1}, {4, 1, 1},
            {Let{"a0", v("threadIdx.x")}, Load{"in0", "int", {v("a0")}}, Load{"in1", "v0", {v("a0")}},
-            Assign{"v0", "sub", {v("in0"), v("in1")}}, Write{"float", {v("a0")}, v("v0")}});
+            Assign{"v0", ElementwiseFn::Sub, {v("in0"), v("in1")}}, Write{"float", {v("a0")}, v("v0")}});
   CudaOp op = emit_last(std::move(k.g));
   EXPECT_EQ(arg_names(op), (std::vector<std::string>{"int", "v0", "float"}));  // graph names bind the launch
   EXPECT_NE(op.source.find("(const float* __restrict__ buf_int, const float* __restrict__ buf_v0, float* "
@@ -514,20 +514,19 @@ TEST_F(CudaEmitterTest, BadStatementsAreErrorsNamingNodeAndStatement) {
     const char* message;
   };
   const std::vector<Case> cases = {
-      {{Let{"a0", v("threadIdx.x")}, Assign{"v0", "frobnicate", {v("a0")}}},
-       "statement `v0 = frobnicate(a0)`: unknown elementwise function 'frobnicate'"},
+      {{Let{"a0", v("threadIdx.x")}, Assign{"v0", ElementwiseFn::Add, {v("a0")}}},
+       "statement `v0 = add(a0)`: elementwise function 'add' takes 2 argument(s), got 1"},
       {{Load{"in0", "x", {v("a9")}}}, "statement `in0 = load x[a9]`: 'a9' is not bound here"},
       {{Load{"in0", "x", {i(0), i(0)}}}, "'x' has 1 dimensions but is indexed with 2"},
       {{Load{"in0", "z", {i(0)}}}, "buffer 'z' is neither an input or the output of this node nor a declared Smem"},
       {{Write{"x", {i(0)}, f(1.0)}}, "'x' is an input of this kernel and is read-only"},
-      {{Init{"acc0", f(0.0)}, Accum{"acc0", "xor", f(1.0)}}, "unknown accumulation op 'xor'"},
       {{Tile{{}, {}}}, "Tile is not a Kernel IR statement (run materialize before emit_cuda)"},
       {{Smem{"s", DType::F32, {16384}}},
        "static shared memory of 65536 bytes exceeds the device's 49152-byte limit"},
       {{Cond{i(1), {Smem{"s", DType::F32, {4}}}, {}}}, "Smem must be at the top level of the body"},
       {{Smem{"s", DType::F32, {4}}, CpAsyncCopy{"s", {i(0)}, "x", {i(0)}, 12}},
        "cp.async copies 4, 8 or 16 bytes, not 12"},
-      {{Smem{"s", DType::F32, {4}}, TreeHalve{"s", v("threadIdx.x"), 8, "add"}},
+      {{Smem{"s", DType::F32, {4}}, TreeHalve{"s", v("threadIdx.x"), 8, CombineFn::Add}},
        "n=8 is outside the buffer's 4 elements"},
   };
   for (const Case& c : cases) {
@@ -611,15 +610,15 @@ TEST_F(CudaEmitterTest, EveryElementwiseFunctionAndCombineOpEmitsAndCompiles) {
       for (size_t a = 0; a < fn.arity; ++a) args.push_back(Expr::value(a == 0 ? "in0" : "in1"));
     const bool is_bool = fn.result == FnResult::Bool;
     std::string result = value();
-    body.push_back(Assign{result, std::string(fn.name), args, ValueType::scalar(is_bool ? DType::Bool : DType::F32)});
+    body.push_back(Assign{result, fn.fn, args, ValueType::scalar(is_bool ? DType::Bool : DType::F32)});
     if (is_bool) {
       std::string as_float = value();
-      body.push_back(Assign{as_float, "cast", {Expr::value(result)}, ValueType::scalar(DType::F32)});
+      body.push_back(Assign{as_float, ElementwiseFn::Cast, {Expr::value(result)}, ValueType::scalar(DType::F32)});
       result = as_float;
     }
-    body.push_back(Accum{"acc0", "add", Expr::value(result)});
+    body.push_back(Accum{"acc0", CombineFn::Add, Expr::value(result)});
   }
-  for (const CombineFnInfo& c : kCombineFns) body.push_back(Accum{"acc0", std::string(c.name), Expr::value("in0")});
+  for (const CombineFnInfo& c : kCombineFns) body.push_back(Accum{"acc0", c.op, Expr::value("in0")});
   body.push_back(Write{"out", {v("a0")}, Expr::value("acc0")});
   k.kernel("out", {"x", "y", "c"}, f32({256}), "k_every_fn", {1, 1, 1}, {256, 1, 1}, body);
   Status s = emit(k.g);
@@ -654,15 +653,15 @@ TEST_F(CudaEmitterTest, EveryElementwiseFunctionEmitsAndCompilesInF64AndIntegers
       if (fn.arity == 2) args[1] = literal;
       const bool is_bool = fn.result == FnResult::Bool;
       std::string result = value();
-      body.push_back(Assign{result, std::string(fn.name), args, ValueType::scalar(is_bool ? DType::Bool : t)});
+      body.push_back(Assign{result, fn.fn, args, ValueType::scalar(is_bool ? DType::Bool : t)});
       if (is_bool) {
         std::string converted = value();
-        body.push_back(Assign{converted, "cast", {Expr::value(result)}, vt});
+        body.push_back(Assign{converted, ElementwiseFn::Cast, {Expr::value(result)}, vt});
         result = converted;
       }
-      body.push_back(Accum{"acc0", "add", Expr::value(result)});
+      body.push_back(Accum{"acc0", CombineFn::Add, Expr::value(result)});
     }
-    for (const CombineFnInfo& c : kCombineFns) body.push_back(Accum{"acc0", std::string(c.name), Expr::value("in0")});
+    for (const CombineFnInfo& c : kCombineFns) body.push_back(Accum{"acc0", c.op, Expr::value("in0")});
     body.push_back(Write{"out", {v("a0")}, Expr::value("acc0")});
     k.kernel("out", {"x", "y", "c"}, TensorType{{256}, t}, "k_every_fn_" + name, {1, 1, 1}, {256, 1, 1}, body);
     Status s = emit(k.g);

@@ -242,15 +242,15 @@ TEST(KernelCostTest, CountsAssignAndAccumTimesTripsAndThreads) {
   inner.begin = Expr::int_(0);
   inner.end = Expr::int_(8);
   inner.role = LoopRole::Reduce;
-  inner.body = {Assign{"v1", "exp", {Expr::var("v0")}}, Accum{"acc0", "add", Expr::var("v1")}};
+  inner.body = {Assign{"v1", ElementwiseFn::Exp, {Expr::var("v0")}}, Accum{"acc0", CombineFn::Add, Expr::var("v1")}};
   StridedLoop strided;
   strided.var = "a3";
   strided.begin = Expr::var("a0");
   strided.end = Expr::int_(256);
   strided.step = Expr::int_(32);
   strided.role = LoopRole::Reduce;
-  strided.body = {Accum{"acc0", "add", Expr::var("v0")}};
-  k->body = {Let{"a0", Expr::var("threadIdx.x")}, Assign{"v0", "neg", {Expr::float_(1.0)}}, Stmt(inner),
+  strided.body = {Accum{"acc0", CombineFn::Add, Expr::var("v0")}};
+  k->body = {Let{"a0", Expr::var("threadIdx.x")}, Assign{"v0", ElementwiseFn::Neg, {Expr::float_(1.0)}}, Stmt(inner),
              Stmt(strided)};
   g.add("y", std::move(k), {"x"}, TensorType{{Dim(4), Dim(32)}, DType::F16});
   const KernelCost cost = KernelCost::of(g, *g.find("y"));

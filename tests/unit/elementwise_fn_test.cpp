@@ -150,15 +150,13 @@ TEST(ElementwiseFnVerifier, KnownFunctionsVerify) {
   EXPECT_TRUE(s) << s.message();
 }
 
-TEST(ElementwiseFnVerifier, AnUnknownFunctionInIrTextIsAnErrorAtItsStatement) {
+TEST(ElementwiseFnVerifier, AnUnknownFunctionInIrTextIsAnErrorAtItsName) {
   Expected<Graph> g = parse_graph(with_fn("rleu"), "typo.txt");
-  ASSERT_TRUE(g) << g.error().render();
-  Status s = verify_graph(*g, Dialect::Loop);
-  ASSERT_FALSE(s);
-  EXPECT_EQ(s.error().node, "y");
-  EXPECT_NE(s.error().message.find("v0 = rleu(...): unknown elementwise function 'rleu' (did you mean 'relu'?)"),
-            std::string::npos)
-      << s.error().message;
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error().render(),
+            "typo.txt:6:10: error: unknown elementwise function 'rleu' (did you mean 'relu'?)\n"
+            "      v0 = rleu(in0)\n"
+            "           ^~~~\n");
 }
 
 TEST(ElementwiseFnVerifier, AWrongArityIsAnError) {
@@ -170,7 +168,7 @@ TEST(ElementwiseFnVerifier, AWrongArityIsAnError) {
       << s.error().message;
 }
 
-TEST(ElementwiseFnVerifier, AnUnknownFunctionInJsonIsAnErrorAtItsNode) {
+TEST(ElementwiseFnVerifier, AnUnknownFunctionInJsonIsAnErrorAtItsPath) {
   Expected<Graph> g = parse_graph(with_fn("relu"), "relu.txt");
   ASSERT_TRUE(g) << g.error().render();
   std::string json = graph_to_json_text(*g);
@@ -178,13 +176,10 @@ TEST(ElementwiseFnVerifier, AnUnknownFunctionInJsonIsAnErrorAtItsNode) {
   ASSERT_NE(at, std::string::npos) << json;
   json.replace(at, 6, "\"frobnicate\"");
   Expected<Graph> read = graph_from_json_text(json, "bad.json");
-  ASSERT_TRUE(read) << read.error().render();  // JSON reads any name; the verifier judges it
-  Status s = verify_graph(*read, Dialect::Loop);
-  ASSERT_FALSE(s);
-  EXPECT_EQ(s.error().node, "y");
-  EXPECT_NE(s.error().message.find("v0 = frobnicate(...): unknown elementwise function 'frobnicate'"),
-            std::string::npos)
-      << s.error().message;
+  ASSERT_FALSE(read);
+  EXPECT_NE(read.error().message.find("'frobnicate' is not an elementwise function name"), std::string::npos)
+      << read.error().message;
+  EXPECT_NE(read.error().message.find(".op"), std::string::npos) << read.error().message;
 }
 
 TEST(ElementwiseFnVerifier, AccumCombineAndTreeHalveNameACombineOp) {
@@ -210,12 +205,25 @@ return y
   std::string t = text;
   t.replace(t.find("OP"), 2, "sub");
   Expected<Graph> g = parse_graph(t, "accum.txt");
-  ASSERT_TRUE(g) << g.error().render();
-  Status s = verify_graph(*g, Dialect::Loop);
-  ASSERT_FALSE(s);
-  EXPECT_NE(s.error().message.find("acc0 <- sub(...): unknown accumulation op 'sub' (expected add, mul, max, min)"),
-            std::string::npos)
-      << s.error().message;
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error().render(),
+            "accum.txt:7:13: error: unknown accumulation op 'sub' (expected add, mul, max, min)\n"
+            "      acc0 <- sub(acc0, in0)\n"
+            "              ^~~\n");
+  // Combine and TreeHalve name theirs with `op=`, read the same way.
+  const char* combine = R"(x: (4,) float32
+
+=== k_y(x) -> y: (1,) float32 ===
+  acc0 = init(0.0)
+  Combine(acc0, op=xor)
+  y[0] = acc0
+
+return y
+)";
+  g = parse_graph(combine, "combine.txt");
+  ASSERT_FALSE(g);
+  EXPECT_NE(g.error().render().find("combine.txt:5:20: error: unknown accumulation op 'xor'"), std::string::npos)
+      << g.error().render();
 }
 
 TEST(ElementwiseFnVerifier, TensorIrElementwiseNamesAFunction) {
@@ -225,6 +233,7 @@ y = sigmod(x) -> (4,) float32
 
 return y
 )";
+  // A call of no Tensor IR function can only be Torch IR; a Tensor IR reader says why it is not.
   Expected<Graph> g = parse_graph(text, "tensor.txt");
   ASSERT_TRUE(g) << g.error().render();
   Status s = verify_graph(*g, Dialect::Tensor);
@@ -232,6 +241,20 @@ return y
   EXPECT_EQ(s.error().node, "y");
   EXPECT_NE(s.error().message.find("unknown elementwise function 'sigmod' (did you mean 'sigmoid'?)"), std::string::npos)
       << s.error().message;
+  // Beside Tensor IR lines (an IndexMap has no Torch IR reading), the parser names the line.
+  const char* mixed = R"(x: (4,) float32
+
+t = x[i] -> (4,) float32
+y = sigmod(t) -> (4,) float32
+
+return y
+)";
+  g = parse_graph(mixed, "mixed.txt");
+  ASSERT_FALSE(g);
+  EXPECT_NE(g.error().render().find("line 4 is Torch IR (unknown elementwise function 'sigmod' (did you mean "
+                                    "'sigmoid'?))"),
+            std::string::npos)
+      << g.error().render();
 }
 
 }  // namespace

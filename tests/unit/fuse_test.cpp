@@ -239,7 +239,7 @@ Graph elementwise_into_matmul(int statements) {
   std::string last = "in0";
   for (int i = 0; i < statements; ++i) {
     std::string dst = "v" + std::to_string(i);
-    inner.push_back(Assign{dst, "add", {v(last), Expr::float_(0.5)}});
+    inner.push_back(Assign{dst, ElementwiseFn::Add, {v(last), Expr::float_(0.5)}});
     last = dst;
   }
   inner.push_back(Write{"p", {v("a0"), v("a1")}, v(last)});
@@ -249,7 +249,7 @@ Graph elementwise_into_matmul(int statements) {
   auto c = std::make_unique<LoopOp>();
   c->name = "c";
   Body k_body{Load{"in0", "p", {v("a0"), v("a2")}}, Load{"in1", "w", {v("a2"), v("a1")}},
-              Assign{"v0", "mul", {v("in0"), v("in1")}}, Accum{"acc0", "add", v("v0")}};
+              Assign{"v0", ElementwiseFn::Mul, {v("in0"), v("in1")}}, Accum{"acc0", CombineFn::Add, v("v0")}};
   c->body = {Loop{"a0", Expr::int_(0), Expr::int_(4), LoopRole::Free, 0,
                   {Loop{"a1", Expr::int_(0), Expr::int_(3), LoopRole::Free, 0,
                         {Init{"acc0", Expr::float_(0.0)}, Loop{"a2", Expr::int_(0), Expr::int_(8), LoopRole::Reduce, 0, k_body},

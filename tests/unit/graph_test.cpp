@@ -27,10 +27,10 @@ TEST(Graph, CopyIsDeep) {
   Graph copy = original;
   ASSERT_EQ(ids(copy), ids(original));
   EXPECT_NE(copy.find("add")->op.get(), original.find("add")->op.get());
-  copy.find("add")->op_as<ElementwiseOp>()->fn = "subtract";
+  copy.find("add")->op_as<ElementwiseOp>()->fn = ElementwiseFn::Sub;
   copy.find("add")->inputs.push_back("w");
   copy.outputs().push_back("add");
-  EXPECT_EQ(original.find("add")->op_as<ElementwiseOp>()->fn, "add");
+  EXPECT_EQ(original.find("add")->op_as<ElementwiseOp>()->fn, ElementwiseFn::Add);
   EXPECT_EQ(original.find("add")->inputs.size(), 2u);
   EXPECT_EQ(original.outputs(), (std::vector<std::string>{"scaled", "total"}));
 }
@@ -59,7 +59,7 @@ TEST(Graph, NodeCopyClonesTheOpAndKeepsChoicesAndLoc) {
 TEST(Graph, AddFindAndOrder) {
   Graph g;
   add_input(g, "x", {4});
-  g.add("y", elementwise("exp", {var("x")}), {"x"}, f32({4}));
+  g.add("y", elementwise(ElementwiseFn::Exp, {var("x")}), {"x"}, f32({4}));
   EXPECT_EQ(g.size(), 2u);
   EXPECT_TRUE(g.contains("y"));
   EXPECT_FALSE(g.contains("z"));
@@ -71,7 +71,7 @@ TEST(Graph, AddFindAndOrder) {
 
 TEST(Graph, InsertBeforeSplicesAtThePosition) {
   Graph g = tensor_graph();
-  Expected<Node*> n = g.insert_before("add", "bias_neg", elementwise("neg", {var("bias_bc")}), {"bias_bc"},
+  Expected<Node*> n = g.insert_before("add", "bias_neg", elementwise(ElementwiseFn::Neg, {var("bias_bc")}), {"bias_bc"},
                                       f32({16, 64}));
   ASSERT_TRUE(n) << n.error().render();
   EXPECT_EQ((*n)->id(), "bias_neg");
@@ -85,7 +85,7 @@ TEST(Graph, InsertBeforeSplicesAtThePosition) {
 TEST(Graph, InsertBeforeAMissingNodeIsAnError) {
   Graph g = tensor_graph();
   const std::vector<std::string> before = ids(g);
-  Expected<Node*> n = g.insert_before("no_such", "y", elementwise("neg", {var("x")}), {"x"}, f32({16, 64}));
+  Expected<Node*> n = g.insert_before("no_such", "y", elementwise(ElementwiseFn::Neg, {var("x")}), {"x"}, f32({16, 64}));
   ASSERT_FALSE(n);
   EXPECT_NE(n.error().message.find("before 'no_such': no such node"), std::string::npos) << n.error().message;
   EXPECT_EQ(ids(g), before);  // nothing appended
@@ -95,10 +95,10 @@ TEST(Graph, InsertBeforeAMissingNodeIsAnError) {
 
 TEST(Graph, InsertBeforeWithATakenIdIsAnError) {
   Graph g = tensor_graph();
-  Expected<Node*> n = g.insert_before("add", "relu", elementwise("neg", {var("x")}), {"x"}, f32({16, 64}));
+  Expected<Node*> n = g.insert_before("add", "relu", elementwise(ElementwiseFn::Neg, {var("x")}), {"x"}, f32({16, 64}));
   ASSERT_FALSE(n);
   EXPECT_NE(n.error().message.find("the id is taken"), std::string::npos) << n.error().message;
-  EXPECT_EQ(g.find("relu")->op_as<ElementwiseOp>()->fn, "relu");
+  EXPECT_EQ(g.find("relu")->op_as<ElementwiseOp>()->fn, ElementwiseFn::Relu);
 }
 
 // Many splices at one place exhaust the gaps between order keys; users() stays in graph order.
@@ -107,7 +107,7 @@ TEST(Graph, RepeatedInsertsAtOnePlaceKeepTheOrder) {
   std::string before = "add";
   for (int i = 0; i < 100; ++i) {
     std::string id = "neg" + std::to_string(i);
-    ASSERT_TRUE(g.insert_before(before, id, elementwise("neg", {var("x")}), {"x"}, f32({16, 64})));
+    ASSERT_TRUE(g.insert_before(before, id, elementwise(ElementwiseFn::Neg, {var("x")}), {"x"}, f32({16, 64})));
     before = id;  // each one before the previous: always the same gap
   }
   std::vector<std::string> users = g.users("x");
@@ -240,7 +240,7 @@ TEST(Graph, UniqueIdOverManyNodes) {
 
 TEST(Graph, UsersInGraphOrderOncePerUser) {
   Graph g = tensor_graph();
-  g.add("sq", elementwise("mul", {var("relu"), var("relu")}), {"relu", "relu"}, f32({16, 16}));
+  g.add("sq", elementwise(ElementwiseFn::Mul, {var("relu"), var("relu")}), {"relu", "relu"}, f32({16, 16}));
   EXPECT_EQ(g.users("relu"), (std::vector<std::string>{"total", "cat", "sq"}));
   EXPECT_TRUE(g.users("scaled").empty());
   EXPECT_TRUE(g.has_users("relu"));
@@ -267,7 +267,7 @@ TEST(Graph, StageIsTheMostLoweredDialect) {
 
 TEST(Graph, ReplaceUsesRewritesInputsOutputsAndOpReferences) {
   Graph g = tensor_graph();
-  g.add("relu2", elementwise("relu", {var("matmul")}), {"matmul"}, f32({16, 16}));
+  g.add("relu2", elementwise(ElementwiseFn::Relu, {var("matmul")}), {"matmul"}, f32({16, 16}));
   g.outputs().push_back("relu");
   g.replace_uses("relu", "relu2");
   EXPECT_EQ(g.find("total")->inputs, std::vector<std::string>{"relu2"});

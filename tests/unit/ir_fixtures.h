@@ -34,9 +34,9 @@ inline Body every_stmt_kind_body() {
       lit(256),
       LoopRole::Reduce,
       4,
-      {Load{"in0", "x_stage", {var("a3")}}, Assign{"v0", "mul", {val("in0"), val("in0")}},
-       Accum{"acc0", "add", val("v0")}}});
-  tile_body.push_back(Combine{"acc0", "add", CombineScope::Warp});
+      {Load{"in0", "x_stage", {var("a3")}}, Assign{"v0", ElementwiseFn::Mul, {val("in0"), val("in0")}},
+       Accum{"acc0", CombineFn::Add, val("v0")}}});
+  tile_body.push_back(Combine{"acc0", CombineFn::Add, CombineScope::Warp});
   tile_body.push_back(
       CpAsyncCopy{"x_smem", {lit(0), var("a0")}, "x", {var("a1") * 2048 + var("a0")}, 4});
   tile_body.push_back(CpAsyncCommit{});
@@ -46,7 +46,7 @@ inline Body every_stmt_kind_body() {
   tile_body.push_back(MbarrierWait{"bar0", lit(0)});
   tile_body.push_back(Sync{});
   tile_body.push_back(WarpShuffle{"v1", val("acc0"), ShuffleMode::Xor, 16, 32});
-  tile_body.push_back(TreeHalve{"acc0_smem", var("a0"), 256, "add"});
+  tile_body.push_back(TreeHalve{"acc0_smem", var("a0"), 256, CombineFn::Add});
   tile_body.push_back(
       VectorLoad{{"in1", "in2", "in3", "in4"}, "x", {lit(0), var("a1"), var("a0") * 4}});
   tile_body.push_back(Loop{"a4",
@@ -57,7 +57,7 @@ inline Body every_stmt_kind_body() {
                            {Select{"v2", var("a4") < lit(2), val("in1"), val("in2")},
                             Cond{var("a0") < lit(16),
                                  {Write{"y", {lit(0), var("a1"), var("a0")}, val("v2")}},
-                                 {Assign{"v3", "relu", {val("v2")}}}}}});
+                                 {Assign{"v3", ElementwiseFn::Relu, {val("v2")}}}}}});
   tile_body.push_back(VectorStore{
       "y", {lit(0), var("a1"), var("a0") * 4}, {val("in1"), val("in2"), val("in3"), val("in4")}});
 
@@ -118,9 +118,9 @@ inline std::unique_ptr<IndexMapOp> index_map(std::vector<std::string> coords, st
   return op;
 }
 
-inline std::unique_ptr<ElementwiseOp> elementwise(std::string fn, ExprList args) {
+inline std::unique_ptr<ElementwiseOp> elementwise(ElementwiseFn fn, ExprList args) {
   auto op = std::make_unique<ElementwiseOp>();
-  op->fn = std::move(fn);
+  op->fn = fn;
   op->args = std::move(args);
   return op;
 }
@@ -136,20 +136,20 @@ inline Graph tensor_graph() {
   g.add("ids", std::move(ids), {}, TensorType{{16}, DType::I64});
   g.add("bias_bc", index_map({"i", "j"}, "bias", {var("j")}), {"bias"}, f32({16, 64}));
   g.add("w_bc", index_map({"i", "j", "k"}, "w", {var("j"), var("k")}), {"w"}, f32({16, 64, 16}));
-  g.add("add", elementwise("add", {var("x"), var("bias_bc")}), {"x", "bias_bc"}, f32({16, 64}));
+  g.add("add", elementwise(ElementwiseFn::Add, {var("x"), var("bias_bc")}), {"x", "bias_bc"}, f32({16, 64}));
   g.add("add_bc", index_map({"i", "j", "k"}, "add", {var("i"), var("j")}), {"add"},
         f32({16, 64, 16}));
-  g.add("prod", elementwise("mul", {var("add_bc"), var("w_bc")}), {"add_bc", "w_bc"},
+  g.add("prod", elementwise(ElementwiseFn::Mul, {var("add_bc"), var("w_bc")}), {"add_bc", "w_bc"},
         f32({16, 64, 16}));
   auto red = std::make_unique<ReduceOp>();
-  red->fn = "sum";
+  red->fn = CombineFn::Add;
   red->axis = -2;
   g.add("red", std::move(red), {"prod"}, f32({16, 1, 16}));
   g.add("matmul", index_map({"i", "j"}, "red", {var("i"), lit(0), var("j")}), {"red"},
         f32({16, 16}));
-  g.add("relu", elementwise("relu", {var("matmul")}), {"matmul"}, f32({16, 16}));
+  g.add("relu", elementwise(ElementwiseFn::Relu, {var("matmul")}), {"matmul"}, f32({16, 16}));
   auto total = std::make_unique<ReduceOp>();
-  total->fn = "max";
+  total->fn = CombineFn::Max;
   total->axis = 1;
   total->keepdim = false;
   g.add("total", std::move(total), {"relu"}, f32({16}));
@@ -163,7 +163,7 @@ inline Graph tensor_graph() {
   cat->sources.push_back(
       IndexMapSource{"", {}, flt(-std::numeric_limits<double>::infinity()), Expr()});
   g.add("cat", std::move(cat), {"relu", "emb"}, f32({40, 16}));
-  g.add("scaled", elementwise("mul", {var("cat"), flt(0.125)}), {"cat"}, f32({40, 16}));
+  g.add("scaled", elementwise(ElementwiseFn::Mul, {var("cat"), flt(0.125)}), {"cat"}, f32({40, 16}));
   g.outputs() = {"scaled", "total"};
   return g;
 }
@@ -178,11 +178,11 @@ inline Graph loop_graph() {
   Body reduce_body = {Load{"in0", "bias", {var("a2")}},
                       Load{"in1", "x", {var("a0"), var("a2")}},
                       Load{"in2", "w", {var("a2"), var("a1")}},
-                      Assign{"v0", "add", {val("in1"), val("in0")}},
-                      Assign{"v1", "mul", {val("v0"), val("in2")}},
-                      Accum{"acc0", "add", val("v1")}};
+                      Assign{"v0", ElementwiseFn::Add, {val("in1"), val("in0")}},
+                      Assign{"v1", ElementwiseFn::Mul, {val("v0"), val("in2")}},
+                      Accum{"acc0", CombineFn::Add, val("v1")}};
   Body n_body = {Init{"acc0", flt(0.0)}, Loop{"a2", lit(0), lit(64), LoopRole::Reduce, 0, reduce_body},
-                 Assign{"v2", "relu", {val("acc0")}},
+                 Assign{"v2", ElementwiseFn::Relu, {val("acc0")}},
                  Write{"relu", {var("a0"), var("a1")}, val("v2")}};
   op->body = {
       Loop{"a0", lit(0), lit(16), LoopRole::Free, 0, {Loop{"a1", lit(0), lit(16), LoopRole::Free, 0, n_body}}}};
@@ -207,21 +207,21 @@ inline Graph tile_graph() {
   auto op = std::make_unique<TileOp>();
   op->name = "k_rms_norm_reduce";
   Body reduce = {Load{"in0", "x_smem", {var("a2")}},
-                 Assign{"v1", "mul", {val("in0"), val("in0")}},
-                 Accum{"acc0", "add", val("v1")}};
+                 Assign{"v1", ElementwiseFn::Mul, {val("in0"), val("in0")}},
+                 Accum{"acc0", CombineFn::Add, val("v1")}};
   Body normalize = {Load{"in1", "x_smem", {var("a3")}}, Load{"in2", "p_weight", {var("a3")}},
-                    Assign{"v5", "mul", {val("in1"), val("v4")}},
-                    Assign{"v6", "mul", {val("v5"), val("in2")}},
+                    Assign{"v5", ElementwiseFn::Mul, {val("in1"), val("v4")}},
+                    Assign{"v6", ElementwiseFn::Mul, {val("v5"), val("in2")}},
                     Write{"rms_norm", {lit(0), var("a1"), var("a3")}, val("v6")}};
   Body tile = {
-      Assign{"v0", "reciprocal", {lit(2048)}},
+      Assign{"v0", ElementwiseFn::Reciprocal, {lit(2048)}},
       Stage{"x_smem", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a2", 2048, 2}}, StageTransport::Sync, 0},
       Init{"acc0", flt(0.0)},
       StridedLoop{"a2", var("a0"), lit(2048), lit(256), LoopRole::Reduce, 0, reduce},
-      Combine{"acc0", "add", CombineScope::Block},
-      Assign{"v2", "mul", {val("acc0"), val("v0")}},
-      Assign{"v3", "add", {val("v2"), flt(1e-06)}},
-      Assign{"v4", "rsqrt", {val("v3")}},
+      Combine{"acc0", CombineFn::Add, CombineScope::Block},
+      Assign{"v2", ElementwiseFn::Mul, {val("acc0"), val("v0")}},
+      Assign{"v3", ElementwiseFn::Add, {val("v2"), flt(1e-06)}},
+      Assign{"v4", ElementwiseFn::Rsqrt, {val("v3")}},
       StridedLoop{"a3", var("a0"), lit(2048), lit(256), LoopRole::Free, 4, normalize}};
   op->body = {Tile{{TileAxis{"a0", 256, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Block}}, tile}};
   Node& n = g.add("rms_norm", std::move(op), {"x", "p_weight"}, f32({1, 32, 2048}));
@@ -239,11 +239,11 @@ inline Graph kernel_graph() {
   op->block = {256, 1, 1};
   Body copy = {CpAsyncCopy{"x_smem", {var("a2")}, "x", {var("a1") * 2048 + var("a2")}, 4}};
   Body reduce = {Load{"in0", "x_smem", {var("a3")}},
-                 Assign{"v0", "mul", {val("in0"), val("in0")}},
-                 Accum{"acc0", "add", val("v0")}};
+                 Assign{"v0", ElementwiseFn::Mul, {val("in0"), val("in0")}},
+                 Accum{"acc0", CombineFn::Add, val("v0")}};
   Body normalize = {Load{"in2", "x_smem", {var("a4")}}, Load{"in3", "p_weight", {var("a4")}},
-                    Assign{"v4", "mul", {val("in2"), val("v3")}},
-                    Assign{"v5", "mul", {val("v4"), val("in3")}},
+                    Assign{"v4", ElementwiseFn::Mul, {val("in2"), val("v3")}},
+                    Assign{"v5", ElementwiseFn::Mul, {val("v4"), val("in3")}},
                     Write{"rms_norm", {lit(0), var("a1"), var("a4")}, val("v5")}};
   op->body = {Let{"a1", var("blockIdx.x")},
               Let{"a0", var("threadIdx.x")},
@@ -257,11 +257,11 @@ inline Graph kernel_graph() {
               Smem{"acc0_smem", DType::F32, {256}},
               Write{"acc0_smem", {var("a0")}, val("acc0")},
               Sync{},
-              TreeHalve{"acc0_smem", var("a0"), 256, "add"},
+              TreeHalve{"acc0_smem", var("a0"), 256, CombineFn::Add},
               Load{"in1", "acc0_smem", {lit(0)}},
-              Assign{"v1", "mul", {val("in1"), flt(0.00048828125)}},
-              Assign{"v2", "add", {val("v1"), flt(1e-06)}},
-              Assign{"v3", "rsqrt", {val("v2")}},
+              Assign{"v1", ElementwiseFn::Mul, {val("in1"), flt(0.00048828125)}},
+              Assign{"v2", ElementwiseFn::Add, {val("v1"), flt(1e-06)}},
+              Assign{"v3", ElementwiseFn::Rsqrt, {val("v2")}},
               StridedLoop{"a4", var("a0"), lit(2048), lit(256), LoopRole::Free, 0, normalize}};
   Node& n = g.add("rms_norm", std::move(op), {"x", "p_weight"}, f32({1, 32, 2048}));
   n.choices = rms_norm_choices();

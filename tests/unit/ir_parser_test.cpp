@@ -137,15 +137,15 @@ Graph bf16_kernel_graph() {
       Load{"in0", "x", {var("a0"), var("a1")}, typed(DType::BF16)},
       Load{"in1", "ids", {var("a0")}, typed(DType::I64)},
       Load{"in2", "x", {Expr::cast(DType::I64, val("in1")) % 16, var("a1")}, typed(DType::BF16)},
-      Assign{"v0", "cast", {val("in0")}},
-      Assign{"v1", "cast", {val("in2")}},
-      Assign{"v2", "mul", {val("v0"), flt(2.0)}},
-      Assign{"v3", "add", {val("v2"), val("v1")}},
-      Assign{"v4", "lt", {val("v3"), flt(0.0)}, typed(DType::Bool)},
+      Assign{"v0", ElementwiseFn::Cast, {val("in0")}},
+      Assign{"v1", ElementwiseFn::Cast, {val("in2")}},
+      Assign{"v2", ElementwiseFn::Mul, {val("v0"), flt(2.0)}},
+      Assign{"v3", ElementwiseFn::Add, {val("v2"), val("v1")}},
+      Assign{"v4", ElementwiseFn::Lt, {val("v3"), flt(0.0)}, typed(DType::Bool)},
       Select{"v5", val("v4"), flt(0.0), val("v3")},
-      Assign{"v6", "pack", {val("in0"), val("in2")}, typed(DType::BF16, 2)},
-      Assign{"v7", "low", {val("v6")}, typed(DType::BF16)},
-      Assign{"v8", "cast", {Expr::cast(DType::F16, val("v5"))}, typed(DType::BF16)},
+      Assign{"v6", ElementwiseFn::Maximum, {val("in0"), val("in2")}, typed(DType::BF16, 2)},
+      Assign{"v7", ElementwiseFn::Identity, {val("v6")}, typed(DType::BF16)},
+      Assign{"v8", ElementwiseFn::Cast, {Expr::cast(DType::I32, val("v5"))}, typed(DType::BF16)},
       Select{"v9", val("v4"), val("v8"), val("v7"), typed(DType::BF16)},
       VectorLoad{{"in3", "in4"}, "x", {var("a0"), var("a1") / 2 * 2}, typed(DType::BF16)},
       WarpShuffle{"v10", val("in3"), ShuffleMode::Xor, 1, 32, typed(DType::BF16)},
@@ -160,7 +160,7 @@ TEST(IrParser, Bf16KernelWithCastsRoundTripsExactly) {
   const Graph g = bf16_kernel_graph();
   const std::string printed = print_graph(g);
   EXPECT_NE(printed.find("    bf16 in0 = load x[a0, a1]\n"), std::string::npos) << printed;
-  EXPECT_NE(printed.find("    bf16x2 v6 = pack(in0, in2)\n"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("    bf16x2 v6 = maximum(in0, in2)\n"), std::string::npos) << printed;
   EXPECT_NE(printed.find("    v0 = cast(in0)\n"), std::string::npos) << printed;  // f32: no prefix
   EXPECT_NE(printed.find("    bf16 (in3, in4) = load2 x[a0, a1 / 2 * 2]\n"), std::string::npos) << printed;
   EXPECT_NE(printed.find("    bf16 v10 = WarpShuffle(in3, xor, 1, width=32)\n"), std::string::npos) << printed;
@@ -175,10 +175,10 @@ Graph register_array_graph() {
   op->grid = {1, 1, 1};
   op->block = {32, 1, 1};
   Body accumulate = {Load{"in0", "x", {var("a1"), var("a2"), var("a3")}},
-                     Accum{"acc0", "add", val("in0"), {var("a1"), var("a2")}}};
-  Body drain = {Assign{"v0", "add", {Expr::element("acc0", {var("a4"), lit(0)}),
+                     Accum{"acc0", CombineFn::Add, val("in0"), {var("a1"), var("a2")}}};
+  Body drain = {Assign{"v0", ElementwiseFn::Add, {Expr::element("acc0", {var("a4"), lit(0)}),
                                      Expr::element("acc0", {var("a4"), lit(7)})}},
-                Accum{"acc1", "max", Expr::element("acc0", {var("a4"), lit(3)}), {}},
+                Accum{"acc1", CombineFn::Max, Expr::element("acc0", {var("a4"), lit(3)}), {}},
                 Write{"y", {var("a4"), var("a0")}, val("v0")}};
   op->body = {
       Let{"a0", var("threadIdx.x")},
@@ -227,7 +227,7 @@ Graph kernel_abi_graph() {
       Cond{Expr::binary(ExprKind::Eq, var("a0"), lit(0)), {MbarrierArrive{"bar0", 256}, TmaLoad{"x_smem", "tmap_x", {lit(0), row}, "bar0"}}, {}},
       MbarrierWait{"bar0", lit(0)},
       Load{"in0", "x_smem", {var("a2")}},
-      Assign{"v0", "mul", {val("in0"), val("scale")}},
+      Assign{"v0", ElementwiseFn::Mul, {val("in0"), val("scale")}},
       Cond{var("a2") < var("steps"), {Write{"y", {var("a1"), var("a2")}, val("v0")}}, {}}};
   g.add("y", std::move(op), {"x"}, tensor({8, 64}, DType::F32));
   g.outputs() = {"y"};

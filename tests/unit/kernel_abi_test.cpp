@@ -75,7 +75,7 @@ Graph roll_kernel() {
   op->body = {Let{"a0", v("blockIdx.x") * 32 + v("threadIdx.x")},
               Let{"a1", v("blockIdx.y")},
               Load{"in0", "x", {(v("a1") + v("pos")) % 8, v("a0")}},
-              Assign{"v0", "mul", {v("in0"), v("scale")}},
+              Assign{"v0", ElementwiseFn::Mul, {v("in0"), v("scale")}},
               Write{"y", {v("a1"), v("a0")}, v("v0")}};
   g.add("y", std::move(op), {"x"}, TensorType{{8, 64}, DType::F32});
   g.outputs() = {"y"};
@@ -266,11 +266,11 @@ TEST_F(KernelAbiTest, DynamicSmemIsCarvedAtAlignedOffsets) {
   op->body = {Smem{"a_smem", DType::F16, {3}}, Smem{"b_smem", DType::F32, {16}}, Let{"a0", v("threadIdx.x")},
               Cond{v("a0") < i(3),
                    {Load{"in0", "x", {v("a0")}}, Write{"b_smem", {v("a0")}, Expr::value("in0")},
-                    Assign{"v1", "cast", {Expr::value("in0")}, ValueType::scalar(DType::F16)},
+                    Assign{"v1", ElementwiseFn::Cast, {Expr::value("in0")}, ValueType::scalar(DType::F16)},
                     Write{"a_smem", {v("a0")}, Expr::value("v1")},
                     Load{"in1", "a_smem", {v("a0")}, ValueType::scalar(DType::F16)},
-                    Assign{"v2", "cast", {Expr::value("in1")}}, Load{"in2", "b_smem", {v("a0")}},
-                    Assign{"v0", "add", {Expr::value("v2"), Expr::value("in2")}},
+                    Assign{"v2", ElementwiseFn::Cast, {Expr::value("in1")}}, Load{"in2", "b_smem", {v("a0")}},
+                    Assign{"v0", ElementwiseFn::Add, {Expr::value("v2"), Expr::value("in2")}},
                     Write{"y", {v("a0")}, Expr::value("v0")}},
                    {}}};
   g.add("y", std::move(op), {"x"}, TensorType{{3}, DType::F32});

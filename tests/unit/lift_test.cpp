@@ -228,8 +228,8 @@ TEST_F(LiftTest, DedupLoadsCollapsesRepeatedLoadsAndRenamesUses) {
   Graph g = one_kernel_graph(Body{Loop{"a0", Expr::int_(0), Expr::int_(4), LoopRole::Free, 0,
                                        Body{Load{"in0", "x", {a0}}, Load{"in1", "x", {a0}},
                                             Load{"in2", "x", {Expr::int_(3) - a0}},
-                                            Assign{"v0", "mul", {Expr::var("in0"), Expr::var("in1")}},
-                                            Assign{"v1", "add", {Expr::var("v0"), Expr::var("in2")}},
+                                            Assign{"v0", ElementwiseFn::Mul, {Expr::var("in0"), Expr::var("in1")}},
+                                            Assign{"v1", ElementwiseFn::Add, {Expr::var("v0"), Expr::var("in2")}},
                                             Write{"y", {a0}, Expr::var("v1")}}}});
   ValueMap inputs = make_inputs(g, 3);
   Expected<ValueMap> before = evaluate_loop_ir(g, inputs);

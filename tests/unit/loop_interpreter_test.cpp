@@ -47,8 +47,8 @@ std::string error_of(const Graph& g) {
 
 TEST(LoopInterpreter, ElementwiseKernel) {
   Graph g = kernel_graph({loop("a0", 2, {loop("a1", 3, {Load{"in0", "x", {v("a0"), v("a1")}},
-                                                          Assign{"v0", "mul", {v("in0"), Expr::float_(2.0)}},
-                                                          Assign{"v1", "relu", {v("v0")}},
+                                                          Assign{"v0", ElementwiseFn::Mul, {v("in0"), Expr::float_(2.0)}},
+                                                          Assign{"v1", ElementwiseFn::Relu, {v("v0")}},
                                                           Write{"y", {v("a0"), v("a1")}, v("v1")}})})});
   Expected<ValueMap> r = evaluate_loop_ir(g, x_inputs());
   ASSERT_TRUE(r) << r.error().render();
@@ -58,14 +58,14 @@ TEST(LoopInterpreter, ElementwiseKernel) {
 
 TEST(LoopInterpreter, ReductionKernels) {
   struct Case {
-    std::string op;
+    CombineFn op;
     double init;
     std::vector<double> expected;
   };
   const double inf = std::numeric_limits<double>::infinity();
-  for (const Case& c : {Case{"add", 0.0, {2, -5}}, Case{"max", -inf, {3, 5}}, Case{"min", inf, {-2, -6}},
-                        Case{"mul", 1.0, {-6, 120}}}) {
-    const std::string& op = c.op;
+  for (const Case& c : {Case{CombineFn::Add, 0.0, {2, -5}}, Case{CombineFn::Max, -inf, {3, 5}},
+                        Case{CombineFn::Min, inf, {-2, -6}}, Case{CombineFn::Mul, 1.0, {-6, 120}}}) {
+    const CombineFn op = c.op;
     Graph g = kernel_graph({loop("a0", 2, {Init{"acc0", Expr::float_(c.init)},
                                            loop("a1", 3, {Load{"in0", "x", {v("a0"), v("a1")}},
                                                           Accum{"acc0", op, v("in0")}},
@@ -73,19 +73,18 @@ TEST(LoopInterpreter, ReductionKernels) {
                                            Write{"y", {v("a0"), i(0)}, v("acc0")}})},
                            {2, 1});
     Expected<ValueMap> r = evaluate_loop_ir(g, x_inputs());
-    ASSERT_TRUE(r) << op << ": " << r.error().render();
-    EXPECT_EQ(r->at("y").data, c.expected) << op;
+    ASSERT_TRUE(r) << name_of(op) << ": " << r.error().render();
+    EXPECT_EQ(r->at("y").data, c.expected) << name_of(op);
   }
 }
 
-TEST(LoopInterpreter, CondSelectAndLet) {
-  // y[a0, a1] = x[a0, 2 - a1] where a1 < 2, else the literal 9; then doubled through Let/Select.
+TEST(LoopInterpreter, CondAndSelect) {
+  // y[a0, a1] = x[a0, 2 - a1] where a1 < 2, else the literal 9, through Cond and Select.
   Graph g = kernel_graph({loop(
       "a0", 2,
       {loop("a1", 3,
-            {Let{"a2", i(2) - v("a1")},
-             Cond{v("a1") < i(2),
-                  {Load{"in0", "x", {v("a0"), v("a2")}}, Select{"v0", v("a0") < i(1), v("in0"), Expr::float_(0.5)},
+            {Cond{v("a1") < i(2),
+                  {Load{"in0", "x", {v("a0"), i(2) - v("a1")}}, Select{"v0", v("a0") < i(1), v("in0"), Expr::float_(0.5)},
                    Write{"y", {v("a0"), v("a1")}, v("v0")}},
                   {Write{"y", {v("a0"), v("a1")}, Expr::float_(9.0)}}}})})});
   Expected<ValueMap> r = evaluate_loop_ir(g, x_inputs());
@@ -97,7 +96,7 @@ TEST(LoopInterpreter, ReadingBackTheOutputAfterWritingIt) {
   Graph g = kernel_graph({loop("a0", 2, {loop("a1", 3, {Load{"in0", "x", {v("a0"), v("a1")}},
                                                           Write{"y", {v("a0"), v("a1")}, v("in0")},
                                                           Load{"in1", "y", {v("a0"), v("a1")}},
-                                                          Assign{"v0", "add", {v("in1"), v("in1")}},
+                                                          Assign{"v0", ElementwiseFn::Add, {v("in1"), v("in1")}},
                                                           Write{"y", {v("a0"), v("a1")}, v("v0")}})})});
   Expected<ValueMap> r = evaluate_loop_ir(g, x_inputs());
   ASSERT_TRUE(r) << r.error().render();
@@ -144,13 +143,19 @@ TEST(LoopInterpreter, BadBuffersNamesAndStatementsAreErrors) {
   EXPECT_NE(error_of(kernel_graph({Load{"in0", "x", {i(0)}}})).find("rank 2"), std::string::npos);
   // An unbound name.
   EXPECT_NE(error_of(kernel_graph({Write{"y", {i(0), i(0)}, v("v7")}})).find("'v7'"), std::string::npos);
-  // An unknown elementwise function.
-  EXPECT_NE(error_of(kernel_graph({Assign{"v0", "frobnicate", {Expr::float_(1.0)}}})).find("frobnicate"),
+  // An elementwise function given the wrong number of operands.
+  EXPECT_NE(error_of(kernel_graph({Assign{"v0", ElementwiseFn::Add, {Expr::float_(1.0)}}})).find("takes 2"),
             std::string::npos);
   // An accumulator without an init.
-  EXPECT_NE(error_of(kernel_graph({Accum{"acc0", "add", Expr::float_(1.0)}})).find("acc0"), std::string::npos);
+  EXPECT_NE(error_of(kernel_graph({Accum{"acc0", CombineFn::Add, Expr::float_(1.0)}})).find("acc0"), std::string::npos);
   // A Tile IR statement.
-  EXPECT_NE(error_of(kernel_graph({Sync{}})).find("not a Loop IR statement"), std::string::npos);
+  EXPECT_NE(error_of(kernel_graph({Sync{}})).find("Sync is not a Loop IR statement (it is Kernel IR)"), std::string::npos);
+  // Which kinds are refused comes from the kind traits: Let and Combine, nested in a Loop too.
+  EXPECT_NE(error_of(kernel_graph({loop("a0", 2, {Let{"a1", i(1)}})})).find("Let is not a Loop IR statement"),
+            std::string::npos);
+  EXPECT_NE(error_of(kernel_graph({Combine{"acc0", CombineFn::Add, CombineScope::Block}}))
+                .find("Combine is not a Loop IR statement (it is Tile IR)"),
+            std::string::npos);
   // Integer division by zero in an index.
   EXPECT_NE(error_of(kernel_graph({Load{"in0", "x", {i(1) / i(0), i(0)}}})).find("by zero"), std::string::npos);
 }
@@ -159,7 +164,7 @@ TEST(LoopInterpreter, NonLoopComputeNodesAreRejected) {
   Graph g;
   g.add("x", std::make_unique<InputOp>(), {}, TensorType{{2, 3}, DType::F32});
   auto op = std::make_unique<ElementwiseOp>();
-  op->fn = "relu";
+  op->fn = ElementwiseFn::Relu;
   op->args = {v("x")};
   g.add("y", std::move(op), {"x"}, TensorType{{2, 3}, DType::F32});
   g.outputs() = {"y"};

@@ -118,7 +118,7 @@ TEST_F(MaterializeTest, SharedMemoryAboveTheStaticLimitBecomesDynamic) {
 
 TEST_F(MaterializeTest, RejectsCollectiveUnderThreadDependentCondition) {
   Body extra = {Init{"acc0", flt(0.0)},
-                Cond{var("a0") < lit(16), {Combine{"acc0", "add", CombineScope::Block}}, {}}};
+                Cond{var("a0") < lit(16), {Combine{"acc0", CombineFn::Add, CombineScope::Block}}, {}}};
   expect_error(one_tile(copy_tile({TileAxis{"a0", 128, AxisBinding::Thread}, TileAxis{"a1", 64, AxisBinding::Block}}, extra)),
                "collective statement `Combine(acc0, op=add)` is under a thread-dependent loop or "
                "condition");
@@ -262,8 +262,8 @@ TEST_F(MaterializeTest, AsyncStageGuardsOnlyTheTail) {
 TEST_F(MaterializeTest, SmallBlockCombineUsesPartialWarpShuffles) {
   Body tile = {Init{"acc0", flt(0.0)},
                StridedLoop{"a2", var("a0"), lit(128), lit(8), LoopRole::Reduce, 0,
-                           {Load{"in0", "x", {var("a1"), var("a2")}}, Accum{"acc0", "max", var("in0")}}},
-               Combine{"acc0", "max", CombineScope::Block},
+                           {Load{"in0", "x", {var("a1"), var("a2")}}, Accum{"acc0", CombineFn::Max, var("in0")}}},
+               Combine{"acc0", CombineFn::Max, CombineScope::Block},
                Cond{Expr::binary(ExprKind::Eq, var("a0"), lit(0)), {Write{"y", {var("a1"), lit(0)}, var("acc0")}}, {}}};
   Graph g = one_tile({Tile{{TileAxis{"a0", 8, AxisBinding::Thread}, TileAxis{"a1", 64, AxisBinding::Block}}, tile}});
   ASSERT_TRUE(materialize(g));
@@ -279,7 +279,7 @@ TEST_F(MaterializeTest, SmallBlockCombineUsesPartialWarpShuffles) {
 }
 
 TEST_F(MaterializeTest, RejectsCombineOverAnOddBlock) {
-  Body extra = {Init{"acc0", flt(0.0)}, Combine{"acc0", "add", CombineScope::Block}};
+  Body extra = {Init{"acc0", flt(0.0)}, Combine{"acc0", CombineFn::Add, CombineScope::Block}};
   expect_error(one_tile(copy_tile({TileAxis{"a0", 48, AxisBinding::Thread}, TileAxis{"a1", 64, AxisBinding::Block}}, extra)),
                "over 48 threads");
 }

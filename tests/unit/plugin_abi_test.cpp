@@ -53,6 +53,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {5, "6f47386201edba36", "36cdc3ec2a47ea37"},  // DType::F64 (ir/type.h); floor, floor_divide, remainder and is_integer_division_by_zero (ir/elementwise_fn.h); ConstantOp::checkpoint (ir/op.h), constant_data_windows (eval/constant_data.h), graph JSON version 3
     {6, "6f47386201edba36", "791c087e8c5bfdb1"},  // kExactIntegerLimit and inexact_integer_reason (eval/tensor_value.h); TargetOptions members all initialized
     {7, "2861aed7961d1956", "e31340c04f44df23"},  // BenchOptions::outputs, BenchReport::graphs_unavailable and outputs; add_constants / given_constant / constant_value (eval/constant_data.h); write_file_atomically (support/atomic_file.h); Node::id() private with set_id; verify_graph_index; TESSERA_INTERNAL_CHECK / TESSERA_UNREACHABLE (support/internal_check.h); expr_kind_traits (ir/expr.h); StmtKindTraits::carries_type; FieldRole::UseAcc / UseTensorMap and field_role_traits; TilePass (pass/pass.h); own_used_names / own_bound_names (ir/stmt.h)
+    {8, "a059330d0215d322", "b24773ee72520c4f"},  // ir/uniformity.h (UniformityScope, first_divergent_collective); first_stmt_outside and home_dialect_name (ir/stmt.h); typed op names: Assign::op and ElementwiseOp::fn are ElementwiseFn; Accum/Combine/TreeHalve::op and ReduceOp::fn are CombineFn (StmtEnumTable for both, reduction_name / parse_reduction, check_arity)
 };
 
 uint64_t fnv1a(const std::string& s) {

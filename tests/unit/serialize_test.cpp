@@ -39,7 +39,7 @@ TEST(SerializeBody, EveryStmtKindRoundTrips) {
 
 TEST(SerializeBody, StatementsAreObjectsKeyedByFieldName) {
   json j = body_to_json({Load{"in0", "x", {var("a0"), var("a1") * 4}, ValueType::scalar(DType::BF16)},
-                         Accum{"acc0", "add", Expr::value("in0"), {Expr::int_(1), var("a0")}}});
+                         Accum{"acc0", CombineFn::Add, Expr::value("in0"), {Expr::int_(1), var("a0")}}});
   EXPECT_EQ(j, json::parse(R"([{"kind": "Load", "dst": "in0", "buffer": "x",
                                   "index": ["a0", ["Mul", "a1", 4]], "type": "bf16"},
                                  {"kind": "Accum", "acc": "acc0", "op": "add", "value": ["Value", "in0"],
@@ -129,7 +129,7 @@ TEST(SerializeBody, DeeplyNestedStatementsAreAnErrorNotACrash) {
 }
 
 TEST(SerializeBody, EnumeratedFieldsAreStoredAsTheirPrintedSpelling) {
-  json j = body_to_json({Combine{"acc0", "max", CombineScope::Warp},
+  json j = body_to_json({Combine{"acc0", CombineFn::Max, CombineScope::Warp},
                          WarpShuffle{"v0", Expr::value("acc0"), ShuffleMode::Down, 1, 32}});
   EXPECT_EQ(j[0]["scope"], "warp");
   EXPECT_EQ(j[1]["mode"], "down");

@@ -4,6 +4,7 @@
 // computed here independently, and that each kind of bug a schedule can have is reported with the
 // kernel, statement, thread and index. A differential test runs the whole corpus through the tile
 // passes and materialize and compares the simulation with the reference evaluator.
+#include <optional>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -104,17 +105,17 @@ TEST_P(SimCooperativeSumTest, ProducesTheRowSums) {
   Body body = {Smem{"partial", DType::F32, {warps}}, Let{"a0", V("threadIdx.x")}, Let{"a1", V("blockIdx.x")},
                Init{"acc0", Expr::float_(0.0)},
                StridedLoop{"a2", V("a0"), I(cols), I(threads), LoopRole::Reduce, 0,
-                           Body{Load{"in0", "x", {V("a1"), V("a2")}}, Accum{"acc0", "add", V("in0")}}}};
+                           Body{Load{"in0", "x", {V("a1"), V("a2")}}, Accum{"acc0", CombineFn::Add, V("in0")}}}};
   std::string value = "acc0";
   for (int64_t offset = 16, i = 0; offset >= 1; offset /= 2, ++i) {
     std::string shuffled = "v" + std::to_string(2 * i), sum = "v" + std::to_string(2 * i + 1);
     body.push_back(WarpShuffle{shuffled, V(value), ShuffleMode::Xor, offset, 32});
-    body.push_back(Assign{sum, "add", {V(value), V(shuffled)}});
+    body.push_back(Assign{sum, ElementwiseFn::Add, {V(value), V(shuffled)}});
     value = sum;
   }
   body.push_back(Cond{eq(V("a0") % 32, I(0)), Body{Write{"partial", {V("a0") / 32}, V(value)}}, {}});
   body.push_back(Sync{});
-  body.push_back(TreeHalve{"partial", V("a0"), warps, "add"});
+  body.push_back(TreeHalve{"partial", V("a0"), warps, CombineFn::Add});
   body.push_back(Cond{eq(V("a0"), I(0)), Body{Load{"in1", "partial", {I(0)}}, Write{"y", {V("a1")}, V("in1")}}, {}});
   p.kernel("y", {"x"}, test::f32({rows}), {rows, 1, 1}, {threads, 1, 1}, body);
 
@@ -142,7 +143,7 @@ TEST_F(SimTargetTest, ReportsProgressAfterEveryBlockUpToTheEstimatedWork) {
   KernelProgramBuilder p;
   p.input("x", {4, 64}, iota_data(4 * 64));
   Body body = {Let{"a0", V("threadIdx.x")}, Let{"a1", V("blockIdx.x")}, Load{"in0", "x", {V("a1"), V("a0")}},
-               Assign{"v0", "mul", {V("in0"), V("in0")}}, Write{"y", {V("a1"), V("a0")}, V("v0")}};
+               Assign{"v0", ElementwiseFn::Mul, {V("in0"), V("in0")}}, Write{"y", {V("a1"), V("a0")}, V("v0")}};
   p.kernel("y", {"x"}, test::f32({4, 64}), {4, 1, 1}, {64, 1, 1}, body);
   p.g.outputs() = {"y"};
   std::vector<TargetProgress> reports;
@@ -406,9 +407,9 @@ TEST_F(SimTargetTest, KernelsSeeEarlierKernelsOutputsAndConstants) {
   p.g.add("two", std::move(c), {}, test::f32({8}));
   p.kernel("h", {"x", "two"}, test::f32({8}), {1, 1, 1}, {8, 1, 1},
            {Let{"a0", V("threadIdx.x")}, Load{"in0", "x", {V("a0")}}, Load{"in1", "two", {V("a0")}},
-            Assign{"v0", "mul", {V("in0"), V("in1")}}, Write{"h", {V("a0")}, V("v0")}});
+            Assign{"v0", ElementwiseFn::Mul, {V("in0"), V("in1")}}, Write{"h", {V("a0")}, V("v0")}});
   p.kernel("y", {"h"}, test::f32({8}), {1, 1, 1}, {8, 1, 1},
-           {Let{"a0", V("threadIdx.x")}, Load{"in0", "h", {I(7) - V("a0")}}, Assign{"v0", "exp", {V("in0")}},
+           {Let{"a0", V("threadIdx.x")}, Load{"in0", "h", {I(7) - V("a0")}}, Assign{"v0", ElementwiseFn::Exp, {V("in0")}},
             Write{"y", {V("a0")}, V("v0")}});
   Expected<TargetRun> r = run(p, "y");
   ASSERT_TRUE(r) << r.error().message;
@@ -463,7 +464,7 @@ struct FnPrograms {
 };
 
 FnPrograms fn_programs(const Body& compute, int64_t n, DType out_dtype, const ExprList& tensor_args,
-                       const std::string& fn) {
+                       std::optional<ElementwiseFn> fn) {
   const EdgeInputs in = edge_inputs();
   FnPrograms p;
   for (KernelProgramBuilder* b : {&p.kernel, &p.loop, &p.tensor}) {
@@ -481,9 +482,9 @@ FnPrograms fn_programs(const Body& compute, int64_t n, DType out_dtype, const Ex
   loop->body = {Loop{"a0", I(0), I(n), LoopRole::Free, 0, compute}};
   p.loop.g.add("out", std::move(loop), {"x", "y", "c"}, out);
   p.loop.g.outputs() = {"out"};
-  if (!fn.empty()) {
+  if (fn) {
     auto ew = std::make_unique<ElementwiseOp>();
-    ew->fn = fn;
+    ew->fn = *fn;
     ew->args = tensor_args;
     p.tensor.g.add("out", std::move(ew), {"x", "y", "c"}, out);
     p.tensor.g.outputs() = {"out"};
@@ -512,9 +513,9 @@ TEST_F(SimTargetTest, EveryElementwiseFunctionAgreesWithTheInterpreters) {
     }
     const DType out_dtype = f.result == FnResult::Bool ? DType::Bool : DType::F32;
     Body compute = load_operands();
-    compute.push_back(Assign{"v0", std::string(f.name), args, ValueType::scalar(out_dtype)});
+    compute.push_back(Assign{"v0", f.fn, args, ValueType::scalar(out_dtype)});
     compute.push_back(Write{"out", {V("a0")}, Expr::value("v0")});
-    FnPrograms p = fn_programs(compute, n, out_dtype, tensor_args, std::string(f.name));
+    FnPrograms p = fn_programs(compute, n, out_dtype, tensor_args, f.fn);
 
     Expected<TargetRun> sim = target_->execute(p.kernel.g, p.kernel.inputs, TargetOptions{});
     ASSERT_TRUE(sim) << sim.error().render() << "\n" << print_graph(p.kernel.g);
@@ -543,9 +544,9 @@ TEST_F(SimTargetTest, EveryCombineOpAgreesWithTheLoopInterpreter) {
     SCOPED_TRACE(std::string(c.name));
     Body compute = load_operands();
     compute.push_back(Init{"acc0", Expr::value("in0")});
-    compute.push_back(Accum{"acc0", std::string(c.name), Expr::value("in1")});
+    compute.push_back(Accum{"acc0", c.op, Expr::value("in1")});
     compute.push_back(Write{"out", {V("a0")}, Expr::value("acc0")});
-    FnPrograms p = fn_programs(compute, n, DType::F32, {}, "");
+    FnPrograms p = fn_programs(compute, n, DType::F32, {}, std::nullopt);
     Expected<TargetRun> sim = target_->execute(p.kernel.g, p.kernel.inputs, TargetOptions{});
     ASSERT_TRUE(sim) << sim.error().render() << "\n" << print_graph(p.kernel.g);
     Expected<ValueMap> loop = evaluate_loop_ir(p.loop.g, p.loop.inputs);
@@ -565,7 +566,7 @@ TEST_F(SimTargetTest, EveryCombineOpAgreesWithTheLoopInterpreter) {
   nan.input("x", {2}, {1.0, std::numeric_limits<double>::quiet_NaN()});
   nan.kernel("y", {"x"}, test::f32({1}), {1, 1, 1}, {1, 1, 1},
              {Init{"acc0", Expr::float_(-std::numeric_limits<double>::infinity())},
-              Loop{"a0", I(0), I(2), LoopRole::Reduce, 0, {Load{"in0", "x", {V("a0")}}, Accum{"acc0", "max", V("in0")}}},
+              Loop{"a0", I(0), I(2), LoopRole::Reduce, 0, {Load{"in0", "x", {V("a0")}}, Accum{"acc0", CombineFn::Max, V("in0")}}},
               Write{"y", {I(0)}, V("acc0")}});
   Expected<TargetRun> r = run(nan, "y");
   ASSERT_TRUE(r) << r.error().render();

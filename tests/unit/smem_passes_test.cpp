@@ -78,15 +78,15 @@ class SmemPassesTest : public test::BuiltPluginsTest {
   // RMSNorm-like row kernel over x: (rows, n): a reduce StridedLoop and a free one, both loading x
   // (the free one from row a1 + free_row_offset).
   static Tile row_kernel(int64_t rows, int64_t n, int64_t threads = 256, int64_t free_row_offset = 0) {
-    Body reduce = {Load{"in0", "x", {var("a1"), var("a2")}}, Assign{"v0", "mul", {var("in0"), var("in0")}},
-                   Accum{"acc0", "add", var("v0")}};
+    Body reduce = {Load{"in0", "x", {var("a1"), var("a2")}}, Assign{"v0", ElementwiseFn::Mul, {var("in0"), var("in0")}},
+                   Accum{"acc0", CombineFn::Add, var("v0")}};
     Body free = {Load{"in1", "x", {simplify(var("a1") + free_row_offset), var("a3")}},
-                 Assign{"v1", "mul", {var("in1"), var("acc0")}},
+                 Assign{"v1", ElementwiseFn::Mul, {var("in1"), var("acc0")}},
                  Write{"out", {var("a1"), var("a3")}, var("v1")}};
     return Tile{{TileAxis{"a0", threads, AxisBinding::Thread}, TileAxis{"a1", rows, AxisBinding::Block}},
                 {Init{"acc0", Expr::float_(0.0)},
                  StridedLoop{"a2", var("a0"), lit(n), lit(threads), LoopRole::Reduce, 0, reduce},
-                 Combine{"acc0", "add", CombineScope::Block},
+                 Combine{"acc0", CombineFn::Add, CombineScope::Block},
                  StridedLoop{"a3", var("a0"), lit(n), lit(threads), LoopRole::Free, 0, free}}};
   }
 
@@ -146,13 +146,13 @@ TEST_F(SmemPassesTest, StagingRespectsTheSharedMemoryBudget) {
   // Two reused 1024-float rows (4 KB each) under a 6 KB budget: only one fits.
   device_.smem_per_block = 6 * 1024;
   Body reduce = {Load{"in0", "x", {var("a1"), var("a2")}}, Load{"in1", "y", {var("a1"), var("a2")}},
-                 Assign{"v0", "mul", {var("in0"), var("in1")}}, Accum{"acc0", "add", var("v0")}};
+                 Assign{"v0", ElementwiseFn::Mul, {var("in0"), var("in1")}}, Accum{"acc0", CombineFn::Add, var("v0")}};
   Body free = {Load{"in2", "x", {var("a1"), var("a3")}}, Load{"in3", "y", {var("a1"), var("a3")}},
-               Assign{"v1", "mul", {var("in2"), var("in3")}}, Assign{"v2", "mul", {var("v1"), var("acc0")}},
+               Assign{"v1", ElementwiseFn::Mul, {var("in2"), var("in3")}}, Assign{"v2", ElementwiseFn::Mul, {var("v1"), var("acc0")}},
                Write{"out", {var("a1"), var("a3")}, var("v2")}};
   Tile tile{{TileAxis{"a0", 128, AxisBinding::Thread}, TileAxis{"a1", 4, AxisBinding::Block}},
             {Init{"acc0", Expr::float_(0.0)}, StridedLoop{"a2", var("a0"), lit(1024), lit(128), LoopRole::Reduce, 0, reduce},
-             Combine{"acc0", "add", CombineScope::Block}, StridedLoop{"a3", var("a0"), lit(1024), lit(128), LoopRole::Free, 0, free}}};
+             Combine{"acc0", CombineFn::Add, CombineScope::Block}, StridedLoop{"a3", var("a0"), lit(1024), lit(128), LoopRole::Free, 0, free}}};
   Graph g = kernel_graph({{"x", {4, 1024}}, {"y", {4, 1024}}}, {4, 1024}, tile);
   ASSERT_TRUE(run_pass("stage_inputs", g));
   EXPECT_NE(body_text(g).find("x_smem = Stage("), std::string::npos) << body_text(g);

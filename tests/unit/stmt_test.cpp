@@ -153,8 +153,8 @@ TEST(StmtEquality, DeepChangeChangesTheBody) {
   Body b = a;
   EXPECT_TRUE(structurally_equal(a, b));
   // Statement order matters.
-  Body swapped = {Assign{"v0", "add", {var("x"), var("y")}}, Sync{}};
-  Body unswapped = {Sync{}, Assign{"v0", "add", {var("x"), var("y")}}};
+  Body swapped = {Assign{"v0", ElementwiseFn::Add, {var("x"), var("y")}}, Sync{}};
+  Body unswapped = {Sync{}, Assign{"v0", ElementwiseFn::Add, {var("x"), var("y")}}};
   EXPECT_FALSE(structurally_equal(swapped, unswapped));
   EXPECT_NE(structural_hash(swapped), structural_hash(unswapped));
 }
@@ -315,7 +315,7 @@ TEST(StmtPrinter, DefaultsArePrintedOnlyWhenTheyDiffer) {
             "s = Stage(x, origin=(0), slab=(a1:8@0))\n");
   EXPECT_EQ(print_stmt(Stage{"s", "x", {lit(0)}, {SlabDim{"a1", 8, 0}}, StageTransport::Tma, 1}),
             "s = Stage(x, origin=(0), slab=(a1:8@0)) tma pad=1\n");
-  EXPECT_EQ(print_stmt(Combine{"acc0", "max", CombineScope::Block}), "Combine(acc0, op=max)\n");
+  EXPECT_EQ(print_stmt(Combine{"acc0", CombineFn::Max, CombineScope::Block}), "Combine(acc0, op=max)\n");
   EXPECT_EQ(print_stmt(MbarrierArrive{"bar0", 0}), "MbarrierArrive(bar0)\n");
   EXPECT_EQ(print_stmt(Cond{var("a0") < lit(1), {Sync{}}, {}}), "if a0 < 1:\n  Sync()\n");
   EXPECT_EQ(print_stmt(Stmt()), "<undefined statement>\n");
@@ -354,7 +354,7 @@ TEST(NameQueries, UsedNamesAreReadNamesNotBuffers) {
 // StridedLoop axis, a shuffled value, a shared buffer), and nested bodies are not.
 TEST(NameQueries, OwnBoundAndUsedNamesOfOneStatement) {
   const Stmt strided = StridedLoop{"k", var("t"), var("n"), lit(32), LoopRole::Reduce, 0,
-                                   {Load{"a", "x", {var("k")}}, Accum{"acc0", "add", Expr::value("a")}}};
+                                   {Load{"a", "x", {var("k")}}, Accum{"acc0", CombineFn::Add, Expr::value("a")}}};
   EXPECT_EQ(own_bound_names(strided), (std::vector<std::string>{"k"}));
   EXPECT_EQ(own_used_names(strided), (std::set<std::string>{"t", "n"}));
   EXPECT_EQ(own_bound_names(WarpShuffle{"v0", Expr::value("acc0"), ShuffleMode::Xor, 16, 32}),
@@ -362,7 +362,7 @@ TEST(NameQueries, OwnBoundAndUsedNamesOfOneStatement) {
   EXPECT_EQ(own_used_names(WarpShuffle{"v0", Expr::value("acc0"), ShuffleMode::Xor, 16, 32}),
             (std::set<std::string>{"acc0"}));
   EXPECT_EQ(own_bound_names(Smem{"x_smem", DType::F32, {2048}}), (std::vector<std::string>{"x_smem"}));
-  EXPECT_EQ(own_used_names(Accum{"acc0", "add", Expr::value("v1")}), (std::set<std::string>{"acc0", "v1"}));
+  EXPECT_EQ(own_used_names(Accum{"acc0", CombineFn::Add, Expr::value("v1")}), (std::set<std::string>{"acc0", "v1"}));
 }
 
 TEST(NameQueries, RenameNamesRenamesDefinitionsAndEveryUse) {
@@ -396,8 +396,8 @@ TEST(CanonicalizeNames, RenamesByCategoryInTextualOrder) {
             LoopRole::Reduce,
             0,
             {Load{"xv", "x", {var("i"), var("k")}},
-             Assign{"sq", "mul", {var("xv"), var("xv")}}, Accum{"sum", "add", var("sq")}}},
-       Assign{"out", "sqrt", {var("sum")}}, Write{"y", {var("i")}, var("out")}}}};
+             Assign{"sq", ElementwiseFn::Mul, {var("xv"), var("xv")}}, Accum{"sum", CombineFn::Add, var("sq")}}},
+       Assign{"out", ElementwiseFn::Sqrt, {var("sum")}}, Write{"y", {var("i")}, var("out")}}}};
   EXPECT_EQ(print_body(canonicalize_names(body)),
             "for a0 in 0..16:  # free\n"
             "  acc0 = init(0.0)\n"
@@ -411,9 +411,9 @@ TEST(CanonicalizeNames, RenamesByCategoryInTextualOrder) {
 
 TEST(CanonicalizeNames, BodiesDifferingOnlyInBoundNamesBecomeEqual) {
   Body a = {Let{"row", var("blockIdx.x")}, Load{"p", "x", {var("row")}},
-            Assign{"q", "exp", {var("p")}}, Write{"y", {var("row")}, var("q")}};
+            Assign{"q", ElementwiseFn::Exp, {var("p")}}, Write{"y", {var("row")}, var("q")}};
   Body b = {Let{"r", var("blockIdx.x")}, Load{"in7", "x", {var("r")}},
-            Assign{"t", "exp", {var("in7")}}, Write{"y", {var("r")}, var("t")}};
+            Assign{"t", ElementwiseFn::Exp, {var("in7")}}, Write{"y", {var("r")}, var("t")}};
   ASSERT_FALSE(structurally_equal(a, b));
   Body ca = canonicalize_names(a);
   Body cb = canonicalize_names(b);

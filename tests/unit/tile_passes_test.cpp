@@ -357,7 +357,7 @@ TEST_F(TilePassesTest, LoopsHoldingACollectiveAreNotUnrolled) {
   auto op = std::make_unique<TileOp>();
   op->name = "k_y_reduce";
   Loop with_combine{"a1", Expr::int_(0), Expr::int_(2), LoopRole::Free, 0,
-                    Body{Init{"acc0", Expr::float_(0.0)}, Combine{"acc0", "add", CombineScope::Block}}};
+                    Body{Init{"acc0", Expr::float_(0.0)}, Combine{"acc0", CombineFn::Add, CombineScope::Block}}};
   Loop plain{"a2", Expr::int_(0), Expr::int_(4), LoopRole::Free, 0,
              Body{Load{"in0", "x", {Expr::var("a2")}},
                   Cond{Expr::binary(ExprKind::Eq, Expr::var("a0"), Expr::int_(0)),

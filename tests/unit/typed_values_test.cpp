@@ -77,10 +77,10 @@ TEST(ValueExprTest, ValuesAreOpaqueToTheSimplifier) {
 
 TEST(TypedPrintingTest, TypesArePrintedUnlessF32) {
   Body body{Load{"in0", "x", {A("a0")}, T(DType::BF16)},
-            Assign{"v0", "cast", {Val("in0")}, T(DType::F32)},
-            Assign{"v1", "lt", {Val("v0"), F(0.0)}, T(DType::Bool)},
+            Assign{"v0", ElementwiseFn::Cast, {Val("in0")}, T(DType::F32)},
+            Assign{"v1", ElementwiseFn::Lt, {Val("v0"), F(0.0)}, T(DType::Bool)},
             Init{"acc0", F(0.0), Array(DType::F32, {4, 8})},
-            Accum{"acc0", "add", Val("v0"), {I(1), A("a0")}},
+            Accum{"acc0", CombineFn::Add, Val("v0"), {I(1), A("a0")}},
             Init{"acc1", I(0), T(DType::I64)}};
   EXPECT_EQ(print_body(body),
             "bf16 in0 = load x[a0]\n"
@@ -101,8 +101,8 @@ Body array_body(bool kernel_ir) {
             Loop{"a1", I(0), I(4), LoopRole::Free, 4,
                  {Loop{"a2", I(0), I(8), LoopRole::Free, 8,
                        {Load{"in0", "x", {A("a0") * 4 + A("a1"), A("a2")}, T(DType::F32)},
-                        Assign{"v0", "mul", {Val("in0"), F(2.0)}, T(DType::F32)},
-                        Accum{"acc0", "add", Val("v0"), {A("a1"), A("a2")}}}}}},
+                        Assign{"v0", ElementwiseFn::Mul, {Val("in0"), F(2.0)}, T(DType::F32)},
+                        Accum{"acc0", CombineFn::Add, Val("v0"), {A("a1"), A("a2")}}}}}},
             Loop{"a3", I(0), I(4), LoopRole::Free, 4,
                  {Loop{"a4", I(0), I(8), LoopRole::Free, 8,
                        {Write{"y", {A("a0") * 4 + A("a3"), A("a4")}, Expr::element("acc0", {A("a3"), A("a4")})}}}}}};
@@ -193,10 +193,10 @@ TEST(RegisterArrayTest, VerifierRejectsOutOfBoundsAndNonUnrolledIndices) {
                 {Loop{"a4", I(0), I(8), LoopRole::Free, 8, {Write{"y", {A("a0") * 4 + A("a3"), A("a4")}, Expr::element("acc0", {A("a3"), A("a4")})}}}}};
   };
   // A constant index past the end.
-  std::string msg = verifier_error({let, init, Accum{"acc0", "add", F(1.0), {I(4), I(0)}}, write_all()});
+  std::string msg = verifier_error({let, init, Accum{"acc0", CombineFn::Add, F(1.0), {I(4), I(0)}}, write_all()});
   EXPECT_TRUE(contains(msg, "index 4 of dimension 0 of acc0 (f32[4][8]) is out of bounds")) << msg;
   // An index by the axis of a loop that is not unrolled (its element would need a dynamic register).
-  msg = verifier_error({let, init, Loop{"a1", I(0), I(4), LoopRole::Free, 0, {Accum{"acc0", "add", F(1.0), {A("a1"), I(0)}}}},
+  msg = verifier_error({let, init, Loop{"a1", I(0), I(4), LoopRole::Free, 0, {Accum{"acc0", CombineFn::Add, F(1.0), {A("a1"), I(0)}}}},
                         write_all()});
   EXPECT_TRUE(contains(msg, "index 'a1' of acc0 is neither a constant nor the axis of an unrolled loop")) << msg;
   // Reads are checked too.
@@ -204,7 +204,7 @@ TEST(RegisterArrayTest, VerifierRejectsOutOfBoundsAndNonUnrolledIndices) {
                         Loop{"a3", I(0), I(4), LoopRole::Free, 4, {Loop{"a4", I(0), I(8), LoopRole::Free, 0, {Write{"y", {A("a0") * 4 + A("a3"), A("a4")}, Expr::element("acc0", {A("a3"), A("a4")})}}}}}});
   EXPECT_TRUE(contains(msg, "index 'a4' of acc0 is neither a constant nor the axis of an unrolled loop")) << msg;
   // The wrong rank, and a whole array used as a scalar.
-  msg = verifier_error({let, init, Accum{"acc0", "add", F(1.0), {I(0)}}, write_all()});
+  msg = verifier_error({let, init, Accum{"acc0", CombineFn::Add, F(1.0), {I(0)}}, write_all()});
   EXPECT_TRUE(contains(msg, "accumulates into acc0 (f32[4][8]) with 1 index expression(s)")) << msg;
   msg = verifier_error({let, init, write_all(), Write{"y", {I(0), I(0)}, Val("acc0")}});
   EXPECT_TRUE(contains(msg, "uses the register array acc0 (f32[4][8]) without an element index")) << msg;
@@ -223,9 +223,9 @@ TEST(TypedVerifierTest, LoadsWritesAndOperandsFollowTheTypingRules) {
     return s ? std::string() : s.message();
   };
   // The well-typed bf16 kernel: load bf16, compute in f32, cast back.
-  EXPECT_EQ(graph_with({Load{"in0", "x", {A("a0")}, T(DType::BF16)}, Assign{"v0", "cast", {Val("in0")}, T(DType::F32)},
-                        Assign{"v1", "mul", {Val("v0"), F(2.0)}, T(DType::F32)},
-                        Assign{"v2", "cast", {Val("v1")}, T(DType::BF16)}, Write{"y", {A("a0")}, Val("v2")}},
+  EXPECT_EQ(graph_with({Load{"in0", "x", {A("a0")}, T(DType::BF16)}, Assign{"v0", ElementwiseFn::Cast, {Val("in0")}, T(DType::F32)},
+                        Assign{"v1", ElementwiseFn::Mul, {Val("v0"), F(2.0)}, T(DType::F32)},
+                        Assign{"v2", ElementwiseFn::Cast, {Val("v1")}, T(DType::BF16)}, Write{"y", {A("a0")}, Val("v2")}},
                        DType::BF16, DType::BF16),
             "");
   std::string msg = graph_with({Load{"in0", "x", {A("a0")}, T(DType::F32)}, Write{"y", {A("a0")}, Val("in0")}},
@@ -234,11 +234,11 @@ TEST(TypedVerifierTest, LoadsWritesAndOperandsFollowTheTypingRules) {
   msg = graph_with({Load{"in0", "x", {A("a0")}, T(DType::BF16)}, Write{"y", {A("a0")}, Val("in0")}}, DType::BF16,
                    DType::F32);
   EXPECT_TRUE(contains(msg, "the value written to y has type bf16, expected f32 (cast it)")) << msg;
-  msg = graph_with({Load{"in0", "x", {A("a0")}, T(DType::BF16)}, Assign{"v0", "mul", {Val("in0"), F(2.0)}, T(DType::F32)},
+  msg = graph_with({Load{"in0", "x", {A("a0")}, T(DType::BF16)}, Assign{"v0", ElementwiseFn::Mul, {Val("in0"), F(2.0)}, T(DType::F32)},
                     Write{"y", {A("a0")}, Val("v0")}},
                    DType::BF16, DType::F32);
   EXPECT_TRUE(contains(msg, "operand 0 of mul has type bf16, expected f32 (cast it)")) << msg;
-  msg = graph_with({Load{"in0", "x", {A("a0")}, T(DType::F32)}, Assign{"v0", "lt", {Val("in0"), F(0.0)}, T(DType::F32)},
+  msg = graph_with({Load{"in0", "x", {A("a0")}, T(DType::F32)}, Assign{"v0", ElementwiseFn::Lt, {Val("in0"), F(0.0)}, T(DType::F32)},
                     Write{"y", {A("a0")}, Val("v0")}},
                    DType::F32, DType::F32);
   EXPECT_TRUE(contains(msg, "a comparison or logical op produces bool, not f32")) << msg;

@@ -59,7 +59,7 @@ TEST(VerifyGraph, ATileIrBodyIsExactlyOneTile) {
   for (int variant = 0; variant < 2; ++variant) {
     Graph g = tile_graph();
     auto* op = g.find("rms_norm")->op_as<TileOp>();
-    if (variant == 0) op->body.insert(op->body.begin(), Assign{"v9", "reciprocal", {lit(2)}});
+    if (variant == 0) op->body.insert(op->body.begin(), Assign{"v9", ElementwiseFn::Reciprocal, {lit(2)}});
     else op->body = op->body[0].as<Tile>()->body;  // no Tile at all
     Status s = verify_graph(g, Dialect::Tile);
     expect_error(s, "a Tile IR kernel body must be exactly one Tile statement");
@@ -265,7 +265,7 @@ TEST(VerifyBody, TileIrAddsScheduleStatements) {
 }
 
 TEST(VerifyBody, KernelIrHasNoTileStatementsLeft) {
-  expect_error(verify_kernel({Combine{"acc0", "add", CombineScope::Block}}),
+  expect_error(verify_kernel({Combine{"acc0", CombineFn::Add, CombineScope::Block}}),
                "Combine is not allowed in kernel IR");
   expect_error(verify_kernel({Stage{"s", "x", {}, {}, StageTransport::Sync, 0}}),
                "Stage is not allowed in kernel IR");
@@ -287,48 +287,65 @@ TEST(VerifyBody, EveryKindIsAllowedSomewhere) {
 
 TEST(VerifyBody, NamesAreDefinedBeforeUse) {
   expect_error(
-      verify_loop({Assign{"v1", "add", {var("v0"), lit(1)}}, Assign{"v0", "exp", {lit(1)}}}),
+      verify_loop({Assign{"v1", ElementwiseFn::Add, {var("v0"), lit(1)}}, Assign{"v0", ElementwiseFn::Exp, {lit(1)}}}),
       "loop IR statement `v1 = add(v0, 1)`: 'v0' is used before it is defined");
 }
 
+TEST(VerifyBody, ExpressionCastsConvertIndicesAndWidenButNeverNarrowAValue) {
+  // i64 index arithmetic and a widening to f32 are expression casts...
+  Body ok = {Loop{"a0", lit(0), lit(2), LoopRole::Free, 0,
+                  {Assign{"v0", ElementwiseFn::Add, {Expr::cast(DType::F32, var("a0")), lit(1)}},
+                   Write{"y", {Expr::cast(DType::I64, var("a0"))}, Expr::value("v0")}}}};
+  Status s = verify_loop(ok);
+  EXPECT_TRUE(s) << s.message();
+  // ...narrowing to f16 / bf16 is not: it rounds, and only a `cast` Assign does that.
+  for (DType narrow : {DType::F16, DType::BF16}) {
+    Body bad = {Assign{"v0", ElementwiseFn::Exp, {lit(1)}},
+                Write{"y", {lit(0)}, Expr::cast(narrow, Expr::value("v0"))}};
+    expect_error(verify_loop(bad), "narrows to " + std::string(dtype_short_name(narrow)) +
+                                       " inside an expression, which does not round; convert the value with a "
+                                       "`cast` Assign");
+  }
+}
+
 TEST(VerifyBody, AccumulatorsNeedAnInit) {
-  expect_error(verify_loop({Accum{"acc0", "add", lit(1)}}),
+  expect_error(verify_loop({Accum{"acc0", CombineFn::Add, lit(1)}}),
                "loop IR statement `acc0 <- add(acc0, 1)`: accumulator 'acc0' has no Init in scope");
-  expect_error(verify_loop({Assign{"v0", "exp", {lit(1)}}, Accum{"v0", "add", lit(1)}}),
+  expect_error(verify_loop({Assign{"v0", ElementwiseFn::Exp, {lit(1)}}, Accum{"v0", CombineFn::Add, lit(1)}}),
                "'v0' is not an accumulator (no Init defines it)");
-  expect_error(verify_body({Combine{"acc9", "add", CombineScope::Block}}, Dialect::Tile, "k"),
+  expect_error(verify_body({Combine{"acc9", CombineFn::Add, CombineScope::Block}}, Dialect::Tile, "k"),
                "accumulator 'acc9' has no Init in scope");
 }
 
 TEST(VerifyBody, NoNameIsDefinedTwiceInOneScope) {
-  expect_error(verify_loop({Assign{"v0", "exp", {lit(1)}}, Load{"v0", "x", {}}}),
+  expect_error(verify_loop({Assign{"v0", ElementwiseFn::Exp, {lit(1)}}, Load{"v0", "x", {}}}),
                "loop IR statement `v0 = load x[]`: 'v0' is defined twice in one scope");
   expect_error(verify_kernel({VectorLoad{{"in0", "in0"}, "x", {lit(0)}}}),
                "'in0' is defined twice in one scope");
   // A loop variable belongs to the loop's body: redefining it there is a duplicate too.
   expect_error(
-      verify_loop({Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"a0", "exp", {lit(1)}}}}}),
+      verify_loop({Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"a0", ElementwiseFn::Exp, {lit(1)}}}}}),
       "'a0' is defined twice in one scope");
 }
 
 TEST(VerifyBody, InnerScopesMayShadowAndSiblingLoopsMayReuseAxes) {
-  Body body = {Assign{"v0", "exp", {lit(1)}},
-               Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"v0", "exp", {var("a0")}}}},
-               Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"v1", "exp", {var("a0")}}}}};
+  Body body = {Assign{"v0", ElementwiseFn::Exp, {lit(1)}},
+               Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"v0", ElementwiseFn::Exp, {var("a0")}}}},
+               Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"v1", ElementwiseFn::Exp, {var("a0")}}}}};
   Status s = verify_loop(body);
   EXPECT_TRUE(s) << s.message();
 }
 
 TEST(VerifyBody, NamesDoNotLeakOutOfTheirBody) {
-  Body loop_var = {Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {}}, Assign{"v0", "exp", {var("a0")}}};
+  Body loop_var = {Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {}}, Assign{"v0", ElementwiseFn::Exp, {var("a0")}}};
   expect_error(verify_loop(loop_var),
                "loop IR statement `v0 = exp(a0)`: 'a0' is used before it is defined");
-  Body inner_value = {Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"v0", "exp", {var("a0")}}}},
+  Body inner_value = {Loop{"a0", lit(0), lit(2), LoopRole::Free, 0, {Assign{"v0", ElementwiseFn::Exp, {var("a0")}}}},
                       Write{"y", {lit(0)}, var("v0")}};
   expect_error(verify_loop(inner_value),
                "loop IR statement `y[0] = v0`: 'v0' is used before it is defined");
   Body cond_branch = {
-      Cond{lit(1) < lit(2), {Assign{"v0", "exp", {lit(1)}}}, {Write{"y", {}, var("v0")}}}};
+      Cond{lit(1) < lit(2), {Assign{"v0", ElementwiseFn::Exp, {lit(1)}}}, {Write{"y", {}, var("v0")}}}};
   expect_error(verify_loop(cond_branch), "'v0' is used before it is defined");
 }
 
@@ -339,7 +356,7 @@ TEST(VerifyBody, DefinitionsReachNestedBodies) {
                     lit(4),
                     LoopRole::Reduce,
                     0,
-                    {Cond{var("a0") < lit(2), {Accum{"acc0", "add", var("a0")}}, {}}}},
+                    {Cond{var("a0") < lit(2), {Accum{"acc0", CombineFn::Add, var("a0")}}, {}}}},
                Write{"y", {}, var("acc0")}};
   Status s = verify_loop(body);
   EXPECT_TRUE(s) << s.message();
@@ -353,7 +370,7 @@ TEST(VerifyBody, HardwareIndicesAreKnownButOtherFreeNamesAreNot) {
 }
 
 TEST(VerifyBody, BuffersAndValuesAreNotInterchangeable) {
-  expect_error(verify_loop({Assign{"v0", "exp", {lit(1)}}, Load{"in0", "v0", {}}}),
+  expect_error(verify_loop({Assign{"v0", ElementwiseFn::Exp, {lit(1)}}, Load{"in0", "v0", {}}}),
                "loop IR statement `in0 = load v0[]`: 'v0' is a local value, not a buffer");
   expect_error(verify_kernel({Smem{"s", DType::F32, {4}}, Let{"a0", var("s")}}),
                "kernel IR statement `a0 = s`: buffer 's' is used as a value");
@@ -364,7 +381,7 @@ TEST(VerifyBody, MissingPiecesAreErrors) {
   expect_error(verify_loop({Stmt()}), "loop IR body holds an undefined statement");
   expect_error(verify_loop({Write{"y", {}, Expr()}}),
                "loop IR statement `y[] = <undef>`: field 'value' has no expression");
-  expect_error(verify_loop({Assign{"", "exp", {lit(1)}}}), "defines an empty name");
+  expect_error(verify_loop({Assign{"", ElementwiseFn::Exp, {lit(1)}}}), "defines an empty name");
   expect_error(verify_loop({Load{"in0", "", {}}}), "empty buffer name");
 }
 
@@ -375,7 +392,7 @@ TEST(VerifyBody, DiagnosticsNameTheInnermostStatement) {
            lit(4),
            LoopRole::Free,
            0,
-           {Loop{"a1", lit(0), lit(4), LoopRole::Free, 0, {Assign{"v0", "add", {var("a1"), var("a7")}}}}}}};
+           {Loop{"a1", lit(0), lit(4), LoopRole::Free, 0, {Assign{"v0", ElementwiseFn::Add, {var("a1"), var("a7")}}}}}}};
   expect_error(verify_loop(body),
                "loop IR statement `v0 = add(a1, a7)`: 'a7' is used before it is defined");
 }

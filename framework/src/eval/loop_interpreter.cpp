@@ -13,6 +13,7 @@
 #include "compiled_expr.h"
 #include "leaf_values.h"
 #include "tessera/ir/elementwise_fn.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera {
 namespace {
@@ -158,9 +159,9 @@ class KernelCompiler {
       case StmtKind::Assign: {
         const auto* st = s.as<Assign>();
         TESSERA_TRY(compile_exprs(st->args, s, c));
-        Expected<ElementwiseFn> fn = resolve_elementwise_fn(st->op, st->args.size());
-        if (!fn) return stmt_error(node_, s, fn.error().message);
-        c.fn = *fn;
+        if (Status arity = check_arity(st->op, st->args.size()); !arity.is_ok())
+          return stmt_error(node_, s, arity.error().message);
+        c.fn = st->op;
         c.type = st->type.dtype;
         if (c.type == DType::F64)
           for (const Expr& a : st->args) {
@@ -204,9 +205,7 @@ class KernelCompiler {
                                           " index expression(s) but it has rank " + std::to_string(rank));
         if (rank > 0) c.dims = array->second;
         TESSERA_TRY(compile_exprs(st->index, s, c));
-        Expected<CombineFn> op = parse_combine_fn(st->op);
-        if (!op) return stmt_error(node_, s, op.error().message);
-        c.accum = *op;
+        c.accum = st->op;
         break;
       }
       case StmtKind::Write: {
@@ -232,12 +231,7 @@ class KernelCompiler {
         TESSERA_ASSIGN_OR_RETURN(c.else_body, compile_body(st->else_body));
         break;
       }
-      case StmtKind::Let: {
-        const auto* st = s.as<Let>();
-        TESSERA_TRY(compile_exprs({st->value}, s, c));
-        c.slot = define(st->var);
-        break;
-      }
+      case StmtKind::Let:
       case StmtKind::Tile:
       case StmtKind::StridedLoop:
       case StmtKind::Stage:
@@ -256,7 +250,7 @@ class KernelCompiler {
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:
       case StmtKind::VectorStore:
-        return stmt_error(node_, s, std::string(stmt_kind_name(s.kind())) + " is not a Loop IR statement");
+        TESSERA_UNREACHABLE("run_loop_node refuses kinds outside Loop IR (first_stmt_outside) before compiling");
     }
     return c;
   }
@@ -355,11 +349,6 @@ class KernelRunner {
         for (int64_t i = 0; i < elements; ++i) env_[static_cast<size_t>(s.slot + i)] = typed_scalar(v.v, s.type);
         return Status::ok();
       }
-      case StmtKind::Let: {
-        TESSERA_ASSIGN_OR_RETURN(Scalar v, eval(s.exprs[0], s));
-        env_[static_cast<size_t>(s.slot)] = v;
-        return Status::ok();
-      }
       case StmtKind::Accum: {
         TESSERA_ASSIGN_OR_RETURN(Scalar x, eval(s.exprs[0], s));
         int64_t flat = 0;
@@ -396,6 +385,7 @@ class KernelRunner {
         TESSERA_ASSIGN_OR_RETURN(Scalar cond, eval(s.exprs[0], s));
         return run_body(cond.v != 0.0 ? s.body : s.else_body);
       }
+      case StmtKind::Let:
       case StmtKind::Tile:
       case StmtKind::StridedLoop:
       case StmtKind::Stage:
@@ -414,8 +404,7 @@ class KernelRunner {
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:
       case StmtKind::VectorStore:
-        // compile_stmt rejects these, so a compiled kernel never holds them.
-        return stmt_error(node_, *s.source, "cannot be executed by the Loop IR interpreter");
+        TESSERA_UNREACHABLE("run_loop_node refuses kinds outside Loop IR (first_stmt_outside) before compiling");
     }
     return stmt_error(node_, *s.source, "cannot be executed by the Loop IR interpreter");
   }
@@ -438,6 +427,9 @@ Expected<TensorValue> run_loop_node(const Node& n, const LoopOp& op, const Value
   }
   buffers.push_back(
       BufferSlot{n.id(), nullptr, row_major_strides(n.type.shape), n.type.shape, !dtype_is_float(n.type.dtype)});
+  if (std::optional<Stmt> foreign = first_stmt_outside(op.body, kInLoop))
+    return stmt_error(n, *foreign, std::string(stmt_kind_name(foreign->kind())) + " is not a Loop IR statement (it is " +
+                                       std::string(home_dialect_name(foreign->kind())) + ")");
   KernelCompiler compiler(n, buffers);
   TESSERA_ASSIGN_OR_RETURN(std::vector<CompiledStmt> body, compiler.compile_body(op.body));
   TensorValue out = TensorValue::filled(n.type);

@@ -64,8 +64,8 @@ Expected<TensorValue> run_elementwise(const Node& n, const ElementwiseOp& op, co
     if (!c) return node_error(n, c.error().message);
     args.push_back(std::move(*c));
   }
-  Expected<ElementwiseFn> fn = resolve_elementwise_fn(op.fn, args.size());
-  if (!fn) return node_error(n, fn.error().message);
+  if (Status arity = check_arity(op.fn, args.size()); !arity.is_ok()) return node_error(n, arity.error().message);
+  const ElementwiseFn fn = op.fn;
 
   TensorValue out = TensorValue::filled(n.type);
   std::vector<Scalar> env(operands.size());
@@ -78,9 +78,9 @@ Expected<TensorValue> run_elementwise(const Node& n, const ElementwiseOp& op, co
       if (n.type.dtype == DType::F64) env[k].v = round_to_storage(env[k].v, operands[k]->type.dtype);
     }
     for (size_t k = 0; k < args.size(); ++k) arg_values[k] = eval_expr(args[k], env, fault).v;
-    if (!dtype_is_float(n.type.dtype) && is_integer_division_by_zero(*fn, arg_values))
-      return node_error(n, op.fn + ": integer division by zero (PyTorch raises ZeroDivisionError)");
-    out.data[static_cast<size_t>(i)] = conform_to_dtype(apply_elementwise_fn(*fn, arg_values), n.type.dtype);
+    if (!dtype_is_float(n.type.dtype) && is_integer_division_by_zero(fn, arg_values))
+      return node_error(n, std::string(name_of(fn)) + ": integer division by zero (PyTorch raises ZeroDivisionError)");
+    out.data[static_cast<size_t>(i)] = conform_to_dtype(apply_elementwise_fn(fn, arg_values), n.type.dtype);
   }
   if (fault) return node_error(n, "integer division or modulo by zero in an argument");
   return out;
@@ -102,12 +102,13 @@ Expected<TensorValue> run_reduce(const Node& n, const ReduceOp& op, const ValueM
   if (expected != n.type.shape)
     return node_error(n, "reducing " + shape_str(in->type.shape) + " over axis " + std::to_string(op.axis) +
                              " gives " + shape_str(expected) + ", but the node's type is " + n.type.str());
-  double init;
-  if (op.fn == "sum") init = 0.0;
-  else if (op.fn == "prod") init = 1.0;
-  else if (op.fn == "max") init = -INFINITY;
-  else if (op.fn == "min") init = INFINITY;
-  else return node_error(n, "unknown reduce function '" + op.fn + "' (expected sum, max, min or prod)");
+  double init = 0.0;
+  switch (op.fn) {
+    case CombineFn::Add: init = 0.0; break;
+    case CombineFn::Mul: init = 1.0; break;
+    case CombineFn::Max: init = -INFINITY; break;
+    case CombineFn::Min: init = INFINITY; break;
+  }
 
   const int64_t extent = in->type.dim(axis);
   int64_t inner = 1;
@@ -119,11 +120,7 @@ Expected<TensorValue> run_reduce(const Node& n, const ReduceOp& op, const ValueM
       for (int64_t i = 0; i < inner; ++i) {
         double x = in->data[static_cast<size_t>((o * extent + r) * inner + i)];
         double& acc = out.data[static_cast<size_t>(o * inner + i)];
-        if (op.fn == "sum") acc += x;
-        else if (op.fn == "prod") acc *= x;
-        else if (std::isnan(x) || std::isnan(acc)) acc = NAN;
-        else if (op.fn == "max") acc = std::max(acc, x);
-        else acc = std::min(acc, x);
+        acc = apply_combine_fn(op.fn, acc, x);  // max/min propagate NaN
       }
     }
   }

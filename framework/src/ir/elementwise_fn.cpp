@@ -23,10 +23,14 @@ Expected<ElementwiseFn> parse_elementwise_fn(std::string_view name) {
 
 Expected<ElementwiseFn> resolve_elementwise_fn(std::string_view name, size_t arity) {
   TESSERA_ASSIGN_OR_RETURN(ElementwiseFn fn, parse_elementwise_fn(name));
-  if (fn_info(fn).arity != arity)
-    return make_error("elementwise function '" + std::string(name) + "' takes " + std::to_string(fn_info(fn).arity) +
-                      " argument(s), got " + std::to_string(arity));
+  TESSERA_TRY(check_arity(fn, arity));
   return fn;
+}
+
+Status check_arity(ElementwiseFn fn, size_t arity) {
+  if (fn_info(fn).arity == arity) return Status::ok();
+  return make_error("elementwise function '" + std::string(name_of(fn)) + "' takes " +
+                    std::to_string(fn_info(fn).arity) + " argument(s), got " + std::to_string(arity));
 }
 
 namespace {
@@ -107,6 +111,14 @@ Expected<CombineFn> parse_combine_fn(std::string_view name) {
   std::string names;
   for (const CombineFnInfo& c : kCombineFns) names += (names.empty() ? "" : ", ") + std::string(c.name);
   return make_error("unknown accumulation op '" + std::string(name) + "' (expected " + names + ")");
+}
+
+Expected<CombineFn> parse_reduction(std::string_view name) {
+  for (const CombineFnInfo& c : kCombineFns)
+    if (c.reduction == name) return c.op;
+  std::string names;
+  for (const CombineFnInfo& c : kCombineFns) names += (names.empty() ? "" : ", ") + std::string(c.reduction);
+  return make_error("unknown reduce function '" + std::string(name) + "' (expected " + names + ")");
 }
 
 }  // namespace tessera

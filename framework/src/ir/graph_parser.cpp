@@ -356,6 +356,7 @@ class GraphReader {
     }
     bool expression_function = fn && (*fn == "min" || *fn == "max" || parse_dtype(*fn));
     OneLineReading torch;
+    std::string not_tensor_ir;  // why a call line has no Tensor IR reading
     bool call = false;
     ExprList args;
     std::vector<size_t> arg_cols;
@@ -433,16 +434,22 @@ class GraphReader {
         gather->axis = axis;
         op = std::move(gather);
       } else if (has_axis) {
-        auto reduce = std::make_unique<ReduceOp>();
-        reduce->fn = *fn;
-        reduce->axis = axis;
-        reduce->keepdim = keepdim;
-        op = std::move(reduce);
-      } else {
+        if (Expected<CombineFn> reduction = parse_reduction(*fn)) {
+          auto reduce = std::make_unique<ReduceOp>();
+          reduce->fn = *reduction;
+          reduce->axis = axis;
+          reduce->keepdim = keepdim;
+          op = std::move(reduce);
+        } else {
+          not_tensor_ir = reduction.error().message;  // read as Torch IR below
+        }
+      } else if (Expected<ElementwiseFn> elementwise_fn = parse_elementwise_fn(*fn)) {
         auto elementwise = std::make_unique<ElementwiseOp>();
-        elementwise->fn = *fn;
+        elementwise->fn = *elementwise_fn;
         elementwise->args = args;
         op = std::move(elementwise);
+      } else {
+        not_tensor_ir = elementwise_fn.error().message;  // read as Torch IR below
       }
     } else {
       c.reset(mark);
@@ -474,7 +481,10 @@ class GraphReader {
       inputs = torch.inputs;
       torch.forced_at = torch.forced_at ? torch.forced_at : mark;
     }
-    if (torch.forced_at && !forced_torch_line_) forced_torch_line_ = &c.line();
+    if (torch.forced_at && !forced_torch_line_) {
+      forced_torch_line_ = &c.line();
+      forced_torch_reason_ = std::move(not_tensor_ir);
+    }
     torch.line = &c.line();
     Node& n = graph_.add(id, std::move(op), std::move(inputs), std::move(t));
     n.choices = std::move(choices);
@@ -493,8 +503,9 @@ class GraphReader {
         LineCursor c(*reading.line, file_);
         return c.error_at(0, reading.line->text.size(),
                           "a Tensor IR node in a graph whose line " +
-                              std::to_string(forced_torch_line_->number) +
-                              " is Torch IR; a printed graph is at one stage");
+                              std::to_string(forced_torch_line_->number) + " is Torch IR" +
+                              (forced_torch_reason_.empty() ? "" : " (" + forced_torch_reason_ + ")") +
+                              "; a printed graph is at one stage");
       }
       n->op = std::move(reading.op);
       n->inputs = std::move(reading.inputs);
@@ -805,6 +816,7 @@ class GraphReader {
   Graph graph_;
   std::vector<std::pair<std::string, OneLineReading>> one_line_;
   const TextLine* forced_torch_line_ = nullptr;
+  std::string forced_torch_reason_;  // set when that line names no Tensor IR function
 };
 
 }  // namespace

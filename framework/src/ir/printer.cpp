@@ -132,9 +132,9 @@ std::string index_map_rhs(const IndexMapOp& op) {
 // The right-hand side of a one-line (torch or tensor) node.
 std::string line_rhs(const Node& n) {
   if (const auto* op = n.op_as<TorchOp>()) return op->target + "(" + torch_args(n, *op) + ")";
-  if (const auto* op = n.op_as<ElementwiseOp>()) return op->fn + "(" + join(op->args) + ")";
+  if (const auto* op = n.op_as<ElementwiseOp>()) return std::string(name_of(op->fn)) + "(" + join(op->args) + ")";
   if (const auto* op = n.op_as<ReduceOp>()) {
-    std::string text = op->fn + "(" + input_name(n, 0) + ", axis=" + std::to_string(op->axis);
+    std::string text = std::string(reduction_name(op->fn)) + "(" + input_name(n, 0) + ", axis=" + std::to_string(op->axis);
     if (!op->keepdim) text += ", keepdim=False";
     return text + ")";
   }

@@ -155,10 +155,10 @@ json op_to_json(const Op& op) {
     }
     j["scalar_args"] = scalars;
   } else if (const auto* o = dynamic_cast<const ElementwiseOp*>(&op)) {
-    j["fn"] = o->fn;
+    j["fn"] = std::string(name_of(o->fn));
     j["args"] = field_to_json(o->args);
   } else if (const auto* o = dynamic_cast<const ReduceOp*>(&op)) {
-    j["fn"] = o->fn;
+    j["fn"] = std::string(reduction_name(o->fn));
     j["axis"] = o->axis;
     j["keepdim"] = o->keepdim;
   } else if (const auto* o = dynamic_cast<const IndexMapOp*>(&op)) {
@@ -731,7 +731,11 @@ Status JsonReader::read(const json& j, const std::string& path, std::unique_ptr<
     result = std::move(op);
   } else if (kind == "reduce") {
     auto op = std::make_unique<ReduceOp>();
-    TESSERA_TRY(obj.required("fn", op->fn));
+    std::string fn;  // spelled as its reduction (sum, prod, max, min), not as the combine op
+    TESSERA_TRY(obj.required("fn", fn));
+    Expected<CombineFn> reduction = parse_reduction(fn);
+    if (!reduction) return malformed(path + ".fn", reduction.error().message);
+    op->fn = *reduction;
     TESSERA_TRY(obj.required("axis", op->axis));
     TESSERA_TRY(obj.required("keepdim", op->keepdim));
     result = std::move(op);

@@ -270,6 +270,33 @@ class StmtReader {
     return *value;
   }
 
+  // An elementwise function name (ir/elementwise_fn.h), located when unknown.
+  Expected<ElementwiseFn> elementwise_fn() {
+    c_.skip_spaces();
+    const size_t start = c_.pos();
+    TESSERA_ASSIGN_OR_RETURN(std::string word, c_.name("a function name"));
+    Expected<ElementwiseFn> fn = parse_elementwise_fn(word);
+    if (!fn) return c_.error_at(start, word.size(), fn.error().message);
+    return *fn;
+  }
+
+  // A combine op (add, mul, max, min, or an alias), located when unknown.
+  Expected<CombineFn> combine_fn() {
+    c_.skip_spaces();
+    const size_t start = c_.pos();
+    TESSERA_ASSIGN_OR_RETURN(std::string word, c_.name("an accumulate op (add, mul, max, min)"));
+    Expected<CombineFn> op = parse_combine_fn(word);
+    if (!op) return c_.error_at(start, word.size(), op.error().message);
+    return *op;
+  }
+
+  // `op=NAME` of a combine op.
+  Expected<CombineFn> combine_fn_field() {
+    TESSERA_TRY(c_.expect_word("op"));
+    TESSERA_TRY(c_.expect("="));
+    return combine_fn();
+  }
+
   // `key=SPELLING` of an enumerated field.
   template <StmtEnum E> Expected<E> spelled_field(std::string_view key) {
     TESSERA_TRY(c_.expect_word(key));
@@ -326,7 +353,7 @@ class StmtReader {
     Assign s;
     TESSERA_ASSIGN_OR_RETURN(s.dst, definition("a value name"));
     TESSERA_TRY(c_.expect("="));
-    TESSERA_ASSIGN_OR_RETURN(s.op, c_.name("a function name"));
+    TESSERA_ASSIGN_OR_RETURN(s.op, elementwise_fn());
     TESSERA_ASSIGN_OR_RETURN(s.args, expr_tuple());
     TESSERA_TRY(c_.expect_end());
     s.type = type_;
@@ -381,7 +408,7 @@ class StmtReader {
     TESSERA_TRY(accum_target(s.acc, s.index));
     const std::string target = s.index.empty() ? s.acc : Expr::element(s.acc, s.index).str();
     TESSERA_TRY(c_.expect("<-"));
-    TESSERA_ASSIGN_OR_RETURN(s.op, c_.name("an accumulate op (add, mul, max, min)"));
+    TESSERA_ASSIGN_OR_RETURN(s.op, combine_fn());
     TESSERA_TRY(c_.expect("("));
     c_.skip_spaces();
     size_t col = c_.pos();
@@ -543,7 +570,7 @@ class StmtReader {
     TESSERA_TRY(c_.expect("("));
     TESSERA_ASSIGN_OR_RETURN(s.acc, c_.name("an accumulator name"));
     TESSERA_TRY(c_.expect(","));
-    TESSERA_ASSIGN_OR_RETURN(s.op, word_field("op"));
+    TESSERA_ASSIGN_OR_RETURN(s.op, combine_fn_field());
     s.scope = CombineScope::Block;
     if (c_.accept(",")) {
       TESSERA_ASSIGN_OR_RETURN(s.scope, spelled_field<CombineScope>("scope"));
@@ -726,7 +753,7 @@ class StmtReader {
     TESSERA_TRY(c_.expect(","));
     TESSERA_ASSIGN_OR_RETURN(s.count, int_field("n"));
     TESSERA_TRY(c_.expect(","));
-    TESSERA_ASSIGN_OR_RETURN(s.op, word_field("op"));
+    TESSERA_ASSIGN_OR_RETURN(s.op, combine_fn_field());
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
     return Stmt(std::move(s));

@@ -76,14 +76,14 @@ class StmtPrinter {
 
   // ---- Loop IR ----
   void print_kind(const Load& s) { line(typed(s.type, s.dst) + " = load " + access(s.buffer, s.index)); }
-  void print_kind(const Assign& s) { line(typed(s.type, s.dst) + " = " + s.op + "(" + join(s.args) + ")"); }
+  void print_kind(const Assign& s) { line(typed(s.type, s.dst) + " = " + std::string(spelling(s.op)) + "(" + join(s.args) + ")"); }
   void print_kind(const Select& s) {
     line(typed(s.type, s.dst) + " = select(" + join(ExprList{s.cond, s.then_value, s.else_value}) + ")");
   }
   void print_kind(const Init& s) { line(typed(s.type, s.acc) + " = init(" + s.value.str() + ")"); }
   void print_kind(const Accum& s) {
     std::string target = s.index.empty() ? s.acc : access(s.acc, s.index);
-    line(target + " <- " + s.op + "(" + target + ", " + s.value.str() + ")");
+    line(target + " <- " + std::string(spelling(s.op)) + "(" + target + ", " + s.value.str() + ")");
   }
   void print_kind(const Write& s) { line(access(s.buffer, s.index) + " = " + s.value.str()); }
   void print_kind(const Loop& s) {
@@ -125,7 +125,7 @@ class StmtPrinter {
     line(text);
   }
   void print_kind(const Combine& s) {
-    std::string text = "Combine(" + s.acc + ", op=" + s.op;
+    std::string text = "Combine(" + s.acc + ", op=" + std::string(spelling(s.op));
     if (s.scope != CombineScope::Block) text += ", scope=" + std::string(spelling(s.scope));
     line(text + ")");
   }
@@ -167,7 +167,7 @@ class StmtPrinter {
   }
   void print_kind(const TreeHalve& s) {
     line("TreeHalve(" + s.buffer + ", tid=" + s.tid.str() + ", n=" + std::to_string(s.count) +
-         ", op=" + s.op + ")");
+         ", op=" + std::string(spelling(s.op)) + ")");
   }
   void print_kind(const VectorLoad& s) {
     line(typed(s.type, "(" + join(s.dsts) + ")") + " = load" + std::to_string(s.dsts.size()) + " " +

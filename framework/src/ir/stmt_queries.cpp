@@ -230,6 +230,31 @@ bool contains_collective(const Body& body) {
   return finder.found;
 }
 
+std::optional<Stmt> first_stmt_outside(const Body& body, uint8_t accepted) {
+  struct Finder final : StmtVisitor {
+    uint8_t accepted = 0;
+    std::optional<Stmt> found;
+#define TESSERA_X(K)                                                                  \
+  void visit_##K(const K& s) override {                                               \
+    if (found) return;                                                                \
+    if ((stmt_kind_traits(StmtKind::K).dialects & accepted) == 0) found = Stmt(s);    \
+    else StmtVisitor::visit_##K(s);                                                   \
+  }
+    TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+  } finder;
+  finder.accepted = accepted;
+  finder.visit(body);
+  return finder.found;
+}
+
+std::string_view home_dialect_name(StmtKind k) {
+  const uint8_t dialects = stmt_kind_traits(k).dialects;
+  if (dialects & kInLoop) return "Loop IR";
+  if (dialects & kInTile) return "Tile IR";
+  return "Kernel IR";
+}
+
 Body substitute_and_simplify(const Body& body, const std::map<std::string, Expr>& replacements,
                              RangeMap ranges) {
   SubstitutingSimplifier rewriter(replacements, std::move(ranges));

@@ -17,13 +17,15 @@
 // have its result type (comparisons and logical ops: operands agree with each other, result bool;
 // `where`: a bool condition; `cast`: any); an Accum adds a value of the accumulator's type; an
 // SSA value reference (Expr Value) never names an index variable. Literals take their context's
-// type. Conversions are explicit `cast` Assigns.
+// type. Value conversions are explicit `cast` Assigns; an expression cast (ExprKind::Cast) converts
+// index arithmetic or widens, never to f16/bf16 (it would not round).
 //
 // Functions (ir/elementwise_fn.h): an Assign (and a Tensor IR Elementwise) names an elementwise
 // function of the table with its arity; Accum, Combine and TreeHalve name a combine op.
 #include "tessera/ir/verifier.h"
 #include "stmt_reflection.h"
 #include "tessera/ir/elementwise_fn.h"
+#include "tessera/ir/uniformity.h"
 
 #include <algorithm>
 #include <map>
@@ -106,12 +108,12 @@ class TypeVerifier final : public StmtVisitor {
   }
   void visit_Assign(const Assign& s) override {
     for (const Expr& a : s.args) check_elements(a);
-    Expected<ElementwiseFn> fn = resolve_elementwise_fn(s.op, s.args.size());
-    if (!fn) {
-      fail_at(s.dst + " = " + s.op + "(...): " + fn.error().message);
-    } else if (*fn == ElementwiseFn::Cast) {
+    const ElementwiseFn fn = s.op;
+    if (Status arity = check_arity(fn, s.args.size()); !arity.is_ok()) {
+      fail_at(s.dst + " = " + std::string(name_of(fn)) + "(...): " + arity.error().message);
+    } else if (fn == ElementwiseFn::Cast) {
       require_value(s.args[0]);
-    } else if (fn_info(*fn).result == FnResult::Bool) {
+    } else if (fn_info(fn).result == FnResult::Bool) {
       if (!(s.type == ValueType::scalar(DType::Bool))) fail_at("a comparison or logical op produces bool, not " + s.type.str());
       std::optional<ValueType> first;
       for (const Expr& a : s.args) {
@@ -122,8 +124,8 @@ class TypeVerifier final : public StmtVisitor {
       }
     } else {
       for (size_t i = 0; i < s.args.size(); ++i) {
-        ValueType want = *fn == ElementwiseFn::Where && i == 0 ? ValueType::scalar(DType::Bool) : s.type;
-        expect(s.args[i], want, "operand " + std::to_string(i) + " of " + s.op);
+        ValueType want = fn == ElementwiseFn::Where && i == 0 ? ValueType::scalar(DType::Bool) : s.type;
+        expect(s.args[i], want, "operand " + std::to_string(i) + " of " + std::string(name_of(fn)));
       }
     }
     define(s.dst, s.type);
@@ -141,7 +143,6 @@ class TypeVerifier final : public StmtVisitor {
   }
   void visit_Accum(const Accum& s) override {
     check_elements(s.value);
-    check_combine_op(s.acc + " <- " + s.op + "(...)", s.op);
     auto it = types_.find(s.acc);
     if (it == types_.end()) return;
     expect(s.value, it->second.element(), "the accumulated value");
@@ -151,10 +152,6 @@ class TypeVerifier final : public StmtVisitor {
       return;
     }
     check_array_index(s.acc, it->second, s.index);
-  }
-  void visit_Combine(const Combine& s) override { check_combine_op("Combine(" + s.acc + ", op=" + s.op + ")", s.op); }
-  void visit_TreeHalve(const TreeHalve& s) override {
-    check_combine_op("TreeHalve(" + s.buffer + ", op=" + s.op + ")", s.op);
   }
   void visit_WarpShuffle(const WarpShuffle& s) override {
     expect(s.src, s.type, "the shuffled value");
@@ -262,11 +259,6 @@ class TypeVerifier final : public StmtVisitor {
     if (it != buffer_dtypes_.end() && t.dtype != it->second)
       fail_at(verb + " " + t.str() + " from '" + buffer + "', whose elements are " +
               std::string(dtype_short_name(it->second)));
-  }
-
-  void check_combine_op(const std::string& stmt, const std::string& op) {
-    Expected<CombineFn> parsed = parse_combine_fn(op);
-    if (!parsed) fail_at(stmt + ": " + parsed.error().message);
   }
 
   void fail_at(const std::string& problem) {
@@ -399,8 +391,20 @@ class BodyVerifier {
     return Status::ok();
   }
 
+  // One conversion per job: an expression cast (`i64(x)`, `f32(a0)`) converts index arithmetic and
+  // widens; narrowing a value to f16/bf16 precision rounds, and only a `cast` Assign does that
+  // (docs/architecture.md, "Two casts, two jobs").
+  Status check_expr_casts(const Expr& e) {
+    if (e.is(ExprKind::Cast) && (e.cast_type() == DType::F16 || e.cast_type() == DType::BF16))
+      return fail("`" + e.str() + "` narrows to " + std::string(dtype_short_name(e.cast_type())) +
+                  " inside an expression, which does not round; convert the value with a `cast` Assign");
+    for (const Expr& op : e.operands()) TESSERA_TRY(check_expr_casts(op));
+    return Status::ok();
+  }
+
   Status check_uses(const char* field_name, const Expr& e, FieldRole) {
     if (!e.defined()) return fail("field '" + std::string(field_name) + "' has no expression");
+    TESSERA_TRY(check_expr_casts(e));
     for (const std::string& var : free_vars(e)) {
       const FieldRole* bound = lookup(var);
       if (bound != nullptr && *bound != FieldRole::DefBuffer) continue;
@@ -618,8 +622,8 @@ Status verify_op(const Graph& g, const Node& n) {
                                "; checkpoint tensors convert to float32, float16 or bfloat16 only");
   }
   if (const auto* op = n.op_as<ElementwiseOp>()) {
-    if (Expected<ElementwiseFn> fn = resolve_elementwise_fn(op->fn, op->args.size()); !fn)
-      return node_error(n, fn.error().message);
+    if (Status arity = check_arity(op->fn, op->args.size()); !arity.is_ok())
+      return node_error(n, arity.error().message);
     for (const Expr& arg : op->args) {
       if (!arg.defined()) return node_error(n, "elementwise argument is undefined");
       for (const std::string& var : free_vars(arg)) {
@@ -732,13 +736,24 @@ Status verify_graph(const Graph& g, Dialect expected) {
     }
     Dialect d = n->op->dialect();
     if (d != Dialect::Core && d != expected) {
+      // IR text reads a call of an unknown function as Torch IR: say why it is not Tensor IR.
+      std::string why;
+      if (const auto* torch = n->op_as<TorchOp>(); torch && expected == Dialect::Tensor)
+        if (Expected<ElementwiseFn> fn = parse_elementwise_fn(torch->target); !fn)
+          why = " (as Tensor IR: " + fn.error().message + ")";
       return node_error(*n, "node is in " + std::string(dialect_name(d)) + " IR, expected " +
-                                std::string(dialect_name(expected)) + " IR");
+                                std::string(dialect_name(expected)) + " IR" + why);
     }
     TESSERA_TRY(verify_op(g, *n));
     // The tile passes (TilePass) schedule one Tile per kernel: that is the shape of Tile IR.
     if (const auto* tile_op = n->op_as<TileOp>(); tile_op != nullptr && tile_op->tile() == nullptr)
       return node_error(*n, "a Tile IR kernel body must be exactly one Tile statement");
+    // Every thread of the block must reach a collective (ir/uniformity.h).
+    if (const auto* tile_op = n->op_as<TileOp>())
+      if (std::optional<Stmt> divergent = first_divergent_collective(tile_op->body))
+        return node_error(*n, "collective statement `" + first_line(print_stmt(*divergent)) +
+                                  "` is under a thread-dependent loop or condition; every thread of the block "
+                                  "must reach it");
     if (const auto* kernel = n->op_as<KernelLikeOp>()) {
       GraphBuffers buffers;
       buffers.inputs = std::set<std::string>(n->inputs.begin(), n->inputs.end());

@@ -24,7 +24,7 @@ double count_ops(const Body& body) {
   for (const Stmt& s : body) {
     switch (s.kind()) {
       case StmtKind::Assign:
-        if (s.as<Assign>()->op != name_of(ElementwiseFn::Cast)) ops += 1;  // a cast is a conversion, not arithmetic
+        if (s.as<Assign>()->op != ElementwiseFn::Cast) ops += 1;  // a cast is a conversion, not arithmetic
         break;
       case StmtKind::Accum: ops += 1; break;
       case StmtKind::Loop: {

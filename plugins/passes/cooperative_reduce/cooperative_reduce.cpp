@@ -67,10 +67,10 @@ void top_level_loops(const Body& body, std::vector<const Loop*>& out) {
 
 // (acc, op) for every accumulator `loop` accumulates into that is initialized outside it, in
 // order of first accumulation.
-std::vector<std::pair<std::string, std::string>> outer_accumulators(const Loop& loop) {
+std::vector<std::pair<std::string, CombineFn>> outer_accumulators(const Loop& loop) {
   struct Collector final : StmtVisitor {
     std::set<std::string> inner_inits;
-    std::vector<std::pair<std::string, std::string>> accums;
+    std::vector<std::pair<std::string, CombineFn>> accums;
     void visit_Init(const Init& s) override { inner_inits.insert(s.acc); }
     void visit_Accum(const Accum& s) override {
       for (const auto& a : accums)

@@ -140,7 +140,7 @@ class Decomposer {
     return index_map(v + "_bc", v, std::move(index), TensorType{shape, t.dtype});
   }
 
-  std::string elementwise(const std::string& base, const std::string& fn, const std::vector<Operand>& operands,
+  std::string elementwise(const std::string& base, ElementwiseFn fn, const std::vector<Operand>& operands,
                           const Shape& shape, DType dtype) {
     auto op = std::make_unique<ElementwiseOp>();
     op->fn = fn;
@@ -164,7 +164,7 @@ class Decomposer {
   }
 
   // Elementwise over operands of one shape family; the result shape is their broadcast.
-  std::string ew(const std::string& role, const std::string& fn, const std::vector<Operand>& operands) {
+  std::string ew(const std::string& role, ElementwiseFn fn, const std::vector<Operand>& operands) {
     Shape shape;
     DType dtype = out_.dtype;
     for (const Operand& o : operands) {
@@ -180,7 +180,7 @@ class Decomposer {
   }
 
   // One Reduce over `axis` (non-negative) of `v`; printed with a negative axis like the seed.
-  std::string reduce(const std::string& base, const std::string& fn, const std::string& v, int64_t axis,
+  std::string reduce(const std::string& base, CombineFn fn, const std::string& v, int64_t axis,
                      bool keepdim) {
     const TensorType& t = type(v);
     auto op = std::make_unique<ReduceOp>();
@@ -194,7 +194,7 @@ class Decomposer {
   }
 
   // Reduces every dim of `dims` (normalized) in turn, highest first so lower axes keep their index.
-  std::string reduce_dims(const std::string& base, const std::string& fn, std::string v,
+  std::string reduce_dims(const std::string& base, CombineFn fn, std::string v,
                           std::vector<int64_t> dims, bool keepdim) {
     std::sort(dims.rbegin(), dims.rend());
     dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
@@ -257,11 +257,12 @@ class Decomposer {
     const std::string& t = op_.target;
     // The torch.* elementwise functions map one to one onto Tensor IR Elementwise (silu and cast
     // have their own rules below).
-    if (Expected<ElementwiseFn> fn = parse_elementwise_fn(t); fn && fn_info(*fn).torch != TorchForm::None) {
+    const Expected<ElementwiseFn> fn = parse_elementwise_fn(t);
+    if (fn && fn_info(*fn).torch != TorchForm::None) {
       if (inputs_.empty()) return error("expected at least one tensor operand");
-      return elementwise(id_ + "_ew", t, operands(), out_.shape, out_.dtype);
+      return elementwise(id_ + "_ew", *fn, operands(), out_.shape, out_.dtype);
     }
-    if (t == "cast") return elementwise(id_ + "_cast", "identity", operands(), out_.shape, out_.dtype);
+    if (t == "cast") return elementwise(id_ + "_cast", ElementwiseFn::Identity, operands(), out_.shape, out_.dtype);
     if (t == "sum" || t == "mean" || t == "amax" || t == "amin") return reduction();
     if (t == "argmax" || t == "argmin") return arg_reduction();
     if (t == "reshape" || t == "view" || t == "flatten") return reshape();
@@ -283,9 +284,9 @@ class Decomposer {
     if (t == "silu") return silu();
     if (t == "arange") return arange();
     if (t == "full") return full();
-    if (t == "logical_and" || t == "logical_or" || t == "logical_not") {
+    if (fn && (*fn == ElementwiseFn::LogicalAnd || *fn == ElementwiseFn::LogicalOr || *fn == ElementwiseFn::LogicalNot)) {
       if (inputs_.empty()) return error("expected at least one tensor operand");
-      return elementwise(id_ + "_ew", t, operands(), out_.shape, out_.dtype);
+      return elementwise(id_ + "_ew", *fn, operands(), out_.shape, out_.dtype);
     }
     return error("no decomposition for torch op '" + t + "'");
   }
@@ -309,11 +310,11 @@ class Decomposer {
     }
     positions->sources.push_back(IndexMapSource{"", {}, i, Expr()});
     std::string pos = add(id_ + "_pos", std::move(positions), {}, TensorType{out_.shape, DType::I64});
-    if (start == 0.0) return elementwise(id_ + "_scaled", "mul", {Operand::tensor(pos), Operand::literal(step)}, out_.shape, out_.dtype);
-    if (step == 1.0) return elementwise(id_ + "_shifted", "add", {Operand::tensor(pos), Operand::literal(start)}, out_.shape, out_.dtype);
-    std::string scaled = elementwise(id_ + "_scaled", "mul", {Operand::tensor(pos), Operand::literal(step)}, out_.shape,
+    if (start == 0.0) return elementwise(id_ + "_scaled", ElementwiseFn::Mul, {Operand::tensor(pos), Operand::literal(step)}, out_.shape, out_.dtype);
+    if (step == 1.0) return elementwise(id_ + "_shifted", ElementwiseFn::Add, {Operand::tensor(pos), Operand::literal(start)}, out_.shape, out_.dtype);
+    std::string scaled = elementwise(id_ + "_scaled", ElementwiseFn::Mul, {Operand::tensor(pos), Operand::literal(step)}, out_.shape,
                                      dtype_is_float(out_.dtype) ? out_.dtype : DType::F32);
-    return elementwise(id_ + "_shifted", "add", {Operand::tensor(scaled), Operand::literal(start)}, out_.shape, out_.dtype);
+    return elementwise(id_ + "_shifted", ElementwiseFn::Add, {Operand::tensor(scaled), Operand::literal(start)}, out_.shape, out_.dtype);
   }
 
   // full: an IndexMap whose only source is the literal value.
@@ -358,17 +359,17 @@ class Decomposer {
     // sum of bool / int32 is int64 (docs/torch-ops.md): convert first, so the Reduce accumulates in
     // int64 (a bool accumulator would saturate at 1).
     if (t.dtype != out_.dtype) {
-      x = elementwise(id_ + "_wide", "identity", {Operand::tensor(x)}, t.shape, out_.dtype);
+      x = elementwise(id_ + "_wide", ElementwiseFn::Identity, {Operand::tensor(x)}, t.shape, out_.dtype);
       if (t.rank() == 0) return x;
     }
     if (t.rank() == 0) return identity();
     bool keepdim = op_.attrs.get_bool("keepdim", false);
     const std::string& target = op_.target;
-    std::string fn = target == "mean" ? "sum" : target == "amax" ? "max" : target == "amin" ? "min" : target;
-    std::string red = reduce_dims(id_ + "_" + fn, fn, x, dims, keepdim);
+    const CombineFn fn = target == "amax" ? CombineFn::Max : target == "amin" ? CombineFn::Min : CombineFn::Add;
+    std::string red = reduce_dims(id_ + "_" + std::string(reduction_name(fn)), fn, x, dims, keepdim);
     if (target != "mean") return red;
     double inv = 1.0 / static_cast<double>(count(x, dims));
-    return ew("scale", "mul", {Operand::tensor(red), Operand::literal(inv)});
+    return ew("scale", ElementwiseFn::Mul, {Operand::tensor(red), Operand::literal(inv)});
   }
 
   // argmax = the smallest index where x equals its max: max, compare, an IndexMap that yields
@@ -379,22 +380,22 @@ class Decomposer {
     TESSERA_ASSIGN_OR_RETURN(int64_t d, normalize_dim(op_.attrs.get_int("dim", 0), t.rank()));
     if (t.rank() == 0) {
       // The index of the only element: 0 (as an elementwise op of x, so that the node reads it).
-      std::string any = elementwise(id_ + "_any", "eq", {Operand::tensor(x), Operand::tensor(x)}, t.shape, DType::Bool);
-      return elementwise(id_ + "_zero", "where", {Operand::tensor(any), Operand::literal(0.0), Operand::literal(0.0)},
+      std::string any = elementwise(id_ + "_any", ElementwiseFn::Eq, {Operand::tensor(x), Operand::tensor(x)}, t.shape, DType::Bool);
+      return elementwise(id_ + "_zero", ElementwiseFn::Where, {Operand::tensor(any), Operand::literal(0.0), Operand::literal(0.0)},
                          t.shape, DType::I64);
     }
     bool keepdim = op_.attrs.get_bool("keepdim", false);
-    std::string fn = op_.target == "argmax" ? "max" : "min";
-    std::string best = reduce(id_ + "_" + fn, fn, x, d, true);
-    std::string hit = elementwise(id_ + "_hit", "eq", {Operand::tensor(x), Operand::tensor(best)}, t.shape, DType::Bool);
+    const CombineFn fn = op_.target == "argmax" ? CombineFn::Max : CombineFn::Min;
+    std::string best = reduce(id_ + "_" + std::string(reduction_name(fn)), fn, x, d, true);
+    std::string hit = elementwise(id_ + "_hit", ElementwiseFn::Eq, {Operand::tensor(x), Operand::tensor(best)}, t.shape, DType::Bool);
     auto positions = std::make_unique<IndexMapOp>();
     positions->coords = coord_names(t.shape.size());
     positions->sources.push_back(IndexMapSource{"", {}, Expr::var(coord_name(static_cast<size_t>(d))), Expr()});
     std::string pos = add(id_ + "_pos", std::move(positions), {}, TensorType{t.shape, DType::I64});
-    std::string cand = elementwise(id_ + "_cand", "where",
+    std::string cand = elementwise(id_ + "_cand", ElementwiseFn::Where,
                                    {Operand::tensor(hit), Operand::tensor(pos), Operand::literal(static_cast<double>(t.dim(d)))},
                                    t.shape, DType::I64);
-    return reduce(id_ + "_first", "min", cand, d, keepdim);
+    return reduce(id_ + "_first", CombineFn::Min, cand, d, keepdim);
   }
 
   // Row-major reshape: each source coordinate from the flat output offset, simplified with the
@@ -491,8 +492,8 @@ class Decomposer {
     };
     std::string a_bc = index_map(a + "_bc", a, operand_index(ta, true), TensorType{space, ta.dtype});
     std::string b_bc = index_map(b + "_bc", b, operand_index(tb, false), TensorType{space, tb.dtype});
-    std::string prod = elementwise("prod", "mul", {Operand::tensor(a_bc), Operand::tensor(b_bc)}, space, out_.dtype);
-    std::string red = reduce("red", "sum", prod, static_cast<int64_t>(k_axis), true);
+    std::string prod = elementwise("prod", ElementwiseFn::Mul, {Operand::tensor(a_bc), Operand::tensor(b_bc)}, space, out_.dtype);
+    std::string red = reduce("red", CombineFn::Add, prod, static_cast<int64_t>(k_axis), true);
     ExprList index;
     for (size_t d = 0; d < space.size(); ++d) {
       size_t o = d < k_axis ? d : d - 1;
@@ -518,10 +519,10 @@ class Decomposer {
     std::string x_bc = index_map(x + "_bc", x, std::move(x_index), TensorType{space, tx.dtype});
     std::string w_bc = index_map(w + "_bc", w, {Expr::var(coord_name(n_axis)), Expr::var(coord_name(k_axis))},
                                  TensorType{space, tw.dtype});
-    std::string prod = elementwise("prod", "mul", {Operand::tensor(x_bc), Operand::tensor(w_bc)}, space, out_.dtype);
-    std::string red = reduce("red", "sum", prod, static_cast<int64_t>(k_axis), false);
+    std::string prod = elementwise("prod", ElementwiseFn::Mul, {Operand::tensor(x_bc), Operand::tensor(w_bc)}, space, out_.dtype);
+    std::string red = reduce("red", CombineFn::Add, prod, static_cast<int64_t>(k_axis), false);
     if (inputs_.size() < 3) return red;
-    return elementwise(id_ + "_bias", "add", {Operand::tensor(red), Operand::tensor(inputs_[2])}, out_.shape,
+    return elementwise(id_ + "_bias", ElementwiseFn::Add, {Operand::tensor(red), Operand::tensor(inputs_[2])}, out_.shape,
                        out_.dtype);
   }
 
@@ -613,11 +614,11 @@ class Decomposer {
     k_index.insert(k_index.end(), {s, e});
     std::string q_bc = index_map(q + "_bc", q, q_index, TensorType{score_space, tq.dtype});
     std::string k_bc = index_map(k + "_bc", k, k_index, TensorType{score_space, tk.dtype});
-    std::string qk = elementwise(id_ + "_qk", "mul", {Operand::tensor(q_bc), Operand::tensor(k_bc)}, score_space,
+    std::string qk = elementwise(id_ + "_qk", ElementwiseFn::Mul, {Operand::tensor(q_bc), Operand::tensor(k_bc)}, score_space,
                                  out_.dtype);
-    std::string scores = reduce(id_ + "_scores", "sum", qk, static_cast<int64_t>(lead + 2), false);
+    std::string scores = reduce(id_ + "_scores", CombineFn::Add, qk, static_cast<int64_t>(lead + 2), false);
     double scale = op_.attrs.get_float("scale", 1.0 / std::sqrt(static_cast<double>(E)));
-    std::string scaled = ew("scaled", "mul", {Operand::tensor(scores), Operand::literal(scale)});
+    std::string scaled = ew("scaled", ElementwiseFn::Mul, {Operand::tensor(scores), Operand::literal(scale)});
     if (op_.attrs.get_bool("is_causal", false)) {
       const TensorType& ts = type(scaled);
       auto op = std::make_unique<IndexMapOp>();
@@ -628,11 +629,11 @@ class Decomposer {
       scaled = add(id_ + "_masked", std::move(op), {scaled}, ts);
     }
     int64_t s_axis = static_cast<int64_t>(lead + 1);
-    std::string m = reduce(id_ + "_max", "max", scaled, s_axis, true);
-    std::string shifted = ew("sub", "sub", {Operand::tensor(scaled), Operand::tensor(m)});
-    std::string ex = ew("exp", "exp", {Operand::tensor(shifted)});
-    std::string sum = reduce(id_ + "_sum", "sum", ex, s_axis, true);
-    std::string p = ew("probs", "div", {Operand::tensor(ex), Operand::tensor(sum)});
+    std::string m = reduce(id_ + "_max", CombineFn::Max, scaled, s_axis, true);
+    std::string shifted = ew("sub", ElementwiseFn::Sub, {Operand::tensor(scaled), Operand::tensor(m)});
+    std::string ex = ew("exp", ElementwiseFn::Exp, {Operand::tensor(shifted)});
+    std::string sum = reduce(id_ + "_sum", CombineFn::Add, ex, s_axis, true);
+    std::string p = ew("probs", ElementwiseFn::Div, {Operand::tensor(ex), Operand::tensor(sum)});
 
     Shape out_space(tq.shape.begin(), tq.shape.begin() + static_cast<int64_t>(lead));
     out_space.insert(out_space.end(), {Dim(L), Dim(S), Dim(Ev)});
@@ -642,9 +643,9 @@ class Decomposer {
     v_index.insert(v_index.end(), {s, e});
     std::string p_bc = index_map(p + "_bc", p, p_index, TensorType{out_space, type(p).dtype});
     std::string v_bc = index_map(v + "_bc", v, v_index, TensorType{out_space, tv.dtype});
-    std::string pv = elementwise(id_ + "_pv", "mul", {Operand::tensor(p_bc), Operand::tensor(v_bc)}, out_space,
+    std::string pv = elementwise(id_ + "_pv", ElementwiseFn::Mul, {Operand::tensor(p_bc), Operand::tensor(v_bc)}, out_space,
                                  out_.dtype);
-    return reduce(id_ + "_out", "sum", pv, s_axis, false);
+    return reduce(id_ + "_out", CombineFn::Add, pv, s_axis, false);
   }
 
   Expected<std::string> softmax() {
@@ -652,14 +653,14 @@ class Decomposer {
     TESSERA_ASSIGN_OR_RETURN(int64_t d, normalize_dim(op_.attrs.get_int("dim", -1), type(x).rank()));
     if (type(x).rank() == 0) {
       // One element: e^(x - x) / e^(x - x), 1 (NaN for a non-finite x, as in PyTorch).
-      std::string e = ew("exp", "exp", {Operand::tensor(ew("sub", "sub", {Operand::tensor(x), Operand::tensor(x)}))});
-      return ew("div", "div", {Operand::tensor(e), Operand::tensor(e)});
+      std::string e = ew("exp", ElementwiseFn::Exp, {Operand::tensor(ew("sub", ElementwiseFn::Sub, {Operand::tensor(x), Operand::tensor(x)}))});
+      return ew("div", ElementwiseFn::Div, {Operand::tensor(e), Operand::tensor(e)});
     }
-    std::string m = reduce(id_ + "_max", "max", x, d, true);
-    std::string shifted = ew("sub", "sub", {Operand::tensor(x), Operand::tensor(m)});
-    std::string e = ew("exp", "exp", {Operand::tensor(shifted)});
-    std::string s = reduce(id_ + "_sum", "sum", e, d, true);
-    return ew("div", "div", {Operand::tensor(e), Operand::tensor(s)});
+    std::string m = reduce(id_ + "_max", CombineFn::Max, x, d, true);
+    std::string shifted = ew("sub", ElementwiseFn::Sub, {Operand::tensor(x), Operand::tensor(m)});
+    std::string e = ew("exp", ElementwiseFn::Exp, {Operand::tensor(shifted)});
+    std::string s = reduce(id_ + "_sum", CombineFn::Add, e, d, true);
+    return ew("div", ElementwiseFn::Div, {Operand::tensor(e), Operand::tensor(s)});
   }
 
   Expected<std::vector<int64_t>> normalized_dims(const std::string& x) const {
@@ -674,14 +675,14 @@ class Decomposer {
     TESSERA_ASSIGN_OR_RETURN(std::string x, input(0));
     TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> dims, normalized_dims(x));
     double eps = op_.attrs.get_float("eps", 0.0);
-    std::string sq = ew("sq", "mul", {Operand::tensor(x), Operand::tensor(x)});
-    std::string ss = reduce_dims(id_ + "_sum", "sum", sq, dims, true);
-    std::string ms = ew("mean", "mul", {Operand::tensor(ss), Operand::literal(1.0 / static_cast<double>(count(x, dims)))});
-    std::string shifted = ew("eps", "add", {Operand::tensor(ms), Operand::literal(eps)});
-    std::string r = ew("rsqrt", "rsqrt", {Operand::tensor(shifted)});
-    std::string y = ew("norm", "mul", {Operand::tensor(x), Operand::tensor(r)});
+    std::string sq = ew("sq", ElementwiseFn::Mul, {Operand::tensor(x), Operand::tensor(x)});
+    std::string ss = reduce_dims(id_ + "_sum", CombineFn::Add, sq, dims, true);
+    std::string ms = ew("mean", ElementwiseFn::Mul, {Operand::tensor(ss), Operand::literal(1.0 / static_cast<double>(count(x, dims)))});
+    std::string shifted = ew("eps", ElementwiseFn::Add, {Operand::tensor(ms), Operand::literal(eps)});
+    std::string r = ew("rsqrt", ElementwiseFn::Rsqrt, {Operand::tensor(shifted)});
+    std::string y = ew("norm", ElementwiseFn::Mul, {Operand::tensor(x), Operand::tensor(r)});
     if (inputs_.size() < 2) return y;
-    return ew("scale", "mul", {Operand::tensor(y), Operand::tensor(inputs_[1])});
+    return ew("scale", ElementwiseFn::Mul, {Operand::tensor(y), Operand::tensor(inputs_[1])});
   }
 
   // (x - mean) * rsqrt(var + eps) [* weight] [+ bias], var the biased variance.
@@ -690,17 +691,17 @@ class Decomposer {
     TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> dims, normalized_dims(x));
     double eps = op_.attrs.get_float("eps", 1e-5);
     double inv = 1.0 / static_cast<double>(count(x, dims));
-    std::string s = reduce_dims(id_ + "_sum", "sum", x, dims, true);
-    std::string mu = ew("mean", "mul", {Operand::tensor(s), Operand::literal(inv)});
-    std::string xc = ew("centered", "sub", {Operand::tensor(x), Operand::tensor(mu)});
-    std::string sq = ew("sq", "mul", {Operand::tensor(xc), Operand::tensor(xc)});
-    std::string ss = reduce_dims(id_ + "_sqsum", "sum", sq, dims, true);
-    std::string var = ew("var", "mul", {Operand::tensor(ss), Operand::literal(inv)});
-    std::string shifted = ew("eps", "add", {Operand::tensor(var), Operand::literal(eps)});
-    std::string r = ew("rsqrt", "rsqrt", {Operand::tensor(shifted)});
-    std::string y = ew("norm", "mul", {Operand::tensor(xc), Operand::tensor(r)});
-    if (inputs_.size() >= 2) y = ew("scale", "mul", {Operand::tensor(y), Operand::tensor(inputs_[1])});
-    if (inputs_.size() >= 3) y = ew("shift", "add", {Operand::tensor(y), Operand::tensor(inputs_[2])});
+    std::string s = reduce_dims(id_ + "_sum", CombineFn::Add, x, dims, true);
+    std::string mu = ew("mean", ElementwiseFn::Mul, {Operand::tensor(s), Operand::literal(inv)});
+    std::string xc = ew("centered", ElementwiseFn::Sub, {Operand::tensor(x), Operand::tensor(mu)});
+    std::string sq = ew("sq", ElementwiseFn::Mul, {Operand::tensor(xc), Operand::tensor(xc)});
+    std::string ss = reduce_dims(id_ + "_sqsum", CombineFn::Add, sq, dims, true);
+    std::string var = ew("var", ElementwiseFn::Mul, {Operand::tensor(ss), Operand::literal(inv)});
+    std::string shifted = ew("eps", ElementwiseFn::Add, {Operand::tensor(var), Operand::literal(eps)});
+    std::string r = ew("rsqrt", ElementwiseFn::Rsqrt, {Operand::tensor(shifted)});
+    std::string y = ew("norm", ElementwiseFn::Mul, {Operand::tensor(xc), Operand::tensor(r)});
+    if (inputs_.size() >= 2) y = ew("scale", ElementwiseFn::Mul, {Operand::tensor(y), Operand::tensor(inputs_[1])});
+    if (inputs_.size() >= 3) y = ew("shift", ElementwiseFn::Add, {Operand::tensor(y), Operand::tensor(inputs_[2])});
     return y;
   }
 
@@ -710,27 +711,27 @@ class Decomposer {
     std::string approximate = op_.attrs.get_string("approximate", "none");
     std::string inner;
     if (approximate == "tanh") {
-      std::string x2 = ew("sq", "mul", {Operand::tensor(x), Operand::tensor(x)});
-      std::string x3 = ew("cube", "mul", {Operand::tensor(x2), Operand::tensor(x)});
-      std::string c3 = ew("cube_scaled", "mul", {Operand::tensor(x3), Operand::literal(0.044715)});
-      std::string s = ew("poly", "add", {Operand::tensor(x), Operand::tensor(c3)});
-      std::string u = ew("arg", "mul", {Operand::tensor(s), Operand::literal(std::sqrt(2.0 / std::numbers::pi))});
-      inner = ew("tanh", "tanh", {Operand::tensor(u)});
+      std::string x2 = ew("sq", ElementwiseFn::Mul, {Operand::tensor(x), Operand::tensor(x)});
+      std::string x3 = ew("cube", ElementwiseFn::Mul, {Operand::tensor(x2), Operand::tensor(x)});
+      std::string c3 = ew("cube_scaled", ElementwiseFn::Mul, {Operand::tensor(x3), Operand::literal(0.044715)});
+      std::string s = ew("poly", ElementwiseFn::Add, {Operand::tensor(x), Operand::tensor(c3)});
+      std::string u = ew("arg", ElementwiseFn::Mul, {Operand::tensor(s), Operand::literal(std::sqrt(2.0 / std::numbers::pi))});
+      inner = ew("tanh", ElementwiseFn::Tanh, {Operand::tensor(u)});
     } else if (approximate == "none") {
-      std::string u = ew("arg", "mul", {Operand::tensor(x), Operand::literal(1.0 / std::numbers::sqrt2)});
-      inner = ew("erf", "erf", {Operand::tensor(u)});
+      std::string u = ew("arg", ElementwiseFn::Mul, {Operand::tensor(x), Operand::literal(1.0 / std::numbers::sqrt2)});
+      inner = ew("erf", ElementwiseFn::Erf, {Operand::tensor(u)});
     } else {
       return error("unknown approximate='" + approximate + "'");
     }
-    std::string p = ew("one_plus", "add", {Operand::tensor(inner), Operand::literal(1.0)});
-    std::string h = ew("half", "mul", {Operand::tensor(x), Operand::literal(0.5)});
-    return ew("out", "mul", {Operand::tensor(h), Operand::tensor(p)});
+    std::string p = ew("one_plus", ElementwiseFn::Add, {Operand::tensor(inner), Operand::literal(1.0)});
+    std::string h = ew("half", ElementwiseFn::Mul, {Operand::tensor(x), Operand::literal(0.5)});
+    return ew("out", ElementwiseFn::Mul, {Operand::tensor(h), Operand::tensor(p)});
   }
 
   Expected<std::string> silu() {
     TESSERA_ASSIGN_OR_RETURN(std::string x, input(0));
-    std::string s = ew("sigmoid", "sigmoid", {Operand::tensor(x)});
-    return ew("out", "mul", {Operand::tensor(x), Operand::tensor(s)});
+    std::string s = ew("sigmoid", ElementwiseFn::Sigmoid, {Operand::tensor(x)});
+    return ew("out", ElementwiseFn::Mul, {Operand::tensor(x), Operand::tensor(s)});
   }
 
   // Moves the computed value into the torch node (keeping its id, users and outputs): the last

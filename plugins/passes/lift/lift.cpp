@@ -111,14 +111,14 @@ class Lifter {
   Expr converted(Body& body, Expr value, DType from, DType to) {
     if (from == to) return value;
     std::string dst = next_value();
-    body.push_back(Assign{dst, std::string(name_of(ElementwiseFn::Cast)), {std::move(value)}, ValueType::scalar(to)});
+    body.push_back(Assign{dst, ElementwiseFn::Cast, {std::move(value)}, ValueType::scalar(to)});
     return Expr::value(dst);
   }
 
   Expected<Body> elementwise(const ElementwiseOp& op) {
-    Expected<ElementwiseFn> fn = resolve_elementwise_fn(op.fn, op.args.size());
-    if (!fn) return error(fn.error().message);
-    const bool is_where = *fn == ElementwiseFn::Where;
+    if (Status arity = check_arity(op.fn, op.args.size()); !arity.is_ok()) return error(arity.error().message);
+    const ElementwiseFn fn = op.fn;
+    const bool is_where = fn == ElementwiseFn::Where;
     const size_t rank = n_.type.shape.size();
     const DType out_dtype = n_.type.dtype;
     // The dtype of each argument as stored (literals take the computation's type).
@@ -135,12 +135,12 @@ class Lifter {
     // operand_dtype: what each (non-condition) operand is cast to; result_dtype: the Assign's type.
     DType operand_dtype = compute_dtype(out_dtype);
     DType result_dtype = compute_dtype(out_dtype);
-    if (fn_info(*fn).result == FnResult::Bool || is_where) {
+    if (fn_info(fn).result == FnResult::Bool || is_where) {
       std::optional<DType> joined;
       for (size_t i = is_where ? 1 : 0; i < arg_dtypes.size(); ++i)
         if (arg_dtypes[i]) joined = joined ? promote(*joined, *arg_dtypes[i]) : compute_dtype(*arg_dtypes[i]);
       operand_dtype = joined ? *joined : DType::F32;
-      if (*fn == ElementwiseFn::LogicalAnd || *fn == ElementwiseFn::LogicalOr || *fn == ElementwiseFn::LogicalNot)
+      if (fn == ElementwiseFn::LogicalAnd || fn == ElementwiseFn::LogicalOr || fn == ElementwiseFn::LogicalNot)
         operand_dtype = DType::Bool;
       result_dtype = is_where ? operand_dtype : DType::Bool;
     }
@@ -186,19 +186,24 @@ class Lifter {
     // Floats accumulate in f32 (also for f16/bf16 inputs; f64 in f64), integers in the node's dtype.
     const DType acc_dtype = dtype_is_float(in->type.dtype) ? compute_dtype(in->type.dtype) : n_.type.dtype;
     const bool int_acc = !dtype_is_float(acc_dtype);
-    CombineFn accum_op = CombineFn::Add;
+    const CombineFn accum_op = op.fn;
     Expr identity;
-    if (op.fn == "sum") accum_op = CombineFn::Add, identity = int_acc ? Expr::int_(0) : Expr::float_(0.0);
-    else if (op.fn == "prod") accum_op = CombineFn::Mul, identity = int_acc ? Expr::int_(1) : Expr::float_(1.0);
-    else if (op.fn == "max")
-      accum_op = CombineFn::Max, identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::min()
-                                                                                : acc_dtype == DType::Bool ? 0 : std::numeric_limits<int64_t>::min())
-                                           : Expr::float_(-std::numeric_limits<double>::infinity());
-    else if (op.fn == "min")
-      accum_op = CombineFn::Min, identity = int_acc ? Expr::int_(acc_dtype == DType::I32 ? std::numeric_limits<int32_t>::max()
-                                                                                : acc_dtype == DType::Bool ? 1 : std::numeric_limits<int64_t>::max())
-                                           : Expr::float_(std::numeric_limits<double>::infinity());
-    else return error("unknown reduce function '" + op.fn + "' (expected sum, max, min or prod)");
+    switch (accum_op) {
+      case CombineFn::Add: identity = int_acc ? Expr::int_(0) : Expr::float_(0.0); break;
+      case CombineFn::Mul: identity = int_acc ? Expr::int_(1) : Expr::float_(1.0); break;
+      case CombineFn::Max:
+        identity = int_acc ? Expr::int_(acc_dtype == DType::I32    ? std::numeric_limits<int32_t>::min()
+                                        : acc_dtype == DType::Bool ? 0
+                                                                   : std::numeric_limits<int64_t>::min())
+                           : Expr::float_(-std::numeric_limits<double>::infinity());
+        break;
+      case CombineFn::Min:
+        identity = int_acc ? Expr::int_(acc_dtype == DType::I32    ? std::numeric_limits<int32_t>::max()
+                                        : acc_dtype == DType::Bool ? 1
+                                                                   : std::numeric_limits<int64_t>::max())
+                           : Expr::float_(std::numeric_limits<double>::infinity());
+        break;
+    }
 
     // Free axes a0.. cover the input dims except `axis`, in order; the reduce axis comes last.
     std::vector<int64_t> free_extents;
@@ -221,7 +226,7 @@ class Lifter {
                    " does not give the node's type " + n_.type.str());
     Body reduce_body{Load{"in0", in->id(), std::move(load_index), ValueType::scalar(in->type.dtype)}};
     Expr x = converted(reduce_body, Expr::value("in0"), in->type.dtype, acc_dtype);
-    reduce_body.push_back(Accum{"acc0", std::string(name_of(accum_op)), x});
+    reduce_body.push_back(Accum{"acc0", accum_op, x});
     Body inner{Init{"acc0", identity, ValueType::scalar(acc_dtype)},
                free_loop(reduce_var, in->type.dim(axis), std::move(reduce_body), LoopRole::Reduce)};
     Expr out = converted(inner, Expr::value("acc0"), acc_dtype, n_.type.dtype);

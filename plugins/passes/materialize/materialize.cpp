@@ -49,10 +49,12 @@
 #include <vector>
 
 #include "tessera/ir/graph.h"
+#include "tessera/ir/uniformity.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera {
 namespace {
@@ -81,10 +83,9 @@ class ExprRenamer final : public StmtMutator {
 // What holds while lowering one statement list.
 struct Scope {
   RangeMap ranges;                        // integer ranges of the axes in scope
-  std::set<std::string> uniform;          // names whose value is the same in every thread of a block
   std::map<std::string, Expr> renames;    // acc -> its combined value, after a block Combine
   bool in_loop = false;                   // inside a Loop/StridedLoop (collectives repeat)
-  bool thread_dependent = false;          // under a loop or condition that differs per thread
+  UniformityScope uniformity = UniformityScope::kernel_top();  // block-wide names; thread-dependent control
 };
 
 class KernelBuilder {
@@ -104,6 +105,10 @@ class KernelBuilder {
       }
     }
     if (tile == nullptr) return ctx_.error_at(node_, "the kernel has no Tile statement");
+    if (std::optional<Stmt> foreign = first_stmt_outside(tile_op_.body, kInTile))
+      return ctx_.error_at(node_, "`" + first_line(*foreign) + "` is a " +
+                                      std::string(home_dialect_name(foreign->kind())) +
+                                      " statement; materialize reads Tile IR");
     collect_accumulator_types(tile_op_.body);
 
     // Launch geometry and the axis decodes.
@@ -132,7 +137,6 @@ class KernelBuilder {
     Scope top;
     top.ranges["threadIdx.x"] = Interval{0, threads - 1};
     top.ranges["blockIdx.x"] = Interval{0, blocks - 1};
-    top.uniform.insert("blockIdx.x");
     Body lets;
     std::vector<const TileAxis*> thread_axes;
     for (AxisBinding binding : {AxisBinding::Thread, AxisBinding::Block}) {
@@ -150,8 +154,8 @@ class KernelBuilder {
     for (const TileAxis& a : tile->axes) {
       lets.push_back(Let{a.name, decodes_[a.name]});
       top.ranges[a.name] = Interval{0, a.extent - 1};
-      if (a.binding == AxisBinding::Block) top.uniform.insert(a.name);
     }
+    top.uniformity.enter_tile(*tile);  // BLOCK axes are uniform (THREAD and BLOCK are all that reach here)
     // The flat thread id, spelled as the axis when one THREAD axis covers the block.
     tid_ = thread_axes.size() == 1 ? Expr::var(thread_axes[0]->name) : Expr::var("threadIdx.x");
 
@@ -244,17 +248,16 @@ class KernelBuilder {
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:
       case StmtKind::VectorStore:
-        return ctx_.error_at(node_, "`" + first_line(s) + "` is a Kernel IR statement; materialize reads Tile IR");
+        TESSERA_UNREACHABLE("build refuses kinds outside Tile IR (first_stmt_outside) before lowering");
     }
     return ctx_.error_at(node_, "`" + first_line(s) + "` has an unknown statement kind");
   }
 
   Status lower_loop(const Loop& st, Scope& scope, Body& out) {
     Expr begin = rename(st.begin, scope), end = rename(st.end, scope);
-    Scope inner = nested(scope, {begin, end});
+    Scope inner = nested(scope, {begin, end}, st.var);
     inner.in_loop = true;
     bind_range(inner, st.var, begin, end);
-    if (is_uniform({begin, end}, scope)) inner.uniform.insert(st.var);
     Body body;
     TESSERA_TRY(lower_body(st.body, inner, body));
     out.push_back(Loop{st.var, begin, end, st.role, st.unroll, std::move(body)});
@@ -263,10 +266,9 @@ class KernelBuilder {
 
   Status lower_strided_loop(const StridedLoop& st, Scope& scope, Body& out) {
     Expr begin = rename(st.begin, scope), end = rename(st.end, scope), step = rename(st.step, scope);
-    Scope inner = nested(scope, {begin, end, step});
+    Scope inner = nested(scope, {begin, end, step}, st.var);
     inner.in_loop = true;
     bind_range(inner, st.var, begin, end);
-    if (is_uniform({begin, end, step}, scope)) inner.uniform.insert(st.var);
     Body body;
     TESSERA_TRY(lower_body(st.body, inner, body));
     out.push_back(StridedLoop{st.var, begin, end, step, st.role, st.unroll, std::move(body)});
@@ -289,17 +291,7 @@ class KernelBuilder {
   Status lower_leaf(const Stmt& s, Scope& scope, Body& out) {
     ExprRenamer renamer(scope.renames);
     Stmt copy = renamer.mutate(s);
-    if (!scope.thread_dependent) {
-      if (const auto* st = copy.as<Assign>(); st != nullptr && is_uniform(st->args, scope)) {
-        scope.uniform.insert(st->dst);
-      } else if (const auto* ld = copy.as<Load>(); ld != nullptr && is_uniform(ld->index, scope)) {
-        scope.uniform.insert(ld->dst);
-      } else if (const auto* sel = copy.as<Select>();
-                 sel != nullptr &&
-                 is_uniform({sel->cond, sel->then_value, sel->else_value}, scope)) {
-        scope.uniform.insert(sel->dst);
-      }
-    }
+    scope.uniformity.define(copy);
     out.push_back(copy);
     return Status::ok();
   }
@@ -307,7 +299,7 @@ class KernelBuilder {
   // ---- collectives ----
 
   Status check_collective(const Stmt& s, const Scope& scope) const {
-    if (!scope.thread_dependent) return Status::ok();
+    if (!scope.uniformity.thread_dependent()) return Status::ok();
     return ctx_.error_at(node_, "collective statement `" + first_line(s) +
                                     "` is under a thread-dependent loop or condition; every "
                                     "thread of the block must reach it");
@@ -430,7 +422,7 @@ class KernelBuilder {
     out.push_back(Load{total, buf, {Expr::int_(0)}, acc_type});
     if (scope.in_loop) out.push_back(Sync{});
     scope.renames[st.acc] = Expr::value(total);
-    scope.uniform.insert(total);
+    scope.uniformity.mark_uniform(total);
     return Status::ok();
   }
 
@@ -461,17 +453,10 @@ class KernelBuilder {
     return scope.renames.empty() ? e : substitute(e, scope.renames);
   }
 
-  bool is_uniform(const ExprList& exprs, const Scope& scope) const {
-    for (const Expr& e : exprs)
-      for (const std::string& v : free_vars(e))
-        if (!scope.uniform.count(v)) return false;
-    return true;
-  }
-
-  // A nested scope is thread-dependent when its loop bounds / condition are.
-  Scope nested(const Scope& scope, const ExprList& control) const {
+  // A nested scope is thread-dependent when its loop bounds / condition are (ir/uniformity.h).
+  static Scope nested(const Scope& scope, const ExprList& control, const std::string& var = {}) {
     Scope inner = scope;
-    if (!is_uniform(control, scope)) inner.thread_dependent = true;
+    inner.uniformity = scope.uniformity.nested(control, var);
     return inner;
   }
 

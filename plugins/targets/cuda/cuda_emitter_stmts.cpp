@@ -94,9 +94,8 @@ Status CudaEmitter::emit_load(const Stmt& s, const Load* st) {
 Status CudaEmitter::emit_assign(const Stmt& s, const Assign* st) {
   std::vector<Printed> args;
   for (const Expr& a : st->args) args.push_back(arg(a, st->type.dtype));
-  Expected<ElementwiseFn> fn = resolve_elementwise_fn(st->op, args.size());
-  if (!fn) return error_at(s, fn.error().message);
-  std::optional<std::string> text = call_fn(*fn, args);
+  if (Status arity = check_arity(st->op, args.size()); !arity.is_ok()) return error_at(s, arity.error().message);
+  std::optional<std::string> text = call_fn(st->op, args);
   Ty computed = dtype_is_float(st->type.dtype) || args.empty() ? Ty::Float : args[0].type;
   for (const Printed& p : args) computed = p.type == Ty::Float ? Ty::Float : computed;
   for (const Printed& p : args) computed = p.type == Ty::Double ? Ty::Double : computed;
@@ -136,15 +135,13 @@ Status CudaEmitter::emit_accum(const Stmt& s, const Accum* st) {
   if (!names_.count(st->acc)) return error_at(s, "accumulator '" + st->acc + "' is not initialized here");
   std::string target = st->acc;
   for (const Expr& i : st->index) target += "[" + index(i).text + "]";
-  Expected<CombineFn> op = parse_combine_fn(st->op);
-  if (!op) return error_at(s, op.error().message);
-  switch (*op) {
+  switch (st->op) {
     case CombineFn::Add: line(target + " += " + v.text + ";"); break;
     case CombineFn::Mul: line(target + " *= " + v.text + ";"); break;
     case CombineFn::Max:
     case CombineFn::Min: {
       auto acc_type = value_types_.find(st->acc);
-      line(target + " = " + combine(*op, target, v.text, acc_type == value_types_.end() ? DType::F32 : acc_type->second) + ";");
+      line(target + " = " + combine(st->op, target, v.text, acc_type == value_types_.end() ? DType::F32 : acc_type->second) + ";");
       break;
     }
   }
@@ -288,10 +285,8 @@ Status CudaEmitter::emit_tree_halve(const Stmt& s, const TreeHalve& st) {
   TESSERA_TRY(checked(s));
   std::string t = wrap(tid, tid.prec >= kAdd);
   auto slot = [&](const std::string& i) { return buf->cname + "[" + i + "]"; };
-  Expected<CombineFn> op = parse_combine_fn(st.op);
-  if (!op) return error_at(s, op.error().message);
   std::optional<std::string> c =
-      combine(*op, load_text(*buf, slot(tid.text)), load_text(*buf, slot(t + " + tessera_s")), buf->dtype);
+      combine(st.op, load_text(*buf, slot(tid.text)), load_text(*buf, slot(t + " + tessera_s")), buf->dtype);
   int64_t half = 1;
   while (half < st.count) half *= 2;
   half /= 2;

@@ -3,10 +3,12 @@
 // resolution and ranks, elementwise function names and arities, statement kinds the simulator
 // runs, Smem placement. The executor then only evaluates and checks accesses.
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "kernel_program.h"
 #include "tessera/eval/reference_evaluator.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera::sim {
 
@@ -38,6 +40,9 @@ class KernelCompiler {
 
   Expected<KernelProgram> compile(const std::vector<ScalarBinding>& scalars) {
     for (const ScalarBinding& b : scalars) program_.scalar_slots.emplace_back(define(b.name, b.is_int), b.value);
+    if (std::optional<Stmt> foreign = first_stmt_outside(op_.body, kInKernel))
+      return error(*foreign, "the simulator does not execute " + std::string(stmt_kind_name(foreign->kind())) + " (a " +
+                                 std::string(home_dialect_name(foreign->kind())) + " statement: run materialize first)");
     // Smem buffers are declared at the top level, before their uses (docs/ir.md, Kernel IR).
     TESSERA_ASSIGN_OR_RETURN(program_.body, compile_body(op_.body, /*top_level=*/true));
     program_.slot_count = static_cast<int>(slot_is_int_.size());
@@ -180,12 +185,6 @@ class KernelCompiler {
     return error(s, "'" + name + "' is neither a declared Smem buffer, an input of the node, nor its output");
   }
 
-  Expected<CombineFn> accum_op(const std::string& op, const Stmt& s) {
-    Expected<CombineFn> parsed = parse_combine_fn(op);
-    if (!parsed) return error(s, parsed.error().message);
-    return *parsed;
-  }
-
   Expected<std::vector<SimStmt>> compile_body(const Body& body, bool top_level) {
     size_t mark = scope_.size();
     std::vector<SimStmt> out;
@@ -214,10 +213,9 @@ class KernelCompiler {
       case StmtKind::Assign: {
         const auto* st = s.as<Assign>();
         TESSERA_TRY(compile_typed_exprs(st->args, st->type.dtype, s, c.exprs));
-        // Resolves the name and arity once here; the executor applies it per lane.
-        Expected<ElementwiseFn> fn = resolve_elementwise_fn(st->op, st->args.size());
-        if (!fn) return error(s, fn.error().message);
-        c.fn = *fn;
+        // Checks the arity once here; the executor applies the function per lane.
+        if (Status arity = check_arity(st->op, st->args.size()); !arity.is_ok()) return error(s, arity.error().message);
+        c.fn = st->op;
         c.value_type = st->type.dtype;
         c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
         break;
@@ -248,7 +246,7 @@ class KernelCompiler {
         TESSERA_TRY(compile_typed_exprs({st->value}, acc_type == acc_type_.end() ? DType::F32 : acc_type->second, s, c.exprs));
         c.slot = lookup(st->acc);
         if (c.slot < 0) return error(s, "accumulates into '" + st->acc + "', which has no init in scope");
-        TESSERA_ASSIGN_OR_RETURN(c.accum, accum_op(st->op, s));
+        c.accum = st->op;
         auto type = acc_type_.find(c.slot);
         if (type != acc_type_.end()) c.value_type = type->second;
         auto array = arrays_.find(st->acc);
@@ -360,7 +358,7 @@ class KernelCompiler {
         if (st->count <= 0 || st->count > size)
           return error(s, "n=" + std::to_string(st->count) + " is outside the buffer's " + std::to_string(size) + " elements");
         c.count = st->count;
-        TESSERA_ASSIGN_OR_RETURN(c.accum, accum_op(st->op, s));
+        c.accum = st->op;
         TESSERA_TRY(compile_exprs({st->tid}, s, c.exprs));
         break;
       }
@@ -392,8 +390,7 @@ class KernelCompiler {
       case StmtKind::Stage:
       case StmtKind::Combine:
       case StmtKind::AsyncWait:
-        return error(s, "the simulator does not execute " + std::string(stmt_kind_name(s.kind())) +
-                            " (a Tile IR statement: run materialize first)");
+        TESSERA_UNREACHABLE("compile_kernel refuses kinds outside Kernel IR (first_stmt_outside) before compiling");
     }
     return c;
   }

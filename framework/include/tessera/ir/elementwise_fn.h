@@ -20,12 +20,14 @@
 // elementwise function", lists them.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "tessera/ir/stmt_enums.h"
 #include "tessera/support/status.h"
 
 namespace tessera {
@@ -115,6 +117,8 @@ constexpr std::string_view name_of(ElementwiseFn fn) { return fn_info(fn).name; 
 Expected<ElementwiseFn> parse_elementwise_fn(std::string_view name);
 // The same, and also an error unless it takes `arity` operands.
 Expected<ElementwiseFn> resolve_elementwise_fn(std::string_view name, size_t arity);
+// An error unless `fn` takes `arity` operands.
+Status check_arity(ElementwiseFn fn, size_t arity);
 
 // The function in double precision; `args` holds fn_info(fn).arity values (comparisons give 1 / 0).
 double apply_elementwise_fn(ElementwiseFn fn, std::span<const double> args);
@@ -128,16 +132,18 @@ bool is_integer_division_by_zero(ElementwiseFn fn, std::span<const double> args)
 
 // ---- combine ops: how Accum, Combine and TreeHalve merge two partial results -------------------
 
-// X(Enum, name, the elementwise function it applies). The IR spells max/min; `maximum`/`minimum`
-// are accepted as aliases when reading (they denote the same function).
-#define TESSERA_COMBINE_FNS(X) \
-  X(Add, "add", Add)           \
-  X(Mul, "mul", Mul)           \
-  X(Max, "max", Maximum)       \
-  X(Min, "min", Minimum)
+// X(Enum, name, the elementwise function it applies, the Tensor IR reduction it performs).
+// Loop, Tile and Kernel IR spell the op `name` (Accum, Combine, TreeHalve); a Tensor IR
+// `ReduceOp` spells it as its reduction (sum, prod, max, min), PyTorch's names. When reading IR
+// text, `maximum`/`minimum` are accepted as aliases of max/min (they denote the same function).
+#define TESSERA_COMBINE_FNS(X)   \
+  X(Add, "add", Add, "sum")      \
+  X(Mul, "mul", Mul, "prod")     \
+  X(Max, "max", Maximum, "max")  \
+  X(Min, "min", Minimum, "min")
 
 enum class CombineFn : uint8_t {
-#define TESSERA_COMBINE_FN_ENUM_(e, name, fn) e,
+#define TESSERA_COMBINE_FN_ENUM_(e, name, fn, reduction) e,
   TESSERA_COMBINE_FNS(TESSERA_COMBINE_FN_ENUM_)
 #undef TESSERA_COMBINE_FN_ENUM_
 };
@@ -146,24 +152,48 @@ struct CombineFnInfo {
   CombineFn op;
   std::string_view name;
   ElementwiseFn fn;
+  std::string_view reduction;
 };
 
 inline constexpr CombineFnInfo kCombineFns[] = {
-#define TESSERA_COMBINE_FN_INFO_(e, name, fn) {CombineFn::e, name, ElementwiseFn::fn},
+#define TESSERA_COMBINE_FN_INFO_(e, name, fn, reduction) {CombineFn::e, name, ElementwiseFn::fn, reduction},
     TESSERA_COMBINE_FNS(TESSERA_COMBINE_FN_INFO_)
 #undef TESSERA_COMBINE_FN_INFO_
 };
 
 constexpr const CombineFnInfo& fn_info(CombineFn op) { return kCombineFns[static_cast<size_t>(op)]; }
 constexpr std::string_view name_of(CombineFn op) { return fn_info(op).name; }
+constexpr std::string_view reduction_name(CombineFn op) { return fn_info(op).reduction; }
 
 // The combine op spelled `name` (or its elementwise alias); otherwise an error listing them.
 Expected<CombineFn> parse_combine_fn(std::string_view name);
+// The combine op of the Tensor IR reduction spelled `name` (sum, prod, max, min); otherwise an
+// error listing them.
+Expected<CombineFn> parse_reduction(std::string_view name);
 
 // op(acc, x) in double precision: the elementwise function of `op` (NaN propagates through max/min).
 inline double apply_combine_fn(CombineFn op, double acc, double x) {
   const double args[2] = {acc, x};
   return apply_elementwise_fn(fn_info(op).fn, args);
 }
+
+// Statement fields hold these enums: their spellings come from the tables above, so the IR
+// printer, parser and JSON agree by construction (tessera/ir/stmt_enums.h).
+template <> struct StmtEnumTable<ElementwiseFn> {
+  static constexpr auto entries = [] {
+    std::array<std::pair<ElementwiseFn, std::string_view>, std::size(kElementwiseFns)> out{};
+    for (size_t i = 0; i < out.size(); ++i) out[i] = {kElementwiseFns[i].fn, kElementwiseFns[i].name};
+    return out;
+  }();
+  static constexpr std::string_view what = "an elementwise function name";
+};
+template <> struct StmtEnumTable<CombineFn> {
+  static constexpr auto entries = [] {
+    std::array<std::pair<CombineFn, std::string_view>, std::size(kCombineFns)> out{};
+    for (size_t i = 0; i < out.size(); ++i) out[i] = {kCombineFns[i].op, kCombineFns[i].name};
+    return out;
+  }();
+  static constexpr std::string_view what = "an accumulate op (add, mul, max, min)";
+};
 
 }  // namespace tessera

@@ -104,7 +104,7 @@ class TorchOp final : public Op {
 // shape. `args` are Exprs: a Var names a node input, a Float/Int literal is a scalar.
 class ElementwiseOp final : public Op {
  public:
-  std::string fn;
+  ElementwiseFn fn = ElementwiseFn::Identity;
   ExprList args;
   Dialect dialect() const override { return Dialect::Tensor; }
   std::string_view kind() const override { return "elementwise"; }
@@ -114,7 +114,7 @@ class ElementwiseOp final : public Op {
 // `red = sum(prod, axis=-2) -> (16, 1, 16)`: an associative reduction over one axis.
 class ReduceOp final : public Op {
  public:
-  std::string fn;  // sum | max | min | prod
+  CombineFn fn = CombineFn::Add;  // printed as its reduction_name: sum | prod | max | min
   int64_t axis = -1;
   bool keepdim = true;
   Dialect dialect() const override { return Dialect::Tensor; }

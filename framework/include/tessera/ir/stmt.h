@@ -20,11 +20,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/expr.h"
 #include "tessera/ir/stmt_enums.h"
 #include "tessera/ir/type.h"
@@ -116,7 +118,8 @@ struct Load {
 
 // `v0 = add(in1, in0)`: an elementwise function applied to values or literals.
 struct Assign {
-  std::string dst, op;
+  std::string dst;
+  ElementwiseFn op = ElementwiseFn::Identity;
   ExprList args;
   ValueType type = {};  // the result type
   template <class S, class F> static void reflect(S& s, F&& f) {
@@ -156,7 +159,8 @@ struct Init {
 
 // `acc0 <- add(acc0, v1)`; for a register array, one element: `acc0[1, a3] <- add(acc0[1, a3], v1)`
 struct Accum {
-  std::string acc, op;
+  std::string acc;
+  CombineFn op = CombineFn::Add;
   Expr value;
   ExprList index = {};  // the element of a register array accumulator; empty for a scalar
   template <class S, class F> static void reflect(S& s, F&& f) {
@@ -257,7 +261,8 @@ struct Stage {
 
 // `Combine(acc0, op=add)`: the threads of `scope` (block | warp) combine their partial accumulators.
 struct Combine {
-  std::string acc, op;
+  std::string acc;
+  CombineFn op = CombineFn::Add;
   CombineScope scope = CombineScope::Block;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("acc", s.acc, FieldRole::UseAcc);
@@ -396,7 +401,7 @@ struct TreeHalve {
   std::string buffer;
   Expr tid;
   int64_t count = 0;
-  std::string op;
+  CombineFn op = CombineFn::Add;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("buffer", s.buffer, FieldRole::UseBuffer);
     f("tid", s.tid, FieldRole::Data);
@@ -584,6 +589,14 @@ Body rename_names(const Body& body, const std::map<std::string, std::string>& re
 
 // Whether `body` holds a collective Tile IR statement (Stage, Combine, AsyncWait) at any depth.
 bool contains_collective(const Body& body);
+
+// The first statement of `body`, nested bodies included (depth-first, textual order), whose kind
+// the dialects `accepted` (StmtDialects bits) do not hold, or nullopt. A consumer of one dialect
+// (the Loop IR interpreter, materialize, the simulator) refuses what this finds, so which kinds it
+// refuses is the `dialects` column of stmt_kind_traits, not a list of its own.
+std::optional<Stmt> first_stmt_outside(const Body& body, uint8_t accepted);
+// "Loop IR", "Tile IR" or "Kernel IR": the earliest dialect that holds kind `k`, for messages.
+std::string_view home_dialect_name(StmtKind k);
 
 // Replaces the Vars named in `replacements` in every expression of `body`, then simplifies each
 // expression with `ranges` plus the ranges of the Loops enclosing it.
