@@ -248,6 +248,27 @@ TEST(Graph, UsersInGraphOrderOncePerUser) {
   EXPECT_FALSE(g.has_users("nothing"));
 }
 
+// The pieces of a large split: many users of one value, erased newest first (as a pruning pass
+// erases them). Each erase once searched the value's whole use list (quadratic in the pieces); the
+// use lists stay exact through it (the bounded time is ctest torch_expr_large_split's).
+TEST(Graph, ErasingManyUsersOfOneValueKeepsItsUsersExact) {
+  Graph g;
+  add_input(g, "x", {4});
+  constexpr int kUsers = 20000;
+  for (int i = 0; i < kUsers; ++i)
+    g.add("u_" + std::to_string(i), elementwise("neg", {var("x")}), {"x"}, f32({4}));
+  g.add("both", elementwise("add", {var("x"), var("x")}), {"x", "x"}, f32({4}));  // two slots, one user
+  ASSERT_TRUE(g.erase("both"));
+  for (int i = kUsers - 1; i >= kUsers / 2; --i) ASSERT_TRUE(g.erase("u_" + std::to_string(i)));
+  const std::vector<std::string> users = g.users("x");
+  ASSERT_EQ(users.size(), size_t{kUsers / 2});
+  EXPECT_EQ(users.front(), "u_0");  // in graph order
+  EXPECT_EQ(users.back(), "u_" + std::to_string(kUsers / 2 - 1));
+  for (int i = kUsers / 2 - 1; i >= 0; --i) ASSERT_TRUE(g.erase("u_" + std::to_string(i)));
+  EXPECT_FALSE(g.has_users("x"));
+  EXPECT_TRUE(g.erase("x"));
+}
+
 TEST(Graph, StageIsTheMostLoweredDialect) {
   Graph inputs_only;
   add_input(inputs_only, "x", {1});
