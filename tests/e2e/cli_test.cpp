@@ -384,4 +384,39 @@ TEST(Cli, FrontendErrorsShowLocationAndCaret) {
   EXPECT_NE(r.err.find("^"), std::string::npos) << r.err;
 }
 
+// -f FILE reads the program from a file, as -c takes it inline: the same IR, and errors located
+// in the file (FILE:line:col with the line and a caret).
+TEST(Cli, ProgramFromAFile) {
+  TempDir tmp;
+  const std::string program = tmp.write("rms.py", std::string("# an RMSNorm\n") + kRmsNorm + "\n");
+  auto inline_ir = run_cli({"compile", "-c", kRmsNorm, "--ir", "loop"});
+  ASSERT_EQ(inline_ir.exit_code, 0) << inline_ir.err;
+  for (const char* flag : {"-f", "--file"}) {
+    auto from_file = run_cli({"compile", flag, program, "--ir", "loop"});
+    ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+    EXPECT_EQ(from_file.out, inline_ir.out);
+  }
+  auto r = run_cli({"run", "-f", program, "--target", "sim"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  const std::string bad = tmp.write("bad.py", "x = torch.randn(1, 32, 2048)\ny = nn.RMSNrom(2048)(x)\ny\n");
+  r = run_cli({"compile", "-f", bad});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(bad + ":2:8: error: torch.nn has no module 'RMSNrom'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("y = nn.RMSNrom(2048)(x)\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("^"), std::string::npos) << r.err;
+
+  r = run_cli({"compile", "-f", tmp.path() + "/missing.py"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("-f " + tmp.path() + "/missing.py: cannot read the file"), std::string::npos) << r.err;
+  r = run_cli({"compile", "-f", program, "-c", kRmsNorm});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("give one program: -f FILE, -c EXPR, --from-ir FILE or a MODEL, not several"),
+            std::string::npos)
+      << r.err;
+  r = run_cli({"compile", "-f", tmp.write("empty.py", "\n")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("empty.py: error: the program file is empty"), std::string::npos) << r.err;
+}
+
 }  // namespace
