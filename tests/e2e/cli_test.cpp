@@ -11,6 +11,7 @@ namespace fs = std::filesystem;
 using tessera::test::read_file;
 using tessera::test::run_cli;
 using tessera::test::TempDir;
+using tessera::test::kSanitizerExitCode;
 
 namespace {
 
@@ -417,6 +418,20 @@ TEST(Cli, ProgramFromAFile) {
   r = run_cli({"compile", "-f", tmp.write("empty.py", "\n")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("empty.py: error: the program file is empty"), std::string::npos) << r.err;
+}
+
+// scripts/sanitize.sh gives sanitizer reports the exit code the runner recognises, one no tessera
+// command uses: with ASan's default (1) a test expecting an error's exit 1 passed on an abort.
+TEST(Cli, SanitizerReportsExitWithACodeNoCommandUses) {
+  const std::string script = read_file(TESSERA_SOURCE_DIR "/scripts/sanitize.sh");
+  const std::string code = "exitcode=" + std::to_string(kSanitizerExitCode);
+  for (const char* variable : {"export ASAN_OPTIONS=\"", "export UBSAN_OPTIONS=\""}) {
+    const size_t at = script.find(variable);
+    ASSERT_NE(at, std::string::npos) << variable;
+    const std::string options = script.substr(at, script.find('\n', at) - at);
+    EXPECT_NE(options.find(code), std::string::npos) << options;
+  }
+  for (int tessera_code : {0, 1, 2}) EXPECT_NE(kSanitizerExitCode, tessera_code);
 }
 
 }  // namespace
