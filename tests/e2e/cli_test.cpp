@@ -78,7 +78,7 @@ TEST(Cli, UnknownCommandAndBadFlagsAreUsageErrors) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown --ir stage 'assembly'"), std::string::npos) << r.err;
   r = run_cli({"compile", "-c", kRmsNorm, "--arch", "sm_11"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("unknown --arch 'sm_11'"), std::string::npos) << r.err;
 }
 
@@ -194,7 +194,7 @@ TEST(Cli, PipelineErrorsNameFileLineColumnAndOffender) {
     auto p = tmp.write("p.yaml", c.yaml);
     auto r = run_cli({"compile", "--plugin", std::string(TESSERA_FIXTURE_DIR) + "/libfixture_pass.so", "--pipeline", p,
                       "-c", kRmsNorm});
-    EXPECT_NE(r.exit_code, 0) << c.yaml;
+    EXPECT_EQ(r.exit_code, 1) << c.yaml;
     EXPECT_NE(r.err.find(c.expect_loc), std::string::npos) << c.yaml << "\n" << r.err;
     EXPECT_NE(r.err.find(c.expect_text), std::string::npos) << c.yaml << "\n" << r.err;
   }
@@ -202,7 +202,7 @@ TEST(Cli, PipelineErrorsNameFileLineColumnAndOffender) {
 
 TEST(Cli, WrongApiPluginIsRefusedWithBothVersions) {
   auto r = run_cli({"plugins", "--plugin", std::string(TESSERA_FIXTURE_DIR) + "/libwrong_api.so"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("libwrong_api.so"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("999"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("host API version " + std::to_string(tessera::kPluginApiVersion)), std::string::npos) << r.err;
@@ -241,7 +241,7 @@ TEST(Cli, PinnedKnobFromYamlIsRecordedOnTheNode) {
   EXPECT_NE(b.out.find("probe_choose.BLOCK=64 (heuristic)"), std::string::npos) << b.out;
   auto bad = tmp.write("bad.yaml", "name: bad\nstages:\n  torch:\n    - probe_choose: {BLOCK: 100}\n");
   auto c = run_cli({"compile", "--plugin", kProbe, "--pipeline", bad, "-c", kRmsNorm});
-  EXPECT_NE(c.exit_code, 0);
+  EXPECT_EQ(c.exit_code, 1);
   EXPECT_NE(c.err.find("bad.yaml:4:"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("100"), std::string::npos) << c.err;
 }

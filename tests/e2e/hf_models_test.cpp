@@ -572,7 +572,7 @@ TEST_F(HfModelsTest, ACheckpointChangedOrGoneAfterTheCompileIsAnErrorAtRun) {
   const std::string file2 = (fs::path(dir2) / "model.safetensors").string();
   fs::last_write_time(file2, fs::last_write_time(file2) - std::chrono::seconds(60));
   r = test::run_cli({"run", "--from-ir", json, "--target", "sim"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("of checkpoint " + file2 + ": the file changed after the program was compiled"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("cannot read tensor 'model."), std::string::npos) << r.err;
@@ -993,11 +993,11 @@ TEST(HfCli, CompileModelPrintsASummaryAndLayersReadably) {
   EXPECT_NE(r.out.find("return l0_out"), std::string::npos) << r.out;
 
   r = test::run_cli({"compile", "Qwen/Qwen2.5-7B", "--layer", "28"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--layer 28 is out of range: Qwen/Qwen2.5-7B has 28 layers (0..27)"), std::string::npos) << r.err;
 
   r = test::run_cli({"compile", "-c", "torch.randn(2)", "--seq-len", "4"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("apply to a MODEL"), std::string::npos) << r.err;
 }
 
