@@ -25,7 +25,7 @@ TEST(Cli, MainJobPrintsTheCudaKernelOfRmsNorm) {
   auto r = run_cli({"compile", "-c", kRmsNorm});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("x: (1, 32, 2048) float32"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("// kernel k_rms_norm_reduce  grid=(32, 1, 1) block=(256, 1, 1) smem=0  args: x, p_weight, rms_norm\n"
+  EXPECT_NE(r.out.find("// kernel k_rms_norm_reduce  grid=(32, 1, 1) block=(256, 1, 1) smem=8224 static + 0 dynamic  args: x, p_weight, rms_norm\n"
                        "extern \"C\" __global__ __launch_bounds__(256) void k_rms_norm_reduce("),
             std::string::npos)
       << r.out;
@@ -432,6 +432,30 @@ TEST(Cli, SanitizerReportsExitWithACodeNoCommandUses) {
     EXPECT_NE(options.find(code), std::string::npos) << options;
   }
   for (int tessera_code : {0, 1, 2}) EXPECT_NE(kSanitizerExitCode, tessera_code);
+}
+
+// A pinned knob no pass asks for (register_tile's TN on an RMSNorm, which has no tile of threads
+// to register-block) changed nothing: a warning at the pin says so, with the pass's skips; a pin
+// that is used draws none.
+TEST(Cli, PinnedKnobThatNoPassAsksForIsAWarning) {
+  TempDir tmp;
+  const std::string stages =
+      "name: pins\nstages:\n  torch: [canonicalize]\n  tensor: [decompose, compose_index_maps, canonicalize]\n"
+      "  loop: [lift, fuse, dedup_loads, canonicalize]\n  tile:\n    - tileify\n";
+  auto unused = tmp.write("unused.yaml", stages + "    - launch_geometry\n    - register_tile: {TN: 2}\n");
+  auto r = run_cli({"compile", "--pipeline", unused, "-c", kRmsNorm, "--ir", "tile"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(unused + ":9:23: warning: pinned knob 'TN: 2' of pass 'register_tile' had no effect: the pass "
+                                "chose TN for no kernel of this program\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("note: register_tile skipped 'rms_norm': "), std::string::npos) << r.err;
+
+  auto used = tmp.write("used.yaml", stages + "    - launch_geometry: {BN: 1}\n");
+  r = run_cli({"compile", "--pipeline", used, "-c", kRmsNorm, "--ir", "tile"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("launch_geometry.BN=1 (pinned)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
 }
 
 }  // namespace

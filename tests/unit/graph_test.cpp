@@ -402,6 +402,29 @@ TEST(Printer, KnobChoicesPrintBeforeTheNode) {
             "# knobs: launch_geometry.BN=128 (heuristic), stage_inputs.STAGE='x' (pinned)");
 }
 
+// A CUDA kernel's header shows its shared memory as the sum it is: the static __shared__ arrays the
+// source declares and the dynamic bytes of the launch (smem=0 once hid 8 KB of static arrays).
+TEST(Printer, CudaHeaderShowsStaticAndDynamicSharedMemory) {
+  auto printed = [](const std::string& declarations) {
+    Graph g;
+    add_input(g, "x", {4});
+    auto op = std::make_unique<CudaOp>();
+    op->name = "k";
+    op->dynamic_smem = 64;
+    op->source = "extern \"C\" __global__ void k(const float* x, float* y) {\n" + declarations +
+                 "  extern __shared__ __align__(16) unsigned char tessera_smem[];\n}\n";
+    g.add("y", std::move(op), {"x"}, f32({4}));
+    return print_graph(g);
+  };
+  const std::string both = printed("  __shared__ __align__(16) float a_smem[8];\n  __shared__ long long b_smem[2];\n");
+  EXPECT_NE(both.find("// kernel k  grid=(1, 1, 1) block=(1, 1, 1) smem=48 static + 64 dynamic  args: "),
+            std::string::npos)
+      << both;
+  EXPECT_NE(printed("").find("smem=0 static + 64 dynamic"), std::string::npos);
+  // A declaration of another form is not guessed at.
+  EXPECT_NE(printed("  __shared__ float2 c_smem[4];\n").find("smem=? static + 64 dynamic"), std::string::npos);
+}
+
 TEST(Printer, NodeWithoutOpDoesNotCrash) {
   Graph g;
   g.add("broken", nullptr, {}, f32({1}));
