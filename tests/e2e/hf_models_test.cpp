@@ -900,6 +900,14 @@ TEST_F(HfModelsTest, ShardedCheckpointsReadEveryShard) {
   write_text(fs::path(dir) / "model.safetensors.index.json", R"({"weight_map": {"a": "../x.safetensors"}})");
   err = import_error(dir + " --seq-len 2");
   EXPECT_NE(err.find("not a file of the model directory"), std::string::npos) << err;
+  // A syntax error in the index is located there, in the reader's words.
+  write_text(fs::path(dir) / "model.safetensors.index.json", "{\"weight_map\":\n  {\"a\" \"b\"}}");
+  err = import_error(dir + " --seq-len 2");
+  EXPECT_NE(err.find("model.safetensors.index.json:2:10: error: the checkpoint index is not valid JSON: syntax error "
+                     "while parsing object separator"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("json.exception"), std::string::npos) << err;
 }
 
 // Corrupt checkpoint files are rejected with a message naming the file (and tensor), never a crash.

@@ -158,6 +158,25 @@ const std::vector<std::string>& supported_architectures() {
   return names;
 }
 
+Diagnostic json_syntax_error(const std::string& text, const std::string& file, const std::string& what,
+                             size_t byte, const std::string& parser_message) {
+  const size_t offset = byte > 0 ? std::min<size_t>(byte - 1, text.size()) : 0;
+  int line = 1, col = 1;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  std::string reason = parser_message;
+  if (const size_t at = reason.find(": "); at != std::string::npos) reason = reason.substr(at + 2);
+  Diagnostic d = make_error(what + " is not valid JSON: " + reason);
+  d.at(SourceLoc{file, line, col, 1}, source_line_of(text, line));
+  return d;
+}
+
 Diagnostic config_key_error(const ModelConfig& config, const std::string& key, std::string message) {
   return config_error(config.text, config.file, key, std::move(message));
 }
@@ -168,23 +187,7 @@ Expected<ModelConfig> parse_model_config(const std::string& text, const std::str
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    // e.byte is the 1-based offset of the byte where parsing failed; the message follows
-    // nlohmann's "[json.exception.parse_error.101] parse error at line L, column C: " prefix.
-    const size_t offset = e.byte > 0 ? std::min<size_t>(e.byte - 1, text.size()) : 0;
-    int line = 1, col = 1;
-    for (size_t i = 0; i < offset; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    if (const size_t at = what.find(": "); at != std::string::npos) what = what.substr(at + 2);
-    Diagnostic d = make_error("config.json is not valid JSON: " + what);
-    d.at(SourceLoc{file, line, col, 1}, source_line_of(text, line));
-    return d;
+    return json_syntax_error(text, file, "config.json", e.byte, e.what());
   } catch (const json::exception& e) {
     Diagnostic d = make_error(std::string("config.json is not valid JSON: ") + e.what());
     d.loc.file = file;

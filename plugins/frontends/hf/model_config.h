@@ -80,6 +80,12 @@ inline constexpr ConfigBound kMaxPositions{"max_position_embeddings", int64_t{1}
 // num_attention_heads x head_dim, the width of the q projection (and of o_proj's input).
 inline constexpr int64_t kMaxAttentionWidth = int64_t{1} << 16;
 
+// A JSON syntax error in `text` (the contents of `file`) as a located error: file:line:col of the
+// byte where the parser stopped (`byte`, 1-based, as nlohmann's parse_error gives it) and its
+// reason (`parser_message`) without the library's "[json.exception...] parse error at ..." prefix.
+Diagnostic json_syntax_error(const std::string& text, const std::string& file, const std::string& what,
+                             size_t byte, const std::string& parser_message);
+
 // Parses `text`, the contents of `file`.
 Expected<ModelConfig> parse_model_config(const std::string& text, const std::string& file);
 Expected<ModelConfig> read_model_config(const std::string& file);
