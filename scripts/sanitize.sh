@@ -10,7 +10,8 @@
 #                        (default 30; 0: no fuzzing)
 #
 # Any sanitizer report fails the test that produced it: undefined behaviour aborts
-# (-fno-sanitize-recover=all), ASan and LeakSanitizer exit non-zero; no report is suppressed.
+# (-fno-sanitize-recover=all), ASan and LeakSanitizer exit non-zero (86, below); no report is
+# suppressed.
 # Three groups run in the release half only: the tests whose work is NVRTC compiling every corpus
 # kernel and suite entry (NvrtcCorpusTest, bench_suite_dry_run) — NVRTC is not instrumented, runs
 # about 20x slower under ASan's allocator, and was half the sanitizer suite's time — and
@@ -40,8 +41,12 @@ cmake --build build-sanitize -j "${jobs}"
 # reports "DTLS 5 at 0x2eca-0x800003fcc") and LeakSanitizer's tracer then dies with SIGSEGV at exit
 # after the run succeeded. Without the interception, dynamic TLS is not scanned for pointers; no
 # leak report appears with it off, so nothing relies on it.
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# exitcode=86: a process stopped by a report (ASan, LeakSanitizer, UBSan) exits 86, a code no
+# tessera command uses (0, 1, 2), so a test expecting a failing command's exit 1 cannot pass on a
+# sanitizer report; the CLI tests' runner fails any child that exits 86 (kSanitizerExitCode in
+# tests/support/cli_runner.h).
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0:exitcode=86"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=86"
 exclude=()
 [[ ${all_tests} -eq 1 ]] || exclude=(-E '^(Corpus/NvrtcCorpusTest\.|bench_suite_dry_run$|gpu_run_rehearsal$)')
 ctest --test-dir build-sanitize --output-on-failure --no-tests=error -j "${jobs}" "${exclude[@]}"

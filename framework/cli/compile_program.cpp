@@ -1,6 +1,7 @@
 // Loading the program to compile (frontend, printed IR or graph JSON) and resolving --ir.
 #include "compile_program.h"
 
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <sstream>
@@ -14,6 +15,7 @@ namespace tessera::cli {
 void add_program_options(po::options_description& desc, ProgramSource& src) {
   desc.add_options()
       ("expr,c", po::value(&src.expr)->value_name("EXPR"), "program text (PyTorch-style expression or module)")
+      ("file,f", po::value(&src.file)->value_name("FILE"), "program text read from FILE (as -c takes it inline; errors name FILE:line:col)")
       ("from-ir", po::value(&src.from_ir)->value_name("FILE"), "start from a graph: printed Loop/Tile/Kernel IR (--ir output) or graph JSON (a dump or a reproducer)")
       ("frontend", po::value(&src.frontend)->value_name("NAME"), "frontend for -c (default torch_expr)");
 }
@@ -42,7 +44,44 @@ po::positional_options_description model_positional() {
   return pos;
 }
 
+Expected<std::string> read_program_file(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) return make_error("-f " + file + ": is a directory, not a program file");
+  std::ifstream f(file, std::ios::binary);
+  if (!f) return make_error("-f " + file + ": cannot read the file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::optional<std::string> program_text(const ProgramSource& src, std::ostream& err) {
+  if (src.file.empty()) return src.expr;
+  Expected<std::string> text = read_program_file(src.file);
+  if (!text) {
+    report(err, text.error());
+    return std::nullopt;
+  }
+  return std::move(*text);
+}
+
 std::optional<Graph> load_program(Session& s, const ProgramSource& src, std::ostream& err) {
+  if (!src.file.empty()) {
+    if (!src.expr.empty() || !src.from_ir.empty() || !src.model.model.empty()) {
+      err << "error: give one program: -f FILE, -c EXPR, --from-ir FILE or a MODEL, not several\n";
+      return std::nullopt;
+    }
+    std::optional<std::string> text = program_text(src, err);
+    if (!text) return std::nullopt;
+    ProgramSource from_file = src;
+    from_file.file.clear();
+    from_file.expr = std::move(*text);
+    from_file.label = src.file;
+    if (from_file.expr.find_first_not_of(" \t\r\n") == std::string::npos) {
+      err << src.file << ": error: the program file is empty\n";
+      return std::nullopt;
+    }
+    return load_program(s, from_file, err);
+  }
   if (!src.model.model.empty()) {
     if (!src.expr.empty() || !src.from_ir.empty()) {
       err << "error: give a MODEL, -c EXPR or --from-ir FILE, not several\n";
@@ -90,7 +129,7 @@ std::optional<Graph> load_program(Session& s, const ProgramSource& src, std::ost
     return std::move(*g);
   }
   if (src.expr.empty()) {
-    err << "error: nothing to compile: give -c EXPR or --from-ir FILE\n";
+    err << "error: nothing to compile: give -c EXPR, -f FILE or --from-ir FILE\n";
     return std::nullopt;
   }
   auto frontend = s.host.registry().make_frontend(src.frontend);

@@ -25,6 +25,7 @@ struct ModelSource {
 
 struct ProgramSource {
   std::string expr;        // -c EXPR
+  std::string file;        // -f FILE: the program text read from FILE (errors name FILE)
   std::string from_ir;     // --from-ir FILE (printed IR or graph JSON)
   std::string frontend = "torch_expr";
   std::string label = "<-c>";  // how errors in `expr` name its source (bench: the suite entry)
@@ -36,8 +37,14 @@ struct ProgramSource {
 void add_model_options(po::options_description& desc, ModelSource& model);
 po::positional_options_description model_positional();
 
-// Adds -c / --from-ir / --frontend to an option set.
+// Adds -c / -f / --from-ir / --frontend to an option set.
 void add_program_options(po::options_description& desc, ProgramSource& src);
+
+// The text of a -f FILE program; an error naming the file when it cannot be read.
+Expected<std::string> read_program_file(const std::string& file);
+
+// The program text a frontend traces: -c EXPR, or the contents of -f FILE. Errors go to `err`.
+std::optional<std::string> program_text(const ProgramSource& src, std::ostream& err);
 
 // Produces the input graph (frontend or JSON). Errors are printed to `err`.
 std::optional<Graph> load_program(Session& s, const ProgramSource& src, std::ostream& err);

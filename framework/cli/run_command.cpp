@@ -316,7 +316,9 @@ int run_command(int argc, char** argv, int first) {
   }
   if (vm.count("save-io")) {
     const std::string path = vm["save-io"].as<std::string>();
-    const std::string program = src.model.model.empty() ? src.expr : src.model.frontend_text();
+    std::optional<std::string> text = src.model.model.empty() ? program_text(src, std::cerr) : src.model.frontend_text();
+    if (!text) return kExitError;
+    const std::string& program = *text;
     if (Status saved = save_run_io(path, reference_graph, inputs, ran->outputs, program); !saved) {
       std::cerr << "error: tessera run --save-io: " << saved.error().render();
       return kExitError;

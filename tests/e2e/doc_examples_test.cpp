@@ -112,4 +112,28 @@ std::string example_name(const ::testing::TestParamInfo<DocExample>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Docs, DocExamples, ::testing::ValuesIn(discover()), example_name);
 
+// A code block preceded by `<!-- source: PATH -->` shows the file PATH of the source tree whole
+// (docs/plugins.md's worked Tile IR pass is a test fixture that is built and run).
+TEST(DocSources, MarkedCodeBlocksShowTheirFileWhole) {
+  const std::string marker = "<!-- source: ";
+  int checked = 0;
+  for (const auto& f : fs::directory_iterator(fs::path(TESSERA_SOURCE_DIR) / "docs")) {
+    if (f.path().extension() != ".md") continue;
+    std::istringstream is(tessera::test::read_file(f.path().string()));
+    std::string line;
+    while (std::getline(is, line)) {
+      if (line.rfind(marker, 0) != 0) continue;
+      const std::string source = line.substr(marker.size(), line.find(" -->") - marker.size());
+      std::string fence, block;
+      ASSERT_TRUE(std::getline(is, fence) && fence.rfind("```", 0) == 0) << f.path() << ": " << source;
+      while (std::getline(is, line) && line != "```") block += line + "\n";
+      const std::string file = tessera::test::read_file(std::string(TESSERA_SOURCE_DIR) + "/" + source);
+      EXPECT_EQ(block, file) << f.path() << " shows " << source << " out of date:\n"
+                             << tessera::unified_diff(block, file);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 1);
+}
+
 }  // namespace

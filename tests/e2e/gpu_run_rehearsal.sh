@@ -78,7 +78,10 @@ grep -q 'gpu-run corpus: .* programs matched the reference' "$work/out/summary.t
 if grep -q 'fake libcuda:' "$work/scratch/results/logs/"*.log; then
   grep 'fake libcuda:' "$work/scratch/results/logs/"*.log | head -5; fail "a Driver API misuse"
 fi
-tar tzf "$work/out/results.tgz" | grep -q 'results/logs/probe.log' || fail "results.tgz lacks the probe's log"
+# The listing is read whole first: `tar | grep -q` fails under pipefail when grep stops at the match
+# and tar is killed by SIGPIPE writing the rest of the listing.
+tar tzf "$work/out/results.tgz" > "$work/results-listing.txt" || fail "results.tgz does not list"
+grep -q 'results/logs/probe.log' "$work/results-listing.txt" || fail "results.tgz lacks the probe's log"
 [ -z "$(tar tzf "$work/out/results.tgz" | grep '\.safetensors$')" ] || fail "results.tgz holds IO files"
 [ -s "$work/out/report.md" ] || fail "the suite's report (written after every entry) is not in OUT"
 

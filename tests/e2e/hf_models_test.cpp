@@ -572,7 +572,7 @@ TEST_F(HfModelsTest, ACheckpointChangedOrGoneAfterTheCompileIsAnErrorAtRun) {
   const std::string file2 = (fs::path(dir2) / "model.safetensors").string();
   fs::last_write_time(file2, fs::last_write_time(file2) - std::chrono::seconds(60));
   r = test::run_cli({"run", "--from-ir", json, "--target", "sim"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("of checkpoint " + file2 + ": the file changed after the program was compiled"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("cannot read tensor 'model."), std::string::npos) << r.err;
@@ -678,8 +678,108 @@ TEST_F(HfModelsTest, ConfigErrorsNameTheFileAndKey) {
   write_text(dir / "config.json", config);
   EXPECT_NE(import_error(dir.string()).find("key 'hidden_act'"), std::string::npos);
 
-  write_text(dir / "config.json", "{\"architectures\": [\"LlamaForCausalLM\"],");
-  EXPECT_NE(import_error(dir.string()).find("config.json is not valid JSON"), std::string::npos);
+  // A syntax error is located like every other error, in the reader's words, not the library's.
+  write_text(dir / "config.json", "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"hidden_size\": 64 \"x\"\n}\n");
+  err = import_error(dir.string());
+  EXPECT_NE(err.find("config.json:3:23: error: config.json is not valid JSON: syntax error while parsing object - unexpected string literal; "
+                     "expected '}'"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("json.exception"), std::string::npos) << err;
+}
+
+// Every size is bounded, and consistent with the others, before anything is sized by it: a
+// head_dim of 2^31 once allocated 8 GiB of RoPE frequencies (std::bad_alloc), and 2^31 - 1 layers
+// were built one after another until memory ran out.
+TEST_F(HfModelsTest, ConfigSizesAreBoundedBeforeAnythingIsSized) {
+  test::TempDir tmp;
+  const fs::path dir = fs::path(tmp.path()) / "m";
+  fs::create_directories(dir);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string config = tiny_config({"LlamaForCausalLM", false});
+    const size_t at = config.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    config.replace(at, from.size(), to);
+    write_text(dir / "config.json", config);
+    return import_error(dir.string() + " --seq-len 2");
+  };
+  std::string err = with("\"rope_theta\"", "\"head_dim\": 2147483648, \"rope_theta\"");
+  EXPECT_NE(err.find("config.json:5:3: error: config.json key 'head_dim': is 2147483648, larger than Tessera accepts "
+                     "(at most 2048)"),
+            std::string::npos)
+      << err;
+  err = with("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 2147483647");
+  EXPECT_NE(err.find("config.json:3:47: error: config.json key 'num_hidden_layers': is 2147483647, larger than "
+                     "Tessera accepts (at most 1024)"),
+            std::string::npos)
+      << err;
+  err = with("\"vocab_size\": 128", "\"vocab_size\": 18446744073709551615");
+  EXPECT_NE(err.find("key 'vocab_size': is 18446744073709551615, larger than Tessera accepts"), std::string::npos) << err;
+  err = with("\"num_attention_heads\": 4", "\"num_attention_heads\": 0");
+  EXPECT_NE(err.find("key 'num_attention_heads': is 0, not a positive integer"), std::string::npos) << err;
+  // Sizes within their bounds whose product is not.
+  err = with("\"num_attention_heads\": 4,", "\"num_attention_heads\": 1024, \"head_dim\": 2048,");
+  EXPECT_NE(err.find("key 'head_dim': num_attention_heads 1024 x head_dim 2048 = 2097152, wider than the attention "
+                     "Tessera accepts (at most 65536)"),
+            std::string::npos)
+      << err;
+  err = with("\"rope_theta\"", "\"layer_types\": [\"full_attention\"], \"rope_theta\"");
+  EXPECT_NE(err.find("key 'layer_types': lists 1 layers, but num_hidden_layers is 2"), std::string::npos) << err;
+
+  // The CLI: an error at once, exit 1 (not an abort).
+  with("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 2147483647");
+  test::CliResult r = test::run_cli({"compile", dir.string(), "--seq-len", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("config.json:3:47: error: config.json key 'num_hidden_layers'"), std::string::npos) << r.err;
+  with("\"rope_theta\"", "\"head_dim\": 2147483648, \"rope_theta\"");
+  r = test::run_cli({"compile", dir.string(), "--seq-len", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("config.json:5:3: error: config.json key 'head_dim'"), std::string::npos) << r.err;
+}
+
+// The config's sizes against the checkpoint's: a disagreement is an error at the config's key,
+// naming the tensor that shows it, before the tensors are checked one by one.
+TEST_F(HfModelsTest, ConfigSizesMustAgreeWithTheCheckpoint) {
+  test::TempDir tmp;
+  const TinyModel two_layers = kTinyModels[2];  // Qwen3: head_dim given explicitly
+  const std::string dir = make_model_dir(tmp, two_layers);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string config = tiny_config(two_layers);
+    const size_t at = config.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    config.replace(at, from.size(), to);
+    write_text(fs::path(dir) / "config.json", config);
+    return import_error(dir + " --seq-len 2");
+  };
+  std::string err = with("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3");
+  EXPECT_NE(err.find("config.json:3:47: error: config.json key 'num_hidden_layers': is 3, but the checkpoint has no "
+                     "tensor of layer 2 (model.layers.2.*); it has layers 0..1"),
+            std::string::npos)
+      << err;
+  err = with("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 1");
+  EXPECT_NE(err.find("key 'num_hidden_layers': is 1, but the checkpoint has layer 1 (tensors model.layers.1.*)"),
+            std::string::npos)
+      << err;
+  err = with("\"head_dim\": 16", "\"head_dim\": 8");
+  EXPECT_NE(err.find("config.json:5:3: error: config.json key 'head_dim': head_dim = 8, but checkpoint tensor "
+                     "'model.layers.0.self_attn.q_norm.weight' has shape [16]"),
+            std::string::npos)
+      << err;
+  err = with("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 4");
+  EXPECT_NE(err.find("key 'num_key_value_heads': num_key_value_heads 4 x head_dim 16 = 64, but checkpoint tensor "
+                     "'model.layers.0.self_attn.k_proj.weight' has shape [32, 64]"),
+            std::string::npos)
+      << err;
+  err = with("\"vocab_size\": 128", "\"vocab_size\": 256");
+  EXPECT_NE(err.find("key 'vocab_size': vocab_size = 256, but checkpoint tensor 'model.embed_tokens.weight' has "
+                     "shape [128, 64]"),
+            std::string::npos)
+      << err;
+  err = with("\"intermediate_size\": 96", "\"intermediate_size\": 48");
+  EXPECT_NE(err.find("key 'intermediate_size': intermediate_size = 48, but checkpoint tensor "
+                     "'model.layers.0.mlp.gate_proj.weight' has shape [96, 64]"),
+            std::string::npos)
+      << err;
 }
 
 TEST_F(HfModelsTest, ModelAndOptionErrors) {
@@ -800,6 +900,14 @@ TEST_F(HfModelsTest, ShardedCheckpointsReadEveryShard) {
   write_text(fs::path(dir) / "model.safetensors.index.json", R"({"weight_map": {"a": "../x.safetensors"}})");
   err = import_error(dir + " --seq-len 2");
   EXPECT_NE(err.find("not a file of the model directory"), std::string::npos) << err;
+  // A syntax error in the index is located there, in the reader's words.
+  write_text(fs::path(dir) / "model.safetensors.index.json", "{\"weight_map\":\n  {\"a\" \"b\"}}");
+  err = import_error(dir + " --seq-len 2");
+  EXPECT_NE(err.find("model.safetensors.index.json:2:10: error: the checkpoint index is not valid JSON: syntax error "
+                     "while parsing object separator"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("json.exception"), std::string::npos) << err;
 }
 
 // Corrupt checkpoint files are rejected with a message naming the file (and tensor), never a crash.
@@ -893,11 +1001,11 @@ TEST(HfCli, CompileModelPrintsASummaryAndLayersReadably) {
   EXPECT_NE(r.out.find("return l0_out"), std::string::npos) << r.out;
 
   r = test::run_cli({"compile", "Qwen/Qwen2.5-7B", "--layer", "28"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--layer 28 is out of range: Qwen/Qwen2.5-7B has 28 layers (0..27)"), std::string::npos) << r.err;
 
   r = test::run_cli({"compile", "-c", "torch.randn(2)", "--seq-len", "4"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("apply to a MODEL"), std::string::npos) << r.err;
 }
 

@@ -127,6 +127,8 @@ const PipelineErrorCase kCases[] = {
     {"ill_typed_knob", Step::Validate, 4, 25, "knob 'BN' of pass 'launch_geometry' expects int, got 'big'"},
     {"knob_not_a_candidate", Step::Validate, 5, 9, "knob 'BN' of pass 'launch_geometry' must be one of 32, 64, 128; got '100'"},
     {"ill_typed_tuner_option", Step::Validate, 2, 21, "option 'patience' of tuner 'mcts' expects int, got 'soon'"},
+    {"nested_too_deep", Step::Parse, 5, 91,
+     "invalid YAML: lists and maps nested deeper than 64 levels (a pipeline needs a handful)"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Files, PipelineErrorTest, ::testing::ValuesIn(kCases),

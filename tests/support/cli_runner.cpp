@@ -1,5 +1,7 @@
 // Child-process runner for CLI tests: fork + execve with stdout/stderr redirected to temp files.
 #include "support/cli_runner.h"
+
+#include <gtest/gtest.h>
 #include "support/test_paths.h"
 
 #include <fcntl.h>
@@ -90,6 +92,10 @@ CliResult run_cli(const std::vector<std::string>& args, const std::map<std::stri
   }
   r.out = read_file(out_path);
   r.err = read_file(err_path);
+  // A sanitizer report is never the answer a test expects, whatever exit code it checks.
+  if (r.exit_code == kSanitizerExitCode)
+    ADD_FAILURE() << "the tessera child exited with the sanitizer's exit code " << kSanitizerExitCode
+                  << " (a sanitizer report):\n" << r.err;
   return r;
 }
 

@@ -8,6 +8,11 @@
 
 namespace tessera::test {
 
+// The exit code of a process a sanitizer stops (scripts/sanitize.sh sets it in ASAN_OPTIONS and
+// UBSAN_OPTIONS). It differs from every exit code of tessera (0, 1, 2), so an expected failure
+// (exit 1) cannot pass on a sanitizer report; run_cli fails the test when a child exits with it.
+inline constexpr int kSanitizerExitCode = 86;
+
 struct CliResult {
   int exit_code = -1;
   std::string out;

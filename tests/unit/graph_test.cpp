@@ -248,6 +248,27 @@ TEST(Graph, UsersInGraphOrderOncePerUser) {
   EXPECT_FALSE(g.has_users("nothing"));
 }
 
+// The pieces of a large split: many users of one value, erased newest first (as a pruning pass
+// erases them). Each erase once searched the value's whole use list (quadratic in the pieces); the
+// use lists stay exact through it (the bounded time is ctest torch_expr_large_split's).
+TEST(Graph, ErasingManyUsersOfOneValueKeepsItsUsersExact) {
+  Graph g;
+  add_input(g, "x", {4});
+  constexpr int kUsers = 20000;
+  for (int i = 0; i < kUsers; ++i)
+    g.add("u_" + std::to_string(i), elementwise("neg", {var("x")}), {"x"}, f32({4}));
+  g.add("both", elementwise("add", {var("x"), var("x")}), {"x", "x"}, f32({4}));  // two slots, one user
+  ASSERT_TRUE(g.erase("both"));
+  for (int i = kUsers - 1; i >= kUsers / 2; --i) ASSERT_TRUE(g.erase("u_" + std::to_string(i)));
+  const std::vector<std::string> users = g.users("x");
+  ASSERT_EQ(users.size(), size_t{kUsers / 2});
+  EXPECT_EQ(users.front(), "u_0");  // in graph order
+  EXPECT_EQ(users.back(), "u_" + std::to_string(kUsers / 2 - 1));
+  for (int i = kUsers / 2 - 1; i >= 0; --i) ASSERT_TRUE(g.erase("u_" + std::to_string(i)));
+  EXPECT_FALSE(g.has_users("x"));
+  EXPECT_TRUE(g.erase("x"));
+}
+
 TEST(Graph, StageIsTheMostLoweredDialect) {
   Graph inputs_only;
   add_input(inputs_only, "x", {1});
@@ -379,6 +400,29 @@ TEST(Printer, KnobChoicesPrintBeforeTheNode) {
   std::string text = print_node(g, *g.find("rms_norm"));
   EXPECT_EQ(text.substr(0, text.find('\n')),
             "# knobs: launch_geometry.BN=128 (heuristic), stage_inputs.STAGE='x' (pinned)");
+}
+
+// A CUDA kernel's header shows its shared memory as the sum it is: the static __shared__ arrays the
+// source declares and the dynamic bytes of the launch (smem=0 once hid 8 KB of static arrays).
+TEST(Printer, CudaHeaderShowsStaticAndDynamicSharedMemory) {
+  auto printed = [](const std::string& declarations) {
+    Graph g;
+    add_input(g, "x", {4});
+    auto op = std::make_unique<CudaOp>();
+    op->name = "k";
+    op->dynamic_smem = 64;
+    op->source = "extern \"C\" __global__ void k(const float* x, float* y) {\n" + declarations +
+                 "  extern __shared__ __align__(16) unsigned char tessera_smem[];\n}\n";
+    g.add("y", std::move(op), {"x"}, f32({4}));
+    return print_graph(g);
+  };
+  const std::string both = printed("  __shared__ __align__(16) float a_smem[8];\n  __shared__ long long b_smem[2];\n");
+  EXPECT_NE(both.find("// kernel k  grid=(1, 1, 1) block=(1, 1, 1) smem=48 static + 64 dynamic  args: "),
+            std::string::npos)
+      << both;
+  EXPECT_NE(printed("").find("smem=0 static + 64 dynamic"), std::string::npos);
+  // A declaration of another form is not guessed at.
+  EXPECT_NE(printed("  __shared__ float2 c_smem[4];\n").find("smem=? static + 64 dynamic"), std::string::npos);
 }
 
 TEST(Printer, NodeWithoutOpDoesNotCrash) {

@@ -205,7 +205,7 @@ TEST_F(TorchFidelityTest, Int64ResultsFromTwoToThe53AreErrorsNotRoundedValues) {
   EXPECT_NE(values.error().message.find("is not below 2^53"), std::string::npos) << values.error().message;
   EXPECT_FALSE(values.error().node.empty());
   test::CliResult r = run_cli({"run", "--target", "sim", "-c", program});
-  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("is not below 2^53"), std::string::npos) << r.out << r.err;
   expect_exact_on_simulator({"a = torch.randint(0, 5, (64,))\na * 1125899906842624 + 1"});  // below 2^53: exact
 }
@@ -329,7 +329,7 @@ TEST_F(TorchFidelityTest, IntegerDivisionByZeroIsAnEvaluationError) {
     ASSERT_FALSE(values) << program;
     EXPECT_NE(values.error().message.find("ZeroDivisionError"), std::string::npos) << values.error().render();
     test::CliResult r = run_cli({"run", "--target", "sim", "-c", program});
-    EXPECT_NE(r.exit_code, 0) << program << "\n" << r.out;
+    EXPECT_EQ(r.exit_code, 1) << program << "\n" << r.out;
     EXPECT_NE((r.out + r.err).find("ZeroDivisionError"), std::string::npos) << program << "\n" << r.out << r.err;
   }
 }

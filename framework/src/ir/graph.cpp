@@ -120,7 +120,9 @@ struct GraphStore {
 
   std::list<Node> nodes;
   IdMap<std::list<Node>::iterator> by_id;
-  IdMap<std::vector<Node*>> uses;      // used id -> its users, once per input slot naming it
+  // used id -> its users, each with the number of its input slots naming the id. A map, not a
+  // list: removing one user of a value with N users (the pieces of a split) costs O(1), not O(N).
+  IdMap<std::unordered_map<Node*, int>> uses;
   IdMap<int64_t> first_free_suffix;    // base -> smallest k >= 1 with base_k not a node (if > 1)
 
   Node* find(std::string_view id) {
@@ -153,8 +155,8 @@ struct GraphStore {
   void add_uses(Node& n) {
     for (const std::string& in : n.inputs.ids_) {
       auto it = uses.find(in);
-      if (it == uses.end()) it = uses.emplace(in, std::vector<Node*>{}).first;
-      it->second.push_back(&n);
+      if (it == uses.end()) it = uses.emplace(in, std::unordered_map<Node*, int>{}).first;
+      ++it->second[&n];
     }
   }
 
@@ -162,9 +164,9 @@ struct GraphStore {
     for (const std::string& in : n.inputs.ids_) {
       auto it = uses.find(in);
       if (it == uses.end()) continue;
-      std::vector<Node*>& users = it->second;
-      auto pos = std::find(users.begin(), users.end(), &n);
-      if (pos != users.end()) users.erase(pos);
+      std::unordered_map<Node*, int>& users = it->second;
+      auto pos = users.find(&n);
+      if (pos != users.end() && --pos->second == 0) users.erase(pos);
       if (users.empty()) uses.erase(it);
     }
   }
@@ -178,9 +180,10 @@ struct GraphStore {
   std::vector<Node*> users_of(std::string_view id) const {
     auto it = uses.find(id);
     if (it == uses.end()) return {};
-    std::vector<Node*> users = it->second;
+    std::vector<Node*> users;
+    users.reserve(it->second.size());
+    for (const auto& [user, slots] : it->second) users.push_back(user);
     std::sort(users.begin(), users.end(), [](const Node* a, const Node* b) { return a->order_ < b->order_; });
-    users.erase(std::unique(users.begin(), users.end()), users.end());
     return users;
   }
 
@@ -377,8 +380,8 @@ Status Graph::erase(std::string_view id_view) {
   detail::GraphStore& s = store();
   auto pos = s.by_id.find(id);
   if (pos == s.by_id.end()) return make_error("cannot erase node '" + id + "': no such node");
-  if (std::vector<Node*> users = s.users_of(id); !users.empty()) {
-    Diagnostic d = make_error("cannot erase node '" + id + "': node '" + users.front()->id() + "' still uses it");
+  if (s.uses.find(id) != s.uses.end()) {  // only the message sorts the users
+    Diagnostic d = make_error("cannot erase node '" + id + "': node '" + s.users_of(id).front()->id() + "' still uses it");
     return d.at_node(id);
   }
   if (std::find(outputs_.begin(), outputs_.end(), id) != outputs_.end()) {

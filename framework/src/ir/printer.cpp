@@ -23,7 +23,10 @@
 #include "print_lists.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <optional>
+#include <sstream>
 
 namespace tessera {
 namespace {
@@ -180,11 +183,65 @@ std::string cuda_args(const CudaOp& op) {
   return join(args);
 }
 
+// The CUDA spelling of an element type, as emit_cuda spells it (plugins/targets/cuda, c_type).
+std::string_view cuda_element_type(DType t) {
+  switch (t) {
+    case DType::F32: return "float";
+    case DType::F16: return "__half";
+    case DType::BF16: return "__nv_bfloat16";
+    case DType::I32: return "int";
+    case DType::I64: return "long long";
+    case DType::Bool: return "bool";
+    case DType::F64: return "double";
+  }
+  return "";
+}
+
+// Bytes of the static __shared__ arrays a CUDA source declares, one per line, as emit_cuda declares
+// them: `__shared__ __align__(16) float x_smem[2048];` (the extern __shared__ array of dynamic
+// shared memory is not one). nullopt when a declaration has another form (hand-written source):
+// then the header does not guess.
+std::optional<int64_t> static_smem_bytes(const std::string& source) {
+  static constexpr DType kAll[] = {DType::F32, DType::F16, DType::BF16, DType::I32,
+                                   DType::I64, DType::Bool, DType::F64};
+  int64_t total = 0;
+  std::istringstream lines(source);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t start = line.find_first_not_of(' ');
+    std::string_view rest = start == std::string::npos ? std::string_view() : std::string_view(line).substr(start);
+    if (rest.substr(0, 11) != "__shared__ ") continue;
+    rest.remove_prefix(11);
+    if (rest.substr(0, 10) == "__align__(") rest.remove_prefix(std::min(rest.size(), rest.find(") ") + 2));
+    std::optional<int64_t> element_bytes;
+    for (DType t : kAll) {
+      const std::string type = std::string(cuda_element_type(t)) + " ";
+      if (rest.substr(0, type.size()) == type) {
+        element_bytes = dtype_bytes(t);
+        rest.remove_prefix(type.size());
+        break;
+      }
+    }
+    const size_t open = rest.find('['), close = rest.find("];");
+    if (!element_bytes || open == std::string_view::npos || close == std::string_view::npos || close < open)
+      return std::nullopt;
+    int64_t elements = 0;
+    const std::string_view digits = rest.substr(open + 1, close - open - 1);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), elements);
+    if (ec != std::errc() || end != digits.data() + digits.size() || elements < 0) return std::nullopt;
+    total += elements * *element_bytes;
+  }
+  return total;
+}
+
 std::string cuda_block(const CudaOp& op) {
+  // A kernel's shared memory is its static arrays plus the dynamic bytes given at launch.
+  const std::optional<int64_t> static_bytes = static_smem_bytes(op.source);
+  const std::string smem = (static_bytes ? std::to_string(*static_bytes) : std::string("?")) + " static + " +
+                           std::to_string(op.dynamic_smem) + " dynamic";
   std::string text = "// kernel " + op.name + "  grid=" + int_tuple(op.grid) +
                      " block=" + int_tuple(op.block) +
                      (op.cluster.empty() ? "" : " cluster=" + int_tuple(op.cluster)) +
-                     " smem=" + std::to_string(op.dynamic_smem) + "  args: " + cuda_args(op) + "\n" +
+                     " smem=" + smem + "  args: " + cuda_args(op) + "\n" +
                      op.source;
   if (!text.empty() && text.back() != '\n') text += '\n';
   return text;

@@ -71,12 +71,22 @@ bool is_quoted_or_str(const YAML::Node& n) { return n.Tag() == "!" || n.Tag() ==
 
 std::string str_scalar(std::string_view s) { return knob_value_str(AttrValue(std::string(s))); }
 
-// Where each YAML document of a text starts. yaml-cpp (0.7) never consumes a ',' that stands outside
-// a flow collection ("," or "- 1\n,"): it ends an empty document there and starts the next one at
-// the same place, so YAML::LoadAll loops forever, allocating. A document that starts where the
-// previous one started is that stuck token.
-class DocumentStarts final : public YAML::EventHandler {
+// A pipeline nests a few levels (stages, passes, knobs, a knob's list); deeper text is a mistake
+// or an attack, reported at the collection that passes the limit before the tree is built.
+constexpr int kMaxPipelineYamlDepth = 64;
+
+// Checks the event stream of a text before YAML::LoadAll builds its tree:
+// - where each YAML document starts. yaml-cpp (0.7) never consumes a ',' that stands outside a
+//   flow collection ("," or "- 1\n,"): it ends an empty document there and starts the next one at
+//   the same place, so YAML::LoadAll loops forever, allocating. A document that starts where the
+//   previous one started is that stuck token.
+// - how deeply collections nest: past kMaxPipelineYamlDepth, the collection that passes it. (The
+//   parser's own guard, far deeper, would say only "bad file".)
+class YamlShapeCheck final : public YAML::EventHandler {
  public:
+  struct TooDeep {
+    YAML::Mark mark;
+  };
   std::vector<YAML::Mark> starts;
 
   void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
@@ -84,21 +94,45 @@ class DocumentStarts final : public YAML::EventHandler {
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    enter(mark);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    enter(mark);
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  // Thrown out of the parser (which is exception-safe: its own errors are exceptions) to stop at once.
+  void enter(const YAML::Mark& mark) {
+    if (++depth_ > kMaxPipelineYamlDepth) throw TooDeep{mark};
+  }
+  int depth_ = 0;
 };
 
-// The position of a token the YAML parser cannot get past, if the text has one (see DocumentStarts).
-// Parse errors are left to YAML::LoadAll, which reports them.
-std::optional<YAML::Mark> stuck_document_start(const std::string& text) {
+struct YamlShapeProblem {
+  YAML::Mark mark;
+  std::string message;
+};
+
+// The first shape problem of the text (see YamlShapeCheck), if it has one. Parse errors are left
+// to YAML::LoadAll, which reports them.
+std::optional<YamlShapeProblem> yaml_shape_problem(const std::string& text) {
   std::istringstream in(text);
   YAML::Parser parser(in);
-  DocumentStarts documents;
-  while (parser.HandleNextDocument(documents)) {
-    const size_t n = documents.starts.size();
-    if (n >= 2 && documents.starts[n - 1].pos == documents.starts[n - 2].pos) return documents.starts[n - 1];
+  YamlShapeCheck check;
+  try {
+    while (parser.HandleNextDocument(check)) {
+      const size_t n = check.starts.size();
+      if (n >= 2 && check.starts[n - 1].pos == check.starts[n - 2].pos)
+        return YamlShapeProblem{check.starts[n - 1],
+                                "invalid YAML: unexpected ',' outside a flow collection ([...] or {...})"};
+    }
+  } catch (const YamlShapeCheck::TooDeep& deep) {
+    return YamlShapeProblem{deep.mark, "invalid YAML: lists and maps nested deeper than " +
+                                           std::to_string(kMaxPipelineYamlDepth) +
+                                           " levels (a pipeline needs a handful)"};
   }
   return std::nullopt;
 }
@@ -111,10 +145,8 @@ class PipelineReader {
   Expected<PipelineSpec> read() {
     std::vector<YAML::Node> documents;
     try {
-      if (std::optional<YAML::Mark> stuck = stuck_document_start(text_)) {
-        return error(loc_of_mark(*stuck, 1),
-                     "invalid YAML: unexpected ',' outside a flow collection ([...] or {...})");
-      }
+      if (std::optional<YamlShapeProblem> problem = yaml_shape_problem(text_))
+        return error(loc_of_mark(problem->mark, 1), problem->message);
       documents = YAML::LoadAll(text_);
     } catch (const YAML::ParserException& e) {
       return error(loc_of_mark(e.mark, 1), "invalid YAML: " + e.msg);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <sstream>
+#include <utility>
 
 #include "tessera/ir/printer.h"
 #include "tessera/ir/serialize.h"
@@ -92,6 +93,33 @@ Status dump_stage(const std::string& dir, const std::string& stem, const Graph& 
   if (ec) return make_error("cannot create dump directory '" + dir + "': " + ec.message());
   TESSERA_TRY(write_text(fs::path(dir) / (stem + ".txt"), print_graph(g)));
   return write_text(fs::path(dir) / (stem + ".json"), graph_to_json_text(g));
+}
+
+// A pin that no node recorded a choice for was never asked for: the pass chose that knob for no
+// kernel of the program (register_tile on a program without a matmul), so the pin changed nothing.
+// That is said, at the pin, rather than ignored; the pass's skips (its reasons for leaving kernels
+// alone) come as notes.
+void warn_unasked_pins(const PassEntry& entry, const Graph& g, const PassContext& ctx, DiagnosticEngine& diags) {
+  if (entry.pins.empty()) return;
+  for (const KnobPin& pin : entry.pins) {
+    bool asked = false;
+    for (const Node* n : g.nodes()) {
+      asked = std::any_of(n->choices.begin(), n->choices.end(),
+                          [&](const KnobChoice& c) { return c.pass == entry.name && c.knob == pin.knob; });
+      if (asked) break;
+    }
+    if (asked) continue;
+    Diagnostic d = make_warning("pinned knob '" + pin.knob + ": " + knob_value_str(pin.value) + "' of pass '" +
+                                entry.name + "' had no effect: the pass chose " + pin.knob +
+                                " for no kernel of this program");
+    d.at(pin.loc);
+    constexpr size_t kShownSkips = 3;
+    for (size_t i = 0; i < ctx.skips().size() && i < kShownSkips; ++i)
+      d.note(entry.name + " skipped '" + ctx.skips()[i].node + "': " + ctx.skips()[i].reason);
+    if (ctx.skips().size() > kShownSkips)
+      d.note("and " + std::to_string(ctx.skips().size() - kShownSkips) + " more skips (-vv lists them)");
+    diags.report(std::move(d));
+  }
 }
 
 }  // namespace
@@ -199,6 +227,7 @@ Status PipelineRunner::run_stages(Graph& g, DiagnosticEngine& diags, const std::
         return fail(std::move(st).error(), marker, input ? rebuild_input(marker, input) : Graph(g));
       }
 
+      if (!quiet) warn_unasked_pins(entry, std::as_const(g), ctx, diags);
       if (opts_.verbosity >= 1 && err) *err << "[" << marker << "] " << std::fixed << std::setprecision(3) << ms << " ms\n";
       if (show_diff && out) {
         if (kernel_pass) {

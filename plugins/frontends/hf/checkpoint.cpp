@@ -37,6 +37,8 @@ Expected<std::map<std::string, std::string>> read_index(const fs::path& index_pa
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    return json_syntax_error(text.str(), file, "the checkpoint index", e.byte, e.what());
   } catch (const nlohmann::json::exception& e) {
     return file_error(file, std::string("the checkpoint index is not valid JSON: ") + e.what());
   }

@@ -396,9 +396,70 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const
   return out;
 }
 
+namespace {
+
+// The config's sizes against the checkpoint's tensors, key by key, before any tensor is checked
+// one by one: a size the checkpoint contradicts is an error at that key in config.json, naming the
+// tensor that shows it (a config whose num_hidden_layers or head_dim disagrees with the weights is
+// the config's mistake far more often than a damaged checkpoint's).
+Status check_config_against_checkpoint(const ModelConfig& c, const Checkpoint& weights) {
+  auto shape_of = [&](const std::string& name) -> const std::vector<int64_t>* {
+    const Checkpoint::Entry* e = weights.find(name);
+    return e ? &e->tensor->shape : nullptr;
+  };
+  // Layers: model.layers.N.* for every N below num_hidden_layers, and none above.
+  const std::string layers_prefix = "model.layers.";
+  std::set<int64_t> layers;
+  for (const auto& [name, entry] : weights.tensors()) {
+    if (name.rfind(layers_prefix, 0) != 0) continue;
+    const size_t dot = name.find('.', layers_prefix.size());
+    const std::string index = name.substr(layers_prefix.size(), dot - layers_prefix.size());
+    if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) continue;
+    layers.insert(std::stoll(index));
+  }
+  if (!layers.empty() && *layers.rbegin() >= c.num_layers)
+    return config_key_error(c, "num_hidden_layers",
+                            "is " + std::to_string(c.num_layers) + ", but the checkpoint has layer " +
+                                std::to_string(*layers.rbegin()) + " (tensors model.layers." +
+                                std::to_string(*layers.rbegin()) + ".*)");
+  for (int64_t l = 0; l < c.num_layers; ++l)
+    if (!layers.count(l))
+      return config_key_error(c, "num_hidden_layers",
+                              "is " + std::to_string(c.num_layers) + ", but the checkpoint has no tensor of layer " +
+                                  std::to_string(l) + " (model.layers." + std::to_string(l) + ".*)" +
+                                  (layers.empty() ? std::string()
+                                                  : "; it has layers " + std::to_string(*layers.begin()) + ".." +
+                                                        std::to_string(*layers.rbegin())));
+  // One size of a tensor against the config value(s) that give it.
+  auto check = [&](const std::string& tensor, size_t dim, int64_t expected, const std::string& key,
+                   const std::string& what) -> Status {
+    const std::vector<int64_t>* shape = shape_of(tensor);
+    if (!shape || shape->size() <= dim || (*shape)[dim] == expected) return Status::ok();
+    return config_key_error(c, key, what + " = " + std::to_string(expected) + ", but checkpoint tensor '" + tensor +
+                                        "' has shape " + shape_text(*shape));
+  };
+  // A q projection of the wrong width: head_dim's fault when the config gives it, else the heads'.
+  const std::string heads_key = c.text.find("\"head_dim\"") != std::string::npos ? "head_dim" : "num_attention_heads";
+  TESSERA_TRY(check("model.embed_tokens.weight", 0, c.vocab_size, "vocab_size", "vocab_size"));
+  TESSERA_TRY(check("model.embed_tokens.weight", 1, c.hidden_size, "hidden_size", "hidden_size"));
+  if (c.qk_norm) TESSERA_TRY(check("model.layers.0.self_attn.q_norm.weight", 0, c.head_dim, "head_dim", "head_dim"));
+  const std::string heads_times_dim =
+      "num_attention_heads " + std::to_string(c.num_heads) + " x head_dim " + std::to_string(c.head_dim);
+  TESSERA_TRY(check("model.layers.0.self_attn.q_proj.weight", 0, c.num_heads * c.head_dim, heads_key, heads_times_dim));
+  TESSERA_TRY(check("model.layers.0.self_attn.k_proj.weight", 0, c.num_kv_heads * c.head_dim, "num_key_value_heads",
+                    "num_key_value_heads " + std::to_string(c.num_kv_heads) + " x head_dim " +
+                        std::to_string(c.head_dim)));
+  TESSERA_TRY(check("model.layers.0.mlp.gate_proj.weight", 0, c.intermediate_size, "intermediate_size",
+                    "intermediate_size"));
+  return Status::ok();
+}
+
+}  // namespace
+
 Expected<Graph> build_decoder_graph(const ModelConfig& config, const DecoderOptions& options,
                                     const Checkpoint* weights) {
   if (weights) {
+    TESSERA_TRY(check_config_against_checkpoint(config, *weights));
     // Every tensor the model needs, of the right shape and a floating dtype; nothing else (a tied
     // checkpoint may still carry lm_head.weight, which is then unused).
     std::set<std::string> needed;

@@ -1,6 +1,7 @@
 // Reading config.json (see model_config.h).
 #include "model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -44,16 +45,19 @@ class ConfigReader {
   Diagnostic error(const std::string& key, std::string message) const { return config_error(text_, file_, key, std::move(message)); }
   bool has(const std::string& key) const { return doc_.contains(key) && !doc_[key].is_null(); }
 
-  // A positive integer; `fallback` when absent (nullopt: required).
-  Expected<int64_t> positive(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const {
+  // A positive integer at most `bound.max`; `fallback` when absent (nullopt: required).
+  Expected<int64_t> positive(const ConfigBound& bound, std::optional<int64_t> fallback = std::nullopt) const {
+    const std::string key = bound.key;
     if (!has(key)) {
       if (fallback) return *fallback;
       return error(key, "missing (a positive integer)");
     }
     const json& v = doc_[key];
-    if (!v.is_number_integer() || v.get<int64_t>() <= 0)
+    if (!v.is_number_integer() || (v.is_number_unsigned() ? v.get<uint64_t>() == 0 : v.get<int64_t>() <= 0))
       return error(key, "is " + v.dump() + ", not a positive integer");
-    if (v.get<int64_t>() > (int64_t{1} << 31)) return error(key, "is " + v.dump() + ", larger than Tessera accepts (2^31)");
+    // Unsigned values past int64 are compared as unsigned, so none wraps to a small one.
+    if (v.get<uint64_t>() > static_cast<uint64_t>(bound.max))
+      return error(key, "is " + v.dump() + ", larger than Tessera accepts (at most " + std::to_string(bound.max) + ")");
     return v.get<int64_t>();
   }
 
@@ -108,6 +112,9 @@ Expected<std::optional<Llama3RopeScaling>> read_rope_scaling(const ConfigReader&
   TESSERA_TRY(number("high_freq_factor", out.high_freq_factor));
   double original = 0;
   TESSERA_TRY(number("original_max_position_embeddings", original));
+  if (original > static_cast<double>(kMaxPositions.max))
+    return r.error(key, "'original_max_position_embeddings' is " + s["original_max_position_embeddings"].dump() +
+                            ", larger than Tessera accepts (at most " + std::to_string(kMaxPositions.max) + ")");
   out.original_max_position_embeddings = static_cast<int64_t>(original);
   if (!(out.high_freq_factor > out.low_freq_factor))
     return r.error(key, "'high_freq_factor' must be larger than 'low_freq_factor'");
@@ -151,11 +158,36 @@ const std::vector<std::string>& supported_architectures() {
   return names;
 }
 
+Diagnostic json_syntax_error(const std::string& text, const std::string& file, const std::string& what,
+                             size_t byte, const std::string& parser_message) {
+  const size_t offset = byte > 0 ? std::min<size_t>(byte - 1, text.size()) : 0;
+  int line = 1, col = 1;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  std::string reason = parser_message;
+  if (const size_t at = reason.find(": "); at != std::string::npos) reason = reason.substr(at + 2);
+  Diagnostic d = make_error(what + " is not valid JSON: " + reason);
+  d.at(SourceLoc{file, line, col, 1}, source_line_of(text, line));
+  return d;
+}
+
+Diagnostic config_key_error(const ModelConfig& config, const std::string& key, std::string message) {
+  return config_error(config.text, config.file, key, std::move(message));
+}
+
 Expected<ModelConfig> parse_model_config(const std::string& text, const std::string& file) {
   TESSERA_TRY(check_outside_json(text, file));
   json doc;
   try {
     doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return json_syntax_error(text, file, "config.json", e.byte, e.what());
   } catch (const json::exception& e) {
     Diagnostic d = make_error(std::string("config.json is not valid JSON: ") + e.what());
     d.loc.file = file;
@@ -169,6 +201,7 @@ Expected<ModelConfig> parse_model_config(const std::string& text, const std::str
   ConfigReader r(doc, text, file);
   ModelConfig c;
   c.file = file;
+  c.text = text;
 
   std::string supported;
   for (const std::string& a : supported_architectures()) supported += (supported.empty() ? "" : ", ") + a;
@@ -183,23 +216,28 @@ Expected<ModelConfig> parse_model_config(const std::string& text, const std::str
     return r.error("architectures", "architecture '" + c.architecture_name + "' is not supported (supported: " +
                                         supported + ")");
 
-  TESSERA_ASSIGN_OR_RETURN(c.hidden_size, r.positive("hidden_size"));
-  TESSERA_ASSIGN_OR_RETURN(c.intermediate_size, r.positive("intermediate_size"));
-  TESSERA_ASSIGN_OR_RETURN(c.num_layers, r.positive("num_hidden_layers"));
-  TESSERA_ASSIGN_OR_RETURN(c.num_heads, r.positive("num_attention_heads"));
-  TESSERA_ASSIGN_OR_RETURN(c.num_kv_heads, r.positive("num_key_value_heads", c.num_heads));
-  TESSERA_ASSIGN_OR_RETURN(c.vocab_size, r.positive("vocab_size"));
-  TESSERA_ASSIGN_OR_RETURN(c.max_position_embeddings, r.positive("max_position_embeddings", 2048));
+  TESSERA_ASSIGN_OR_RETURN(c.hidden_size, r.positive(kMaxHiddenSize));
+  TESSERA_ASSIGN_OR_RETURN(c.intermediate_size, r.positive(kMaxIntermediateSize));
+  TESSERA_ASSIGN_OR_RETURN(c.num_layers, r.positive(kMaxLayers));
+  TESSERA_ASSIGN_OR_RETURN(c.num_heads, r.positive(kMaxHeads));
+  TESSERA_ASSIGN_OR_RETURN(c.num_kv_heads, r.positive(kMaxKvHeads, c.num_heads));
+  TESSERA_ASSIGN_OR_RETURN(c.vocab_size, r.positive(kMaxVocabSize));
+  TESSERA_ASSIGN_OR_RETURN(c.max_position_embeddings, r.positive(kMaxPositions, 2048));
   if (c.architecture == Architecture::Qwen3 && !r.has("head_dim"))
     return r.error("head_dim", "missing (Qwen3ForCausalLM gives head_dim explicitly)");
   if (!r.has("head_dim") && c.hidden_size % c.num_heads != 0)
     return r.error("num_attention_heads", std::to_string(c.num_heads) + " does not divide hidden_size " +
                                               std::to_string(c.hidden_size) + " (and no head_dim is given)");
-  TESSERA_ASSIGN_OR_RETURN(c.head_dim, r.positive("head_dim", c.hidden_size / c.num_heads));
+  TESSERA_ASSIGN_OR_RETURN(c.head_dim, r.positive(kMaxHeadDim, c.hidden_size / c.num_heads));
   if (c.head_dim % 2 != 0) return r.error("head_dim", std::to_string(c.head_dim) + " is odd; RoPE rotates halves of each head");
   if (c.num_heads % c.num_kv_heads != 0)
     return r.error("num_key_value_heads", std::to_string(c.num_kv_heads) + " does not divide num_attention_heads " +
                                               std::to_string(c.num_heads));
+  if (c.num_heads * c.head_dim > kMaxAttentionWidth)
+    return r.error(r.has("head_dim") ? "head_dim" : "num_attention_heads",
+                   "num_attention_heads " + std::to_string(c.num_heads) + " x head_dim " + std::to_string(c.head_dim) +
+                       " = " + std::to_string(c.num_heads * c.head_dim) +
+                       ", wider than the attention Tessera accepts (at most " + std::to_string(kMaxAttentionWidth) + ")");
   TESSERA_ASSIGN_OR_RETURN(c.rms_norm_eps, r.positive_number("rms_norm_eps", 1e-6));
   TESSERA_ASSIGN_OR_RETURN(c.rope_theta, r.positive_number("rope_theta", 10000.0));
   TESSERA_ASSIGN_OR_RETURN(c.rope_scaling, read_rope_scaling(r, "rope_scaling"));
@@ -216,6 +254,9 @@ Expected<ModelConfig> parse_model_config(const std::string& text, const std::str
   if (r.has("layer_types")) {
     const json& types = r["layer_types"];
     if (!types.is_array()) return r.error("layer_types", "is " + types.dump() + ", not a list");
+    if (static_cast<int64_t>(types.size()) != c.num_layers)
+      return r.error("layer_types", "lists " + std::to_string(types.size()) + " layers, but num_hidden_layers is " +
+                                        std::to_string(c.num_layers));
     for (const json& t : types)
       if (!t.is_string() || t.get<std::string>() != "full_attention")
         return r.error("layer_types", "has " + t.dump() + "; Tessera builds \"full_attention\" layers only");

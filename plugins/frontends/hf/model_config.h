@@ -34,6 +34,7 @@ struct Llama3RopeScaling {
 
 struct ModelConfig {
   std::string file;                 // the config.json it was read from (messages)
+  std::string text;                 // its contents (to locate keys in later messages)
   std::string architecture_name;    // "LlamaForCausalLM", ...
   Architecture architecture = Architecture::Llama;
   int64_t hidden_size = 0;
@@ -60,9 +61,37 @@ inline constexpr size_t kMaxJsonBytes = size_t{64} << 20;
 inline constexpr int kMaxJsonDepth = 32;
 Status check_outside_json(std::string_view text, const std::string& file);
 
+// What Tessera accepts of each size, checked (with the sizes' consistency with each other) before
+// anything is sized by them: a value past its bound is an error naming the key, at once, instead of
+// gigabytes of graph. The bounds are far above every published decoder (the largest have 126
+// layers, head_dim 256, hidden_size 16384 and vocabularies of 256k).
+struct ConfigBound {
+  const char* key;
+  int64_t max;
+};
+inline constexpr ConfigBound kMaxHiddenSize{"hidden_size", int64_t{1} << 16};
+inline constexpr ConfigBound kMaxIntermediateSize{"intermediate_size", int64_t{1} << 18};
+inline constexpr ConfigBound kMaxLayers{"num_hidden_layers", 1024};
+inline constexpr ConfigBound kMaxHeads{"num_attention_heads", 1024};
+inline constexpr ConfigBound kMaxKvHeads{"num_key_value_heads", 1024};
+inline constexpr ConfigBound kMaxHeadDim{"head_dim", 2048};
+inline constexpr ConfigBound kMaxVocabSize{"vocab_size", int64_t{1} << 22};
+inline constexpr ConfigBound kMaxPositions{"max_position_embeddings", int64_t{1} << 22};
+// num_attention_heads x head_dim, the width of the q projection (and of o_proj's input).
+inline constexpr int64_t kMaxAttentionWidth = int64_t{1} << 16;
+
+// A JSON syntax error in `text` (the contents of `file`) as a located error: file:line:col of the
+// byte where the parser stopped (`byte`, 1-based, as nlohmann's parse_error gives it) and its
+// reason (`parser_message`) without the library's "[json.exception...] parse error at ..." prefix.
+Diagnostic json_syntax_error(const std::string& text, const std::string& file, const std::string& what,
+                             size_t byte, const std::string& parser_message);
+
 // Parses `text`, the contents of `file`.
 Expected<ModelConfig> parse_model_config(const std::string& text, const std::string& file);
 Expected<ModelConfig> read_model_config(const std::string& file);
+
+// An error located at `key` in the config's file (line and column of its first occurrence).
+Diagnostic config_key_error(const ModelConfig& config, const std::string& key, std::string message);
 
 // RoPE inverse frequencies, head_dim / 2 of them: theta^(-2i / head_dim), adjusted by the Llama-3
 // rope_scaling when the config has one (as transformers' `_compute_llama3_parameters`).

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "elementwise_target.h"
 #include "shape_inference.h"
 #include "spelling_suggestion.h"
 #include "tessera/eval/tensor_value.h"
@@ -40,8 +41,8 @@ std::vector<int64_t> shape_ints(const Shape& s) {
 // functions the table marks so (exp, div, silu, ...) and gelu.
 bool produces_float(const std::string& target) {
   if (target == "gelu") return true;
-  Expected<ElementwiseFn> fn = parse_elementwise_fn(target);
-  return fn && fn_info(*fn).result == FnResult::Float;
+  const ElementwiseFnInfo* fn = elementwise_target(target);
+  return fn && fn->result == FnResult::Float;
 }
 
 

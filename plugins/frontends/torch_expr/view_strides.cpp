@@ -1,5 +1,6 @@
 // ViewStrides (see view_strides.h): the stride rules of PyTorch's view ops.
 #include "view_strides.h"
+#include "elementwise_target.h"
 
 #include <algorithm>
 #include <utility>
@@ -70,8 +71,8 @@ bool ViewStrides::contiguous(const std::string& node, const std::vector<int64_t>
 // Elementwise targets (their results follow their operands' layout).
 bool is_elementwise(const std::string& target) {
   if (target == "cast" || target == "gelu" || target == "silu") return true;
-  Expected<ElementwiseFn> fn = parse_elementwise_fn(target);
-  return fn && fn_info(*fn).torch != TorchForm::None;
+  const ElementwiseFnInfo* fn = elementwise_target(target);
+  return fn && fn->torch != TorchForm::None;
 }
 
 // Dense strides of `shape` with its dims laid out in the order of `like`'s strides (largest first;
