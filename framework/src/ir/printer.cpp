@@ -183,19 +183,6 @@ std::string cuda_args(const CudaOp& op) {
   return join(args);
 }
 
-// The CUDA spelling of an element type, as emit_cuda spells it (plugins/targets/cuda, c_type).
-std::string_view cuda_element_type(DType t) {
-  switch (t) {
-    case DType::F32: return "float";
-    case DType::F16: return "__half";
-    case DType::BF16: return "__nv_bfloat16";
-    case DType::I32: return "int";
-    case DType::I64: return "long long";
-    case DType::Bool: return "bool";
-    case DType::F64: return "double";
-  }
-  return "";
-}
 
 // Bytes of the static __shared__ arrays a CUDA source declares, one per line, as emit_cuda declares
 // them: `__shared__ __align__(16) float x_smem[2048];` (the extern __shared__ array of dynamic
@@ -214,7 +201,7 @@ std::optional<int64_t> static_smem_bytes(const std::string& source) {
     if (rest.substr(0, 10) == "__align__(") rest.remove_prefix(std::min(rest.size(), rest.find(") ") + 2));
     std::optional<int64_t> element_bytes;
     for (DType t : kAll) {
-      const std::string type = std::string(cuda_element_type(t)) + " ";
+      const std::string type = std::string(dtype_cuda_name(t)) + " ";
       if (rest.substr(0, type.size()) == type) {
         element_bytes = dtype_bytes(t);
         rest.remove_prefix(type.size());

@@ -1021,22 +1021,12 @@ Expected<Graph> graph_from_json_text(const std::string& text, const std::string&
     j = json::parse(text);
   } catch (const json::parse_error& ex) {
     // ex.byte is the 1-based offset of the byte where parsing failed.
-    size_t offset = ex.byte > 0 ? std::min<size_t>(ex.byte - 1, text.size()) : 0;
-    int line = 1;
-    int col = 1;
-    for (size_t i = 0; i < offset; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
+    const SourceLoc loc = source_loc_at(text, file, ex.byte > 0 ? ex.byte - 1 : 0);
     std::string what = ex.what();
     // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 2: ".
     if (size_t colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
     Diagnostic d = make_error("invalid JSON: " + what);
-    d.at(SourceLoc{file, line, col, 1}, source_line_of(text, line));
+    d.at(loc, source_line_of(text, loc.line));
     return d;
   } catch (const std::exception& ex) {
     Diagnostic d = make_error(std::string("invalid JSON: ") + ex.what());

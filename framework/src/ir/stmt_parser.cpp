@@ -270,25 +270,20 @@ class StmtReader {
     return *value;
   }
 
-  // An elementwise function name (ir/elementwise_fn.h), located when unknown.
-  Expected<ElementwiseFn> elementwise_fn() {
+  // A name looked up by `resolve` (one of ir/elementwise_fn.h's parse functions); an unknown name
+  // is an error at the name, with the lookup's message.
+  template <class T>
+  Expected<T> resolved_name(const char* what, Expected<T> (*resolve)(std::string_view)) {
     c_.skip_spaces();
     const size_t start = c_.pos();
-    TESSERA_ASSIGN_OR_RETURN(std::string word, c_.name("a function name"));
-    Expected<ElementwiseFn> fn = parse_elementwise_fn(word);
-    if (!fn) return c_.error_at(start, word.size(), fn.error().message);
-    return *fn;
+    TESSERA_ASSIGN_OR_RETURN(std::string word, c_.name(what));
+    Expected<T> value = resolve(word);
+    if (!value) return c_.error_at(start, word.size(), value.error().message);
+    return value;
   }
-
-  // A combine op (add, mul, max, min, or an alias), located when unknown.
-  Expected<CombineFn> combine_fn() {
-    c_.skip_spaces();
-    const size_t start = c_.pos();
-    TESSERA_ASSIGN_OR_RETURN(std::string word, c_.name("an accumulate op (add, mul, max, min)"));
-    Expected<CombineFn> op = parse_combine_fn(word);
-    if (!op) return c_.error_at(start, word.size(), op.error().message);
-    return *op;
-  }
+  Expected<ElementwiseFn> elementwise_fn() { return resolved_name("a function name", &parse_elementwise_fn); }
+  // add, mul, max, min, or an alias
+  Expected<CombineFn> combine_fn() { return resolved_name("an accumulate op (add, mul, max, min)", &parse_combine_fn); }
 
   // `op=NAME` of a combine op.
   Expected<CombineFn> combine_fn_field() {

@@ -40,6 +40,19 @@ std::optional<DType> parse_dtype(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view dtype_cuda_name(DType t) {
+  switch (t) {
+    case DType::F32: return "float";
+    case DType::F16: return "__half";
+    case DType::BF16: return "__nv_bfloat16";
+    case DType::I32: return "int";
+    case DType::I64: return "long long";
+    case DType::Bool: return "bool";
+    case DType::F64: return "double";
+  }
+  TESSERA_INTERNAL_CHECK(false, "a DType value is one of the declared dtypes");
+}
+
 int dtype_bytes(DType t) {
   switch (t) {
     case DType::F32: return 4;

@@ -81,6 +81,20 @@ Diagnostic make_warning(std::string message) {
   return d;
 }
 
+SourceLoc source_loc_at(const std::string& text, const std::string& file, size_t offset) {
+  offset = std::min(offset, text.size());
+  int line = 1, col = 1;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return SourceLoc{file, line, col, 1};
+}
+
 std::string source_line_of(const std::string& text, int line) {
   if (line < 1) return {};
   size_t start = 0;

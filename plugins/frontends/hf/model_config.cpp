@@ -160,20 +160,11 @@ const std::vector<std::string>& supported_architectures() {
 
 Diagnostic json_syntax_error(const std::string& text, const std::string& file, const std::string& what,
                              size_t byte, const std::string& parser_message) {
-  const size_t offset = byte > 0 ? std::min<size_t>(byte - 1, text.size()) : 0;
-  int line = 1, col = 1;
-  for (size_t i = 0; i < offset; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
+  const SourceLoc loc = source_loc_at(text, file, byte > 0 ? byte - 1 : 0);  // `byte` is 1-based
   std::string reason = parser_message;
   if (const size_t at = reason.find(": "); at != std::string::npos) reason = reason.substr(at + 2);
   Diagnostic d = make_error(what + " is not valid JSON: " + reason);
-  d.at(SourceLoc{file, line, col, 1}, source_line_of(text, line));
+  d.at(loc, source_line_of(text, loc.line));
   return d;
 }
 

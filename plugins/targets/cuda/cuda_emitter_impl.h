@@ -209,18 +209,7 @@ inline std::string f64_spelling(std::string_view f32) {
   return out;
 }
 
-inline std::string c_type(DType t) {
-  switch (t) {
-    case DType::F32: return "float";
-    case DType::F16: return "__half";
-    case DType::BF16: return "__nv_bfloat16";
-    case DType::I32: return "int";
-    case DType::I64: return "long long";
-    case DType::Bool: return "bool";
-    case DType::F64: return "double";
-  }
-  return "float";
-}
+inline std::string c_type(DType t) { return std::string(dtype_cuda_name(t)); }
 
 inline std::string first_line(const std::string& s) {
   std::string line = s.substr(0, s.find('\n'));

@@ -178,21 +178,20 @@ inline double apply_combine_fn(CombineFn op, double acc, double x) {
 }
 
 // Statement fields hold these enums: their spellings come from the tables above, so the IR
-// printer, parser and JSON agree by construction (tessera/ir/stmt_enums.h).
+// printer, parser and JSON agree by construction (tessera/ir/stmt_enums.h). spelling_pairs
+// lists a table's (value, name) pairs in declaration order.
+template <class E, class Info, size_t N>
+constexpr std::array<std::pair<E, std::string_view>, N> spelling_pairs(const Info (&infos)[N], E Info::*value) {
+  std::array<std::pair<E, std::string_view>, N> out{};
+  for (size_t i = 0; i < N; ++i) out[i] = {infos[i].*value, infos[i].name};
+  return out;
+}
 template <> struct StmtEnumTable<ElementwiseFn> {
-  static constexpr auto entries = [] {
-    std::array<std::pair<ElementwiseFn, std::string_view>, std::size(kElementwiseFns)> out{};
-    for (size_t i = 0; i < out.size(); ++i) out[i] = {kElementwiseFns[i].fn, kElementwiseFns[i].name};
-    return out;
-  }();
+  static constexpr auto entries = spelling_pairs(kElementwiseFns, &ElementwiseFnInfo::fn);
   static constexpr std::string_view what = "an elementwise function name";
 };
 template <> struct StmtEnumTable<CombineFn> {
-  static constexpr auto entries = [] {
-    std::array<std::pair<CombineFn, std::string_view>, std::size(kCombineFns)> out{};
-    for (size_t i = 0; i < out.size(); ++i) out[i] = {kCombineFns[i].op, kCombineFns[i].name};
-    return out;
-  }();
+  static constexpr auto entries = spelling_pairs(kCombineFns, &CombineFnInfo::op);
   static constexpr std::string_view what = "an accumulate op (add, mul, max, min)";
 };
 

@@ -15,6 +15,7 @@ enum class DType : uint8_t { F32, F16, BF16, I32, I64, Bool, F64 };
 std::string_view dtype_name(DType t);          // "float32", "float16", "bfloat16", "int32", "int64", "bool", "float64"
 std::string_view dtype_short_name(DType t);    // "f32", "f16", "bf16", "i32", "i64", "bool", "f64"
 std::optional<DType> parse_dtype(std::string_view s);  // accepts both spellings
+std::string_view dtype_cuda_name(DType t);     // "float", "__half", "__nv_bfloat16", "int", "long long", "bool", "double"
 int dtype_bytes(DType t);
 bool dtype_is_float(DType t);
 

@@ -56,6 +56,10 @@ Diagnostic make_warning(std::string message);
 // Returns line `line` (1-based) of `text` without its newline; empty when out of range.
 std::string source_line_of(const std::string& text, int line);
 
+// The location (1-based line and column, length 1) of byte `offset` (0-based) of `text` in `file`;
+// an offset past the end is the end. For parsers that report a byte offset (the JSON library).
+SourceLoc source_loc_at(const std::string& text, const std::string& file, size_t offset);
+
 // Collects diagnostics for one compilation. Owned by whoever drives the compilation (the CLI,
 // a test); never a global.
 class DiagnosticEngine {
