@@ -256,8 +256,8 @@ TEST(Graph, ErasingManyUsersOfOneValueKeepsItsUsersExact) {
   add_input(g, "x", {4});
   constexpr int kUsers = 20000;
   for (int i = 0; i < kUsers; ++i)
-    g.add("u_" + std::to_string(i), elementwise("neg", {var("x")}), {"x"}, f32({4}));
-  g.add("both", elementwise("add", {var("x"), var("x")}), {"x", "x"}, f32({4}));  // two slots, one user
+    g.add("u_" + std::to_string(i), elementwise(ElementwiseFn::Neg, {var("x")}), {"x"}, f32({4}));
+  g.add("both", elementwise(ElementwiseFn::Add, {var("x"), var("x")}), {"x", "x"}, f32({4}));  // two slots, one user
   ASSERT_TRUE(g.erase("both"));
   for (int i = kUsers - 1; i >= kUsers / 2; --i) ASSERT_TRUE(g.erase("u_" + std::to_string(i)));
   const std::vector<std::string> users = g.users("x");
