@@ -865,6 +865,40 @@ TEST_F(TorchExprTest, LayoutCoverage) {
   EXPECT_EQ(slices[4]->type, tt({2, 1, 4}));
 }
 
+// split / chunk / unbind make a piece's nodes when the program first uses the piece, so node
+// names count only the pieces used before (eagerly made pieces would take slice_1, slice_2, ...).
+TEST_F(TorchExprTest, SplitPiecesAreMadeOnFirstUse) {
+  auto slices = [](const Graph& g) {
+    std::vector<std::string> out;
+    for (const Node* n : g.nodes())
+      if (const TorchOp* op = n->op_as<TorchOp>(); op && op->target == "slice")
+        out.push_back(n->id() + ":" + std::to_string(op->attrs.get_int("start", -1)));
+    return out;
+  };
+  using Strings = std::vector<std::string>;
+  // An indexed piece is the first slice made; a piece used twice is one node.
+  Graph g = trace("x = torch.randn(8, 3); t = x.chunk(4); t[2] + t[2] + x[1:2]");
+  EXPECT_EQ(slices(g), (Strings{"slice:4", "slice_1:1"})) << print_graph(g);
+  // Pieces made in the order the program uses them; a slice of the tuple makes only its pieces.
+  g = trace("x = torch.randn(6, 3); t = torch.split(x, 1); u = t[-1]; a, b = t[1:3]; u + a + b + t[0]");
+  EXPECT_EQ(slices(g), (Strings{"slice:5", "slice_1:1", "slice_2:2", "slice_3:0"})) << print_graph(g);
+  // Unpacking makes every piece in order, as the eager split did.
+  g = trace("x = torch.randn(3, 2); a, b, c = x.split(1); c, b, a");
+  EXPECT_EQ(slices(g), (Strings{"slice:0", "slice_1:1", "slice_2:2"})) << print_graph(g);
+  // unbind: a piece is a slice and a reshape dropping the dim.
+  g = trace("x = torch.randn(5, 4); r = x.unbind(0); r[3] * 2");
+  EXPECT_EQ(slices(g), (Strings{"slice:3"})) << print_graph(g);
+  EXPECT_EQ(torch_op(g, "reshape").target, "reshape");
+  EXPECT_EQ(g.find("reshape")->type, tt({4}));
+  // A million pieces, two used: only their slices exist.
+  g = trace("t = torch.randn(1000000, 1).split(1, 0); t[0] + t[999999]");
+  EXPECT_EQ(slices(g), (Strings{"slice:0", "slice_1:999999"})) << print_graph(g);
+  // The piece count is known without making pieces.
+  expect_error(fail("x = torch.randn(1000000, 1)\na, b = x.split(1, 0)"),
+               "too many values to unpack (expected 2, got 1000000)", 2, 1);
+  expect_error(fail("x = torch.randn(4, 1)\nt = x.split(1, 0)\nt[4]"), "tuple index out of range", 3, 3);
+}
+
 TEST_F(TorchExprTest, TensorIndexing) {
   Graph g = trace(
       "x = torch.randn(4, 6, 8)\n"

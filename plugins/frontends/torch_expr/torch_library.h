@@ -41,6 +41,19 @@ struct TensorIndexItem {
   SourceSpan span;
 };
 
+// How split / chunk / unbind cut `source` (see TensorPiecesValue): piece i is
+// source[bounds[i]:bounds[i+1]] along `dim`, without that dim for unbind.
+struct TensorPieces {
+  std::string source;
+  int64_t dim = 0;
+  std::vector<int64_t> bounds;  // one more than the pieces
+  bool drop_dim = false;        // unbind: each piece is reshaped to the source's shape less `dim`
+  CallSite site;                // the split call: the pieces' location
+  std::map<int64_t, std::string> nodes;  // the pieces made so far, by index
+
+  int64_t count() const { return static_cast<int64_t>(bounds.size()) - 1; }
+};
+
 class TorchLibrary {
  public:
   explicit TorchLibrary(GraphBuilder& builder);
@@ -82,6 +95,10 @@ class TorchLibrary {
                                      const CallSite& site);
   // `x[idx]` with an integer tensor: rows of x along dim 0 (negative indices count from the end).
   Expected<TracedValue> index_with_tensor(const std::string& node, const std::string& index, const CallSite& site);
+  // Piece i (0 <= i < count()) of a split (TensorPiecesValue), made on first use.
+  Expected<TracedValue> piece(TensorPieces& pieces, int64_t i);
+  // Every piece, in order, as the tuple PyTorch returns.
+  Expected<TracedValue> all_pieces(TensorPieces& pieces);
   // Constructors called inside a function or method body make constants (`full` nodes), not inputs.
   void set_inside_function(bool inside) { inside_function_ = inside; }
 
@@ -158,7 +175,8 @@ class TorchLibrary {
                               const CallSite& site);
   Expected<TracedValue> cat(const std::vector<std::string>& xs, int64_t dim, const CallSite& site);
   Expected<TracedValue> stack(const std::vector<std::string>& xs, int64_t dim, const CallSite& site);
-  Expected<TracedValue> split(const std::string& x, const std::vector<int64_t>& sizes, int64_t dim,
+  // The pieces of x cut along dim, as a TensorPiecesValue: no node is made until piece() asks.
+  Expected<TracedValue> split(const std::string& x, const std::vector<int64_t>& sizes, int64_t dim, bool drop_dim,
                               const CallSite& site);
   Expected<TracedValue> squeeze(const std::string& x, const std::optional<std::vector<int64_t>>& dims,
                                 const CallSite& site);

@@ -1060,15 +1060,7 @@ void TorchLibrary::register_idiom_math() {
     const TensorType t = type(x);
     Expected<int64_t> d = normalize_dim(dim, t.rank());
     if (!d || t.rank() == 0) return a.error("dim", a.site().callee + "(): " + (d ? "a 0-d tensor cannot be unbound" : d.error().message));
-    std::vector<int64_t> rest = dims_of(t.shape);
-    rest.erase(rest.begin() + *d);
-    SequenceValue pieces;
-    for (int64_t i = 0; i < t.dim(*d); ++i) {
-      TESSERA_ASSIGN_OR_RETURN(TracedValue s, slice(x, *d, i, i + 1, 1, intermediate(a.site())));
-      TESSERA_ASSIGN_OR_RETURN(TracedValue r, reshape(node_of(s), rest, intermediate(a.site())));
-      pieces.items.push_back(r);
-    }
-    return TracedValue(std::move(pieces));
+    return split(x, std::vector<int64_t>(static_cast<size_t>(t.dim(*d)), 1), *d, true, a.site());
   };
   functions_.emplace("torch.unbind", FunctionEntry{CallSignature("input, dim=0"), [do_unbind](const BoundArguments& a)
                                                                                      -> Expected<TracedValue> {

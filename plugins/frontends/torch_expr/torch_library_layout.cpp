@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "shape_inference.h"
+#include "tessera/support/internal_check.h"
 #include "torch_library.h"
 
 namespace tessera::torch_expr {
@@ -111,7 +112,7 @@ void TorchLibrary::register_layout() {
     std::vector<int64_t> sizes;
     for (int64_t off = 0; off < n; off += piece) sizes.push_back(std::min(piece, n - off));
     if (n == 0) sizes.assign(static_cast<size_t>(chunks), 0);  // PyTorch: `chunks` empty pieces
-    return split(x, sizes, *d, a.site());
+    return split(x, sizes, *d, false, a.site());
   };
   functions_.emplace("torch.chunk", FunctionEntry{CallSignature("input, chunks, dim=0"),
                                                   [do_chunk](const BoundArguments& a) -> Expected<TracedValue> {
@@ -147,7 +148,7 @@ void TorchLibrary::register_layout() {
                                                      " must sum to the size of dimension " + std::to_string(*d) +
                                                      " (" + std::to_string(n) + ")");
     }
-    return split(x, sizes, *d, a.site());
+    return split(x, sizes, *d, false, a.site());
   };
   functions_.emplace("torch.split", FunctionEntry{CallSignature("tensor, split_size_or_sections, dim=0"),
                                                   [do_split](const BoundArguments& a) -> Expected<TracedValue> {
@@ -321,15 +322,42 @@ Expected<TracedValue> TorchLibrary::stack(const std::vector<std::string>& xs, in
 }
 
 Expected<TracedValue> TorchLibrary::split(const std::string& x, const std::vector<int64_t>& sizes, int64_t dim,
-                                          const CallSite& site) {
-  SequenceValue pieces;
+                                          bool drop_dim, const CallSite& site) {
+  auto pieces = std::make_shared<TensorPieces>();
+  pieces->source = x;
+  pieces->dim = dim;
+  pieces->drop_dim = drop_dim;
+  pieces->site = intermediate(site);
+  pieces->bounds.reserve(sizes.size() + 1);
   int64_t offset = 0;
-  for (int64_t size : sizes) {
-    TESSERA_ASSIGN_OR_RETURN(TracedValue piece, slice(x, dim, offset, offset + size, 1, intermediate(site)));
-    pieces.items.push_back(std::move(piece));
-    offset += size;
+  pieces->bounds.push_back(offset);
+  for (int64_t size : sizes) pieces->bounds.push_back(offset += size);
+  return TracedValue(TensorPiecesValue{std::move(pieces)});
+}
+
+Expected<TracedValue> TorchLibrary::piece(TensorPieces& pieces, int64_t i) {
+  TESSERA_INTERNAL_CHECK(i >= 0 && i < pieces.count(), "a piece index is checked against the piece count");
+  if (auto it = pieces.nodes.find(i); it != pieces.nodes.end()) return TracedValue(TensorValue{it->second});
+  const size_t k = static_cast<size_t>(i);
+  TESSERA_ASSIGN_OR_RETURN(TracedValue cut, slice(pieces.source, pieces.dim, pieces.bounds[k], pieces.bounds[k + 1], 1,
+                                                  pieces.site));
+  if (pieces.drop_dim) {
+    std::vector<int64_t> rest = dims_of(type(pieces.source).shape);
+    rest.erase(rest.begin() + pieces.dim);
+    TESSERA_ASSIGN_OR_RETURN(cut, reshape(cut.as<TensorValue>()->node, rest, pieces.site));
   }
-  return TracedValue(std::move(pieces));
+  pieces.nodes.emplace(i, cut.as<TensorValue>()->node);
+  return cut;
+}
+
+Expected<TracedValue> TorchLibrary::all_pieces(TensorPieces& pieces) {
+  SequenceValue tuple;
+  tuple.items.reserve(static_cast<size_t>(pieces.count()));
+  for (int64_t i = 0; i < pieces.count(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(TracedValue p, piece(pieces, i));
+    tuple.items.push_back(std::move(p));
+  }
+  return TracedValue(std::move(tuple));
 }
 
 Expected<TracedValue> TorchLibrary::squeeze(const std::string& x, const std::optional<std::vector<int64_t>>& dims,

@@ -61,6 +61,7 @@ std::string describe_value(const TracedValue& v) {
     std::string operator()(const EllipsisValue&) const { return "ellipsis"; }
     std::string operator()(const TensorValue&) const { return "tensor"; }
     std::string operator()(const SequenceValue& s) const { return s.is_list ? "list" : "tuple"; }
+    std::string operator()(const TensorPiecesValue&) const { return "tuple"; }
     std::string operator()(const DTypeValue&) const { return "torch.dtype"; }
     std::string operator()(const NamespaceValue& n) const { return "module " + n.path; }
     std::string operator()(const FunctionValue& f) const { return "function " + short_name(f.name); }

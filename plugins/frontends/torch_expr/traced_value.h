@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -32,6 +33,14 @@ struct SequenceValue {
   std::vector<TracedValue> items;
   bool is_list = false;
   std::vector<std::string> field_names;  // a named tuple's fields (torch.max's values, indices)
+};
+// The tuple of pieces that x.split / x.chunk / x.unbind cut from one tensor, kept uncut: a piece's
+// node is created when the program first uses that piece (TorchLibrary::piece), so the pieces it
+// never reads cost no nodes. Copies share the TensorPieces, so a piece used twice is one node.
+// Only the tracer's eval_keeping_pieces() returns it; eval() turns it into a SequenceValue.
+struct TensorPieces;  // torch_library.h
+struct TensorPiecesValue {
+  std::shared_ptr<TensorPieces> pieces;
 };
 struct DTypeValue {
   DType dtype = DType::F32;
@@ -92,7 +101,7 @@ struct ModuleMethodValue {
 
 struct TracedValue {
   std::variant<NoneValue, bool, int64_t, double, std::string, EllipsisValue, TensorValue,
-               SequenceValue, DTypeValue, NamespaceValue, FunctionValue, ModuleClassValue,
+               SequenceValue, TensorPiecesValue, DTypeValue, NamespaceValue, FunctionValue, ModuleClassValue,
                ModuleValue, TensorMethodValue, UserClassValue, UserObjectValue, UserFunctionValue,
                SuperValue, ModuleInitValue, ContainerValue, ModuleMethodValue>
       v;

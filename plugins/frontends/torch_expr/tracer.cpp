@@ -129,7 +129,7 @@ Status Tracer::exec_block(const StmtList& body, Frame& frame, std::optional<Trac
 
 Status Tracer::exec(const StmtNode& stmt, Frame& frame, std::optional<TracedValue>& returned) {
   if (const auto* s = stmt.as<ExprStmt>()) {
-    TESSERA_ASSIGN_OR_RETURN(TracedValue ignored, eval(*s->value, frame));
+    TESSERA_ASSIGN_OR_RETURN(TracedValue ignored, eval_keeping_pieces(*s->value, frame));
     (void)ignored;
     return Status::ok();
   }
@@ -188,7 +188,7 @@ Status Tracer::exec_assign(const AssignStmt& assign, Frame& frame) {
     if (!seq.items.empty()) value = std::move(seq);
   } else {
     const auto* name = assign.targets.size() == 1 ? target.as<NameExpr>() : nullptr;
-    TESSERA_ASSIGN_OR_RETURN(value, eval(*assign.value, frame, name ? name->id : ""));
+    TESSERA_ASSIGN_OR_RETURN(value, eval_keeping_pieces(*assign.value, frame, name ? name->id : ""));
   }
   for (const ExprPtr& t : assign.targets) TESSERA_TRY(assign_to(*t, value, frame));
   return Status::ok();
@@ -221,17 +221,20 @@ Status Tracer::assign_to(const ExprNode& target, const TracedValue& value, Frame
   }
   if (const auto* tuple = target.as<TupleExpr>()) {
     const auto* seq = value.as<SequenceValue>();
-    if (!seq) {
+    const auto* pieces = value.as<TensorPiecesValue>();
+    if (!seq && !pieces) {
       std::string what = value.is<TensorValue>() ? "unpacking a tensor is not supported"
                                                  : "cannot unpack " + describe_value(value);
       return source_.error(target.span, what);
     }
-    if (seq->items.size() != tuple->items.size())
-      return source_.error(target.span, (seq->items.size() > tuple->items.size() ? "too many" : "not enough") +
+    const size_t n = seq ? seq->items.size() : static_cast<size_t>(pieces->pieces->count());
+    if (n != tuple->items.size())
+      return source_.error(target.span, (n > tuple->items.size() ? "too many" : "not enough") +
                                             std::string(" values to unpack (expected ") +
-                                            std::to_string(tuple->items.size()) + ", got " +
-                                            std::to_string(seq->items.size()) + ")");
-    for (size_t i = 0; i < seq->items.size(); ++i) TESSERA_TRY(assign_to(*tuple->items[i], seq->items[i], frame));
+                                            std::to_string(tuple->items.size()) + ", got " + std::to_string(n) + ")");
+    TESSERA_ASSIGN_OR_RETURN(TracedValue unpacked, all_pieces(value));
+    const std::vector<TracedValue>& items = unpacked.as<SequenceValue>()->items;
+    for (size_t i = 0; i < n; ++i) TESSERA_TRY(assign_to(*tuple->items[i], items[i], frame));
     return Status::ok();
   }
   if (target.as<SubscriptExpr>()) return source_.error(target.span, "item assignment is not supported");
@@ -352,6 +355,16 @@ Status Tracer::exec_class_def(const ClassDef& def, Frame& frame) {
 // ---- expressions -----------------------------------------------------------------------------
 
 Expected<TracedValue> Tracer::eval(const ExprNode& e, Frame& frame, std::string_view name_hint) {
+  TESSERA_ASSIGN_OR_RETURN(TracedValue v, eval_keeping_pieces(e, frame, name_hint));
+  return all_pieces(std::move(v));
+}
+
+Expected<TracedValue> Tracer::all_pieces(TracedValue v) {
+  if (auto* p = v.as<TensorPiecesValue>()) return library_.all_pieces(*p->pieces);
+  return v;
+}
+
+Expected<TracedValue> Tracer::eval_keeping_pieces(const ExprNode& e, Frame& frame, std::string_view name_hint) {
   if (const auto* n = e.as<NameExpr>()) return eval_name(e, *n, frame);
   if (e.as<NoneLiteral>()) return TracedValue(NoneValue{});
   if (e.as<EllipsisLiteral>()) return TracedValue(EllipsisValue{});
@@ -735,7 +748,7 @@ Expected<TracedValue> Tracer::eval_compare(const ExprNode& e, const CompareExpr&
 
 Expected<TracedValue> Tracer::eval_subscript(const ExprNode& e, const SubscriptExpr& sub, Frame& frame,
                                              std::string_view name_hint) {
-  TESSERA_ASSIGN_OR_RETURN(TracedValue owner, eval(*sub.value, frame));
+  TESSERA_ASSIGN_OR_RETURN(TracedValue owner, eval_keeping_pieces(*sub.value, frame));
   if (const auto* t = owner.as<TensorValue>()) {
     // `x[a, b:c, ..., None]`: each component evaluated here, applied by the catalog.
     std::vector<const ExprNode*> parts;
@@ -812,8 +825,14 @@ Expected<TracedValue> Tracer::eval_subscript(const ExprNode& e, const SubscriptE
     return container_item(*c->container, index, sub.index->span);
   }
   const auto* seq = owner.as<SequenceValue>();
-  if (!seq) return source_.error(sub.value->span, describe_value(owner) + " is not subscriptable");
-  const int64_t n = static_cast<int64_t>(seq->items.size());
+  const auto* pieces = owner.as<TensorPiecesValue>();
+  if (!seq && !pieces) return source_.error(sub.value->span, describe_value(owner) + " is not subscriptable");
+  const int64_t n = seq ? static_cast<int64_t>(seq->items.size()) : pieces->pieces->count();
+  // A split's pieces are made as they are indexed.
+  auto item = [&](int64_t i) -> Expected<TracedValue> {
+    if (seq) return seq->items[static_cast<size_t>(i)];
+    return library_.piece(*pieces->pieces, i);
+  };
 
   if (const auto* slice = sub.index->as<SliceExpr>()) {
     auto part = [&](const ExprPtr& p, const char* what) -> Expected<std::optional<int64_t>> {
@@ -839,9 +858,10 @@ Expected<TracedValue> Tracer::eval_subscript(const ExprNode& e, const SubscriptE
     int64_t start = clamp(lower, step > 0 ? 0 : n - 1);
     int64_t stop = clamp(upper, step > 0 ? n : -1);
     SequenceValue out;
-    out.is_list = seq->is_list;
+    out.is_list = seq && seq->is_list;
     for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
-      out.items.push_back(seq->items[static_cast<size_t>(i)]);
+      TESSERA_ASSIGN_OR_RETURN(TracedValue picked, item(i));
+      out.items.push_back(std::move(picked));
       if (__builtin_add_overflow(i, step, &i)) break;
     }
     return TracedValue(std::move(out));
@@ -851,7 +871,7 @@ Expected<TracedValue> Tracer::eval_subscript(const ExprNode& e, const SubscriptE
     return source_.error(sub.index->span, describe_value(owner) + " indices must be integers, got " + describe_value(index));
   int64_t i = int_of(index);
   if (i < -n || i >= n) return source_.error(sub.index->span, describe_value(owner) + " index out of range");
-  return seq->items[static_cast<size_t>(i < 0 ? i + n : i)];
+  return item(i < 0 ? i + n : i);
 }
 
 // ---- Python semantics for trace-time values --------------------------------------------------

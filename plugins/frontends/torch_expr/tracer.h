@@ -48,7 +48,12 @@ class Tracer {
   void bind_name(const std::string& name, const TracedValue& value, Frame& frame);
 
   // Expressions. `name_hint` names the node the expression's outermost operation creates.
+  // eval() never returns a TensorPiecesValue: it makes every piece of one. eval_keeping_pieces()
+  // may, for the places that can use a split's pieces one by one (a name or attribute bound to
+  // it, a subscript of it), so the pieces a program never reads get no nodes.
   Expected<TracedValue> eval(const ExprNode& e, Frame& frame, std::string_view name_hint = {});
+  Expected<TracedValue> eval_keeping_pieces(const ExprNode& e, Frame& frame, std::string_view name_hint = {});
+  Expected<TracedValue> all_pieces(TracedValue v);
   Expected<TracedValue> eval_name(const ExprNode& e, const NameExpr& name, Frame& frame);
   Expected<TracedValue> eval_attribute(const ExprNode& e, const AttributeExpr& attr, Frame& frame,
                                        std::string_view name_hint);
