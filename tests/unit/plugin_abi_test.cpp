@@ -53,6 +53,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {5, "6f47386201edba36", "36cdc3ec2a47ea37"},  // DType::F64 (ir/type.h); floor, floor_divide, remainder and is_integer_division_by_zero (ir/elementwise_fn.h); ConstantOp::checkpoint (ir/op.h), constant_data_windows (eval/constant_data.h), graph JSON version 3
     {6, "6f47386201edba36", "791c087e8c5bfdb1"},  // kExactIntegerLimit and inexact_integer_reason (eval/tensor_value.h); TargetOptions members all initialized
     {7, "2861aed7961d1956", "e31340c04f44df23"},  // BenchOptions::outputs, BenchReport::graphs_unavailable and outputs; add_constants / given_constant / constant_value (eval/constant_data.h); write_file_atomically (support/atomic_file.h); Node::id() private with set_id; verify_graph_index; TESSERA_INTERNAL_CHECK / TESSERA_UNREACHABLE (support/internal_check.h); expr_kind_traits (ir/expr.h); StmtKindTraits::carries_type; FieldRole::UseAcc / UseTensorMap and field_role_traits; TilePass (pass/pass.h); own_used_names / own_bound_names (ir/stmt.h)
+    {8, "5b827ccd19e46cb1", "37eadc5c09e2861b"},  // OutputTolerance, dtype_tolerance, output_tolerance and compare_output with a tolerance (eval/reference_evaluator.h); FrontendOptions::warnings (frontend/frontend.h)
 };
 
 uint64_t fnv1a(const std::string& s) {
