@@ -94,6 +94,9 @@ TEST_F(OutputToleranceTest, PrecisionIsTheNarrowestComputedDtypeOnThePath) {
   t = output_tolerance(g, g.outputs()[0]);
   EXPECT_EQ(t.precision, DType::BF16);
   EXPECT_EQ(t.smallest_normal, std::ldexp(1.0, -14));
+  // Nodes that only move elements round nothing: a bf16 input unsqueezed, then cast, is f32 work.
+  g = trace("h=torch.randn(4, 6, dtype=torch.bfloat16); torch.stack([h, torch.randn(4, 6)]) * 2");
+  EXPECT_EQ(output_tolerance(g, g.outputs()[0]).precision, DType::F32);
   // Integer outputs are exact whatever their path computes in.
   g = trace("x=torch.randn(4,16); torch.argmax(x.half() * 2, -1)");
   EXPECT_EQ(output_tolerance(g, g.outputs()[0]).rtol, 0.0);

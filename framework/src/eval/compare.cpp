@@ -79,6 +79,20 @@ OutputTolerance dtype_tolerance(DType dtype) {
 
 double default_output_rtol(DType dtype) { return dtype_tolerance(dtype).rtol; }
 
+namespace {
+
+// A Torch IR node whose elements are elements of its inputs (a view, a copy, a gather): it rounds
+// nothing, so its dtype is no precision of the path (a bf16 input unsqueezed and cast to f32 is f32).
+bool moves_elements_only(const Node& n) {
+  const auto* op = n.op_as<TorchOp>();
+  if (!op) return false;
+  static const std::set<std::string, std::less<>> kMoves = {"reshape", "unsqueeze", "permute", "transpose",
+                                                            "expand",  "slice",     "cat",     "embedding"};
+  return kMoves.count(op->target) > 0;
+}
+
+}  // namespace
+
 OutputTolerance output_tolerance(const Graph& g, const std::string& id) {
   const Node* out = g.find(id);
   if (!out) return dtype_tolerance(DType::F32);
@@ -91,7 +105,7 @@ OutputTolerance output_tolerance(const Graph& g, const std::string& id) {
     const Node* n = stack.back();
     stack.pop_back();
     const bool given = n->op_as<InputOp>() || n->op_as<ConstantOp>();
-    if (!given && dtype_is_float(n->type.dtype)) {
+    if (!given && !moves_elements_only(*n) && dtype_is_float(n->type.dtype)) {
       const OutputTolerance d = dtype_tolerance(n->type.dtype);
       if (d.rtol > t.rtol) {
         t.rtol = d.rtol;

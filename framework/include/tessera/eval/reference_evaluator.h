@@ -68,7 +68,8 @@ Expected<ValueComparison> compare_values(const ValueMap& expected, const ValueMa
 // The precision is the narrowest floating-point dtype any computed value on the path to the
 // output is stored in (output_tolerance): a float64 result of float32 work is as accurate as
 // float32, a float32 result of an f16 softmax as accurate as f16. Given inputs and constants do not
-// count: both sides read the same values.
+// count (both sides read the same values), nor do Torch IR nodes that only move elements (reshape,
+// unsqueeze, permute, transpose, expand, slice, cat, embedding): they round nothing.
 struct OutputTolerance {
   DType precision = DType::F32;  // where rtol comes from
   double rtol = 0;               // 0: exact (integer and bool outputs)
@@ -86,9 +87,9 @@ struct OutputTolerance {
 OutputTolerance dtype_tolerance(DType dtype);
 
 // The tolerance of node `id` of `g` (best the Torch IR graph, where every intermediate dtype is a
-// node's): the output's own dtype and every computed (non-input, non-constant) node it depends on
-// contribute, the loosest of each term wins. An integer or bool node is exact; an id not in `g`
-// gets its dtype_tolerance(F32).
+// node's): the output's own dtype and every computed node it depends on (not inputs, constants or
+// nodes that only move elements) contribute, the loosest of each term wins. An integer or bool
+// node is exact; an id not in `g` gets dtype_tolerance(F32).
 OutputTolerance output_tolerance(const Graph& g, const std::string& id);
 
 // Compares output `name` as above (`tolerance` gives the floor; `within(tolerance.rtol)` is the
