@@ -942,6 +942,23 @@ TEST(HfCli, TinyLlamaLayerPassesItsCheckInFloat16) {
   expect_layer_zero_ok("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "f16", 1);
 }
 
+// The tiny test models (their weights in the files the test writes) in half precision: the logits
+// and the decode step's caches pass their own check in bf16 and f16.
+TEST(HfCli, TinyModelsPassTheirCheckInHalfPrecision) {
+  test::TempDir tmp;
+  for (const TinyModel& m : kTinyModels) {
+    const std::string dir = make_model_dir(tmp, m);
+    for (const char* dtype : {"bf16", "f16"}) {
+      for (const char* seed : {"0", "1", "2"}) {
+        SCOPED_TRACE(m.architecture + " --dtype " + dtype + " --seed " + seed);
+        test::CliResult r = test::run_cli({"run", dir, "--seq-len", "8", "--target", "sim", "--dtype", dtype, "--seed", seed});
+        EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+        EXPECT_EQ(r.out.find("MISMATCH"), std::string::npos) << r.out;
+      }
+    }
+  }
+}
+
 // --check-intermediates compares every kernel's buffer in launch order; with a tolerance nothing
 // meets, the first kernel is named with its IR.
 TEST(HfCli, CheckIntermediatesNamesTheFirstDivergingKernel) {
