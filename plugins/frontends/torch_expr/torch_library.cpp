@@ -993,8 +993,7 @@ Expected<TracedValue> TorchLibrary::norm(const std::string& target, const std::s
           return builder_.error(site.span, site.callee + ": mixed dtype (CPU): expect parameter to have scalar type of Float");
       if (t.dtype != DType::BF16 && t.dtype != DType::F16)
         return builder_.error(site.span, site.callee + ": mixed dtype (CPU): all inputs must share same datatype. (input " +
-                                             std::string(dtype_name(t.dtype)) + ", weight and bias " +
-                                             std::string(dtype_name(DType::F32)) + ")");
+                                             std::string(dtype_name(t.dtype)) + ", parameters float32)");
     }
   }
   double e = eps.value_or(kRmsNormDefaultEps);
@@ -1247,7 +1246,7 @@ Expected<TracedValue> TorchLibrary::attention(const std::string& q, const std::s
     if (!batch)
       return builder_.error(site.span, site.callee + ": batch dimensions of query " + shape_str(tq.shape) + ", key " +
                                            shape_str(tk.shape) + " and value " + shape_str(tv.shape) + " do not broadcast");
-    if ((batch_of(tq) != *batch || batch_of(tk) != *batch || batch_of(tv) != *batch)) {
+    if (batch_of(tq) != *batch || batch_of(tk) != *batch || batch_of(tv) != *batch) {
       CallSite mid = site;
       mid.name_hint.clear();
       std::vector<std::string> expanded;
