@@ -64,8 +64,6 @@ Expected<ValueComparison> compare_values(const ValueMap& expected, const ValueMa
   return c;
 }
 
-
-
 OutputTolerance dtype_tolerance(DType dtype) {
   switch (dtype) {
     case DType::F16: return {dtype, 0x1p-7, 1.0, 0x1p-14};
