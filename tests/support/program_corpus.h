@@ -546,12 +546,13 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "(y.logsumexp(-1), x.logsumexp((0, 1), keepdim=True), torch.logsumexp(n, 0), (n > 1).any(-1), n.all(0), "
        "torch.any(x > 2), x.narrow(1, -3, 2) * 2)"},
       // PyTorch's type promotion where the outside checks found Tessera apart from it: where of an
-      // integer tensor and a float scalar is float, integer tensors through exp/sqrt, cat of mixed
-      // dtypes.
+      // integer tensor and a float scalar is float, integer tensors (randint with a low bound)
+      // through exp/sqrt, cat of mixed dtypes.
       {"PromotionWhereExpCat",
        "m=torch.randint(0, 5, (4, 6)); a=torch.randn(4, 6); b=torch.randn(4, 6, dtype=torch.float16); "
        "h=torch.randn(4, 6, dtype=torch.bfloat16); "
-       "(torch.where(m > 2, m, 0.5), torch.where(m > 2, 1.5, m), torch.exp(m) + torch.sqrt(m), "
+       "n=torch.randint(1, 10, (4, 6), dtype=torch.int32); "
+       "(torch.where(m > 2, m, 0.5), torch.where(m > 2, 1.5, m), torch.exp(m) + torch.sqrt(m), n.sqrt() * n.rsqrt(), "
        "torch.cat([a, b], 0), torch.cat([m, a], 1), torch.stack([b, h]))"},
       // What PyTorch runs and Tessera refused: F.softmax / F.log_softmax / nn.Softmax without dim
       // (PyTorch's implicit dim: 0 for 3-D, 1 for 4-D), F.linear with a 1-D weight, attention whose

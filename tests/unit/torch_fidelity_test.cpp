@@ -411,6 +411,20 @@ TEST_F(TorchFidelityTest, IntegerTensorsThroughExpAndSqrtAreFloat) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+// torch.randint(low, high, size): what the outside checks' integer exp/sqrt programs were refused
+// for (only low=0 was supported): an input of [0, high - low) plus low.
+TEST_F(TorchFidelityTest, RandintTakesALowBound) {
+  EXPECT_EQ(output_type("torch.randint(1, 10, (4,))"), tt({4}, DType::I64));
+  EXPECT_EQ(output_type("torch.randint(-3, 5, (2, 3), dtype=torch.int32)"), tt({2, 3}, DType::I32));
+  TensorValue v = reference_output("torch.randint(-3, 5, (400,))");
+  ASSERT_EQ(v.data.size(), 400u);
+  EXPECT_EQ(*std::min_element(v.data.begin(), v.data.end()), -3.0);
+  EXPECT_EQ(*std::max_element(v.data.begin(), v.data.end()), 4.0);
+  expect_refused("torch.randint(5, 5, (4,))", "random_ expects 'from' to be less than 'to', but got from=5 >= to=5", 1, 15);
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c", "m = torch.randint(1, 10, (4, 6))\ntorch.sqrt(m) + m.exp()"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 // cat promotes like PyTorch's result_type over all its tensors (the others are converted).
 TEST_F(TorchFidelityTest, CatOfMixedDtypesPromotes) {
   EXPECT_EQ(output_type("torch.cat([torch.randn(2, 3), torch.randn(2, 3, dtype=torch.float16)])"), tt({4, 3}, DType::F32));

@@ -1084,8 +1084,11 @@ Expected<TracedValue> TorchLibrary::make_randint(const BoundArguments& a) {
     TESSERA_ASSIGN_OR_RETURN(low, integer(args[0], "low"));
   }
   TESSERA_ASSIGN_OR_RETURN(int64_t high, integer(args[args.size() - 2], "high"));
-  if (low != 0) return a.error("args", "torch.randint(): only low=0 is supported, got " + std::to_string(low));
-  if (high <= 0) return a.error("args", "torch.randint(): high must be positive, got " + std::to_string(high));
+  TESSERA_TRY(require_exact_integer(TracedValue(low), site));
+  TESSERA_TRY(require_exact_integer(TracedValue(high), site));
+  if (high <= low)
+    return a.error("args", "torch.randint(): random_ expects 'from' to be less than 'to', but got from=" +
+                               std::to_string(low) + " >= to=" + std::to_string(high));
   const auto* size = args.back().as<SequenceValue>();
   if (!size) return a.error("args", "torch.randint(): size must be a tuple of ints, got " + describe_value(args.back()));
   std::vector<int64_t> sizes;
@@ -1099,10 +1102,14 @@ Expected<TracedValue> TorchLibrary::make_randint(const BoundArguments& a) {
   DType dt = dtype.value_or(DType::I64);
   if (dt != DType::I32 && dt != DType::I64)
     return a.error("dtype", "torch.randint(): only int32 and int64 are supported, got " + std::string(dtype_name(dt)));
-  // The input's `fill` holds the exclusive upper bound (see docs/torch-ops.md).
-  TESSERA_ASSIGN_OR_RETURN(std::string id, builder_.add_input(site.name_hint, "randint", static_cast<double>(high),
-                                                              TensorType{Shape(sizes.begin(), sizes.end()), dt}, site.span));
-  return TracedValue(TensorValue{id});
+  // The input's `fill` holds the exclusive upper bound (see docs/torch-ops.md); a low other than 0
+  // is added to an input of [0, high - low).
+  TESSERA_ASSIGN_OR_RETURN(std::string id,
+                           builder_.add_input(low == 0 ? site.name_hint : std::string(), "randint",
+                                              static_cast<double>(high - low),
+                                              TensorType{Shape(sizes.begin(), sizes.end()), dt}, site.span));
+  if (low == 0) return TracedValue(TensorValue{id});
+  return elementwise("add", TensorValue{id}, TracedValue(low), site);
 }
 
 Expected<TracedValue> TorchLibrary::binary_tensors(const std::string& target, const std::string& a,
