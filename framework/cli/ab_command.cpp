@@ -150,9 +150,9 @@ std::optional<int> prepare_side(BenchSide& side, GlobalFlags flags, const Progra
   if (!outputs) return report(std::cerr, outputs.error());
   std::ostringstream check;
   for (const std::string& name : graph->outputs()) {
-    const Node* node = graph->find(name);
-    const double tol = bench.rtol > 0 ? bench.rtol : default_output_rtol(node ? node->type.dtype : DType::F32);
-    auto cmp = compare_output(*expected, *outputs, name);
+    const OutputTolerance tolerance = output_tolerance(reference_graph, name);
+    const double tol = bench.rtol > 0 && tolerance.rtol > 0 ? bench.rtol : tolerance.rtol;
+    auto cmp = compare_output(*expected, *outputs, name, tolerance);
     if (!cmp) return report(std::cerr, cmp.error());
     const bool ok = cmp->within(tol);
     side.outputs_ok = side.outputs_ok && ok;

@@ -281,7 +281,7 @@ TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, con
   }
   r.run_s = seconds_since(t);
   if (expected) {
-    auto checks = check_outputs(compiled->lowered, *expected, outputs, 0);
+    auto checks = check_outputs(compiled->lowered, compiled->torch, *expected, outputs, 0);
     if (!checks) return fail("check", checks.error());
     r.check = "pass";
     double worst = -1;

@@ -142,7 +142,10 @@ std::optional<Graph> load_program(Session& s, const ProgramSource& src, std::ost
   }
   FrontendOptions opts;
   opts.dtype = s.dtype;
+  std::vector<Diagnostic> warnings;
+  opts.warnings = &warnings;
   auto g = frontend->import(FrontendInput{src.expr, src.label}, opts);
+  for (const Diagnostic& w : warnings) err << w.render();
   if (!g) {
     report(err, g.error());
     return std::nullopt;

@@ -118,22 +118,23 @@ TargetOptions target_options(const Session& s, const Target& target, const std::
   return to;
 }
 
-Expected<std::vector<OutputCheck>> check_outputs(const Graph& g, const ValueMap& expected, const ValueMap& actual,
-                                                 double rtol) {
+Expected<std::vector<OutputCheck>> check_outputs(const Graph& g, const Graph& reference_graph, const ValueMap& expected,
+                                                 const ValueMap& actual, double rtol) {
   std::vector<OutputCheck> checks;
   for (const std::string& name : g.outputs()) {
     OutputCheck c;
     c.name = name;
-    const Node* node = g.find(name);
-    const DType dtype = node ? node->type.dtype : DType::F32;
+    OutputTolerance tolerance = output_tolerance(reference_graph, name);
     // Integer and bool outputs are compared exactly, whatever --rtol says (rtol 0 prints "exact").
-    c.rtol = !dtype_is_float(dtype) ? 0.0 : rtol > 0 ? rtol : default_output_rtol(dtype);
+    if (tolerance.rtol > 0 && rtol > 0) tolerance.rtol = rtol;
+    c.rtol = tolerance.rtol;
+    c.precision = tolerance.precision;
     if (!expected.count(name) || !actual.count(name)) {
       c.missing_from = !expected.count(name) ? "reference" : "target run";
       checks.push_back(c);
       continue;
     }
-    TESSERA_ASSIGN_OR_RETURN(ValueComparison cmp, compare_output(expected, actual, name));
+    TESSERA_ASSIGN_OR_RETURN(ValueComparison cmp, compare_output(expected, actual, name, tolerance));
     c.max_abs_error = cmp.max_abs_error;
     c.max_rel_error = cmp.max_rel_error;
     c.elements = cmp.elements;

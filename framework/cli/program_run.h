@@ -53,12 +53,15 @@ struct OutputCheck {
   std::string name;
   std::string missing_from;  // "reference" or "target run" when the output is missing from one
   double max_abs_error = 0, max_rel_error = 0, rtol = 0;
+  DType precision = DType::F32;  // the narrowest float dtype on the output's path (output_tolerance)
   int64_t elements = 0;
   bool ok = false;
 };
 
-// Compares every output of `g` in `actual` with `expected` (rtol 0 = the dtype's default).
-Expected<std::vector<OutputCheck>> check_outputs(const Graph& g, const ValueMap& expected, const ValueMap& actual,
-                                                 double rtol);
+// Compares every output of `g` in `actual` with `expected`, each with the tolerance its path in
+// `reference_graph` (the Torch IR the reference evaluated) gives it (output_tolerance); rtol > 0
+// overrides that tolerance's rtol.
+Expected<std::vector<OutputCheck>> check_outputs(const Graph& g, const Graph& reference_graph, const ValueMap& expected,
+                                                 const ValueMap& actual, double rtol);
 
 }  // namespace tessera::cli

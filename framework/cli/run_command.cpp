@@ -96,20 +96,30 @@ int profile_with_ncu(int argc, char** argv) {
   return rc == 0 ? kExitOk : kExitError;
 }
 
+// ", as f16" when an output's tolerance comes from a narrower dtype on its path than its own.
+std::string precision_note(const Graph& g, const OutputCheck& c) {
+  const Node* n = g.find(c.name);
+  if (c.rtol == 0 || !n || n->type.dtype == c.precision) return "";
+  return ", as " + std::string(dtype_short_name(c.precision));
+}
+
 // --check-intermediates: walks the launches in order and reports the first kernel whose output
-// buffer differs from the reference beyond tolerance (--rtol, else ten times the dtype's output
-// tolerance), with its IR. Returns kExitError after reporting one, kExitOk when all agree.
-int report_first_divergence(const Graph& g, const ValueMap& expected, const TargetRun& ran, double rtol) {
+// buffer differs from the reference beyond tolerance (--rtol, else ten times the node's output
+// tolerance, output_tolerance in the Torch IR `reference_graph`), with its IR. Returns kExitError
+// after reporting one, kExitOk when all agree.
+int report_first_divergence(const Graph& g, const Graph& reference_graph, const ValueMap& expected,
+                            const TargetRun& ran, double rtol) {
   size_t checked = 0;
   for (const KernelLaunch& k : ran.launches) {
     const Node* n = g.find(k.node);
     if (!n || !expected.count(k.node) || !ran.outputs.count(k.node)) continue;
-    Expected<ValueComparison> cmp = compare_output(expected, ran.outputs, k.node);
+    const OutputTolerance tolerance = output_tolerance(reference_graph, k.node);
+    Expected<ValueComparison> cmp = compare_output(expected, ran.outputs, k.node, tolerance);
     if (!cmp) return report(std::cerr, cmp.error());
     ++checked;
     // Rounding differences compound along the program, so an intermediate buffer gets ten times
     // the tolerance of an output (--rtol sets both); a wrong kernel is off by far more.
-    const double tol = rtol > 0 ? rtol : 10 * default_output_rtol(n->type.dtype);
+    const double tol = rtol > 0 ? rtol : 10 * tolerance.rtol;
     if (cmp->within(tol)) continue;
     std::cerr << "error: tessera run --check-intermediates: kernel " << k.kernel << " (launch " << checked
               << ", output '" << k.node << "') diverges from the reference: " << cmp->str() << " (rtol "
@@ -162,7 +172,7 @@ int run_command(int argc, char** argv, int first) {
       ("target", po::value(&target_name)->value_name("auto|sim|cuda"), "where to run (default auto: cuda when a GPU is present, else sim)")
       ("seed", po::value(&seed)->value_name("N"), "seed of the random input data (default 0)")
       ("sample-knobs", po::value(&sample_seed)->value_name("SEED"), "pick a random valid value for every knob not pinned in the pipeline (seeded)")
-      ("rtol", po::value(&rtol)->value_name("R"), "relative tolerance (default: 1e-4 for f32, 2e-2 f16, 1e-1 bf16)")
+      ("rtol", po::value(&rtol)->value_name("R"), "relative tolerance (default: by the narrowest float dtype on the output's path, 1e-4 for f32, 5e-3 f16, 2e-2 bf16)")
       ("cache-dir", po::value(&cache_dir)->value_name("DIR"), "kernel cache of the cuda target (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)")
       ("memory-limit", po::value(&memory_limit_gb)->value_name("GB"), "host memory the reference and the target's buffers may use (default: half the physical memory)")
       ("sim-work-limit", po::value(&sim_work_limit_g)->value_name("G"), "--target sim: the most estimated work (10^9 operations and 4-byte words moved) to simulate (default 10)")
@@ -284,7 +294,7 @@ int run_command(int argc, char** argv, int first) {
   if (check_intermediates) {
     graph->outputs() = program_outputs;
     if (!ran) return report(std::cerr, ran.error());
-    if (int code = report_first_divergence(*graph, *expected, *ran, rtol); code != kExitOk) return code;
+    if (int code = report_first_divergence(*graph, reference_graph, *expected, *ran, rtol); code != kExitOk) return code;
   }
   if (!ran) return report(std::cerr, ran.error());
   for (const std::string& w : ran->warnings) std::cerr << "warning: " << w << "\n";
@@ -300,7 +310,7 @@ int run_command(int argc, char** argv, int first) {
         << "  -> " << k.node << "\n";
   }
   out << "outputs:\n";
-  auto checks = check_outputs(*graph, *expected, ran->outputs, rtol);
+  auto checks = check_outputs(*graph, reference_graph, *expected, ran->outputs, rtol);
   if (!checks) return report(std::cerr, checks.error());
   bool all_ok = true;
   for (const OutputCheck& c : *checks) {
@@ -311,7 +321,8 @@ int run_command(int argc, char** argv, int first) {
     }
     out << "  " << c.name << "  max abs err " << format_error(c.max_abs_error) << "  max rel err "
         << format_error(c.max_rel_error) << "  (" << c.elements << " elements, "
-        << (c.rtol == 0 ? std::string("exact") : "rtol " + format_error(c.rtol)) << ")  " << (c.ok ? "ok" : "MISMATCH")
+        << (c.rtol == 0 ? std::string("exact") : "rtol " + format_error(c.rtol)) << precision_note(*graph, c) << ")  "
+        << (c.ok ? "ok" : "MISMATCH")
         << "\n";
   }
   if (vm.count("save-io")) {

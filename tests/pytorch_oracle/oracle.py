@@ -112,6 +112,9 @@ class ProgramInputs:
             if tuple(t.shape) != tuple(made.shape) or t.dtype != made.dtype:
                 raise ValueError(f"input '{name}' (torch.{fname} call {self.next}) is {tuple(t.shape)} {t.dtype} "
                                  f"in Tessera, {tuple(made.shape)} {made.dtype} in PyTorch")
+            # torch.randint(low, high, size): Tessera's input holds [0, high - low), the program adds low.
+            if fname == "randint" and len(a) == 3:
+                return t.clone() + a[0]
             return t.clone()
         return call
 

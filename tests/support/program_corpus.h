@@ -168,7 +168,7 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
       {"RmsNormModuleFloat32WeightOnBFloat16",
        "nn.RMSNorm(64)(torch.randn(3, 64, dtype=torch.bfloat16))"},
       {"LayerNormModuleFloat32WeightOnFloat16",
-       "nn.LayerNorm(64)(torch.randn(3, 64, dtype=torch.float16))"},
+       "nn.LayerNorm(64, dtype=torch.float32)(torch.randn(3, 64, dtype=torch.float16))"},
       {"ViewAfterContiguous",
        "x=torch.randn(2, 3, 4); x.transpose(1, 2).contiguous().view(2, -1) + x.transpose(0, 1).view(3, 2, 2, 2).reshape(2, 12)"},
       // The idioms LLM code is written in (docs/torch-ops.md, "Idioms"): each program also
@@ -544,7 +544,24 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "x=torch.randn(5, 7); n=torch.randint(0, 3, (5, 7)); "
        "y = torch.where(torch.arange(5)[:, None] < 2, float('-inf'), x); "
        "(y.logsumexp(-1), x.logsumexp((0, 1), keepdim=True), torch.logsumexp(n, 0), (n > 1).any(-1), n.all(0), "
-       "torch.any(x > 2), x.narrow(1, -3, 2) * 2)"}};
+       "torch.any(x > 2), x.narrow(1, -3, 2) * 2)"},
+      // PyTorch's type promotion where the outside checks found Tessera apart from it: where of an
+      // integer tensor and a float scalar is float, integer tensors (randint with a low bound)
+      // through exp/sqrt, cat of mixed dtypes.
+      {"PromotionWhereExpCat",
+       "m=torch.randint(0, 5, (4, 6)); a=torch.randn(4, 6); b=torch.randn(4, 6, dtype=torch.float16); "
+       "h=torch.randn(4, 6, dtype=torch.bfloat16); "
+       "n=torch.randint(1, 10, (4, 6), dtype=torch.int32); "
+       "(torch.where(m > 2, m, 0.5), torch.where(m > 2, 1.5, m), torch.exp(m) + torch.sqrt(m), n.sqrt() * n.rsqrt(), "
+       "torch.cat([a, b], 0), torch.cat([m, a], 1), torch.stack([b, h]))"},
+      // What PyTorch runs and Tessera refused: F.softmax / F.log_softmax / nn.Softmax without dim
+      // (PyTorch's implicit dim: 0 for 3-D, 1 for 4-D), F.linear with a 1-D weight, attention whose
+      // query has more batch dims than key and value.
+      {"ImplicitSoftmaxDimVectorLinearBroadcastSdpa",
+       "import torch.nn.functional as F; x=torch.randn(3, 4, 5); y=torch.randn(2, 3, 4, 5); w=torch.randn(5); "
+       "c=torch.randn(()); q=torch.randn(2, 3, 5, 8); k=torch.randn(3, 7, 8); v=torch.randn(3, 7, 6); "
+       "(F.softmax(x), F.log_softmax(y), nn.Softmax()(y), F.linear(x, w), F.linear(w, w, c), "
+       "F.scaled_dot_product_attention(q, k, v))"}};
   return corpus;
 }
 

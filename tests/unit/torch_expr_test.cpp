@@ -963,7 +963,7 @@ TEST_F(TorchExprTest, CoverageErrorsAreLocated) {
                "batch dimensions", 2, 1);
   expect_error(fail("q = torch.randn(1, 4, 8)\nF.scaled_dot_product_attention(q, q, q, dropout_p=0.1)"),
                "dropout_p must be 0", 2, 41, 13);
-  expect_error(fail("torch.randint(2, 10, (3,))"), "only low=0 is supported", 1, 15);
+  expect_error(fail("torch.randint(10, 2, (3,))"), "random_ expects 'from' to be less than 'to'", 1, 15);
   expect_error(fail("torch.randn(2, 3).t().t().reshape(1, 2, 3).t()"), "<= 2 dimensions", 1, 1);
   expect_error(fail("nn.Embedding(10, 4)(torch.randn(3))"), "indices must be an int32 or int64 tensor", 1, 1);
 }

@@ -5,6 +5,7 @@
 // the PyTorch oracle (tests/pytorch_oracle) runs in PyTorch itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "tessera/eval/constant_data.h"
 #include "tessera/eval/reference_evaluator.h"
 #include "tessera/frontend/frontend.h"
+#include "tessera/ir/op.h"
 #include "tessera/ir/printer.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
@@ -384,6 +386,166 @@ TEST_F(TorchFidelityTest, Float64KeepsDoublePrecision) {
     for (double e : d) EXPECT_NEAR(e, 1e-12, 1e-15) << "in f32, (x + 1e-12) - x would be 0";
   }
   EXPECT_TRUE(found) << "no output 'sub' in " << io;
+}
+
+// ---- the outside checks' findings ------------------------------------------------------------
+
+// where(c, int_tensor, 0.5) is float in PyTorch; the simulator selected in int64 and truncated 0.5.
+TEST_F(TorchFidelityTest, WhereOfAnIntegerTensorAndAFloatScalarIsFloatEverywhere) {
+  const char* program = "m = torch.randint(0, 5, (4, 6))\ntorch.where(m > 2, m, 0.5)";
+  EXPECT_EQ(output_type(program), tt({4, 6}, DType::F32));
+  TensorValue v = reference_output(program);
+  EXPECT_NE(std::find(v.data.begin(), v.data.end(), 0.5), v.data.end());
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c", program});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("where  max abs err 0  max rel err 0"), std::string::npos) << r.out;
+  r = run_cli({"run", "--target", "sim", "-c", "m = torch.randint(0, 5, (4, 6))\ntorch.where(m > 2, 1.5, m)"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(TorchFidelityTest, IntegerTensorsThroughExpAndSqrtAreFloat) {
+  EXPECT_EQ(output_type("torch.exp(torch.randint(0, 5, (4,)))"), tt({4}, DType::F32));
+  EXPECT_EQ(output_type("torch.randint(0, 5, (4,), dtype=torch.int32).sqrt()"), tt({4}, DType::F32));
+  EXPECT_EQ(output_type("torch.sqrt(torch.ones(4, dtype=torch.bool))"), tt({4}, DType::F32));
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c", "m = torch.randint(0, 5, (4, 6))\ntorch.exp(m) + m.sqrt()"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// torch.randint(low, high, size): what the outside checks' integer exp/sqrt programs were refused
+// for (only low=0 was supported): an input of [0, high - low) plus low.
+TEST_F(TorchFidelityTest, RandintTakesALowBound) {
+  EXPECT_EQ(output_type("torch.randint(1, 10, (4,))"), tt({4}, DType::I64));
+  EXPECT_EQ(output_type("torch.randint(-3, 5, (2, 3), dtype=torch.int32)"), tt({2, 3}, DType::I32));
+  TensorValue v = reference_output("torch.randint(-3, 5, (400,))");
+  ASSERT_EQ(v.data.size(), 400u);
+  EXPECT_EQ(*std::min_element(v.data.begin(), v.data.end()), -3.0);
+  EXPECT_EQ(*std::max_element(v.data.begin(), v.data.end()), 4.0);
+  expect_refused("torch.randint(5, 5, (4,))", "random_ expects 'from' to be less than 'to', but got from=5 >= to=5", 1, 15);
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c", "m = torch.randint(1, 10, (4, 6))\ntorch.sqrt(m) + m.exp()"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// cat promotes like PyTorch's result_type over all its tensors (the others are converted).
+TEST_F(TorchFidelityTest, CatOfMixedDtypesPromotes) {
+  EXPECT_EQ(output_type("torch.cat([torch.randn(2, 3), torch.randn(2, 3, dtype=torch.float16)])"), tt({4, 3}, DType::F32));
+  EXPECT_EQ(output_type("torch.cat([torch.randn(2, 3, dtype=torch.bfloat16), torch.randn(1, 3, dtype=torch.float16)])"),
+            tt({3, 3}, DType::F32));
+  EXPECT_EQ(output_type("torch.cat([torch.randint(0, 5, (2, 3)), torch.randn(2, 3, dtype=torch.float16)], 1)"),
+            tt({2, 6}, DType::F16));
+  EXPECT_EQ(output_type("torch.cat([torch.ones(2, dtype=torch.bool), torch.ones(3, dtype=torch.int32)])"),
+            tt({5}, DType::I32));
+  EXPECT_EQ(output_type("torch.stack([torch.randn(3, dtype=torch.float16), torch.randn(3, dtype=torch.float64)])"),
+            tt({2, 3}, DType::F64));
+  // A legacy (0,) operand is skipped for the shape but counts for the dtype, as in PyTorch.
+  EXPECT_EQ(output_type("x = torch.randn(4)\ntorch.cat([torch.randint(0, 5, (2, 3)), x[4:]])"), tt({2, 3}, DType::F32));
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c",
+                               "a = torch.randn(2, 3)\nb = torch.randn(2, 3, dtype=torch.float16)\ntorch.cat([a, b])"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// F.softmax / F.log_softmax / nn.Softmax without dim: PyTorch's implicit dim (0 for 0-, 1- and 3-D
+// inputs, else 1) and its deprecation warning, located at the call.
+TEST_F(TorchFidelityTest, SoftmaxWithoutDimTakesTheImplicitDimAndWarns) {
+  struct Case {
+    const char* program;
+    const char* node;
+    int64_t dim;
+  };
+  for (const Case& c : {Case{"F.softmax(torch.randn(2, 3, 4))", "softmax", 0}, Case{"F.softmax(torch.randn(5))", "softmax", 0},
+                        Case{"F.softmax(torch.randn(2, 3))", "softmax", 1},
+                        Case{"F.softmax(torch.randn(2, 3, 4, 5))", "softmax", 1},
+                        Case{"nn.Softmax()(torch.randn(2, 3, 4))", "softmax", 0},
+                        Case{"F.log_softmax(torch.randn(2, 3, 4))", "amax", 0}}) {
+    SCOPED_TRACE(c.program);
+    std::vector<Diagnostic> warnings;
+    FrontendOptions options;
+    options.warnings = &warnings;
+    Graph g = trace(c.program, options);
+    const Node* n = g.find(c.node);
+    ASSERT_NE(n, nullptr) << print_graph(g);
+    const auto* op = n->op_as<TorchOp>();
+    ASSERT_NE(op, nullptr);
+    const std::vector<int64_t>* dims = std::get_if<std::vector<int64_t>>(op->attrs.find("dim"));
+    EXPECT_EQ(dims ? dims->front() : op->attrs.get_int("dim", -99), c.dim) << print_graph(g);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_EQ(warnings[0].severity, Severity::Warning);
+    EXPECT_NE(warnings[0].message.find("Implicit dimension choice for "), std::string::npos) << warnings[0].message;
+    EXPECT_NE(warnings[0].message.find(" has been deprecated. Change the call to include dim=X as an argument."),
+              std::string::npos);
+    EXPECT_EQ(warnings[0].loc.line, 1);
+    EXPECT_EQ(warnings[0].loc.col, 1);
+  }
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c", "x = torch.randn(2, 3, 4)\nF.softmax(x)"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("<-c>:2:1: warning: Implicit dimension choice for softmax has been deprecated."), std::string::npos)
+      << r.err;
+  // An explicit dim warns nothing.
+  r = run_cli({"run", "--target", "sim", "-c", "F.softmax(torch.randn(2, 3, 4), dim=-1)"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+// The batch dims of attention broadcast, as in PyTorch's math attention (matmuls).
+TEST_F(TorchFidelityTest, AttentionBroadcastsBatchDims) {
+  const std::string f = "import torch.nn.functional as F\n";
+  EXPECT_EQ(output_type(f + "F.scaled_dot_product_attention(torch.randn(2, 3, 5, 8), torch.randn(3, 7, 8), torch.randn(3, 7, 6))"),
+            tt({2, 3, 5, 6}, DType::F32));
+  EXPECT_EQ(output_type(f + "F.scaled_dot_product_attention(torch.randn(2, 3, 5, 8), torch.randn(1, 3, 7, 8), "
+                            "torch.randn(7, 8), is_causal=True)"),
+            tt({2, 3, 5, 8}, DType::F32));
+  EXPECT_EQ(output_type(f + "F.scaled_dot_product_attention(torch.randn(3, 5, 8), torch.randn(2, 3, 7, 8), "
+                            "torch.randn(2, 3, 7, 8))"),
+            tt({2, 3, 5, 8}, DType::F32));
+  expect_refused(f + "F.scaled_dot_product_attention(torch.randn(2, 3, 5, 8), torch.randn(4, 7, 8), torch.randn(4, 7, 8))",
+                 "batch dimensions of query (2, 3, 5, 8), key (4, 7, 8) and value (4, 7, 8) do not broadcast", 2, 1);
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c",
+                               f + "F.scaled_dot_product_attention(torch.randn(2, 3, 5, 8), torch.randn(3, 7, 8), "
+                                   "torch.randn(3, 7, 8))"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// F.linear with a 1-D weight is x @ weight: the last dim is contracted away.
+TEST_F(TorchFidelityTest, LinearWithAOneDimensionalWeight) {
+  const std::string f = "import torch.nn.functional as F\n";
+  EXPECT_EQ(output_type(f + "F.linear(torch.randn(3, 4), torch.randn(4))"), tt({3}, DType::F32));
+  EXPECT_EQ(output_type(f + "F.linear(torch.randn(4), torch.randn(4), torch.randn(()))"), tt({}, DType::F32));
+  EXPECT_EQ(output_type(f + "F.linear(torch.randn(2, 3, 4), torch.randn(4), torch.randn(3))"), tt({2, 3}, DType::F32));
+  expect_refused(f + "F.linear(torch.randn(3, 4), torch.randn(5))", "does not match the 1-D weight of shape (5,)", 2, 1);
+  expect_refused(f + "F.linear(torch.randn(3, 4), torch.randn(4), torch.randn(2))", "does not broadcast", 2, 1);
+  TensorValue v = reference_output("x = torch.full((2, 3), 2.0)\nF.linear(x, torch.full((3,), 0.5), torch.full((), 1.0))");
+  ASSERT_EQ(v.data.size(), 2u);
+  EXPECT_EQ(v.data[0], 4.0);  // 3 * 2 * 0.5 + 1
+  test::CliResult r = run_cli({"run", "--target", "sim", "-c", f + "F.linear(torch.randn(3, 4), torch.randn(4), torch.randn(()))"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// An embedding index known when tracing and outside the table: PyTorch's IndexError at the call.
+TEST_F(TorchFidelityTest, EmbeddingIndexKnownOutOfRangeIsRefused) {
+  const std::string f = "import torch.nn.functional as F\nw = torch.randn(10, 4)\n";
+  expect_refused(f + "F.embedding(torch.tensor([1, 10]), w)", "index out of range in self (index 10, the weight has 10 rows)",
+                 3, 1);
+  expect_refused(f + "F.embedding(torch.tensor([[-1, 2]]), w)", "index out of range in self (index -1", 3, 1);
+  expect_refused(f + "F.embedding(torch.arange(12).reshape(3, 4), w)", "index out of range in self (index 11", 3, 1);
+  expect_refused("e = nn.Embedding(10, 4)\ne(torch.full((2,), 10))", "index out of range in self", 2, 1);
+  expect_refused(f + "F.embedding(torch.cat([torch.zeros(2, dtype=torch.int64), torch.arange(8, 12)]), w)",
+                 "index out of range in self", 3, 1);
+  // In range, or not known when tracing: accepted.
+  trace(f + "F.embedding(torch.arange(10), w)");
+  trace(f + "F.embedding(torch.randint(0, 10, (5,)), w)");
+  trace(f + "F.embedding(torch.arange(12)[2:], w)");
+}
+
+// PyTorch's layer_norm takes float32 parameters on a bfloat16 or float16 input, and nothing else
+// mixed: nn.LayerNorm(32) (float32) on a float64 input raises.
+TEST_F(TorchFidelityTest, LayerNormRefusesMixedDtypesAsPyTorchDoes) {
+  expect_refused("nn.LayerNorm(32)(torch.randn(2, 7, 32, dtype=torch.float64))",
+                 "mixed dtype (CPU): all inputs must share same datatype.", 1, 1);
+  expect_refused("x = torch.randn(2, 32, dtype=torch.float16)\nF.layer_norm(x, (32,), torch.randn(32, dtype=torch.bfloat16))",
+                 "mixed dtype (CPU): expect parameter to have scalar type of Float", 2, 1);
+  EXPECT_EQ(output_type("nn.LayerNorm(32)(torch.randn(2, 32, dtype=torch.bfloat16))"), tt({2, 32}, DType::BF16));
+  EXPECT_EQ(output_type("nn.LayerNorm(32, dtype=torch.float64)(torch.randn(2, 32, dtype=torch.float64))"),
+            tt({2, 32}, DType::F64));
+  EXPECT_EQ(output_type("nn.LayerNorm(32).double()(torch.randn(2, 32, dtype=torch.float64))"), tt({2, 32}, DType::F64));
 }
 
 }  // namespace

@@ -185,8 +185,9 @@ void VectorizeLoadsTest::check_bf16_under_default_pipeline(const std::string& pr
   for (const std::string& out : torch.outputs()) {
     auto cmp = compare_output(*expected, ran->outputs, out);
     ASSERT_TRUE(cmp) << cmp.error().render();
-    EXPECT_LE(default_output_rtol(DType::BF16), 2e-2);
-    EXPECT_TRUE(cmp->within(default_output_rtol(DType::BF16))) << cmp->str() << "\n" << print_graph(kernel);
+    // Tighter than the output check's bf16 rtol (eight ulps, for long paths): a kernel that rounds
+    // where eager does is within about one ulp of the reference here.
+    EXPECT_TRUE(cmp->within(2e-2)) << cmp->str() << "\n" << print_graph(kernel);
   }
 
   Graph cuda = torch;

@@ -1,10 +1,12 @@
 // compare_values: max absolute / relative error between two sets of node values (integer and bool
-// tensors: exact, any difference is an infinite relative error).
+// tensors: exact, any difference is an infinite relative error); the output check's tolerance policy.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "tessera/eval/reference_evaluator.h"
+#include "tessera/ir/op.h"
 #include "tessera/support/internal_check.h"
 
 namespace tessera {
@@ -62,27 +64,81 @@ Expected<ValueComparison> compare_values(const ValueMap& expected, const ValueMa
   return c;
 }
 
+OutputTolerance dtype_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::F16: return {dtype, 0x1p-7, 1.0, 0x1p-14};
+    case DType::BF16: return {dtype, 0x1p-4, 1.0, 0x1p-126};
+    case DType::F32: return {dtype, 1e-4, 0.1, 0x1p-126};
+    case DType::F64: return {dtype, 1e-9, 1e-3, 0x1p-1022};
+    case DType::I32: case DType::I64: case DType::Bool: return {dtype, 0.0, 0.0, 0.0};
+  }
+  TESSERA_UNREACHABLE("a DType value is one of the declared dtypes");
+}
 
+double default_output_rtol(DType dtype) { return dtype_tolerance(dtype).rtol; }
+
+namespace {
+
+// A Torch IR node whose elements are elements of its inputs (a view, a copy, a gather): it rounds
+// nothing, so its dtype is no precision of the path (a bf16 input unsqueezed and cast to f32 is f32).
+bool moves_elements_only(const Node& n) {
+  const auto* op = n.op_as<TorchOp>();
+  if (!op) return false;
+  static const std::set<std::string, std::less<>> kMoves = {"reshape", "unsqueeze", "permute", "transpose",
+                                                            "expand",  "slice",     "cat",     "embedding"};
+  return kMoves.count(op->target) > 0;
+}
+
+}  // namespace
+
+OutputTolerance output_tolerance(const Graph& g, const std::string& id) {
+  const Node* out = g.find(id);
+  if (!out) return dtype_tolerance(DType::F32);
+  if (!dtype_is_float(out->type.dtype)) return dtype_tolerance(out->type.dtype);
+  OutputTolerance t = dtype_tolerance(out->type.dtype);
+  // Every computed node the output depends on (a DAG: each node visited once).
+  std::vector<const Node*> stack = {out};
+  std::set<std::string> seen = {id};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    const bool given = n->op_as<InputOp>() || n->op_as<ConstantOp>();
+    if (!given && !moves_elements_only(*n) && dtype_is_float(n->type.dtype)) {
+      const OutputTolerance d = dtype_tolerance(n->type.dtype);
+      if (d.rtol > t.rtol) {
+        t.rtol = d.rtol;
+        t.precision = d.precision;
+      }
+      t.rms_fraction = std::max(t.rms_fraction, d.rms_fraction);
+      t.smallest_normal = std::max(t.smallest_normal, d.smallest_normal);
+    }
+    for (const std::string& in : n->inputs)
+      if (const Node* m = g.find(in); m && seen.insert(in).second) stack.push_back(m);
+  }
+  return t;
+}
+
+Expected<ValueComparison> compare_output(const ValueMap& expected, const ValueMap& actual, const std::string& name,
+                                         const OutputTolerance& tolerance) {
+  auto e = expected.find(name);
+  if (e == expected.end()) return make_error("compare_output: no expected value for '" + name + "'").at_node(name);
+  double sum_squares = 0.0;
+  int64_t finite = 0;
+  for (double v : e->second.data) {
+    if (!std::isfinite(v)) continue;
+    sum_squares += v * v;
+    ++finite;
+  }
+  const double rms = finite > 0 ? std::sqrt(sum_squares / static_cast<double>(finite)) : 0.0;
+  const double floor = std::max({tolerance.rms_fraction * rms, tolerance.smallest_normal, 1e-300});
+  return compare_values(expected, actual, {name}, floor);
+}
 
 Expected<ValueComparison> compare_output(const ValueMap& expected, const ValueMap& actual,
                                          const std::string& name) {
   auto e = expected.find(name);
   if (e == expected.end()) return make_error("compare_output: no expected value for '" + name + "'").at_node(name);
-  double scale = 0.0;
-  for (double v : e->second.data) {
-    if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
-  }
-  return compare_values(expected, actual, {name}, std::max(kOutputRelFloorScale * scale, 1e-30));
-}
-
-double default_output_rtol(DType dtype) {
-  switch (dtype) {
-    case DType::F16: return 5e-3;
-    case DType::BF16: return 2e-2;
-    case DType::F64: return 1e-9;  // both sides compute in double; only the summation order differs
-    case DType::F32: case DType::I32: case DType::I64: case DType::Bool: return 1e-4;
-  }
-  TESSERA_UNREACHABLE("a DType value is one of the declared dtypes");
+  return compare_output(expected, actual, name, dtype_tolerance(e->second.type.dtype));
 }
 
 }  // namespace tessera

@@ -35,7 +35,16 @@ class GraphBuilder {
     return source_.error(span, std::move(message));
   }
 
+  // A located warning (what PyTorch warns about and runs anyway), to the options' warnings sink.
+  void warn(const SourceSpan& span, std::string message) const {
+    if (!options_.warnings) return;
+    Diagnostic d = source_.error(span, std::move(message));
+    d.severity = Severity::Warning;
+    options_.warnings->push_back(std::move(d));
+  }
+
   const TensorType& type_of(const std::string& node) const;
+  const Node* find(const std::string& node) const { return graph_.find(node); }
 
   // Each returns the new node's id. `name_hint` is the variable the value is assigned to, if any.
   Expected<std::string> add_input(std::string_view name_hint, std::string init, double fill,

@@ -379,9 +379,7 @@ void TorchLibrary::register_functional() {
                                                                                       -> Expected<TracedValue> {
     TESSERA_ASSIGN_OR_RETURN(std::string x, a.tensor("input"));
     TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> dim, a.optional_integer("dim"));
-    if (!dim)
-      return builder_.error(a.site().span, a.site().callee +
-                                               "() needs an explicit dim=...: PyTorch's implicit dim choice is deprecated");
+    if (!dim) dim = implicit_softmax_dim(x, "softmax", a.site());
     return softmax(x, *dim, a.site());
   }});
   functions_.emplace(f + "rms_norm", FunctionEntry{CallSignature("input, normalized_shape, weight=None, eps=None"),
@@ -519,9 +517,7 @@ Expected<std::unique_ptr<BuiltinModule>> TorchLibrary::construct_module(const st
     m->config.set("embedding_dim", dim);
   } else if (m->kind == "Softmax") {
     TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> dim, a.optional_integer("dim"));
-    if (!dim)
-      return builder_.error(site.span, "nn.Softmax() needs an explicit dim=...: PyTorch's implicit dim choice is deprecated");
-    m->config.set("dim", *dim);
+    if (dim) m->config.set("dim", *dim);  // else PyTorch's implicit dim, chosen at each call
   } else if (m->kind == "GELU") {
     TESSERA_ASSIGN_OR_RETURN(std::string approximate, a.string("approximate"));
     if (approximate != "none" && approximate != "tanh")
@@ -618,7 +614,8 @@ Expected<TracedValue> TorchLibrary::call_module(BuiltinModule& m, const std::vec
     if (m.config.has("eps")) eps = m.config.get_float("eps", 0.0);
     return norm(m.kind == "RMSNorm" ? "rms_norm" : "layer_norm", x, *shape, param("weight"), param("bias"), eps, s);
   }
-  if (m.kind == "Softmax") return softmax(x, m.config.get_int("dim", -1), s);
+  if (m.kind == "Softmax")
+    return softmax(x, m.config.has("dim") ? m.config.get_int("dim", -1) : implicit_softmax_dim(x, "softmax", s), s);
   if (m.kind == "Embedding") return embedding(x, *param("weight"), s);
   if (m.kind == "GELU") return gelu(x, m.config.get_string("approximate", "none"), s);
   return unary_op(modules_.at("torch.nn." + m.kind).target, x, s);
@@ -986,6 +983,20 @@ Expected<TracedValue> TorchLibrary::norm(const std::string& target, const std::s
                                            std::string(dtype_name(p.dtype)));
     inputs.push_back(*param);
   }
+  // PyTorch's layer_norm mixes dtypes only as a float32 weight and bias on a bfloat16 or float16
+  // input (nn.LayerNorm's float32 parameters on a float64 input raise).
+  if (target == "layer_norm") {
+    bool mixed = false;
+    for (const std::optional<std::string>& param : {weight, bias}) mixed = mixed || (param && type(*param).dtype != t.dtype);
+    if (mixed) {
+      for (const std::optional<std::string>& param : {weight, bias})
+        if (param && type(*param).dtype != DType::F32)
+          return builder_.error(site.span, site.callee + ": mixed dtype (CPU): expect parameter to have scalar type of Float");
+      if (t.dtype != DType::BF16 && t.dtype != DType::F16)
+        return builder_.error(site.span, site.callee + ": mixed dtype (CPU): all inputs must share same datatype. (input " +
+                                             std::string(dtype_name(t.dtype)) + ", parameters float32)");
+    }
+  }
   double e = eps.value_or(kRmsNormDefaultEps);
   if (!(e >= 0)) return builder_.error(site.span, site.callee + ": eps must be non-negative");
   Attrs attrs;
@@ -998,8 +1009,9 @@ Expected<TracedValue> TorchLibrary::linear(const std::string& x, const std::stri
                                            const std::optional<std::string>& bias, const CallSite& site) {
   const TensorType& tx = type(x);
   const TensorType& tw = type(weight);
+  if (tw.rank() == 1) return linear_vector_weight(x, weight, bias, site);
   if (tw.rank() != 2)
-    return builder_.error(site.span, site.callee + ": weight must be 2-D (out_features, in_features), got shape " +
+    return builder_.error(site.span, site.callee + ": weight must be 2-D (out_features, in_features) or 1-D, got shape " +
                                          shape_str(tw.shape));
   if (tx.rank() < 1 || tx.dim(tx.rank() - 1) != tw.dim(1))
     return builder_.error(site.span, site.callee + ": input of shape " + shape_str(tx.shape) +
@@ -1073,8 +1085,11 @@ Expected<TracedValue> TorchLibrary::make_randint(const BoundArguments& a) {
     TESSERA_ASSIGN_OR_RETURN(low, integer(args[0], "low"));
   }
   TESSERA_ASSIGN_OR_RETURN(int64_t high, integer(args[args.size() - 2], "high"));
-  if (low != 0) return a.error("args", "torch.randint(): only low=0 is supported, got " + std::to_string(low));
-  if (high <= 0) return a.error("args", "torch.randint(): high must be positive, got " + std::to_string(high));
+  TESSERA_TRY(require_exact_integer(TracedValue(low), site));
+  TESSERA_TRY(require_exact_integer(TracedValue(high), site));
+  if (high <= low)
+    return a.error("args", "torch.randint(): random_ expects 'from' to be less than 'to', but got from=" +
+                               std::to_string(low) + " >= to=" + std::to_string(high));
   const auto* size = args.back().as<SequenceValue>();
   if (!size) return a.error("args", "torch.randint(): size must be a tuple of ints, got " + describe_value(args.back()));
   std::vector<int64_t> sizes;
@@ -1088,10 +1103,14 @@ Expected<TracedValue> TorchLibrary::make_randint(const BoundArguments& a) {
   DType dt = dtype.value_or(DType::I64);
   if (dt != DType::I32 && dt != DType::I64)
     return a.error("dtype", "torch.randint(): only int32 and int64 are supported, got " + std::string(dtype_name(dt)));
-  // The input's `fill` holds the exclusive upper bound (see docs/torch-ops.md).
-  TESSERA_ASSIGN_OR_RETURN(std::string id, builder_.add_input(site.name_hint, "randint", static_cast<double>(high),
-                                                              TensorType{Shape(sizes.begin(), sizes.end()), dt}, site.span));
-  return TracedValue(TensorValue{id});
+  // The input's `fill` holds the exclusive upper bound (see docs/torch-ops.md); a low other than 0
+  // is added to an input of [0, high - low).
+  TESSERA_ASSIGN_OR_RETURN(std::string id,
+                           builder_.add_input(low == 0 ? site.name_hint : std::string(), "randint",
+                                              static_cast<double>(high - low),
+                                              TensorType{Shape(sizes.begin(), sizes.end()), dt}, site.span));
+  if (low == 0) return TracedValue(TensorValue{id});
+  return elementwise("add", TensorValue{id}, TracedValue(low), site);
 }
 
 Expected<TracedValue> TorchLibrary::binary_tensors(const std::string& target, const std::string& a,
@@ -1200,6 +1219,15 @@ Expected<TracedValue> TorchLibrary::embedding(const std::string& indices, const 
   if (tw.rank() != 2)
     return builder_.error(site.span, site.callee + ": weight must be 2-D (num_embeddings, embedding_dim), got shape " +
                                          shape_str(tw.shape));
+  // An index known now that is outside the table: PyTorch raises at the call, so does tracing.
+  if (std::optional<std::pair<double, double>> ids = known_extremes(indices)) {
+    const int64_t rows = tw.dim(0);
+    const double bad = ids->first < 0 ? ids->first : ids->second >= static_cast<double>(rows) ? ids->second : 0.0;
+    if (ids->first < 0 || ids->second >= static_cast<double>(rows))
+      return builder_.error(site.span, site.callee + ": index out of range in self (index " +
+                                           std::to_string(static_cast<int64_t>(bad)) + ", the weight has " +
+                                           std::to_string(rows) + " rows)");
+  }
   Shape shape = ti.shape;
   shape.push_back(tw.shape[1]);
   return emit(TorchNodeSpec{"embedding", {indices, weight}, {}, {}, TensorType{shape, tw.dtype}}, site);
@@ -1216,6 +1244,30 @@ Expected<TracedValue> TorchLibrary::attention(const std::string& q, const std::s
     return builder_.error(site.span, site.callee + ": query, key and value must have the same dtype, got " +
                                          std::string(dtype_name(tq.dtype)) + ", " + std::string(dtype_name(tk.dtype)) +
                                          " and " + std::string(dtype_name(tv.dtype)));
+  // The batch dims broadcast, as the matmuls of PyTorch's math attention do (a query with more
+  // batch dims than key and value, or size-1 batch dims): each operand is expanded to them first.
+  const int64_t inner = enable_gqa && tq.rank() >= 3 ? 3 : 2;  // dims that are not batch dims
+  if (tq.rank() >= inner && tk.rank() >= inner && tv.rank() >= inner) {
+    auto batch_of = [&](const TensorType& t) { return Shape(t.shape.begin(), t.shape.end() - inner); };
+    Expected<Shape> batch = broadcast_shapes(batch_of(tq), batch_of(tk));
+    if (batch) batch = broadcast_shapes(*batch, batch_of(tv));
+    if (!batch)
+      return builder_.error(site.span, site.callee + ": batch dimensions of query " + shape_str(tq.shape) + ", key " +
+                                           shape_str(tk.shape) + " and value " + shape_str(tv.shape) + " do not broadcast");
+    if (batch_of(tq) != *batch || batch_of(tk) != *batch || batch_of(tv) != *batch) {
+      CallSite mid = site;
+      mid.name_hint.clear();
+      std::vector<std::string> expanded;
+      for (const std::string& x : {q, k, v}) {
+        std::vector<int64_t> sizes;
+        for (const Dim& d : *batch) sizes.push_back(d.value());
+        for (int64_t i = type(x).rank() - inner; i < type(x).rank(); ++i) sizes.push_back(type(x).dim(i));
+        TESSERA_ASSIGN_OR_RETURN(TracedValue e, expand(x, sizes, mid));
+        expanded.push_back(e.as<TensorValue>()->node);
+      }
+      return attention(expanded[0], expanded[1], expanded[2], is_causal, scale, enable_gqa, site);
+    }
+  }
   const int64_t r = tq.rank();
   if (r < 2 || tk.rank() != r || tv.rank() != r)
     return builder_.error(site.span, site.callee + ": query, key and value must have the same rank (at least 2), got " +

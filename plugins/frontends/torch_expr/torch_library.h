@@ -225,6 +225,15 @@ class TorchLibrary {
                                             const std::string& mask, bool is_causal, std::optional<double> scale,
                                             bool enable_gqa, const CallSite& site);
   Expected<TracedValue> softmax_in(const std::string& x, int64_t dim, std::optional<DType> dtype, const CallSite& site);
+  // F.softmax / F.log_softmax / nn.Softmax without dim: PyTorch's implicit choice (0 for 0-, 1- and
+  // 3-D inputs, else 1) with its deprecation warning, located at the call.
+  // F.linear with a 1-D weight (in_features,): x @ weight (the last dim contracted away), plus bias.
+  Expected<TracedValue> linear_vector_weight(const std::string& x, const std::string& weight,
+                                             const std::optional<std::string>& bias, const CallSite& site);
+  // The smallest and largest element of `x` where tracing determines them (full, zeros/ones,
+  // arange, torch.tensor literals, and what keeps every element: cat, reshape, expand, ...).
+  std::optional<std::pair<double, double>> known_extremes(const std::string& x) const;
+  int64_t implicit_softmax_dim(const std::string& x, const std::string& op, const CallSite& site) const;
 
   // Module parameters: specs by kind, and their creation (with a unique path) on the first call.
   std::vector<ParameterSpec> parameter_specs(const BuiltinModule& m) const;

@@ -593,6 +593,77 @@ Expected<TracedValue> TorchLibrary::log_softmax(const std::string& x, int64_t di
   return elementwise("sub", shifted, lse, site);
 }
 
+Expected<TracedValue> TorchLibrary::linear_vector_weight(const std::string& x, const std::string& weight,
+                                                         const std::optional<std::string>& bias, const CallSite& site) {
+  const TensorType& tx = type(x);
+  const TensorType& tw = type(weight);
+  if (tx.rank() < 1 || tx.dim(tx.rank() - 1) != tw.dim(0))
+    return builder_.error(site.span, site.callee + ": input of shape " + shape_str(tx.shape) +
+                                         " does not match the 1-D weight of shape " + shape_str(tw.shape) + " (expected " +
+                                         std::to_string(tw.dim(0)) + " input features)");
+  // As a linear with one output feature, whose size-1 dim is then dropped.
+  CallSite mid = intermediate(site);
+  TESSERA_ASSIGN_OR_RETURN(TracedValue row, unsqueeze(weight, 0, mid));
+  TESSERA_ASSIGN_OR_RETURN(TracedValue one_feature, linear(x, node_of(row), std::nullopt, mid));
+  std::vector<int64_t> shape;
+  for (int64_t i = 0; i + 1 < tx.rank(); ++i) shape.push_back(tx.dim(i));
+  if (!bias) return reshape(node_of(one_feature), shape, site);
+  const TensorType& tb = type(*bias);
+  TESSERA_ASSIGN_OR_RETURN(TracedValue y, reshape(node_of(one_feature), shape, mid));
+  Expected<Shape> with_bias = broadcast_shapes(type(node_of(y)).shape, tb.shape);
+  if (!with_bias || *with_bias != type(node_of(y)).shape)
+    return builder_.error(site.span, site.callee + ": bias of shape " + shape_str(tb.shape) +
+                                         " does not broadcast to the result's shape " + shape_str(type(node_of(y)).shape));
+  if (tb.dtype != tx.dtype)
+    return builder_.error(site.span, site.callee + ": bias is " + std::string(dtype_name(tb.dtype)) + " but the input is " +
+                                         std::string(dtype_name(tx.dtype)));
+  return elementwise("add", y, TensorValue{*bias}, site);
+}
+
+std::optional<std::pair<double, double>> TorchLibrary::known_extremes(const std::string& x) const {
+  using Extremes = std::pair<double, double>;
+  const Node* n = builder_.find(x);
+  if (!n || num_elements(n->type.shape) == 0) return std::nullopt;
+  if (const auto* in = n->op_as<InputOp>()) {
+    if (in->init == "zeros") return Extremes{0.0, 0.0};
+    if (in->init == "ones") return Extremes{1.0, 1.0};
+    if (in->init == "full") return Extremes{in->fill, in->fill};
+    return std::nullopt;
+  }
+  const auto* op = n->op_as<TorchOp>();
+  if (!op) return std::nullopt;
+  if (op->target == "full") {
+    const double v = op->attrs.get_float("value", 0.0);
+    return Extremes{v, v};
+  }
+  if (op->target == "arange") {
+    const double first = op->attrs.get_float("start", 0.0);
+    const double last = first + op->attrs.get_float("step", 1.0) * static_cast<double>(n->type.shape[0].value() - 1);
+    if (dtype_is_float(n->type.dtype)) return std::nullopt;  // rounding: not needed for indices
+    return Extremes{std::min(first, last), std::max(first, last)};
+  }
+  const bool keeps_every_element = op->target == "cat" || op->target == "reshape" || op->target == "unsqueeze" ||
+                                   op->target == "expand" || op->target == "permute" || op->target == "transpose" ||
+                                   (op->target == "cast" && !dtype_is_float(n->type.dtype) && n->type.dtype != DType::Bool);
+  if (!keeps_every_element || n->inputs.empty()) return std::nullopt;
+  std::optional<Extremes> all;
+  for (const std::string& in : n->inputs) {
+    if (num_elements(type(in).shape) == 0) continue;
+    std::optional<Extremes> e = known_extremes(in);
+    if (!e) return std::nullopt;
+    if (op->target == "cast" && dtype_is_float(type(in).dtype)) return std::nullopt;  // float -> int truncates
+    all = all ? Extremes{std::min(all->first, e->first), std::max(all->second, e->second)} : *e;
+  }
+  return all;
+}
+
+int64_t TorchLibrary::implicit_softmax_dim(const std::string& x, const std::string& op, const CallSite& site) const {
+  builder_.warn(site.span, "Implicit dimension choice for " + op +
+                               " has been deprecated. Change the call to include dim=X as an argument.");
+  const int64_t rank = type(x).rank();
+  return rank == 0 || rank == 1 || rank == 3 ? 0 : 1;
+}
+
 Expected<TracedValue> TorchLibrary::softmax_in(const std::string& x, int64_t dim, std::optional<DType> dtype,
                                                const CallSite& site) {
   std::string input = x;
@@ -809,9 +880,7 @@ void TorchLibrary::register_idiom_masks() {
 
   auto do_log_softmax = [this](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
     TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> dim, a.optional_integer("dim"));
-    if (!dim)
-      return builder_.error(a.site().span, a.site().callee + "() needs an explicit dim=...: PyTorch's implicit dim "
-                                                             "choice is deprecated");
+    if (!dim) dim = implicit_softmax_dim(x, "log_softmax", a.site());
     TESSERA_ASSIGN_OR_RETURN(std::optional<DType> dtype, a.optional_dtype("dtype"));
     std::string input = x;
     if (dtype) {
@@ -841,9 +910,7 @@ void TorchLibrary::register_idiom_precision() {
   // registrations of register_reductions_and_layout / register_functional.
   auto do_softmax = [this](const std::string& x, const BoundArguments& a) -> Expected<TracedValue> {
     TESSERA_ASSIGN_OR_RETURN(std::optional<int64_t> dim, a.optional_integer("dim"));
-    if (!dim)
-      return builder_.error(a.site().span, a.site().callee + "() needs an explicit dim=...: PyTorch's implicit dim "
-                                                             "choice is deprecated");
+    if (!dim) dim = implicit_softmax_dim(x, "softmax", a.site());
     TESSERA_ASSIGN_OR_RETURN(std::optional<DType> dtype, a.optional_dtype("dtype"));
     return softmax_in(x, *dim, dtype, a.site());
   };

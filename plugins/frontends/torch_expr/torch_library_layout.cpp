@@ -281,14 +281,16 @@ Expected<TracedValue> TorchLibrary::cat(const std::vector<std::string>& all, int
   if (first.rank() == 0) return builder_.error(site.span, site.callee + ": zero-dimensional tensors cannot be concatenated");
   Expected<int64_t> d = normalize_dim(dim, first.rank());
   if (!d) return located(site, d.error());
+  // The result has the promoted dtype of all the tensors (the skipped ones too, as in PyTorch);
+  // the others are converted to it.
+  TensorResultType promoted;
+  for (const std::string& x : all) promoted.add(type(x));
+  const DType dtype = *promoted.result();
   TensorType out = first;
+  out.dtype = dtype;
   int64_t total = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
     const TensorType& t = type(xs[i]);
-    if (t.dtype != first.dtype)
-      return builder_.error(site.span, site.callee + ": tensor " + std::to_string(i) + " is " +
-                                           std::string(dtype_name(t.dtype)) + " but tensor 0 is " +
-                                           std::string(dtype_name(first.dtype)));
     bool same = t.rank() == first.rank();
     for (int64_t k = 0; same && k < t.rank(); ++k) same = k == *d || t.dim(k) == first.dim(k);
     if (!same)
@@ -297,7 +299,12 @@ Expected<TracedValue> TorchLibrary::cat(const std::vector<std::string>& all, int
                                            " outside dimension " + std::to_string(*d));
     total += t.dim(*d);
   }
-  if (xs.size() == 1) return TracedValue(TensorValue{xs.front()});
+  if (xs.size() == 1) return cast(xs.front(), dtype, site);  // no node when the dtype is the same
+  for (std::string& x : xs) {
+    if (type(x).dtype == dtype) continue;
+    TESSERA_ASSIGN_OR_RETURN(TracedValue converted, cast(x, dtype, intermediate(site)));
+    x = converted.as<TensorValue>()->node;
+  }
   out.shape[static_cast<size_t>(*d)] = Dim(total);
   Attrs attrs;
   attrs.set("dim", *d);

@@ -135,14 +135,16 @@ class Lifter {
     // operand_dtype: what each (non-condition) operand is cast to; result_dtype: the Assign's type.
     DType operand_dtype = compute_dtype(out_dtype);
     DType result_dtype = compute_dtype(out_dtype);
-    if (fn_info(fn).result == FnResult::Bool || is_where) {
+    // A where selects in the node's own (promoted) dtype, which counts its literal operands too:
+    // where(c, int_tensor, 0.5) is float (operands joined without the literal would truncate 0.5).
+    if (fn_info(fn).result == FnResult::Bool) {
       std::optional<DType> joined;
-      for (size_t i = is_where ? 1 : 0; i < arg_dtypes.size(); ++i)
+      for (size_t i = 0; i < arg_dtypes.size(); ++i)
         if (arg_dtypes[i]) joined = joined ? promote(*joined, *arg_dtypes[i]) : compute_dtype(*arg_dtypes[i]);
       operand_dtype = joined ? *joined : DType::F32;
       if (fn == ElementwiseFn::LogicalAnd || fn == ElementwiseFn::LogicalOr || fn == ElementwiseFn::LogicalNot)
         operand_dtype = DType::Bool;
-      result_dtype = is_where ? operand_dtype : DType::Bool;
+      result_dtype = DType::Bool;
     }
     Body inner;
     ExprList args;

@@ -55,22 +55,51 @@ struct ValueComparison {
 Expected<ValueComparison> compare_values(const ValueMap& expected, const ValueMap& actual,
                                          const std::vector<std::string>& names = {}, double rel_floor = 1e-6);
 
-// How a compiled program's output `name` is checked against the reference (tessera run, the
-// simulator and random-knob tests): the relative error of an element is
-// |a - e| / max(|e|, 1e-2 * max|e| over the tensor) — relative where values are large, and
-// absolute at 1% of the tensor's scale where values are near 0. An f32 program cannot do better
-// than that against a double-precision reference: a cancellation (x - mean) or a long f32 sum
-// (a K = 512 dot product) leaves an absolute error of many f32 ulps of the operands' scale in
-// elements that end up near 0.
-inline constexpr double kOutputRelFloorScale = 1e-2;
+// The tolerance of the output check (tessera run, bench, ab, the simulator and random-knob tests).
+// An element's error is |a - e| / max(|e|, floor), floor = max(rms_fraction * rms(e),
+// smallest_normal), and the output passes when the largest is <= rtol:
+//   * relative where values are large;
+//   * absolute at a fraction of the tensor's RMS where values are near 0 (a cancellation such as
+//     x - mean, or a long sum, leaves an absolute error of many ulps of the operands' scale in
+//     elements that end up near 0, and the operands' scale is the output's scale);
+//   * absolute at rtol * the smallest normal number of the precision below it, where the values
+//     are subnormal and a rounding step is an absolute quantity (two f16 softmax probabilities of
+//     ~4e-6 may differ by a few subnormal steps of 6e-8).
+// The precision is the narrowest floating-point dtype any computed value on the path to the
+// output is stored in (output_tolerance): a float64 result of float32 work is as accurate as
+// float32, a float32 result of an f16 softmax as accurate as f16. Given inputs and constants do not
+// count (both sides read the same values), nor do Torch IR nodes that only move elements (reshape,
+// unsqueeze, permute, transpose, expand, slice, cat, embedding): they round nothing.
+struct OutputTolerance {
+  DType precision = DType::F32;  // where rtol comes from
+  double rtol = 0;               // 0: exact (integer and bool outputs)
+  double rms_fraction = 0;
+  double smallest_normal = 0;
+};
+
+// The tolerance of one dtype. f16 and bf16: rtol eight units in the last place of 1.0 (2^-7 and
+// 2^-4) with a floor at the tensor's RMS. The reference rounds every f16/bf16 op's output as
+// PyTorch eager does and the kernels round at the same points, so a correct kernel is off by one
+// ulp where a rounding flips; one-ulp errors in every op of a path of a few dozen ops compound to
+// about five or six ulps in the worst of thousands of elements (random signs). f32: 1e-4 with a
+// floor at 0.1 RMS (kernels compute in f32 against a double reference, so every op differs). f64:
+// 1e-9 at 1e-3 RMS (both sides compute in double). Integers and bools: exact.
+OutputTolerance dtype_tolerance(DType dtype);
+
+// The tolerance of node `id` of `g` (best the Torch IR graph, where every intermediate dtype is a
+// node's): the output's own dtype and every computed node it depends on (not inputs, constants or
+// nodes that only move elements) contribute, the loosest of each term wins. An integer or bool
+// node is exact; an id not in `g` gets dtype_tolerance(F32).
+OutputTolerance output_tolerance(const Graph& g, const std::string& id);
+
+// Compares output `name` as above (`tolerance` gives the floor; `within(tolerance.rtol)` is the
+// verdict). Without a tolerance, the expected value's own dtype's.
+Expected<ValueComparison> compare_output(const ValueMap& expected, const ValueMap& actual, const std::string& name,
+                                         const OutputTolerance& tolerance);
 Expected<ValueComparison> compare_output(const ValueMap& expected, const ValueMap& actual,
                                          const std::string& name);
 
-// The relative tolerance (compare_output's measure) an output of `dtype` must meet: 1e-4 for f32
-// and wider types; 5e-3 for f16 and 2e-2 for bf16 (about ten and three units in the last place of
-// their 11 and 8 significant bits). The reference rounds every f16/bf16 op's output as PyTorch eager
-// does and the kernels round at the same points, so what remains is an f32-vs-double difference
-// that flips a rounding now and then.
+// dtype_tolerance(dtype).rtol.
 double default_output_rtol(DType dtype);
 
 }  // namespace tessera

@@ -3,9 +3,11 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tessera/ir/graph.h"
 #include "tessera/ir/type.h"
+#include "tessera/support/diagnostics.h"
 #include "tessera/support/status.h"
 
 namespace tessera {
@@ -18,6 +20,9 @@ struct FrontendInput {
 struct FrontendOptions {
   DType dtype = DType::F32;       // default dtype of created tensors (--dtype)
   uint64_t seed = 0;              // base seed for parameters
+  // Where the frontend appends its warnings (located, Severity::Warning: what PyTorch warns about
+  // and runs anyway, such as softmax's implicit dim); dropped when null.
+  std::vector<Diagnostic>* warnings = nullptr;
 };
 
 class Frontend {
