@@ -172,7 +172,7 @@ int run_command(int argc, char** argv, int first) {
       ("target", po::value(&target_name)->value_name("auto|sim|cuda"), "where to run (default auto: cuda when a GPU is present, else sim)")
       ("seed", po::value(&seed)->value_name("N"), "seed of the random input data (default 0)")
       ("sample-knobs", po::value(&sample_seed)->value_name("SEED"), "pick a random valid value for every knob not pinned in the pipeline (seeded)")
-      ("rtol", po::value(&rtol)->value_name("R"), "relative tolerance (default: by the narrowest float dtype on the output's path, 1e-4 for f32, 5e-3 f16, 2e-2 bf16)")
+      ("rtol", po::value(&rtol)->value_name("R"), "relative tolerance (default: by the narrowest float dtype on the output's path: 1e-4 f32, 2^-7 f16, 2^-4 bf16, 1e-9 f64)")
       ("cache-dir", po::value(&cache_dir)->value_name("DIR"), "kernel cache of the cuda target (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)")
       ("memory-limit", po::value(&memory_limit_gb)->value_name("GB"), "host memory the reference and the target's buffers may use (default: half the physical memory)")
       ("sim-work-limit", po::value(&sim_work_limit_g)->value_name("G"), "--target sim: the most estimated work (10^9 operations and 4-byte words moved) to simulate (default 10)")
