@@ -645,6 +645,31 @@ TEST_F(TorchExprTest, ErrorClassMustDeriveFromModuleAndRecursionIsBounded) {
   EXPECT_NE(d.message.find("maximum call depth"), std::string::npos) << d.message;
 }
 
+// Calls stack statements and expressions on top of each other, each within the parser's limits:
+// the total is bounded too, so deep recursion is a located error, never a stack overflow.
+TEST_F(TorchExprTest, NestingAcrossCallsIsBounded) {
+  auto deep = [](const std::string& nest, int n, const std::string& core) {
+    std::string prefix;
+    for (int i = 0; i < n; ++i) prefix += nest;
+    return prefix + core;
+  };
+  // Sixty negations around each recursive call: far past the budget long before 64 calls.
+  Diagnostic d = fail("def f(x):\n    return " + deep("-", 60, "f(x)") + "\nf(torch.randn(2))");
+  EXPECT_NE(d.message.find("nested too deeply across calls (the limit is 1000 levels)"), std::string::npos)
+      << d.message;
+  EXPECT_EQ(d.loc.line, 2);
+  // Nested `if` blocks stack statements the same way.
+  std::string ifs = "def f(x):\n";
+  for (int i = 1; i <= 40; ++i) ifs += std::string(static_cast<size_t>(i), ' ') + "if True:\n";
+  ifs += std::string(41, ' ') + "return f(x)\nf(torch.randn(2))";
+  d = fail(ifs);
+  EXPECT_NE(d.message.find("nested too deeply across calls"), std::string::npos) << d.message;
+  // Under the budget the same shape traces: a few calls deep, a hundred levels each.
+  Graph g = trace("def f(x, n):\n    if n == 0:\n        return x\n    return " + deep("-", 100, "f(x, n - 1)") +
+                  "\nf(torch.randn(2), 5)");
+  EXPECT_GT(g.size(), 500u);
+}
+
 TEST_F(TorchExprTest, ErrorReturnOutsideFunctionAndDivisionByZero) {
   expect_error(fail("return torch.randn(2)"), "'return' outside function", 1, 1);
   expect_error(fail("n = 4 // 0\ntorch.randn(n)"), "division or modulo by zero", 1, 7, 2);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ast.h"
+#include "depth_guard.h"
 #include "lexer.h"
 #include "tessera/support/status.h"
 
@@ -71,11 +72,6 @@ class Parser {
 
   // Guards the recursion depth so that "((((((...", "------x" or deeply nested defs produce an
   // error instead of exhausting the stack.
-  struct DepthGuard {
-    explicit DepthGuard(int& d) : depth(d) { ++depth; }
-    ~DepthGuard() { --depth; }
-    int& depth;
-  };
   Status check_depth(const Token& at) const;
   Status check_height(const ExprNode& e) const;
 

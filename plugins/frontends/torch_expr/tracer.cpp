@@ -7,12 +7,17 @@
 #include <cmath>
 #include <limits>
 
+#include "depth_guard.h"
 #include "spelling_suggestion.h"
 
 namespace tessera::torch_expr {
 namespace {
 
 constexpr int kMaxCallDepth = 64;
+// The parser bounds the nesting of one statement or expression, but calls stack them on top of
+// each other (`return -(-f(x))` nests three levels per call): this bounds the total, so a program
+// that nests too deeply is an error, never a stack overflow.
+constexpr int kMaxNestingDepth = 1000;  // as deep as the parser lets one expression be
 constexpr size_t kMaxSequenceLength = 1 << 16;
 
 
@@ -127,7 +132,14 @@ Status Tracer::exec_block(const StmtList& body, Frame& frame, std::optional<Trac
   return Status::ok();
 }
 
+Diagnostic Tracer::nested_too_deeply(const SourceSpan& span) const {
+  return source_.error(span, "statements and expressions are nested too deeply across calls (the limit is " +
+                                 std::to_string(kMaxNestingDepth) + " levels): is a function recursive?");
+}
+
 Status Tracer::exec(const StmtNode& stmt, Frame& frame, std::optional<TracedValue>& returned) {
+  if (nesting_depth_ >= kMaxNestingDepth) return nested_too_deeply(stmt.span);
+  DepthGuard guard(nesting_depth_);
   if (const auto* s = stmt.as<ExprStmt>()) {
     TESSERA_ASSIGN_OR_RETURN(TracedValue ignored, eval_keeping_pieces(*s->value, frame));
     (void)ignored;
@@ -365,6 +377,8 @@ Expected<TracedValue> Tracer::all_pieces(TracedValue v) {
 }
 
 Expected<TracedValue> Tracer::eval_keeping_pieces(const ExprNode& e, Frame& frame, std::string_view name_hint) {
+  if (nesting_depth_ >= kMaxNestingDepth) return nested_too_deeply(e.span);
+  DepthGuard guard(nesting_depth_);
   if (const auto* n = e.as<NameExpr>()) return eval_name(e, *n, frame);
   if (e.as<NoneLiteral>()) return TracedValue(NoneValue{});
   if (e.as<EllipsisLiteral>()) return TracedValue(EllipsisValue{});

@@ -109,6 +109,7 @@ class Tracer {
                                            const CallSite& site);
   Status change_module_tree(const TracedValue& root, const ModuleChange& change, const CallSite& site);
 
+  Diagnostic nested_too_deeply(const SourceSpan& span) const;
   std::vector<std::string> visible_names(const Frame& frame) const;
   static std::string callee_display(const ExprNode& callee);
 
@@ -117,6 +118,7 @@ class Tracer {
   TorchLibrary library_;
   std::map<std::string, TracedValue> globals_;
   int call_depth_ = 0;
+  int nesting_depth_ = 0;  // statements and expressions being run, across calls (kMaxNestingDepth)
 
   // The arena: every object the program creates lives until the trace ends.
   std::vector<std::unique_ptr<BuiltinModule>> modules_;
