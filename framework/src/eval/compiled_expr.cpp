@@ -42,7 +42,8 @@ std::optional<CompiledExpr> compile_expr(const Expr& e, const std::function<int(
     }
     case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
     case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
-    case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select: break;
+    case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
+    case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr: break;
   }
   for (const Expr& op : e.operands()) {
     std::optional<CompiledExpr> sub = compile_expr(op, lookup, unbound, array_dims);
@@ -84,7 +85,7 @@ Scalar eval_expr(const CompiledExpr& c, const std::vector<Scalar>& env, bool& fa
     }
     case ExprKind::Value: case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div:
     case ExprKind::Mod: case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le:
-    case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: break;
+    case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr: break;
   }
   Scalar a = arg(0);
   Scalar b = arg(1);
@@ -114,6 +115,17 @@ Scalar eval_expr(const CompiledExpr& c, const std::vector<Scalar>& env, bool& fa
     case ExprKind::Ne: return boolean(a.v != b.v);
     case ExprKind::And: return boolean(a.v != 0.0 && b.v != 0.0);
     case ExprKind::Or: return boolean(a.v != 0.0 || b.v != 0.0);
+    case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr: {
+      // Integer operands only (the verifier's rule); a shift amount out of range faults.
+      std::optional<int64_t> r;
+      if (ints && std::fabs(a.v) < 9.2e18 && std::fabs(b.v) < 9.2e18)
+        r = eval_bitwise(c.kind, static_cast<int64_t>(a.v), static_cast<int64_t>(b.v));
+      if (!r) {
+        fault = true;
+        return {0.0, true};
+      }
+      return {static_cast<double>(*r), true};
+    }
     case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Not:
     case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element: return {NAN, false};
   }

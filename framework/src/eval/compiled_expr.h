@@ -38,9 +38,9 @@ using ArrayDimsLookup = std::function<const std::vector<int64_t>*(const std::str
 std::optional<CompiledExpr> compile_expr(const Expr& e, const std::function<int(const std::string&)>& lookup,
                                          std::string& unbound, const ArrayDimsLookup& array_dims = {});
 
-// Evaluates `c` in `env`; an integer division or modulo by zero, or an array index out of bounds,
-// sets `fault`. Select evaluates only
-// the chosen branch, like a guarded load.
+// Evaluates `c` in `env`; an integer division or modulo by zero, a shift amount outside
+// [0, kShiftWidth) (or a bitwise operator meeting a float), or an array index out of bounds, sets
+// `fault`. Select evaluates only the chosen branch, like a guarded load.
 Scalar eval_expr(const CompiledExpr& c, const std::vector<Scalar>& env, bool& fault);
 
 }  // namespace tessera::eval

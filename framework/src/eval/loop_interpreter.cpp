@@ -284,7 +284,7 @@ class KernelRunner {
   Expected<Scalar> eval(const CompiledExpr& e, const CompiledStmt& s) {
     bool fault = false;
     Scalar v = eval_expr(e, env_, fault);
-    if (fault) return stmt_error(node_, *s.source, "integer division or modulo by zero, or a register array index out of bounds");
+    if (fault) return stmt_error(node_, *s.source, "integer division or modulo by zero, a shift amount outside [0, 32), or a register array index out of bounds");
     return v;
   }
 

@@ -76,8 +76,7 @@ uint64_t compute_hash(const Expr& e) {
 }
 
 // Printing precedence: higher binds tighter (infix kinds take theirs from expr_kind_traits).
-enum Prec : int { kOr = 1, kAnd = 2, kCompare = 3, kAdditive = 4, kMultiplicative = 5,
-                  kUnary = 6, kAtom = 7 };
+enum Prec : int { kOr = 1, kAnd = 2, kCompare = 3, kUnary = 10, kAtom = 11 };
 
 int infix_prec(ExprKind k) { return expr_kind_traits(k).precedence; }
 
@@ -94,14 +93,19 @@ std::string float_literal_str(double v) {
 
 void print(const Expr& e, std::string& out);
 
+bool is_infix(const Expr& e) { return is_binary_kind(e.kind()) && infix_prec(e.kind()) > 0; }
+
 // Prints an operand of an infix or prefix operator, parenthesized when it binds looser than
 // `min_prec` requires. A negative literal is always parenthesized there so `a + (-1)` and
-// `a - (-1)` never read as `a + -1` or `a -- 1`.
-void print_operand(const Expr& e, int min_prec, std::string& out) {
+// `a - (-1)` never read as `a + -1` or `a -- 1`. A bitwise operator and a different infix
+// operator never meet unparenthesized (C and Python rank them differently; see expr.h).
+void print_operand(const Expr& e, int min_prec, std::string& out, ExprKind parent = ExprKind::Not) {
   int p = kAtom;
-  if (is_binary_kind(e.kind()) && infix_prec(e.kind()) > 0) p = infix_prec(e.kind());
+  if (is_infix(e)) p = infix_prec(e.kind());
   else if (e.is(ExprKind::Not)) p = kUnary;
-  bool parens = p < min_prec || is_negative_literal(e);
+  const bool mixes_bitwise = is_infix(e) && is_binary_kind(parent) && e.kind() != parent &&
+                             (is_bitwise_kind(e.kind()) || is_bitwise_kind(parent));
+  bool parens = p < min_prec || is_negative_literal(e) || mixes_bitwise;
   if (parens) out += '(';
   print(e, out);
   if (parens) out += ')';
@@ -151,7 +155,8 @@ void print(const Expr& e, std::string& out) {
       return;
     case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
     case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And:
-    case ExprKind::Or:
+    case ExprKind::Or: case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl:
+    case ExprKind::Shr:
       break;  // infix, below
   }
   // Infix binary. All are left-associative: the right operand needs strictly tighter binding,
@@ -159,9 +164,9 @@ void print(const Expr& e, std::string& out) {
   // so a comparison operand of a comparison is parenthesized on both sides.
   int p = infix_prec(e.kind());
   int left_min = p == kCompare ? p + 1 : p;
-  print_operand(e.operand(0), left_min, out);
+  print_operand(e.operand(0), left_min, out, e.kind());
   out += expr_kind_traits(e.kind()).infix;
-  print_operand(e.operand(1), p + 1, out);
+  print_operand(e.operand(1), p + 1, out, e.kind());
 }
 
 }  // namespace
@@ -181,6 +186,30 @@ std::optional<ExprKind> parse_expr_kind(std::string_view s) {
   if (s == #K) return ExprKind::K;
   TESSERA_EXPR_KINDS(TESSERA_X)
 #undef TESSERA_X
+  return std::nullopt;
+}
+
+std::optional<int64_t> eval_bitwise(ExprKind k, int64_t a, int64_t b) {
+  const bool shift_in_range = b >= 0 && b < kShiftWidth;
+  switch (k) {
+    case ExprKind::Xor: return a ^ b;
+    case ExprKind::BitAnd: return a & b;
+    case ExprKind::BitOr: return a | b;
+    case ExprKind::Shl: {  // a * 2^b, checked (shifting a negative int64 left is not portable C++)
+      int64_t r = 0;
+      if (!shift_in_range || __builtin_mul_overflow(a, int64_t{1} << b, &r)) return std::nullopt;
+      return r;
+    }
+    case ExprKind::Shr:  // floor(a / 2^b): C++20 defines >> on negative values as arithmetic
+      if (!shift_in_range) return std::nullopt;
+      return a >> b;
+    case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Add:
+    case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod: case ExprKind::Min:
+    case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne:
+    case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast:
+    case ExprKind::Element: break;
+  }
+  TESSERA_INTERNAL_CHECK(false, "eval_bitwise is given a bitwise kind");
   return std::nullopt;
 }
 
@@ -317,6 +346,7 @@ bool structurally_equal(const Expr& a, const Expr& b) {
     case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
     case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
     case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
+    case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr:
       break;  // the operands decide
   }
   const auto& xs = a.operands();

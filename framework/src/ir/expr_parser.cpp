@@ -1,6 +1,7 @@
 // Expression parser: the inverse of Expr::str (expr.cpp), by precedence climbing over the
-// printer's levels (loosest first): `||`, `&&`, comparisons (not chained), `+ -`, `* / %`, unary
-// `!`, atoms. Atoms are numbers (a float has a `.`, an exponent, or is inf / nan, as Python's
+// printer's levels (loosest first): `||`, `&&`, comparisons (not chained), `|`, `^`, `&`,
+// `<< >>`, `+ -`, `* / %`, unary `!`, atoms (Python's order; the printer parenthesizes wherever
+// C's order would differ, so either reading of a printout agrees). Atoms are numbers (a float has a `.`, an exponent, or is inf / nan, as Python's
 // repr prints it), negative literals (`-1`, printed `(-1)` inside an operator), names, calls
 // `min(a, b)`, `max(a, b)`, `select(c, a, b)`, casts `f16(x)`, register array elements
 // `acc0[1, a3]`, and parenthesized expressions. A bare name is a Var or a Value as the NameScope
@@ -48,7 +49,7 @@ class ExprReader {
   }
 
   Expected<Expr> comparison(int depth) {
-    TESSERA_ASSIGN_OR_RETURN(Expr lhs, additive(depth));
+    TESSERA_ASSIGN_OR_RETURN(Expr lhs, bit_or(depth));
     ExprKind kind;
     if (c_.accept("<=")) kind = ExprKind::Le;
     else if (c_.peek("<-")) return lhs;  // an Accum arrow is never a comparison
@@ -56,8 +57,50 @@ class ExprReader {
     else if (c_.accept("==")) kind = ExprKind::Eq;
     else if (c_.accept("!=")) kind = ExprKind::Ne;
     else return lhs;
-    TESSERA_ASSIGN_OR_RETURN(Expr rhs, additive(depth));
+    TESSERA_ASSIGN_OR_RETURN(Expr rhs, bit_or(depth));
     return Expr::binary(kind, lhs, rhs);
+  }
+
+  // `|` and `&` are the bitwise operators only when not doubled (`||`, `&&` are logical).
+  Expected<Expr> bit_or(int depth) {
+    TESSERA_ASSIGN_OR_RETURN(Expr lhs, bit_xor(depth));
+    while (c_.peek("|") && !c_.peek("||")) {
+      c_.accept("|");
+      TESSERA_ASSIGN_OR_RETURN(Expr rhs, bit_xor(depth));
+      lhs = Expr::binary(ExprKind::BitOr, lhs, rhs);
+    }
+    return lhs;
+  }
+
+  Expected<Expr> bit_xor(int depth) {
+    TESSERA_ASSIGN_OR_RETURN(Expr lhs, bit_and(depth));
+    while (c_.accept("^")) {
+      TESSERA_ASSIGN_OR_RETURN(Expr rhs, bit_and(depth));
+      lhs = Expr::binary(ExprKind::Xor, lhs, rhs);
+    }
+    return lhs;
+  }
+
+  Expected<Expr> bit_and(int depth) {
+    TESSERA_ASSIGN_OR_RETURN(Expr lhs, shift(depth));
+    while (c_.peek("&") && !c_.peek("&&")) {
+      c_.accept("&");
+      TESSERA_ASSIGN_OR_RETURN(Expr rhs, shift(depth));
+      lhs = Expr::binary(ExprKind::BitAnd, lhs, rhs);
+    }
+    return lhs;
+  }
+
+  Expected<Expr> shift(int depth) {
+    TESSERA_ASSIGN_OR_RETURN(Expr lhs, additive(depth));
+    for (;;) {
+      ExprKind kind;
+      if (c_.accept("<<")) kind = ExprKind::Shl;
+      else if (c_.accept(">>")) kind = ExprKind::Shr;
+      else return lhs;
+      TESSERA_ASSIGN_OR_RETURN(Expr rhs, additive(depth));
+      lhs = Expr::binary(kind, lhs, rhs);
+    }
   }
 
   Expected<Expr> additive(int depth) {

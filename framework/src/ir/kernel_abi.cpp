@@ -2,6 +2,7 @@
 // memory layout (see kernel_abi.h).
 #include "tessera/ir/kernel_abi.h"
 
+#include <algorithm>
 #include <set>
 
 #include "tessera/ir/graph.h"
@@ -75,11 +76,21 @@ std::vector<SmemSlot> smem_layout(const Body& body) {
     if (sm == nullptr) continue;
     int64_t elems = 1;
     for (int64_t d : sm->shape) elems *= d;
-    const int64_t offset = (end + kSmemAlign - 1) / kSmemAlign * kSmemAlign;
+    // A verified align is a power of two in [kSmemAlign, kSmemMaxAlign]; clamp so an unverified
+    // body still gets a well-formed layout.
+    const int64_t align = std::clamp<int64_t>(sm->align, kSmemAlign, kSmemMaxAlign);
+    const int64_t offset = (end + align - 1) / align * align;
     slots.push_back(SmemSlot{sm->name, offset, elems * dtype_bytes(sm->dtype)});
     end = offset + slots.back().bytes;
   }
   return slots;
+}
+
+int64_t smem_layout_align(const Body& body) {
+  int64_t align = kSmemAlign;
+  for (const Stmt& s : body)
+    if (const auto* sm = s.as<Smem>()) align = std::max(align, std::clamp<int64_t>(sm->align, kSmemAlign, kSmemMaxAlign));
+  return align;
 }
 
 int64_t smem_layout_bytes(const Body& body) {

@@ -8,7 +8,8 @@
 //           "checkpoint": {"file", "file_bytes", "modified_ns"}} (ir/op.h CheckpointRef)
 //   node    {"id", "op": {"kind": "<Op::kind()>", ...op fields}, "inputs": [...],
 //            "type": {"shape": [16, 64], "dtype": "f32"}, optional "loc" and "choices"}
-//   stmt    {"kind": "Load", <one key per reflected field>}: written and read generically
+//   stmt    {"kind": "Load", <one key per reflected field>}: written and read generically; Smem's
+//           "align" and "swizzle" (added within version 3) may be absent and then are 16, "none"
 //   expr    an s-expression: a Var is its name ("a0"), an Int or Float a JSON number (floats keep
 //           their ".0"), a non-finite float {"float": "inf" | "-inf" | "nan"}, anything else
 //           [kind, operands...], e.g. ["Add", ["Mul", "a1", 2048], "a2"] or ["Cast", "f16", "v0"];
@@ -583,6 +584,13 @@ class JsonReader {
     return read_reflected(j, path, out, {});
   }
 
+  // Statement fields added after graph JSON version 3 shipped: files written before them lack
+  // the key, and the field keeps its default (every file written since spells it).
+  template <class T> static bool added_after_version_3(std::string_view field) {
+    if constexpr (std::is_same_v<T, Smem>) return field == "align" || field == "swizzle";
+    return false;
+  }
+
   // One object key per reflected field; `extra_key` (the statement "kind") is allowed as well.
   template <Reflected T>
   Status read_reflected(const json& j, const std::string& path, T& out,
@@ -595,7 +603,7 @@ class JsonReader {
     }
     Status status;
     T::reflect(out, [&](const char* name, auto& field, FieldRole) {
-      if (status) status = obj.required(name, field);
+      if (status) status = added_after_version_3<T>(name) ? obj.optional(name, field) : obj.required(name, field);
     });
     TESSERA_TRY(status);
     return obj.finish();
@@ -955,7 +963,8 @@ json expr_to_json(const Expr& e) {
     case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
     case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
     case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
-    case ExprKind::Cast:
+    case ExprKind::Cast: case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl:
+    case ExprKind::Shr:
       break;  // [kind, (dtype,) operands...] below
   }
   json out = json::array({std::string(expr_kind_name(e.kind()))});

@@ -13,6 +13,7 @@
 // then the constant: `a0 * 2048 + a1 - 1`. A constant multiple of a sum stays factored
 // (`(a0 + 1) * 4`) except inside a division or modulo, where the sum is fully distributed so that
 // `((a0 + 1) * 2048 + a1) / 2048` can split into a quotient and a vanishing remainder.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -86,7 +87,9 @@ bool is_float_valued(const Expr& e) {
       return false;  // booleans
     case ExprKind::Select: return is_float_valued(e.operand(1)) || is_float_valued(e.operand(2));
     case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
-    case ExprKind::Min: case ExprKind::Max: return is_float_valued(e.operand(0)) || is_float_valued(e.operand(1));
+    case ExprKind::Min: case ExprKind::Max:
+    case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr:  // a float operand is a verifier error
+      return is_float_valued(e.operand(0)) || is_float_valued(e.operand(1));
   }
   TESSERA_UNREACHABLE("an ExprKind value is one of TESSERA_EXPR_KINDS");
 }
@@ -165,6 +168,32 @@ std::optional<Interval> bound_cast(DType to, const Expr& operand, const RangeMap
     return Interval{std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
   }
   return b;
+}
+
+// Two's-complement facts: `x & m` with m >= 0 keeps only bits of m, so it lies in [0, m]
+// whatever x is; for non-negative operands `|` and `^` stay below the next power of two above
+// both, and `x | y` >= max(x, y).
+std::optional<Interval> bound_bit_and(std::optional<Interval> a, std::optional<Interval> b) {
+  std::optional<int64_t> hi;
+  if (a && a->lo >= 0) hi = a->hi;
+  if (b && b->lo >= 0) hi = hi ? std::min(*hi, b->hi) : b->hi;
+  if (!hi) return std::nullopt;
+  return Interval{0, *hi};
+}
+
+std::optional<Interval> bound_bit_or_xor(ExprKind k, Interval a, Interval b) {
+  if (a.lo < 0 || b.lo < 0) return std::nullopt;
+  const uint64_t top = static_cast<uint64_t>(std::max(a.hi, b.hi));
+  const int64_t all_ones = static_cast<int64_t>(std::bit_ceil(top + 1) - 1);  // top < 2^63
+  return Interval{k == ExprKind::BitOr ? std::max(a.lo, b.lo) : 0, all_ones};
+}
+
+// a << b is a * 2^b and a >> b is floor(a / 2^b): bound them as that product / quotient over the
+// range of 2^b. An amount that may leave [0, kShiftWidth) has no bound.
+std::optional<Interval> bound_shift(ExprKind k, Interval a, Interval b) {
+  if (b.lo < 0 || b.hi >= kShiftWidth) return std::nullopt;
+  const Interval scale{int64_t{1} << b.lo, int64_t{1} << b.hi};
+  return k == ExprKind::Shl ? bound_mul(a, scale) : bound_div(a, scale);
 }
 
 // ---- Linear forms -----------------------------------------------------------------------------
@@ -312,7 +341,7 @@ std::optional<LinearSum> linearize(const Expr& e, bool distribute) {
     case ExprKind::Var: case ExprKind::Value: case ExprKind::Float: case ExprKind::Div: case ExprKind::Mod:
     case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
     case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
-    case ExprKind::Cast: case ExprKind::Element:
+    case ExprKind::Cast: case ExprKind::Element: case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr:
       out.add_term(e, 1);
       return out;
   }
@@ -412,7 +441,9 @@ std::optional<double> fold_float(ExprKind k, double a, double b) {
       return k == ExprKind::Min ? std::min(a, b) : std::max(a, b);
     case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Lt:
     case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or:
-    case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element: return std::nullopt;
+    case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element:
+    case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr:  // integer only
+      return std::nullopt;
   }
   TESSERA_UNREACHABLE("an ExprKind value is one of TESSERA_EXPR_KINDS");
 }
@@ -426,6 +457,7 @@ std::optional<int64_t> fold_int(ExprKind k, int64_t a, int64_t b) {
     case ExprKind::Mod: return floor_mod(a, b);
     case ExprKind::Min: return std::min(a, b);
     case ExprKind::Max: return std::max(a, b);
+    case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr: return eval_bitwise(k, a, b);
     case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Lt:
     case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or:
     case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element: return std::nullopt;
@@ -461,7 +493,7 @@ class Simplifier {
       case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
       case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
       case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
-      case ExprKind::Cast: case ExprKind::Element:
+      case ExprKind::Cast: case ExprKind::Element: case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr:
         break;
     }
     std::vector<Expr> ops;
@@ -483,6 +515,7 @@ class Simplifier {
         break;
       case ExprKind::And: case ExprKind::Or: r = logic(e.kind(), ops[0], ops[1]); break;
       case ExprKind::Not: r = not_(ops[0]); break;
+      case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr: r = bitwise(e.kind(), ops[0], ops[1]); break;
       case ExprKind::Select: r = select(ops[0], ops[1], ops[2]); break;
       case ExprKind::Cast: r = cast(e.cast_type(), ops[0]); break;
       case ExprKind::Element: return Expr::element(e.name(), std::move(ops));  // opaque; indices simplified
@@ -551,7 +584,7 @@ class Simplifier {
       case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Mod:
       case ExprKind::Min: case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq:
       case ExprKind::Ne: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
-      case ExprKind::Cast: case ExprKind::Element:
+      case ExprKind::Cast: case ExprKind::Element: case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr:
         break;
     }
     return Expr::binary(k, a, b);
@@ -734,7 +767,7 @@ class Simplifier {
       case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Add:
       case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod: case ExprKind::Min:
       case ExprKind::Max: case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select:
-      case ExprKind::Cast: case ExprKind::Element:
+      case ExprKind::Cast: case ExprKind::Element: case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr:
         break;
     }
     return std::nullopt;
@@ -751,7 +784,8 @@ class Simplifier {
           case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float:
           case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
           case ExprKind::Min: case ExprKind::Max: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or:
-          case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element: return bool_expr(x != y);
+          case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element:
+          case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr: return bool_expr(x != y);
         }
       }
       double x = const_as_double(a), y = const_as_double(b);  // NaN compares false, != true
@@ -762,7 +796,8 @@ class Simplifier {
         case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float:
         case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
         case ExprKind::Min: case ExprKind::Max: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or:
-        case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element: return bool_expr(x != y);
+        case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element:
+        case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr: return bool_expr(x != y);
       }
     }
     if (!is_float_valued(a) && !is_float_valued(b)) {
@@ -847,6 +882,52 @@ class Simplifier {
     return Expr::cast(to, a);
   }
 
+  // Bitwise kinds: constant folding (eval_bitwise; an out-of-range shift stays for the verifier),
+  // constants to the right of the commutative ones, and identities that hold for every integer:
+  // x ^ 0, x | 0, x << 0, x >> 0 -> x; x & 0 -> 0; x | -1 -> -1; x & -1, x & x, x | x -> x;
+  // x ^ x -> 0; and x & m -> x when m = 2^k - 1 and 0 <= x <= m (x has no bits above m's).
+  Expr bitwise(ExprKind k, const Expr& a, const Expr& b) {
+    if (is_float_valued(a) || is_float_valued(b)) return Expr::binary(k, a, b);  // the verifier refuses it
+    if (a.is(ExprKind::Int) && b.is(ExprKind::Int)) {
+      Expr folded = fold_constants(k, a, b);
+      if (folded.defined()) return folded;
+      return Expr::binary(k, a, b);
+    }
+    const bool commutative = k == ExprKind::Xor || k == ExprKind::BitAnd || k == ExprKind::BitOr;
+    if (commutative && a.is(ExprKind::Int)) return bitwise(k, b, a);
+    const bool same = structurally_equal(a, b);
+    switch (k) {
+      case ExprKind::Xor:
+        if (is_const_value(b, 0)) return a;
+        if (same) return Expr::int_(0);
+        break;
+      case ExprKind::BitOr:
+        if (is_const_value(b, 0) || same) return a;
+        if (is_const_value(b, -1)) return Expr::int_(-1);
+        break;
+      case ExprKind::BitAnd: {
+        if (is_const_value(b, 0)) return Expr::int_(0);
+        if (is_const_value(b, -1) || same) return a;
+        if (b.is(ExprKind::Int) && b.int_value() >= 0 && std::has_single_bit(static_cast<uint64_t>(b.int_value()) + 1)) {
+          auto x = bound(a);
+          if (x && x->lo >= 0 && x->hi <= b.int_value()) return a;
+        }
+        break;
+      }
+      case ExprKind::Shl: case ExprKind::Shr:
+        if (is_const_value(b, 0)) return a;
+        break;
+      case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Add:
+      case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod: case ExprKind::Min:
+      case ExprKind::Max: case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne:
+      case ExprKind::And: case ExprKind::Or: case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast:
+      case ExprKind::Element:
+        TESSERA_INTERNAL_CHECK(false, "bitwise() is given a bitwise kind");
+        break;
+    }
+    return Expr::binary(k, a, b);
+  }
+
   const RangeMap& ranges_;
 };
 
@@ -874,7 +955,7 @@ std::optional<Interval> bound_of(const Expr& e, const RangeMap& ranges) {
       return Interval{std::min(t->lo, f->lo), std::max(t->hi, f->hi)};
     }
     case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
-    case ExprKind::Min: case ExprKind::Max: break;
+    case ExprKind::Min: case ExprKind::Max: case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr: break;
   }
   if (is_float_valued(e)) return std::nullopt;
   auto a = bound_of(e.operand(0), ranges);
@@ -901,6 +982,13 @@ std::optional<Interval> bound_of(const Expr& e, const RangeMap& ranges) {
     case ExprKind::Max:
       if (!a || !b) return std::nullopt;
       return Interval{std::max(a->lo, b->lo), std::max(a->hi, b->hi)};
+    case ExprKind::BitAnd: return bound_bit_and(a, b);
+    case ExprKind::BitOr: case ExprKind::Xor:
+      if (!a || !b) return std::nullopt;
+      return bound_bit_or_xor(e.kind(), *a, *b);
+    case ExprKind::Shl: case ExprKind::Shr:
+      if (!a || !b) return std::nullopt;
+      return bound_shift(e.kind(), *a, *b);
     case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float: case ExprKind::Lt:
     case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And: case ExprKind::Or:
     case ExprKind::Not: case ExprKind::Select: case ExprKind::Cast: case ExprKind::Element:

@@ -23,6 +23,7 @@
 //
 // A new statement kind: a line in classify() (its opening keyword or right-hand side) and a
 // read(Kind<K>) overload.
+#include <cctype>
 #include <type_traits>
 
 #include "ir_text_reader.h"
@@ -267,6 +268,22 @@ class StmtReader {
     std::optional<E> value = parse_spelling<E>(word);
     if (!value || word.empty())
       return c_.error_at(start, word.size(), "expected " + std::string(StmtEnumTable<E>::what) + ", not '" + word + "'");
+    return *value;
+  }
+
+  // A swizzle spelling: `none`, or a width that starts with a digit (`128B`), so not a name.
+  Expected<SmemSwizzle> swizzle_spelling() {
+    c_.skip_spaces();
+    const std::string_view text = c_.line().text;
+    const size_t start = c_.pos();
+    size_t end = start;
+    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
+    const std::string word(text.substr(start, end - start));
+    std::optional<SmemSwizzle> value = parse_spelling<SmemSwizzle>(word);
+    if (!value || word.empty())
+      return c_.error_at(start, std::max<size_t>(word.size(), 1),
+                         "expected " + std::string(StmtEnumTable<SmemSwizzle>::what) + ", not '" + word + "'");
+    c_.reset(end);
     return *value;
   }
 
@@ -607,6 +624,15 @@ class StmtReader {
     if (!dt) return c_.error_at(col, dtype.size(), "unknown element type '" + dtype + "'");
     s.dtype = *dt;
     TESSERA_ASSIGN_OR_RETURN(s.shape, int_list('[', ']', "a dimension"));
+    // Optional layout, printed only when it is not the default: `align=1024 swizzle=128B`.
+    if (c_.peek("align")) {
+      TESSERA_ASSIGN_OR_RETURN(s.align, int_field("align"));
+    }
+    if (c_.peek("swizzle")) {
+      TESSERA_TRY(c_.expect_word("swizzle"));
+      TESSERA_TRY(c_.expect("="));
+      TESSERA_ASSIGN_OR_RETURN(s.swizzle, swizzle_spelling());
+    }
     TESSERA_TRY(c_.expect_end());
     declare_buffer(s.name);
     return Stmt(std::move(s));

@@ -134,8 +134,10 @@ class StmtPrinter {
   // ---- Kernel IR ----
   void print_kind(const Let& s) { line(s.var + " = " + s.value.str()); }
   void print_kind(const Smem& s) {
-    line("Smem " + s.name + ": " + std::string(dtype_short_name(s.dtype)) + "[" + join(s.shape) +
-         "]");
+    // The layout prints only where it differs from the default, so plain arrays read as before.
+    line("Smem " + s.name + ": " + std::string(dtype_short_name(s.dtype)) + "[" + join(s.shape) + "]" +
+         (s.align != kSmemAlign ? " align=" + std::to_string(s.align) : "") +
+         (s.swizzle != SmemSwizzle::None ? " swizzle=" + std::string(spelling(s.swizzle)) : ""));
   }
   void print_kind(const Sync&) { line("Sync()"); }
   void print_kind(const CpAsyncCopy& s) {

@@ -28,6 +28,8 @@
 #include "tessera/ir/uniformity.h"
 
 #include <algorithm>
+#include <bit>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -67,6 +69,32 @@ std::string first_line(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
   size_t start = line.find_first_not_of(' ');
   return start == std::string::npos ? line : line.substr(start);
+}
+
+// The part of `e` that makes it float-valued (a float literal, a cast to a float dtype, or a name
+// `is_float_name` says is a float), or null when `e` is an integer. Comparisons, logic and the
+// bitwise kinds produce integers whatever their operands.
+const Expr* float_part(const Expr& e, const std::function<bool(const Expr&)>& is_float_name) {
+  if (!e.defined()) return nullptr;
+  switch (e.kind()) {
+    case ExprKind::Float: return &e;
+    case ExprKind::Int: return nullptr;
+    case ExprKind::Var: case ExprKind::Value: case ExprKind::Element: return is_float_name(e) ? &e : nullptr;
+    case ExprKind::Cast: return dtype_is_float(e.cast_type()) ? &e : nullptr;
+    case ExprKind::Lt: case ExprKind::Le: case ExprKind::Eq: case ExprKind::Ne: case ExprKind::And:
+    case ExprKind::Or: case ExprKind::Not: case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr:
+    case ExprKind::Shl: case ExprKind::Shr: return nullptr;
+    case ExprKind::Select: {
+      const Expr* t = float_part(e.operand(1), is_float_name);
+      return t != nullptr ? t : float_part(e.operand(2), is_float_name);
+    }
+    case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
+    case ExprKind::Min: case ExprKind::Max: {
+      const Expr* a = float_part(e.operand(0), is_float_name);
+      return a != nullptr ? a : float_part(e.operand(1), is_float_name);
+    }
+  }
+  return nullptr;  // unreachable: every kind is listed
 }
 
 // What the graph tells the body verifier about buffers; absent when verify_body runs alone.
@@ -211,6 +239,17 @@ class TypeVerifier final : public StmtVisitor {
 
   void check_elements(const Expr& e) {
     if (!e.defined()) return;
+    if (is_bitwise_kind(e.kind())) {
+      for (const Expr& op : e.operands()) {
+        const Expr* f = float_part(op, [this](const Expr& name) {
+          std::optional<ValueType> t = type_of(name);
+          return t && dtype_is_float(t->dtype);
+        });
+        if (f != nullptr)
+          fail_at("`" + e.str() + "` applies a bitwise operator to the float `" + f->str() +
+                  "`; bitwise operators take integers");
+      }
+    }
     if (e.is(ExprKind::Element)) {
       auto it = types_.find(e.name());
       if (it == types_.end()) return;
@@ -353,6 +392,7 @@ class BodyVerifier {
     });
     TESSERA_TRY(status);
     TESSERA_TRY(check_write_target(s));
+    TESSERA_TRY(check_smem_layout(s));
 
     Frame inner;
     Frame& defs_frame = owns_body ? inner : frames_.back();
@@ -402,9 +442,29 @@ class BodyVerifier {
     return Status::ok();
   }
 
+  // Bitwise operators take integers (expr.h): a float literal or float cast under one is refused
+  // here (a float SSA value operand is the TypeVerifier's to find), and so is a constant shift
+  // amount outside [0, kShiftWidth).
+  Status check_bitwise(const Expr& e) {
+    if (is_bitwise_kind(e.kind())) {
+      for (const Expr& op : e.operands())
+        if (const Expr* f = float_part(op, [](const Expr&) { return false; }))
+          return fail("`" + e.str() + "` applies a bitwise operator to the float `" + f->str() +
+                      "`; bitwise operators take integers");
+      const Expr& amount = e.operand(1);
+      if ((e.is(ExprKind::Shl) || e.is(ExprKind::Shr)) && amount.is(ExprKind::Int) &&
+          (amount.int_value() < 0 || amount.int_value() >= kShiftWidth))
+        return fail("`" + e.str() + "` shifts by " + std::to_string(amount.int_value()) + ", outside [0, " +
+                    std::to_string(kShiftWidth) + ")");
+    }
+    for (const Expr& op : e.operands()) TESSERA_TRY(check_bitwise(op));
+    return Status::ok();
+  }
+
   Status check_uses(const char* field_name, const Expr& e, FieldRole) {
     if (!e.defined()) return fail("field '" + std::string(field_name) + "' has no expression");
     TESSERA_TRY(check_expr_casts(e));
+    TESSERA_TRY(check_bitwise(e));
     for (const std::string& var : free_vars(e)) {
       const FieldRole* bound = lookup(var);
       if (bound != nullptr && *bound != FieldRole::DefBuffer) continue;
@@ -456,6 +516,37 @@ class BodyVerifier {
     if (name == buffers_->output || buffers_->inputs.count(name)) return Status::ok();
     return fail("buffer '" + name + "' is neither an input of node '" + node_id_ +
                 "', its output, nor declared in the body");
+  }
+
+  // A Smem array's alignment is a power of two in [kSmemAlign, kSmemMaxAlign], and a swizzled one
+  // starts on its swizzle's repeating pattern. PTX ISA, "Tensor swizzling modes" and the
+  // "Shared Memory Descriptor" table "Starting address of repeating pattern": the pattern of the
+  // 128-byte swizzle repeats every 1024 bytes, of the 64-byte every 512, of the 32-byte every 256
+  // (8 rows of the swizzle width), and a TMA box or wgmma operand starts on that boundary, so the
+  // array's align must be at least that.
+  template <class K>
+  Status check_smem_layout(const K& s) {
+    if constexpr (std::is_same_v<K, Smem>) {
+      if (s.align < kSmemAlign || s.align > kSmemMaxAlign || !std::has_single_bit(static_cast<uint64_t>(s.align)))
+        return fail("align=" + std::to_string(s.align) + " is not a power of two from " + std::to_string(kSmemAlign) +
+                    " to " + std::to_string(kSmemMaxAlign));
+      const int64_t pattern = swizzle_pattern_bytes(s.swizzle);
+      if (s.align < pattern)
+        return fail("swizzle=" + std::string(spelling(s.swizzle)) + " repeats every " + std::to_string(pattern) +
+                    " bytes, so the array needs align=" + std::to_string(pattern) + " or more (it has align=" +
+                    std::to_string(s.align) + ")");
+    }
+    return Status::ok();
+  }
+
+  static int64_t swizzle_pattern_bytes(SmemSwizzle sw) {
+    switch (sw) {
+      case SmemSwizzle::None: return 0;
+      case SmemSwizzle::B32: return 256;
+      case SmemSwizzle::B64: return 512;
+      case SmemSwizzle::B128: return 1024;
+    }
+    return 0;  // unreachable: every SmemSwizzle is listed
   }
 
   // Loop/Tile/Kernel nodes write only their own output (or buffers their body declares).

@@ -29,6 +29,14 @@ Printed CudaEmitter::infix(const Printed& a, const std::string& op, const Printe
   return {wrap(a, a.prec > prec) + " " + op + " " + wrap(b, b.prec >= prec), prec, type};
 }
 
+// Index bitwise operators on C ints: `>>` of a negative int is arithmetic in CUDA, matching the
+// IR's floor(a / 2^b). An operand that is itself an operator is parenthesized unless it is the
+// same operator on the left, so the text never leans on C's surprising bitwise precedence.
+Printed CudaEmitter::bitwise(const Printed& a, const std::string& op, const Printed& b, int prec) {
+  if (a.type != Ty::Int || b.type != Ty::Int) expr_problem("bitwise '" + op + "' on a float operand");
+  return {wrap(a, a.prec > kUnary && a.prec != prec) + " " + op + " " + wrap(b, b.prec > kUnary), prec, Ty::Int};
+}
+
 Ty CudaEmitter::join_type(const Printed& a, const Printed& b) {
   if (a.type == Ty::Double || b.type == Ty::Double) return Ty::Double;
   return a.type == Ty::Float || b.type == Ty::Float ? Ty::Float : Ty::Int;
@@ -110,7 +118,8 @@ Printed CudaEmitter::print(const Expr& e) {
     case ExprKind::Eq:
     case ExprKind::Ne:
     case ExprKind::And:
-    case ExprKind::Or: return print_binary(e);
+    case ExprKind::Or:
+    case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr: return print_binary(e);
   }
   expr_problem("cannot print expression kind " + std::string(expr_kind_name(e.kind())));
   return {"0", kAtom, Ty::Int};
@@ -146,6 +155,11 @@ Printed CudaEmitter::print_binary(const Expr& e) {
     case ExprKind::Ne: return infix(a, "!=", b, kEq, Ty::Int);
     case ExprKind::And: return infix(a, "&&", b, kAnd, Ty::Int);
     case ExprKind::Or: return infix(a, "||", b, kOr, Ty::Int);
+    case ExprKind::Xor: return bitwise(a, "^", b, kXor);
+    case ExprKind::BitAnd: return bitwise(a, "&", b, kBitAnd);
+    case ExprKind::BitOr: return bitwise(a, "|", b, kBitOr);
+    case ExprKind::Shl: return bitwise(a, "<<", b, kShift);
+    case ExprKind::Shr: return bitwise(a, ">>", b, kShift);
     // Not binary: print() handles these before reaching here.
     case ExprKind::Var:
     case ExprKind::Value:

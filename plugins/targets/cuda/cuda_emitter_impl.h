@@ -25,8 +25,8 @@
 namespace tessera::cuda_emit {
 
 // C operator precedence, lower binds tighter (only the levels we print).
-constexpr int kAtom = 0, kUnary = 2, kMul = 3, kAdd = 4, kRel = 6, kEq = 7, kAnd = 11, kOr = 12,
-              kTernary = 13;
+constexpr int kAtom = 0, kUnary = 2, kMul = 3, kAdd = 4, kShift = 5, kRel = 6, kEq = 7, kBitAnd = 8, kXor = 9,
+              kBitOr = 10, kAnd = 11, kOr = 12, kTernary = 13;
 
 enum class Ty { Int, Float, Double };
 
@@ -253,6 +253,7 @@ class CudaEmitter {
   std::string float_literal(double v);
   bool non_negative(const Expr& e) const;
   Printed infix(const Printed& a, const std::string& op, const Printed& b, int prec, Ty type);
+  Printed bitwise(const Printed& a, const std::string& op, const Printed& b, int prec);
   static Ty join_type(const Printed& a, const Printed& b);
   Printed print(const Expr& e);
   Printed print_binary(const Expr& e);

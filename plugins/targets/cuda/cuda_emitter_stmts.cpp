@@ -212,15 +212,18 @@ Status CudaEmitter::emit_smem(const Stmt& s, const Smem* st) {
   b.shared = b.writable = true;
   b.cname = c_name_for(st->name);
   use_dtype(b.dtype);
-  smem_bytes_ += b.elements * dtype_bytes(b.dtype);
+  // Counted like smem_layout: each array starts at the next multiple of its alignment.
+  const int64_t align = st->align;
+  smem_bytes_ = (smem_bytes_ + align - 1) / align * align + b.elements * dtype_bytes(b.dtype);
   std::vector<std::string> dims;
   for (int64_t d : st->shape) dims.push_back(std::to_string(d));
   const std::string shape_note = st->shape.size() > 1 ? "  // [" + join(dims, ", ") + "]" : "";
   if (op_.dynamic_smem > 0) {
-    // Carved from the one dynamic array at its smem_layout offset (16-byte aligned, like the
-    // static arrays below).
+    // Carved from the one dynamic array at its smem_layout offset (a multiple of its align); the
+    // array is declared with the largest align of its slots, so each slot's address is aligned.
     if (!declared_dynamic_smem_) {
-      line("extern __shared__ __align__(16) unsigned char tessera_smem[];");
+      line("extern __shared__ __align__(" + std::to_string(smem_layout_align(op_.body)) +
+           ") unsigned char tessera_smem[];");
       declared_dynamic_smem_ = true;
     }
     int64_t offset = -1;
@@ -231,8 +234,8 @@ Status CudaEmitter::emit_smem(const Stmt& s, const Smem* st) {
          std::to_string(offset) + ");  // " + std::to_string(b.elements) + " elements" +
          (st->shape.size() > 1 ? ", [" + join(dims, ", ") + "]" : ""));
   } else {
-    // 16-byte alignment so cp.async of 16 bytes and float4 accesses may target it.
-    line("__shared__ __align__(16) " + c_type(b.dtype) + " " + b.cname + "[" + std::to_string(b.elements) + "];" +
+    // Its align (16 by default, so cp.async of 16 bytes and float4 accesses may target it).
+    line("__shared__ __align__(" + std::to_string(align) + ") " + c_type(b.dtype) + " " + b.cname + "[" + std::to_string(b.elements) + "];" +
          shape_note);
   }
   buffers_[st->name] = std::move(b);

@@ -1,6 +1,9 @@
 // BlockExecutor and launch_kernel (see block_executor.h). Float values are float: every computed
 // float value is rounded with static_cast<float>; integer values (i32, i64, bool) and integer index
-// arithmetic are exact (floor division/modulo), never passed through float.
+// arithmetic are exact (floor division/modulo), never passed through float. Bitwise index
+// operators act on the two's-complement bits; shifts are arithmetic (a << b = a * 2^b,
+// a >> b = floor(a / 2^b)); a shift amount outside [0, 32) in an active lane is an error, like an
+// integer division by zero (expr.h, eval_bitwise).
 #include "block_executor.h"
 
 #include <cmath>
@@ -168,6 +171,17 @@ class BlockExecutor {
         case ExprKind::And: for (size_t l = 0; l < n; ++l) r[l] = a[l] != 0.0 && b[l] != 0.0 ? 1.0 : 0.0; break;
         case ExprKind::Or: for (size_t l = 0; l < n; ++l) r[l] = a[l] != 0.0 || b[l] != 0.0 ? 1.0 : 0.0; break;
         case ExprKind::Not: for (size_t l = 0; l < n; ++l) r[l] = a[l] == 0.0 ? 1.0 : 0.0; break;
+        case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr:
+          // The kernel compiler admits integer operands only; an out-of-range shift faults. An
+          // inactive lane may hold anything: only values that fit int64 are converted.
+          for (size_t l = 0; l < n; ++l) {
+            std::optional<int64_t> v;
+            if (std::fabs(a[l]) < 9.2e18 && std::fabs(b[l]) < 9.2e18)
+              v = eval_bitwise(node.kind, static_cast<int64_t>(a[l]), static_cast<int64_t>(b[l]));
+            if (v) r[l] = static_cast<double>(*v);
+            else r[l] = 0.0, fault_[l] = 1;
+          }
+          break;
         case ExprKind::Select: for (size_t l = 0; l < n; ++l) r[l] = a[l] != 0.0 ? b[l] : c[l]; break;
         case ExprKind::Cast:
           for (size_t l = 0; l < n; ++l)
@@ -189,7 +203,7 @@ class BlockExecutor {
     if (e.may_fault)
       for (int l = 0; l < lanes_; ++l)
         if (mask[static_cast<size_t>(l)] && fault_[static_cast<size_t>(l)])
-          return fail(s, l, "integer division or modulo by zero, or a register array index out of bounds");
+          return fail(s, l, "integer division or modulo by zero, a shift amount outside [0, 32), or a register array index out of bounds");
     return result_of(e.nodes.back());
   }
 

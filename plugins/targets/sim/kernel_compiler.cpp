@@ -113,7 +113,8 @@ class KernelCompiler {
       case ExprKind::Or:
       case ExprKind::Not:
       case ExprKind::Select:
-      case ExprKind::Cast: {
+      case ExprKind::Cast:
+      case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr: {
         const auto& ops = e.operands();
         if (ops.size() > 3) return error(s, "an expression has too many operands");
         for (size_t i = 0; i < ops.size(); ++i) {
@@ -131,8 +132,14 @@ class KernelCompiler {
           case ExprKind::Var: case ExprKind::Value: case ExprKind::Int: case ExprKind::Float:
           case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Div: case ExprKind::Mod:
           case ExprKind::Min: case ExprKind::Max: case ExprKind::Element: n.is_int = int_at(0) && int_at(1); break;
+          case ExprKind::Xor: case ExprKind::BitAnd: case ExprKind::BitOr: case ExprKind::Shl: case ExprKind::Shr:
+            // Integer only (the verifier's rule): a float operand would be a fault at run time.
+            if (!int_at(0) || !int_at(1)) return error(s, "`" + e.str() + "` applies a bitwise operator to a float operand");
+            n.is_int = true;
+            break;
         }
         if ((e.kind() == ExprKind::Div || e.kind() == ExprKind::Mod) && n.is_int) out.may_fault = true;
+        if (e.kind() == ExprKind::Shl || e.kind() == ExprKind::Shr) out.may_fault = true;  // an amount out of range
         n.temp = temps_++;
       }
     }

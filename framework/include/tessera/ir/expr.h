@@ -13,7 +13,18 @@
 // division/modulo (Python semantics); for the non-negative indices the IR produces they coincide
 // with C's. Comparisons and logic produce booleans (used by Select and guards).
 //
+// Bitwise kinds (Xor `^`, BitAnd `&`, BitOr `|`, Shl `<<`, Shr `>>`) take integer operands only
+// (the verifier refuses a float operand). Xor/BitAnd/BitOr act on the two's-complement bits, as
+// on a CUDA int or long (for values that fit an int the two agree). Shifts are arithmetic:
+// `a << b` is a * 2^b and `a >> b` is floor(a / 2^b), the shift of a CUDA signed int. The shift
+// amount must lie in [0, kShiftWidth): a constant amount outside it is a verifier error, the
+// simplifier never folds one, and an evaluator meeting one at run time reports a fault (like an
+// integer division by zero). Like `*`, `<<` must not overflow the index type.
+//
 // Printing is infix with minimal parentheses: `a1 * 2048 + a2`, `min(a0, 7)`, `select(a0 < 4, x, y)`.
+// Precedence is Python's (comparisons bind looser than the bitwise operators, which bind looser
+// than + -), but a bitwise operator never mixes with another operator unparenthesized, so the
+// printout reads the same under C's rules: `a1 ^ (a0 & 7)`, `(a0 << 3) + a1`.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +38,15 @@
 
 namespace tessera {
 
-// The one list of expression kinds. Binary arithmetic, comparisons and logic take two operands,
-// Not one, Select three (cond, then, else), Cast one (with a dtype).
+// The one list of expression kinds. Binary arithmetic, comparisons, logic and the bitwise kinds
+// take two operands, Not one, Select three (cond, then, else), Cast one (with a dtype). New kinds
+// go at the end: the structural hash (a tuning-cache key) derives kind codes from the order.
 #define TESSERA_EXPR_KINDS(X) \
   X(Var) X(Value) X(Int) X(Float) \
   X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) \
   X(Lt) X(Le) X(Eq) X(Ne) X(And) X(Or) X(Not)     \
-  X(Select) X(Cast) X(Element)
+  X(Select) X(Cast) X(Element)                    \
+  X(Xor) X(BitAnd) X(BitOr) X(Shl) X(Shr)
 
 enum class ExprKind : uint8_t {
 #define TESSERA_X(K) K,
@@ -60,17 +73,19 @@ enum class ExprShape : uint8_t {
 struct ExprKindTraits {
   ExprShape shape;
   const char* infix = "";  // Binary kinds printed infix: " + ", " < ", ...
-  int precedence = 0;      // of an infix kind: higher binds tighter (|| 1, && 2, compare 3, + 4, * 5)
+  int precedence = 0;      // of an infix kind: higher binds tighter (|| 1, && 2, compare 3,
+                           // | 4, ^ 5, & 6, << >> 7, + - 8, * / % 9)
+  bool bitwise = false;    // Xor, BitAnd, BitOr, Shl, Shr: integer operands only
 };
 constexpr ExprKindTraits expr_kind_traits(ExprKind k) {
   switch (k) {
     case ExprKind::Var: case ExprKind::Value: return {ExprShape::Name};
     case ExprKind::Int: case ExprKind::Float: return {ExprShape::Literal};
-    case ExprKind::Add: return {ExprShape::Binary, " + ", 4};
-    case ExprKind::Sub: return {ExprShape::Binary, " - ", 4};
-    case ExprKind::Mul: return {ExprShape::Binary, " * ", 5};
-    case ExprKind::Div: return {ExprShape::Binary, " / ", 5};
-    case ExprKind::Mod: return {ExprShape::Binary, " % ", 5};
+    case ExprKind::Add: return {ExprShape::Binary, " + ", 8};
+    case ExprKind::Sub: return {ExprShape::Binary, " - ", 8};
+    case ExprKind::Mul: return {ExprShape::Binary, " * ", 9};
+    case ExprKind::Div: return {ExprShape::Binary, " / ", 9};
+    case ExprKind::Mod: return {ExprShape::Binary, " % ", 9};
     case ExprKind::Min: case ExprKind::Max: return {ExprShape::Binary};
     case ExprKind::Lt: return {ExprShape::Binary, " < ", 3};
     case ExprKind::Le: return {ExprShape::Binary, " <= ", 3};
@@ -82,10 +97,23 @@ constexpr ExprKindTraits expr_kind_traits(ExprKind k) {
     case ExprKind::Select: return {ExprShape::Select};
     case ExprKind::Cast: return {ExprShape::Cast};
     case ExprKind::Element: return {ExprShape::Element};
+    case ExprKind::BitOr: return {ExprShape::Binary, " | ", 4, true};
+    case ExprKind::Xor: return {ExprShape::Binary, " ^ ", 5, true};
+    case ExprKind::BitAnd: return {ExprShape::Binary, " & ", 6, true};
+    case ExprKind::Shl: return {ExprShape::Binary, " << ", 7, true};
+    case ExprKind::Shr: return {ExprShape::Binary, " >> ", 7, true};
   }
   return {ExprShape::Name};  // unreachable: the switch covers every kind
 }
 constexpr bool is_binary_kind(ExprKind k) { return expr_kind_traits(k).shape == ExprShape::Binary; }
+constexpr bool is_bitwise_kind(ExprKind k) { return expr_kind_traits(k).bitwise; }
+
+// Shift amounts must lie in [0, kShiftWidth): the width of the CUDA int that indices are.
+inline constexpr int64_t kShiftWidth = 32;
+// The integer meaning of a bitwise kind (see the header comment), shared by the simplifier's
+// folding and every evaluator; nullopt for a shift amount outside [0, kShiftWidth) or a `<<`
+// that overflows int64. Any other kind is an internal error.
+std::optional<int64_t> eval_bitwise(ExprKind k, int64_t a, int64_t b);
 std::optional<ExprKind> parse_expr_kind(std::string_view s);
 
 struct ExprNode;
@@ -170,7 +198,9 @@ using RangeMap = std::map<std::string, Interval>;
 // expression is not integral.
 std::optional<Interval> bound_of(const Expr& e, const RangeMap& ranges);
 
-// Algebraic simplification that uses `ranges`: constant folding, identities (x+0, x*1, x*0),
+// Algebraic simplification that uses `ranges`: constant folding, identities (x+0, x*1, x*0; for
+// the bitwise kinds x^0, x|0, x<<0, x>>0, x&-1, x&x, x|x -> x, x&0, x^x -> 0, x|-1 -> -1, and
+// x&m -> x for m = 2^k-1 when 0 <= x <= m; out-of-range shifts never fold),
 // reassociation of constants, (x*N + y) / N -> x when 0 <= y < N, (x*N + y) % N -> y,
 // x / N -> 0 and x % N -> x when 0 <= x < N, min/max and comparisons decided by bounds,
 // select with a decided condition. The result is structurally canonical: equal inputs under equal

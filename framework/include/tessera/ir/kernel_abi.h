@@ -64,9 +64,6 @@ Expected<std::vector<KernelParam>> kernel_signature(const Graph& g, const Node& 
 
 // ---- shared memory ---------------------------------------------------------------------------
 
-// Every Smem array starts on this boundary (cp.async of 16 bytes and float4 accesses need it).
-inline constexpr int64_t kSmemAlign = 16;
-
 // Where one Smem array of a kernel lives in its shared memory.
 struct SmemSlot {
   std::string name;
@@ -74,11 +71,16 @@ struct SmemSlot {
   int64_t bytes = 0;
 };
 
-// The top-level Smem statements of `body` in order, each at the next kSmemAlign-aligned offset:
+// The top-level Smem statements of `body` in order, each at the next offset aligned to its `align`:
 // how a kernel with dynamic shared memory carves its one `extern __shared__` array (and how the
 // static arrays of any kernel add up). Nested Smem statements are not Kernel IR and are ignored.
 std::vector<SmemSlot> smem_layout(const Body& body);
-// The end of the last slot (0 without Smem): the bytes a kernel's shared memory needs.
+// The end of the last slot (0 without Smem): the bytes a kernel's shared memory needs, the
+// alignment padding between slots included. The dynamic buffer itself is declared with the
+// largest alignment of its slots, so offsets aligned here are aligned addresses.
 int64_t smem_layout_bytes(const Body& body);
+// The largest `align` of the top-level Smem arrays (kSmemAlign without any): the alignment the
+// dynamic shared buffer is declared with.
+int64_t smem_layout_align(const Body& body);
 
 }  // namespace tessera

@@ -289,15 +289,26 @@ struct Let {
   }
 };
 
-// `Smem x_smem: f32[2048]`
+// Shared-memory arrays start on `align` bytes: a power of two in [kSmemAlign, kSmemMaxAlign].
+// The default suits cp.async of 16 bytes and float4 accesses; TMA boxes and swizzled layouts
+// need more (the verifier states the swizzle rule).
+inline constexpr int64_t kSmemAlign = 16;
+inline constexpr int64_t kSmemMaxAlign = 1024;
+
+// `Smem x_smem: f32[2048]`, or with a non-default layout
+// `Smem x_smem: f16[64, 64] align=1024 swizzle=128B` (defaults are not printed).
 struct Smem {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  int64_t align = kSmemAlign;                   // bytes
+  SmemSwizzle swizzle = SmemSwizzle::None;      // recorded for TMA / wgmma; no pass sets it yet
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("name", s.name, FieldRole::DefBuffer);
     f("dtype", s.dtype, FieldRole::Data);
     f("shape", s.shape, FieldRole::Data);
+    f("align", s.align, FieldRole::Data);
+    f("swizzle", s.swizzle, FieldRole::Data);
   }
 };
 

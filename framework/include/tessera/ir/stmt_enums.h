@@ -1,5 +1,5 @@
 // The enumerated fields of statements: axis bindings, loop roles, stage transports, combine
-// scopes and shuffle modes.
+// scopes, shuffle modes and shared-memory swizzles.
 //
 // Each enum has one table (`StmtEnumTable<E>::entries`) pairing every value with its spelling.
 // The spelling is what the printer writes, the parser reads and JSON stores, so all three agree
@@ -23,6 +23,9 @@ enum class StageTransport : uint8_t { Sync, Buffered, Async, Tma };
 enum class CombineScope : uint8_t { Block, Warp };
 // The lane a WarpShuffle reads from (the CUDA __shfl_*_sync variants).
 enum class ShuffleMode : uint8_t { Xor, Down, Up, Idx };
+// How a Smem array's bytes are permuted (the TMA / wgmma shared-memory swizzle modes): None, or
+// the 16-byte chunks of each 32/64/128-byte row XORed with the row index within the swizzle atom.
+enum class SmemSwizzle : uint8_t { None, B32, B64, B128 };
 
 template <class E> struct StmtEnumTable;
 
@@ -54,6 +57,12 @@ template <> struct StmtEnumTable<ShuffleMode> {
   static constexpr std::pair<ShuffleMode, std::string_view> entries[] = {
       {ShuffleMode::Xor, "xor"}, {ShuffleMode::Down, "down"}, {ShuffleMode::Up, "up"}, {ShuffleMode::Idx, "idx"}};
   static constexpr std::string_view what = "a shuffle mode (xor, down, up, idx)";
+};
+
+template <> struct StmtEnumTable<SmemSwizzle> {
+  static constexpr std::pair<SmemSwizzle, std::string_view> entries[] = {
+      {SmemSwizzle::None, "none"}, {SmemSwizzle::B32, "32B"}, {SmemSwizzle::B64, "64B"}, {SmemSwizzle::B128, "128B"}};
+  static constexpr std::string_view what = "a shared-memory swizzle (none, 32B, 64B, 128B)";
 };
 
 template <class E>
