@@ -1,11 +1,13 @@
-// The layout of a shared-memory array (Smem's `align` and `swizzle`, docs/ir.md "Kernel IR"):
-// printed only when not the default, parsed, JSON round-tripped, part of the structure, verified
-// (a power of two from 16 to 1024; a swizzle needs its repeating pattern's alignment), honoured by
-// smem_layout, the CUDA emitter (static `__align__`, dynamic carving) and the simulator
-// (placement and the static shared-memory limit, padding included), and kept by the Kernel IR
-// passes of the default pipeline.
+// The layout of a shared-memory array (the `align` and `swizzle` of Smem and of the buffer a
+// Stage declares, docs/ir.md "Shared-memory layout"): printed only when not the default, parsed,
+// JSON round-tripped, part of the structure, verified (a power of two from 16 to 1024; a swizzle
+// needs its repeating pattern's alignment), carried from a Stage to its Smem by materialize and
+// kept by pad_smem and the Kernel IR passes of the default pipeline, honoured by smem_layout, the
+// CUDA emitter (static `__align__`, dynamic carving), the simulator's shared-memory accounting and
+// the Tile IR passes' budgets (padding included).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +73,29 @@ TEST(SmemLayoutTest, PrintsOnlyWhatDiffersFromTheDefaultAndParsesBack) {
   bad = parse_body("Smem t: f32[8] align=big\n", "smem.tir");
   ASSERT_FALSE(bad);
   EXPECT_TRUE(contains(bad.error().render(), "smem.tir:1:")) << bad.error().render();
+}
+
+TEST(SmemLayoutTest, AStagePrintsAndParsesItsLayoutAfterTransportAndPad) {
+  for (const char* text : {"x_smem = Stage(x, origin=(0, a1), slab=(a2:64@1)) tma pad=1 align=1024 swizzle=128B\n",
+                           "x_smem = Stage(x, origin=(0, a1), slab=(a2:64@1)) align=128\n",
+                           "x_smem = Stage(x, origin=(0, a1), slab=(a2:64@1)) swizzle=32B\n",
+                           "x_smem = Stage(x, origin=(0, a1), slab=(a2:64@1)) async pad=2\n",
+                           "x_smem = Stage(x, origin=(0, a1), slab=(a2:64@1))\n"}) {
+    Expected<Body> parsed = parse_body(text, "stage.tir");
+    ASSERT_TRUE(parsed) << text << parsed.error().render();
+    EXPECT_EQ(print_body(*parsed), text);
+    nlohmann::json j = body_to_json(*parsed);
+    Expected<Body> back = body_from_json(j);
+    ASSERT_TRUE(back) << back.error().render();
+    EXPECT_TRUE(structurally_equal(*back, *parsed)) << text;
+  }
+  Expected<Body> parsed = parse_body("x_smem = Stage(x, origin=(0, a1), slab=(a2:64@1)) tma align=1024 swizzle=128B\n", "s.tir");
+  ASSERT_TRUE(parsed) << parsed.error().render();
+  const Stage* st = (*parsed)[0].as<Stage>();
+  EXPECT_EQ(st->transport, StageTransport::Tma);
+  EXPECT_EQ(st->pad, 0);
+  EXPECT_EQ(st->align, 1024);
+  EXPECT_EQ(st->swizzle, SmemSwizzle::B128);
 }
 
 TEST(SmemLayoutTest, JsonRoundTripsAndTheLayoutIsPartOfTheStructure) {
@@ -159,15 +184,36 @@ TEST(SmemLayoutTest, LayoutPlacesEachArrayAtItsAlignmentAndCountsThePadding) {
   EXPECT_EQ(smem_layout_align({smem("a_smem", DType::F16, {3})}), kSmemAlign);
 }
 
+TEST(SmemLayoutTest, TheFootprintBoundsTheLayoutInAnyOrder) {
+  EXPECT_EQ(smem_footprint_bytes(6, kSmemAlign), 16);
+  EXPECT_EQ(smem_footprint_bytes(64, kSmemAlign), 64);
+  EXPECT_EQ(smem_footprint_bytes(6, 1024), 16 + 1008);
+  // Every order of a few arrays lays out within the sum of their footprints.
+  std::vector<Smem> arrays = {smem("a", DType::F16, {3}), smem("b", DType::F32, {16}, 1024), smem("c", DType::F32, {5}, 256),
+                              smem("d", DType::F16, {1})};
+  int64_t bound = 0;
+  for (const Smem& a : arrays) {
+    int64_t elems = 1;
+    for (int64_t d : a.shape) elems *= d;
+    bound += smem_footprint_bytes(elems * dtype_bytes(a.dtype), a.align);
+  }
+  std::vector<size_t> order = {0, 1, 2, 3};
+  do {
+    Body body;
+    for (size_t i : order) body.push_back(arrays[i]);
+    EXPECT_LE(smem_layout_bytes(body), bound);
+  } while (std::next_permutation(order.begin(), order.end()));
+}
+
 class SmemLayoutTargetsTest : public test::BuiltPluginsTest {
  protected:
   void SetUp() override { ASSERT_TRUE(load_error_.empty()) << load_error_; }
 
-  Status run_pass(Graph& g, const std::string& name) {
+  Status run_pass(Graph& g, const std::string& name, const DeviceDesc* device = h100()) {
     std::unique_ptr<Pass> pass = host_->registry().make_pass(name);
     if (!pass) return make_error("no pass " + name);
     DiagnosticEngine diags;
-    PassContext ctx(name, "k:001_" + name, pass->knobs(), {}, {}, h100(), &diags);
+    PassContext ctx(name, "k:001_" + name, pass->knobs(), {}, {}, device, &diags);
     return pass->run(g, ctx);
   }
 
@@ -237,6 +283,82 @@ TEST_F(SmemLayoutTargetsTest, TheDynamicBufferIsCarvedAtAlignedOffsets) {
   EXPECT_TRUE(contains(v.message(), "dynamic shared memory of 96 bytes does not hold the kernel's Smem arrays (1088 "
                                     "bytes)"))
       << v.message();
+}
+
+TEST_F(SmemLayoutTargetsTest, MaterializeCarriesAStagesLayoutToItsSmemAndPadSmemKeepsIt) {
+  // A 32 x 32 transpose through a staged slab, its buffer 1024-byte aligned and 128B-swizzled.
+  Stage stage{"x_smem", "x", {I(0), I(0)}, {SlabDim{"a0", 32, 0}, SlabDim{"a1", 32, 1}}, StageTransport::Sync, 0};
+  stage.align = 1024;
+  stage.swizzle = SmemSwizzle::B128;
+  Tile tile{{TileAxis{"a0", 32, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Thread}},
+            {stage, Load{"in0", "x_smem", {V("a0"), V("a1")}}, Write{"out", {V("a1"), V("a0")}, Expr::value("in0")}}};
+  Graph g;
+  g.add("x", std::make_unique<InputOp>(), {}, test::f32({32, 32}));
+  auto op = std::make_unique<TileOp>();
+  op->name = "k_out";
+  op->body = {Stmt(std::move(tile))};
+  g.add("out", std::move(op), {"x"}, test::f32({32, 32}));
+  g.outputs() = {"out"};
+  ASSERT_TRUE(verify_graph(g, Dialect::Tile)) << verify_graph(g, Dialect::Tile).message();
+  for (const char* pass : {"pad_smem", "launch_geometry", "materialize"}) {
+    Status s = run_pass(g, pass);
+    ASSERT_TRUE(s) << pass << ": " << s.message();
+  }
+  const std::string printed = print_graph(g);
+  EXPECT_TRUE(contains(printed, "Smem x_smem: f32[32, 33] align=1024 swizzle=128B")) << printed;  // padded by pad_smem
+  ASSERT_TRUE(verify_graph(g, Dialect::Kernel)) << verify_graph(g, Dialect::Kernel).message();
+
+  // The verifier checks a Stage's layout like an Smem's.
+  Stage bad_stage{"x_smem", "x", {I(0), I(0)}, {SlabDim{"a0", 32, 1}}, StageTransport::Sync, 0};
+  bad_stage.align = 512;
+  bad_stage.swizzle = SmemSwizzle::B128;
+  Tile bad{{TileAxis{"a0", 32, AxisBinding::Thread}}, {bad_stage}};
+  Graph h;
+  h.add("x", std::make_unique<InputOp>(), {}, test::f32({32, 32}));
+  auto bad_op = std::make_unique<TileOp>();
+  bad_op->name = "k_out";
+  bad_op->body = {Stmt(std::move(bad))};
+  h.add("out", std::move(bad_op), {"x"}, test::f32({32, 32}));
+  h.outputs() = {"out"};
+  Status v = verify_graph(h, Dialect::Tile);
+  ASSERT_FALSE(v);
+  EXPECT_TRUE(contains(v.message(), "swizzle=128B repeats every 1024 bytes, so the array needs align=1024 or more"))
+      << v.message();
+}
+
+TEST_F(SmemLayoutTargetsTest, PadSmemBudgetsTheAlignmentPaddingMaterializeWillLayOut) {
+  // w_smem (9 floats) then x_smem (a transposed 32 x 32 slab at align=1024). Padding x_smem's rows
+  // by 1 would avoid bank conflicts, but materialize would lay it out at 1024 + 32 * 33 * 4 =
+  // 5248 bytes, past a 5200-byte budget (the unaligned sum, 36 + 4224, fits): pad_smem must not
+  // offer it, and the unpadded layout (1024 + 4096) then materializes.
+  Stage x_stage{"x_smem", "x", {I(0), I(0)}, {SlabDim{"a0", 32, 0}, SlabDim{"a1", 32, 1}}, StageTransport::Sync, 0};
+  x_stage.align = 1024;
+  Tile tile{{TileAxis{"a0", 32, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Thread}},
+            {Stage{"w_smem", "w", {I(0)}, {SlabDim{"a2", 9, 0}}, StageTransport::Sync, 0}, x_stage,
+             Load{"in0", "x_smem", {V("a0"), V("a1")}}, Load{"in1", "w_smem", {I(4)}},
+             Assign{"v0", ElementwiseFn::Add, {Expr::value("in0"), Expr::value("in1")}},
+             Write{"out", {V("a1"), V("a0")}, Expr::value("v0")}}};
+  Graph g;
+  g.add("x", std::make_unique<InputOp>(), {}, test::f32({32, 32}));
+  g.add("w", std::make_unique<InputOp>(), {}, test::f32({9}));
+  auto op = std::make_unique<TileOp>();
+  op->name = "k_out";
+  op->body = {Stmt(std::move(tile))};
+  g.add("out", std::move(op), {"x", "w"}, test::f32({32, 32}));
+  g.outputs() = {"out"};
+  ASSERT_TRUE(verify_graph(g, Dialect::Tile)) << verify_graph(g, Dialect::Tile).message();
+
+  DeviceDesc device = *h100();
+  device.smem_per_block = 5200;
+  device.smem_per_block_static = 5200;
+  for (const char* pass : {"pad_smem", "launch_geometry", "materialize"}) {
+    Status s = run_pass(g, pass, &device);
+    ASSERT_TRUE(s) << pass << ": " << s.message();
+  }
+  const auto* kernel = g.find("out")->op_as<KernelOp>();
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_TRUE(contains(print_graph(g), "Smem x_smem: f32[32, 32] align=1024")) << print_graph(g);
+  EXPECT_LE(smem_layout_bytes(kernel->body), 5200);
 }
 
 TEST_F(SmemLayoutTargetsTest, TheStaticLimitCountsAlignmentPadding) {

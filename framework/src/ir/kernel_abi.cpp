@@ -86,6 +86,13 @@ std::vector<SmemSlot> smem_layout(const Body& body) {
   return slots;
 }
 
+int64_t smem_footprint_bytes(int64_t bytes, int64_t align) {
+  // Each term is a multiple of kSmemAlign, so the next array starts at most align - kSmemAlign
+  // past the sum so far: the sums bound the layout by induction.
+  const int64_t a = std::clamp<int64_t>(align, kSmemAlign, kSmemMaxAlign);
+  return (bytes + kSmemAlign - 1) / kSmemAlign * kSmemAlign + (a - kSmemAlign);
+}
+
 int64_t smem_layout_align(const Body& body) {
   int64_t align = kSmemAlign;
   for (const Stmt& s : body)

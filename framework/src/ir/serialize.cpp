@@ -9,7 +9,8 @@
 //   node    {"id", "op": {"kind": "<Op::kind()>", ...op fields}, "inputs": [...],
 //            "type": {"shape": [16, 64], "dtype": "f32"}, optional "loc" and "choices"}
 //   stmt    {"kind": "Load", <one key per reflected field>}: written and read generically; Smem's
-//           "align" and "swizzle" (added within version 3) may be absent and then are 16, "none"
+//           and Stage's "align" and "swizzle" (added within version 3) may be absent and then are
+//           16 and "none"
 //   expr    an s-expression: a Var is its name ("a0"), an Int or Float a JSON number (floats keep
 //           their ".0"), a non-finite float {"float": "inf" | "-inf" | "nan"}, anything else
 //           [kind, operands...], e.g. ["Add", ["Mul", "a1", 2048], "a2"] or ["Cast", "f16", "v0"];
@@ -587,7 +588,7 @@ class JsonReader {
   // Statement fields added after graph JSON version 3 shipped: files written before them lack
   // the key, and the field keeps its default (every file written since spells it).
   template <class T> static bool added_after_version_3(std::string_view field) {
-    if constexpr (std::is_same_v<T, Smem>) return field == "align" || field == "swizzle";
+    if constexpr (std::is_same_v<T, Smem> || std::is_same_v<T, Stage>) return field == "align" || field == "swizzle";
     return false;
   }
 

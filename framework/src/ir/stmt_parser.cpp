@@ -271,6 +271,20 @@ class StmtReader {
     return *value;
   }
 
+  // A shared buffer's optional layout (Smem, Stage), printed only when not the default:
+  // `align=1024 swizzle=128B`.
+  Status layout(int64_t& align, SmemSwizzle& swizzle) {
+    if (c_.peek("align")) {
+      TESSERA_ASSIGN_OR_RETURN(align, int_field("align"));
+    }
+    if (c_.peek("swizzle")) {
+      TESSERA_TRY(c_.expect_word("swizzle"));
+      TESSERA_TRY(c_.expect("="));
+      TESSERA_ASSIGN_OR_RETURN(swizzle, swizzle_spelling());
+    }
+    return Status::ok();
+  }
+
   // A swizzle spelling: `none`, or a width that starts with a digit (`128B`), so not a name.
   Expected<SmemSwizzle> swizzle_spelling() {
     c_.skip_spaces();
@@ -565,12 +579,13 @@ class StmtReader {
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect(")"));
     s.transport = StageTransport::Sync;
-    if (!c_.at_end() && !c_.peek("pad")) {
+    if (!c_.at_end() && !c_.peek("pad") && !c_.peek("align") && !c_.peek("swizzle")) {
       TESSERA_ASSIGN_OR_RETURN(s.transport, spelled<StageTransport>());
     }
-    if (!c_.at_end()) {
+    if (c_.peek("pad")) {
       TESSERA_ASSIGN_OR_RETURN(s.pad, int_field("pad"));
     }
+    TESSERA_TRY(layout(s.align, s.swizzle));
     TESSERA_TRY(c_.expect_end());
     declare_buffer(s.dst);
     return Stmt(std::move(s));
@@ -624,15 +639,7 @@ class StmtReader {
     if (!dt) return c_.error_at(col, dtype.size(), "unknown element type '" + dtype + "'");
     s.dtype = *dt;
     TESSERA_ASSIGN_OR_RETURN(s.shape, int_list('[', ']', "a dimension"));
-    // Optional layout, printed only when it is not the default: `align=1024 swizzle=128B`.
-    if (c_.peek("align")) {
-      TESSERA_ASSIGN_OR_RETURN(s.align, int_field("align"));
-    }
-    if (c_.peek("swizzle")) {
-      TESSERA_TRY(c_.expect_word("swizzle"));
-      TESSERA_TRY(c_.expect("="));
-      TESSERA_ASSIGN_OR_RETURN(s.swizzle, swizzle_spelling());
-    }
+    TESSERA_TRY(layout(s.align, s.swizzle));
     TESSERA_TRY(c_.expect_end());
     declare_buffer(s.name);
     return Stmt(std::move(s));

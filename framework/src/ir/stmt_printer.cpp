@@ -122,7 +122,7 @@ class StmtPrinter {
                        "), slab=(" + join(slab) + "))";
     if (s.transport != StageTransport::Sync) text += " " + std::string(spelling(s.transport));
     if (s.pad != 0) text += " pad=" + std::to_string(s.pad);
-    line(text);
+    line(text + layout_suffix(s.align, s.swizzle));
   }
   void print_kind(const Combine& s) {
     std::string text = "Combine(" + s.acc + ", op=" + std::string(spelling(s.op));
@@ -131,13 +131,18 @@ class StmtPrinter {
   }
   void print_kind(const AsyncWait& s) { line("AsyncWait(keep=" + std::to_string(s.keep) + ")"); }
 
+  // A shared buffer's layout, only where it differs from the default, so plain arrays read as
+  // before: ` align=1024 swizzle=128B`.
+  static std::string layout_suffix(int64_t align, SmemSwizzle swizzle) {
+    return (align != kSmemAlign ? " align=" + std::to_string(align) : "") +
+           (swizzle != SmemSwizzle::None ? " swizzle=" + std::string(spelling(swizzle)) : "");
+  }
+
   // ---- Kernel IR ----
   void print_kind(const Let& s) { line(s.var + " = " + s.value.str()); }
   void print_kind(const Smem& s) {
-    // The layout prints only where it differs from the default, so plain arrays read as before.
     line("Smem " + s.name + ": " + std::string(dtype_short_name(s.dtype)) + "[" + join(s.shape) + "]" +
-         (s.align != kSmemAlign ? " align=" + std::to_string(s.align) : "") +
-         (s.swizzle != SmemSwizzle::None ? " swizzle=" + std::string(spelling(s.swizzle)) : ""));
+         layout_suffix(s.align, s.swizzle));
   }
   void print_kind(const Sync&) { line("Sync()"); }
   void print_kind(const CpAsyncCopy& s) {

@@ -518,15 +518,15 @@ class BodyVerifier {
                 "', its output, nor declared in the body");
   }
 
-  // A Smem array's alignment is a power of two in [kSmemAlign, kSmemMaxAlign], and a swizzled one
-  // starts on its swizzle's repeating pattern. PTX ISA, "Tensor swizzling modes" and the
+  // A shared buffer's (Smem, Stage) alignment is a power of two in [kSmemAlign, kSmemMaxAlign],
+  // and a swizzled one starts on its swizzle's repeating pattern. PTX ISA, "Tensor swizzling modes" and the
   // "Shared Memory Descriptor" table "Starting address of repeating pattern": the pattern of the
   // 128-byte swizzle repeats every 1024 bytes, of the 64-byte every 512, of the 32-byte every 256
   // (8 rows of the swizzle width), and a TMA box or wgmma operand starts on that boundary, so the
   // array's align must be at least that.
   template <class K>
   Status check_smem_layout(const K& s) {
-    if constexpr (std::is_same_v<K, Smem>) {
+    if constexpr (std::is_same_v<K, Smem> || std::is_same_v<K, Stage>) {
       if (s.align < kSmemAlign || s.align > kSmemMaxAlign || !std::has_single_bit(static_cast<uint64_t>(s.align)))
         return fail("align=" + std::to_string(s.align) + " is not a power of two from " + std::to_string(kSmemAlign) +
                     " to " + std::to_string(kSmemMaxAlign));

@@ -330,7 +330,10 @@ class KernelBuilder {
       elems *= d.extent;
     }
     shape.back() += st.pad;
-    TESSERA_TRY(declare_smem(Smem{st.dst, type.dtype, shape}));
+    Smem buffer{st.dst, type.dtype, shape};
+    buffer.align = st.align;
+    buffer.swizzle = st.swizzle;
+    TESSERA_TRY(declare_smem(std::move(buffer)));
 
     // The copy loop: f walks the slab row-major, one element per thread per trip.
     std::string f = fresh(st.dst + "_flat");
@@ -432,8 +435,9 @@ class KernelBuilder {
     for (const Stmt& s : smem_) {
       const auto* have = s.as<Smem>();
       if (have->name != sm.name) continue;
-      if (have->dtype == sm.dtype && have->shape == sm.shape) return Status::ok();
-      return ctx_.error_at(node_, "two Stages declare " + sm.name + " with different shapes");
+      if (have->dtype == sm.dtype && have->shape == sm.shape && have->align == sm.align && have->swizzle == sm.swizzle)
+        return Status::ok();
+      return ctx_.error_at(node_, "two Stages declare " + sm.name + " with different shapes or layouts");
     }
     used_buffers_.insert(sm.name);
     smem_.push_back(std::move(sm));

@@ -10,7 +10,8 @@
 // land in 32 banks of 4 bytes; a bank's conflict degree is the number of distinct words it serves.
 // Accepts: Tile IR; kernels whose Stages are all 1-D are skipped with a reason.
 // Knob PAD (int; candidates 0, 1, 2, 4, 8 whose padded Stages still fit together in
-//   device.smem_per_block). Heuristic: the smallest pad with the fewest conflicts (summed
+//   device.smem_per_block, each counted with the alignment padding it may need,
+//   smem_footprint_bytes). Heuristic: the smallest pad with the fewest conflicts (summed
 //   over the padded Stages' worst loads). One pad per kernel.
 // Guarantees: same values (padding is never read); names canonical.
 // Tests: tests/golden/pad_smem/, tests/unit/smem_passes_test.cpp.
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "tessera/ir/graph.h"
+#include "tessera/ir/kernel_abi.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
@@ -181,11 +183,13 @@ class PadSmemPass final : public TilePass {
     std::vector<int64_t> candidates;
     int64_t heuristic = -1, best_cost = 0;
     for (int64_t pad : kPadCandidates) {
-      // Stages that share a name share one buffer: count each name once, at its largest.
+      // Stages that share a name share one buffer: count each name once, at its largest, with
+      // the alignment padding its layout may need.
       std::map<std::string, int64_t> bytes_by_name;
       for (const StagedAccess& a : accesses) {
         int64_t& b = bytes_by_name[a.stage->dst];
-        b = std::max(b, stage_bytes(a, a.stage->slab.size() >= 2 ? pad : a.stage->pad));
+        const int64_t bytes = stage_bytes(a, a.stage->slab.size() >= 2 ? pad : a.stage->pad);
+        b = std::max(b, smem_footprint_bytes(bytes, a.stage->align));
       }
       int64_t total = 0;
       for (const auto& [name, b] : bytes_by_name) total += b;

@@ -13,7 +13,8 @@
 // index v - b), or is uniform (dim not in the slab); all loads must agree on the origin.
 // Accepts: Tile IR (TileOp nodes whose body is one Tile); other nodes are left alone.
 // Knob STAGE (string; candidates "none" and the subsets of the candidate buffers, comma-joined in
-//   input order, whose slabs fit together in device.smem_per_block minus existing Stages).
+//   input order, whose slabs fit together in device.smem_per_block minus existing Stages; each
+//   slab counted with the alignment padding it may need, smem_footprint_bytes).
 //   Heuristic: the reused candidates (loaded by >= 2 statements, or an element read by several
 //   threads or iterations), added in input order while they fit.
 // Guarantees: same values loaded; slabs may cover elements past x's bounds (tails), which the
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "tessera/ir/graph.h"
+#include "tessera/ir/kernel_abi.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
@@ -265,6 +267,9 @@ struct BufferPlan {
   std::string buffer;
   std::vector<Group> groups;
   int64_t bytes = 0;  // of the shared buffer (the largest group)
+  // What it adds to the kernel's shared memory, alignment padding included (the Stage this pass
+  // writes has the default layout).
+  int64_t footprint() const { return smem_footprint_bytes(bytes, kSmemAlign); }
   bool reused = false;
   std::string why_not;  // empty when the buffer is a candidate
 };
@@ -316,7 +321,7 @@ class ExistingStageBytes final : public StmtVisitor {
   explicit ExistingStageBytes(const Graph& g) : graph_(g) {}
   void visit_Stage(const Stage& s) override {
     int64_t& b = by_name_[s.dst];
-    b = std::max(b, stage_bytes(graph_, s));
+    b = std::max(b, smem_footprint_bytes(stage_bytes(graph_, s), s.align));
   }
   int64_t total() const {
     int64_t t = 0;
@@ -369,7 +374,7 @@ class StageInputsPass final : public TilePass {
       p.bytes = std::max(p.bytes, bytes);
       p.reused |= is_reused(grp, tile);
     }
-    if (p.bytes > budget)
+    if (p.footprint() > budget)
       p.why_not = p.buffer + ": its slab (" + std::to_string(p.bytes) + " bytes) exceeds the " +
                   std::to_string(budget) + " bytes of shared memory left";
   }
@@ -463,7 +468,7 @@ class StageInputsPass final : public TilePass {
       int64_t bytes = 0;
       std::vector<std::string> names;
       for (const BufferPlan* p : subset) {
-        bytes += p->bytes;
+        bytes += p->footprint();
         names.push_back(p->buffer);
       }
       AttrValue v = names.empty() ? std::string("none") : join(names);
@@ -472,9 +477,9 @@ class StageInputsPass final : public TilePass {
     std::vector<const BufferPlan*> heuristic_set;
     int64_t heuristic_bytes = 0;
     for (const BufferPlan* p : candidates)
-      if (p->reused && heuristic_bytes + p->bytes <= budget) {
+      if (p->reused && heuristic_bytes + p->footprint() <= budget) {
         heuristic_set.push_back(p);
-        heuristic_bytes += p->bytes;
+        heuristic_bytes += p->footprint();
       }
     if (candidates.size() <= kMaxEnumeratedBuffers) {
       for (size_t mask = 1; mask < (size_t{1} << candidates.size()); ++mask) {

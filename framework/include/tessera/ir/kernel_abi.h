@@ -79,6 +79,11 @@ std::vector<SmemSlot> smem_layout(const Body& body);
 // alignment padding between slots included. The dynamic buffer itself is declared with the
 // largest alignment of its slots, so offsets aligned here are aligned addresses.
 int64_t smem_layout_bytes(const Body& body);
+// The most bytes an array of `bytes` at `align` adds to a kernel's smem_layout wherever it falls
+// among the others: its size rounded up to kSmemAlign plus the padding its alignment may need
+// (align - kSmemAlign). Passes that budget shared memory before the layout exists (Tile IR) sum
+// this, so their sums bound the layout's bytes.
+int64_t smem_footprint_bytes(int64_t bytes, int64_t align);
 // The largest `align` of the top-level Smem arrays (kSmemAlign without any): the alignment the
 // dynamic shared buffer is declared with.
 int64_t smem_layout_align(const Body& body);

@@ -77,6 +77,12 @@ constexpr FieldRoleTraits field_role_traits(FieldRole r) {
   return {false, false, false, false};  // unreachable for a valid role
 }
 
+// Shared-memory arrays (Smem, and the buffer a Stage declares) start on `align` bytes: a power of
+// two in [kSmemAlign, kSmemMaxAlign]. The default suits cp.async of 16 bytes and float4 accesses;
+// TMA boxes and swizzled layouts need more (the verifier states the swizzle rule).
+inline constexpr int64_t kSmemAlign = 16;
+inline constexpr int64_t kSmemMaxAlign = 1024;
+
 // One axis of a Tile: `a0:256=THREAD`.
 struct TileAxis {
   std::string name;
@@ -243,12 +249,16 @@ struct StridedLoop {
 
 // `x_smem = Stage(x, origin=(0, a1, 0), slab=(a2:2048@2)) async`
 // transport: sync | buffered | async | tma.  pad: extra elements per staged row (bank conflicts).
+// align, swizzle: the shared buffer's layout (`align=1024 swizzle=128B`, printed when not the
+// default), carried to the Smem that materialize declares.
 struct Stage {
   std::string dst, buffer;
   ExprList origin;
   std::vector<SlabDim> slab;
   StageTransport transport = StageTransport::Sync;
   int64_t pad = 0;
+  int64_t align = kSmemAlign;               // the shared buffer's layout, as on Smem (materialize
+  SmemSwizzle swizzle = SmemSwizzle::None;  // declares the buffer with both)
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dst", s.dst, FieldRole::DefBuffer);
     f("buffer", s.buffer, FieldRole::UseBuffer);
@@ -256,6 +266,8 @@ struct Stage {
     f("slab", s.slab, FieldRole::Data);
     f("transport", s.transport, FieldRole::Data);
     f("pad", s.pad, FieldRole::Data);
+    f("align", s.align, FieldRole::Data);
+    f("swizzle", s.swizzle, FieldRole::Data);
   }
 };
 
@@ -288,12 +300,6 @@ struct Let {
     f("value", s.value, FieldRole::Data);
   }
 };
-
-// Shared-memory arrays start on `align` bytes: a power of two in [kSmemAlign, kSmemMaxAlign].
-// The default suits cp.async of 16 bytes and float4 accesses; TMA boxes and swizzled layouts
-// need more (the verifier states the swizzle rule).
-inline constexpr int64_t kSmemAlign = 16;
-inline constexpr int64_t kSmemMaxAlign = 1024;
 
 // `Smem x_smem: f32[2048]`, or with a non-default layout
 // `Smem x_smem: f16[64, 64] align=1024 swizzle=128B` (defaults are not printed).
