@@ -75,12 +75,14 @@ for f in summary.txt run.log machine.txt results.tgz; do [ -s "$work/out/$f" ] |
 grep -q '^probe ' "$work/out/summary.txt" || fail "the summary has no probe line"
 grep -q 'Fake GPU (tests)' "$work/scratch/results/logs/smoke.log" || fail "smoke did not run on the stand-in driver"
 # Which step the deadline reaches depends on the machine's load (under a parallel build the corpus
-# step alone can take 50 s): the suite is cut at its timeout or skipped for the time left, and so
-# is the last step.
+# step alone can take 60 s and be cut itself): the suite is cut at its timeout or skipped for the
+# time left, and so is the last step.
 deadline_mark='(TIMEOUT +124 .*cut at its timeout|skipped .*s left before the deadline)'
 grep -Eq "^suite +$deadline_mark" "$work/out/summary.txt" || fail "the deadline neither cut nor skipped the suite step"
 grep -Eq "^kernel-bench +$deadline_mark" "$work/out/summary.txt" || fail "the deadline neither cut nor skipped the last step"
-grep -q 'gpu-run corpus: .* programs matched the reference' "$work/out/summary.txt" || fail "the corpus step did not report its count"
+if ! grep -Eq '^corpus +TIMEOUT' "$work/out/summary.txt"; then
+  grep -q 'gpu-run corpus: .* programs matched the reference' "$work/out/summary.txt" || fail "the corpus step did not report its count"
+fi
 if grep -q 'fake libcuda:' "$work/scratch/results/logs/"*.log; then
   grep 'fake libcuda:' "$work/scratch/results/logs/"*.log | head -5; fail "a Driver API misuse"
 fi

@@ -97,6 +97,30 @@ TEST(Contraction, BatchedMatmulHasBatchAxes) {
   EXPECT_EQ(cs[0].n_axes, std::vector<std::string>{"a2"});
 }
 
+TEST(Contraction, AKLoopCutIntoSlabsIsStillOne) {
+  // chunk_matmul_k's form with a shorter last slab (K = 100, slabs of 32).
+  Tile t = tile_of(
+      "Tile(axes=(a0:64=PARALLEL, a1:96=PARALLEL)):\n"
+      "  acc0 = init(0.0)\n"
+      "  for a2 in 0..4:  # reduce\n"
+      "    for a3 in 0..min(a2 * (-32) + 100, 32):  # reduce\n"
+      "      in0 = load x[a0, a2 * 32 + a3]\n"
+      "      in1 = load w[a2 * 32 + a3, a1]\n"
+      "      v0 = mul(in0, in1)\n"
+      "      acc0 <- add(acc0, v0)\n"
+      "  y[a0, a1] = acc0\n");
+  std::vector<Contraction> cs = find_contractions(t);
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_TRUE(cs[0].chunked());
+  EXPECT_EQ(cs[0].k, "a2");
+  EXPECT_EQ(cs[0].k_step, "a3");
+  EXPECT_EQ(cs[0].slab_depth, 32);
+  EXPECT_EQ(cs[0].k_extent(), 128);  // slabs * depth: an upper bound
+  EXPECT_EQ(cs[0].m_axes, std::vector<std::string>{"a0"});
+  EXPECT_EQ(cs[0].n_axes, std::vector<std::string>{"a1"});
+  EXPECT_EQ(cs[0].a().k_dims, std::vector<size_t>{1});
+}
+
 TEST(Contraction, ReductionsThatAreNotContractions) {
   // One operand (a row sum), a free loop, a nested loop in the step, an accumulator declared inside
   // the loop, a loop with a non-literal bound: none is a contraction.

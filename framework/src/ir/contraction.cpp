@@ -9,11 +9,22 @@
 namespace tessera {
 namespace {
 
-bool uses(const ExprList& index, const std::string& var) {
+bool uses(const ExprList& index, const std::vector<std::string>& vars) {
   for (const Expr& e : index)
     for (const std::string& v : free_vars(e))
-      if (v == var) return true;
+      if (std::find(vars.begin(), vars.end(), v) != vars.end()) return true;
   return false;
+}
+bool uses(const ExprList& index, const std::string& var) { return uses(index, std::vector<std::string>{var}); }
+
+// The step loop of a slab loop (see contraction.h), or nullptr.
+const Loop* step_loop(const Loop& slab) {
+  if (slab.body.size() != 1) return nullptr;
+  const auto* step = slab.body[0].as<Loop>();
+  if (step == nullptr || step->role != LoopRole::Reduce || !step->begin.is(ExprKind::Int) ||
+      step->begin.int_value() != 0)
+    return nullptr;
+  return step;
 }
 
 // The contraction whose K loop is `body[i]`, or nullopt. `tile_axes` in Tile order.
@@ -31,7 +42,20 @@ std::optional<Contraction> contraction_at(const Body& body, size_t i, const std:
   c.k = loop->var;
   c.k_begin = loop->begin.int_value();
   c.k_end = loop->end.int_value();
-  for (const Stmt& s : loop->body) {
+  std::vector<std::string> k_vars = {c.k};
+  const Body* step = &loop->body;
+  if (const Loop* inner = step_loop(*loop)) {
+    RangeMap ranges{{c.k, Interval{c.k_begin, c.k_end - 1}}};
+    std::optional<Interval> depth = bound_of(inner->end, ranges);
+    if (!depth || depth->hi < 1) return std::nullopt;
+    c.k_step = inner->var;
+    c.slab_depth = depth->hi;
+    c.k_end = (c.k_end - c.k_begin) * c.slab_depth;
+    c.k_begin = 0;
+    k_vars.push_back(c.k_step);
+    step = &inner->body;
+  }
+  for (const Stmt& s : *step) {
     if (stmt_kind_traits(s.kind()).has_body || stmt_kind_traits(s.kind()).collective) return std::nullopt;
     if (const auto* acc = s.as<Accum>()) {
       if (!declared.count(acc->acc)) return std::nullopt;
@@ -39,13 +63,13 @@ std::optional<Contraction> contraction_at(const Body& body, size_t i, const std:
         c.accumulators.push_back(acc->acc);
     }
     const auto* load = s.as<Load>();
-    if (load == nullptr || !uses(load->index, c.k)) continue;
+    if (load == nullptr || !uses(load->index, k_vars)) continue;
     if (std::any_of(c.operands.begin(), c.operands.end(), [&](const auto& o) { return o.buffer == load->buffer; }))
       continue;
     ContractionOperand op;
     op.buffer = load->buffer;
     for (size_t d = 0; d < load->index.size(); ++d)
-      if (uses(ExprList{load->index[d]}, c.k)) op.k_dims.push_back(d);
+      if (uses(ExprList{load->index[d]}, k_vars)) op.k_dims.push_back(d);
     for (const std::string& axis : tile_axes)
       if (uses(load->index, axis)) op.axes.push_back(axis);
     c.operands.push_back(std::move(op));

@@ -15,13 +15,14 @@
 // Accepts: Tile IR (TileOp nodes); other nodes are left alone. Runs before launch_geometry binds
 //   axes, or after it: the K loop may sit in the Tile body or under tail guards.
 // Knob BK (0 = off, else 8..256 with 2 * BK <= e-b, one value for every contraction of the
-//   kernel). Asked only for kernels with a contraction long enough to chunk. Heuristic: off while
-//   stage_inputs can stage all of K: while two output rows' worth of whole-K operand rows (K times
-//   the element bytes of every operand, twice) fit in device.smem_per_block. Otherwise the depth
+//   kernel). Asked only for kernels with a contraction long enough to chunk. Heuristic: the depth
 //   whose slab row is one 128-byte line of the widest operand dtype (32 f32 elements, 64 bf16/f16),
-//   the unit in which global memory is read and cp.async/TMA copy best. (Off by default below that
-//   size because a slab loop under a tail guard, `if a0 < 96:`, cannot hold a Stage yet: chunking
-//   there would lose the whole-K staging.)
+//   the unit in which global memory is read and cp.async/TMA copy best, when some contraction has
+//   M axes (rows of A: launch_geometry then makes a 2-D block tile whose rows share each staged
+//   slab of B, which all of K would not fit) or when stage_inputs could not stage all of K (two
+//   output rows' worth of whole-K operand rows, K times the element bytes of every operand,
+//   twice, exceed device.smem_per_block); otherwise off (a GEMV-shaped kernel stages its one row
+//   of A whole).
 // Guarantees: every output accumulates the same products in the same order (k ascends through
 //   the slabs), so results are bit-identical; names canonical.
 // Tests: tests/golden/chunk_matmul_k/, tests/unit/contraction_test.cpp, and the matmul corpus under
@@ -82,8 +83,17 @@ class ChunkMatmulKPass final : public TilePass {
   Status run_on_tile(Node& node, const TileOp& kernel, const Tile& tile, PassContext& ctx) override {
     std::vector<Contraction> contractions = find_contractions(tile);
     if (contractions.empty()) return Status::ok();  // not a matmul: nothing to say
+    contractions.erase(std::remove_if(contractions.begin(), contractions.end(),
+                                      [](const Contraction& c) { return c.chunked(); }),
+                       contractions.end());
+    if (contractions.empty()) {
+      ctx.skip(node, "K is cut into slabs already");
+      return Status::ok();
+    }
     int64_t shortest = contractions[0].k_extent(), widest = 0, whole_k_bytes = 0;
+    bool has_rows = false;
     for (const Contraction& c : contractions) {
+      has_rows |= !c.m_axes.empty();
       shortest = std::min(shortest, c.k_extent());
       int64_t row_bytes = 0;  // one whole-K row of every operand
       for (const ContractionOperand& op : c.operands) {
@@ -103,11 +113,11 @@ class ChunkMatmulKPass final : public TilePass {
     const int64_t line_depth = kLineBytes / std::max<int64_t>(widest, 1);
     const bool whole_k_fits = 2 * whole_k_bytes <= ctx.device().smem_per_block;
     const bool line_depth_fits = std::find(candidates.begin(), candidates.end(), line_depth) != candidates.end();
-    const int64_t heuristic = !whole_k_fits && line_depth_fits ? line_depth : 0;
+    const int64_t heuristic = (has_rows || !whole_k_fits) && line_depth_fits ? line_depth : 0;
     TESSERA_ASSIGN_OR_RETURN(int64_t bk, ctx.choose_int("BK", node, candidates, heuristic));
     if (bk == 0) {
       if (heuristic == 0)
-        ctx.skip(node, whole_k_fits ? "all of K (" + std::to_string(shortest) + ") can be staged: " +
+        ctx.skip(node, whole_k_fits && !has_rows ? "one row of A and all of K (" + std::to_string(shortest) + ") can be staged: " +
                                           std::to_string(2 * whole_k_bytes) + " bytes for two output rows fit in " +
                                           std::to_string(ctx.device().smem_per_block)
                                     : "K (" + std::to_string(shortest) + ") is shorter than two " +

@@ -91,6 +91,10 @@ SplitPlan plan_split(const Tile& tile) {
     return p;
   }
   p.c = cs[0];
+  if (p.c.chunked()) {
+    p.why_not = "K is cut into slabs already (split_matmul_k runs before chunk_matmul_k)";
+    return p;
+  }
   const Body& body = tile.body;
   const Loop& k_loop = *body[p.c.index].as<Loop>();
   std::set<std::string> accs(p.c.accumulators.begin(), p.c.accumulators.end());

@@ -8,6 +8,9 @@
 //   - loads at least two graph buffers with an index that uses k (the operands), and
 //   - accumulates (Accum) only into accumulators declared (Init) before it in the same body.
 // Statements before the loop in its body are the prologue, those after it the epilogue.
+// A K loop chunk_matmul_k cut into slabs is a contraction too: a `# reduce` slab loop with literal
+// bounds whose body is one `# reduce` step loop starting at 0; the step loop's body is then the
+// per-k step, and an index uses k when it uses either loop's variable.
 // Operand A is the first operand loaded; operand B the first whose Tile axes differ from A's. The
 // Tile axes A's index uses and B's does not are the M axes, the reverse the N axes, both the batch
 // axes (so `x[a0, k] * w[k, a1]` has M = {a0}, N = {a1}; a GEMV at M=1 has no M axis).
@@ -33,13 +36,17 @@ struct Contraction {
   // (the first in the Tile body); `index` is the loop's position in the innermost of those bodies.
   std::vector<size_t> guards;
   size_t index = 0;
-  std::string k;                   // the loop variable
-  int64_t k_begin = 0, k_end = 0;  // literal bounds
+  std::string k;                   // the loop variable (of the slab loop, when chunked)
+  int64_t k_begin = 0, k_end = 0;  // literal bounds; chunked: 0 and slabs * slab_depth (the last
+                                   // slab may be shorter)
+  std::string k_step;              // chunked: the step loop's variable; else empty
+  int64_t slab_depth = 0;          // chunked: the step loop's largest trip count
   std::vector<std::string> accumulators;      // in order of first Accum
   std::vector<ContractionOperand> operands;   // in order of first load; at least two
   std::vector<std::string> m_axes, n_axes, batch_axes;  // in Tile order
 
   int64_t k_extent() const { return k_end - k_begin; }
+  bool chunked() const { return !k_step.empty(); }
   const ContractionOperand& a() const { return operands[a_index]; }
   const ContractionOperand& b() const { return operands[b_index]; }
   size_t a_index = 0, b_index = 1;
