@@ -20,7 +20,8 @@
 //   - when either name is bound more than once in the kernel (binding_counts).
 // Accepts: Loop IR and Tile IR kernels (other nodes are left alone). No knobs.
 // Guarantees: the same values, each computed at most as often as before (a dropped statement ran
-//   exactly where the earlier one had already run); no statement moves; names canonical; printouts
+//   exactly where the earlier one had already run); no statement moves; names kept (a dropped
+//   value's uses take the earlier name; the stage's canonicalize renumbers); printouts
 //   deterministic; running it twice is the same as running it once.
 // Tests: tests/golden/eliminate_common_subexpressions/ and tests/unit/stmt_effects_test.cpp.
 #include <algorithm>
@@ -180,7 +181,7 @@ class EliminateCommonSubexpressionsPass final : public KernelPass {
     Body body = eliminator.mutate_body(kernel->body);
     if (eliminator.eliminated() == 0) return Status::ok();
     std::unique_ptr<Op> op = kernel->clone();
-    static_cast<KernelLikeOp&>(*op).body = canonicalize_names(body);
+    static_cast<KernelLikeOp&>(*op).body = std::move(body);
     node.op = std::move(op);
     return Status::ok();
   }

@@ -26,8 +26,9 @@
 // Accepts: Loop IR and Tile IR kernels (other nodes are left alone). No knobs.
 // Guarantees: the same values; a hoisted value is computed once per run of the enclosing scope
 //   instead of once per iteration (once more than before only for a loop that runs zero times, and
-//   then only pure arithmetic that cannot fault); names canonical; printouts deterministic; running
-//   it twice is the same as running it once.
+//   then only pure arithmetic that cannot fault); statements keep their names (the stage's
+//   canonicalize renumbers them); printouts deterministic; running it twice is the same as running
+//   it once.
 // Tests: tests/golden/hoist_loop_invariants/ and tests/unit/stmt_effects_test.cpp.
 #include <map>
 #include <memory>
@@ -177,7 +178,7 @@ class HoistLoopInvariantsPass final : public KernelPass {
     Body body = hoister.mutate_body(kernel->body);
     if (hoister.hoisted() == 0) return Status::ok();
     std::unique_ptr<Op> op = kernel->clone();
-    static_cast<KernelLikeOp&>(*op).body = canonicalize_names(body);
+    static_cast<KernelLikeOp&>(*op).body = std::move(body);
     node.op = std::move(op);
     return Status::ok();
   }
