@@ -23,7 +23,9 @@
 //   exactly where the earlier one had already run); no statement moves; names kept (a dropped
 //   value's uses take the earlier name; the stage's canonicalize renumbers); printouts
 //   deterministic; running it twice is the same as running it once.
-// Tests: tests/golden/eliminate_common_subexpressions/ and tests/unit/stmt_effects_test.cpp.
+// Tests: tests/golden/eliminate_common_subexpressions/, tests/golden/e2e/qwen_swiglu_rms_scale_once.txt
+//   (the Qwen2.5 SwiGLU kernel through the default pipeline), tests/unit/stmt_effects_test.cpp, and
+//   the corpus coverage (ValuePassCoverageTest) in tests/e2e/random_knobs_test.cpp.
 #include <algorithm>
 #include <map>
 #include <memory>

@@ -29,7 +29,8 @@
 //   then only pure arithmetic that cannot fault); statements keep their names (the stage's
 //   canonicalize renumbers them); printouts deterministic; running it twice is the same as running
 //   it once.
-// Tests: tests/golden/hoist_loop_invariants/ and tests/unit/stmt_effects_test.cpp.
+// Tests: tests/golden/hoist_loop_invariants/, tests/unit/stmt_effects_test.cpp, and the corpus
+//   coverage (ValuePassCoverageTest) beside the differential runs in tests/e2e/random_knobs_test.cpp.
 #include <map>
 #include <memory>
 #include <optional>
