@@ -3,8 +3,8 @@
 // Rewrites: in a Loop IR or Tile IR kernel body, a statement that only computes a value (Assign,
 // Select, Load: computes_value_only) equal to one computed earlier in the same scope or an
 // enclosing one (the same function or load, the same type, the same operands after the renames
-// already made; the operands of add, mul, maximum, minimum, eq and ne in either order) is dropped,
-// and every use of its value is renamed to the earlier one:
+// already made; the operands of add, mul, maximum, minimum, eq, ne, logical_and and logical_or in
+// either order) is dropped, and every use of its value is renamed to the earlier one:
 //     v3 = add(acc0, 1e-06)                      v3 = add(acc0, 1e-06)
 //     v4 = rsqrt(v3)                             v4 = rsqrt(v3)
 //     v7 = add(acc0, 1e-06)               ->     v9 = mul(in1, v4)
