@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -181,6 +183,47 @@ TEST_F(MatmulScheduleTest, DecodeProjectionFillsEverySm) {
   for (const Node* n : last_lowered_.nodes())
     if (const auto* k = n->op_as<KernelOp>()) most_blocks = std::max(most_blocks, k->grid[0] * k->grid[1] * k->grid[2]);
   EXPECT_GE(most_blocks, device_->sm_count);
+}
+
+// The corpus exercises the default pipeline's value passes: counted by the diff blocks the runner
+// prints for a pass that changed a kernel, hoist_loop_invariants and eliminate_common_subexpressions
+// (in the loop and in the tile stage) each rewrite some program's kernels, so the differential runs
+// above check their rewrites against the reference.
+class ValuePassCoverageTest : public test::BuiltPluginsTest {};
+
+TEST_F(ValuePassCoverageTest, CorpusProgramsExerciseHoistingAndSubexpressionElimination) {
+  ASSERT_TRUE(load_error_.empty()) << load_error_;
+  auto pipeline = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+  ASSERT_TRUE(pipeline) << pipeline.error().render();
+  std::map<std::string, int> rewritten;  // "<stage>:<pass>" -> corpus programs it changed
+  for (const test::CorpusProgram& program : test::differential_corpus()) {
+    Graph g = trace(program.text);
+    ASSERT_FALSE(HasFailure()) << program.name;
+    RunnerOptions options;
+    options.stop_after = Dialect::Kernel;
+    options.device = h100();
+    options.print_diff = {"hoist_loop_invariants", "eliminate_common_subexpressions"};
+    std::ostringstream out, err;
+    options.out = &out;
+    options.err = &err;
+    DiagnosticEngine diags;
+    Status st = PipelineRunner(host_->registry(), *pipeline, options).run(g, diags);
+    ASSERT_TRUE(st) << program.name << ":\n" << st.error().render();
+    std::set<std::string> seen;
+    std::istringstream lines(out.str());
+    for (std::string line; std::getline(lines, line);) {
+      // ">>> t:011_hoist_loop_invariants": the stage's letter and the pass, without the position.
+      if (line.rfind(">>> ", 0) != 0 || line.size() < 6) continue;
+      const size_t underscore = line.find('_');
+      if (underscore == std::string::npos) continue;
+      seen.insert(line.substr(4, 1) + ":" + line.substr(underscore + 1));
+    }
+    for (const std::string& key : seen) ++rewritten[key];
+  }
+  for (const char* key : {"t:hoist_loop_invariants", "l:eliminate_common_subexpressions",
+                          "t:eliminate_common_subexpressions"}) {
+    EXPECT_GT(rewritten[key], 0) << "no corpus program was rewritten by " << key;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::differential_corpus()),
