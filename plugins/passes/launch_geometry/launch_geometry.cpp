@@ -27,6 +27,11 @@
 //   BM (1, 2, 4, .., 32 with BN * BM <= max_threads_per_block): threads along the second innermost
 //     axis. Asked only where it applies (BN > 1 and two or more parallel axes); elsewhere it is 1.
 //     Heuristic: min(next power of two >= its extent, (max_threads_per_block / 4) / BN).
+//   GROUP_M (1, 2, 4, 8, 16; below and dividing the M block count): asked for a contraction with
+//     blocks along both N and M. G > 1 makes one BLOCK axis `b` walking G M-blocks before moving
+//     along N (n_block = b % (G * NB) / G, m_block = b / (G * NB) * G + b % G), so blocks resident
+//     together share slabs in L2. Heuristic: 8 (or the largest candidate below) when the A and B
+//     operands exceed half of device.l2_bytes, else 1.
 // Accepts: Tile IR; a TileOp body must be exactly one Tile statement. Tiles without PARALLEL axes
 //   are skipped; a Tile mixing PARALLEL and bound axes is skipped too (it was bound already).
 // Guarantees: no PARALLEL axis remains on a rewritten Tile; every point of the old iteration space
@@ -226,6 +231,50 @@ SplitAxis split(const TileAxis& axis, int64_t threads, std::set<std::string>& ta
   return s;
 }
 
+// The bytes of the A and B operands of the Tile's contractions (graph buffers only).
+int64_t operand_bytes(const Tile& tile, const Graph& g) {
+  int64_t bytes = 0;
+  std::set<std::string> seen;
+  for (const Contraction& c : find_contractions(tile))
+    for (const ContractionOperand* op : {&c.a(), &c.b()})
+      if (const Node* n = g.find(op->buffer); n != nullptr && seen.insert(op->buffer).second)
+        bytes += num_elements(n->type.shape) * dtype_bytes(n->type.dtype);
+  return bytes;
+}
+
+// Knob GROUP_M: for a contraction tiled in both dimensions, one BLOCK axis whose consecutive blocks
+// walk GROUP_M blocks down M before moving along N, so the blocks resident together share their
+// slabs of B (and of A, GROUP_M at a time) in L2. Rewrites `n_split` and `m_split`'s indices and
+// guards to decode the grouped axis; nullopt when not grouped.
+Expected<std::optional<TileAxis>> group_blocks(const Tile& tile, SplitAxis& n_split, std::optional<SplitAxis>& m_split,
+                                               std::set<std::string>& taken, Node& node, PassContext& ctx) {
+  if (!n_split.block || !m_split || !m_split->block || !tiles_rows_of_a_contraction(tile)) return std::optional<TileAxis>();
+  const int64_t nb = n_split.block->extent, mb = m_split->block->extent;
+  std::vector<int64_t> candidates = {1};
+  for (int64_t g : {2, 4, 8, 16})
+    if (g < mb && mb % g == 0) candidates.push_back(g);
+  if (candidates.size() == 1) return std::optional<TileAxis>();
+  // Grouping pays when the operands do not stay in L2 anyway.
+  int64_t heuristic = 1;
+  if (2 * operand_bytes(tile, ctx.graph()) > ctx.device().l2_bytes)
+    for (int64_t g : candidates)
+      if (g <= 8) heuristic = g;
+  TESSERA_ASSIGN_OR_RETURN(int64_t group, ctx.choose_int("GROUP_M", node, candidates, heuristic));
+  if (group == 1) return std::optional<TileAxis>();
+  std::string name = "grouped_block";
+  for (int i = 1; taken.count(name); ++i) name = "grouped_block_" + std::to_string(i);
+  taken.insert(name);
+  const Expr b = Expr::var(name);
+  const Expr n_block = (b % (group * nb)) / group;
+  const Expr m_block = (b / (group * nb)) * group + b % group;
+  const std::map<std::string, Expr> decode = {{n_split.block->name, n_block}, {m_split->block->name, m_block}};
+  for (SplitAxis* s : {&n_split, &*m_split}) {
+    s->index = substitute(s->index, decode);
+    if (s->guard.defined()) s->guard = substitute(s->guard, decode);
+  }
+  return std::optional<TileAxis>(TileAxis{name, nb * mb, AxisBinding::Block});
+}
+
 class LaunchGeometryPass final : public TilePass {
  public:
   std::string_view name() const override { return "launch_geometry"; }
@@ -241,6 +290,8 @@ class LaunchGeometryPass final : public TilePass {
                  "threads along the innermost parallel axis; 1 = one output row per block"},
         KnobSpec{"BM", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}, int64_t{32}},
                  std::nullopt, "threads along the second innermost parallel axis (2-D outputs)"},
+        KnobSpec{"GROUP_M", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}},
+                 std::nullopt, "blocks walked down M before moving along N (L2 reuse of a contraction's slabs; 1 = off)"},
     };
   }
 
@@ -307,8 +358,13 @@ class LaunchGeometryPass final : public TilePass {
       unsplit = tile.axes.size() - (m_split ? 2 : 1);
       thread_axes.push_back(n_split.thread);
       if (m_split) thread_axes.push_back(m_split->thread);
-      if (n_split.block) block_axes.push_back(*n_split.block);
-      if (m_split && m_split->block) block_axes.push_back(*m_split->block);
+      TESSERA_ASSIGN_OR_RETURN(std::optional<TileAxis> grouped, group_blocks(tile, n_split, m_split, taken, node, ctx));
+      if (grouped) {
+        block_axes.push_back(*grouped);
+      } else {
+        if (n_split.block) block_axes.push_back(*n_split.block);
+        if (m_split && m_split->block) block_axes.push_back(*m_split->block);
+      }
       substitution[inner.name] = n_split.index;
       if (n_split.guard.defined()) guards.push_back(n_split.guard);
       if (m_split) {
