@@ -233,6 +233,32 @@ TEST(KernelReportTest, OfProgramReportsEveryKernelInGraphOrder) {
   EXPECT_EQ(bad.error().message, "kernel report: node 'x' is not a Kernel IR kernel");
 }
 
+// An elementwise kernel over 4097 x 4097 with a tail guard: 69,649 blocks of 256 threads, 17.8 M
+// threads, too many to enumerate, but the guard reads only a1 = blockIdx.x % 17 and a0: the axes
+// decoded from blockIdx.x (17 x 4097 values, each combination once) are enumerated instead of it.
+constexpr const char* kTail = R"(x: (4097, 4097) float32
+
+kernel k_mul  grid=(69649, 1, 1) block=(256, 1, 1)  inputs: x  outputs: mul: (4097, 4097) float32
+  a0 = threadIdx.x
+  a1 = blockIdx.x % 17
+  a2 = blockIdx.x / 17
+  if a1 * 256 + a0 < 4097:
+    in0 = load x[a2, a1 * 256 + a0]
+    v0 = mul(in0, 2.0)
+    mul[a2, a1 * 256 + a0] = v0
+
+return mul
+)";
+
+TEST(KernelReportTest, TailGuardsOverDecodedBlockAxesAreExact) {
+  const KernelReport r = report_of(kTail, "mul");
+  // One mul per element: 4097 x 4097 = 16,785,409 (not 17 x 256 x 4097 = 17,830,144).
+  EXPECT_EQ(flops_of(r, "mul"), 16785409);
+  EXPECT_TRUE(r.flops_exact);
+  // x read and mul written once: 2 x 16,785,409 x 4 B.
+  EXPECT_EQ(r.bytes, 134283272);
+}
+
 KernelReport synthetic(int64_t blocks, int64_t bytes, int64_t min_bytes) {
   KernelReport r;
   r.kernel = "k";

@@ -71,7 +71,7 @@ int64_t linear_stride(const Expr& e) {
     case ExprKind::Cast:
     case ExprKind::Element: return 1;
   }
-  return 1;
+  TESSERA_UNREACHABLE("kernel report: an expression kind outside TESSERA_EXPR_KINDS");
 }
 
 Congruence clamp(Congruence c, int64_t size) {
@@ -207,20 +207,22 @@ class KernelWalker {
   }
 
   void run() {
+    decode_digits();
     // Which variables a condition or a loop bound reads: those are enumerated.
     {
-      std::map<std::string, Expr> lets;
+      std::map<std::string, Expr> lets = base_lets_;
       RangeMap ranges = ranges_;
       find_relevant(kernel_.body, lets, ranges);
     }
     for (const std::string& v : relevant_) slot_[v] = slot_.size();
-    // The hardware indices that matter, enumerated; the others multiply the weight.
+    // The thread and block indices (or the axes decoded from them) that matter, enumerated; the
+    // others multiply the weight.
     std::vector<Point> points(1);
     points[0].values.assign(slot_.size(), kUnbound);
-    for (const char* hw : kHardwareVars) {
-      const Interval r = ranges_.at(hw);
+    for (const std::string& index : index_vars_) {
+      const Interval r = ranges_.at(index);
       const int64_t size = r.hi - r.lo + 1;
-      auto slot = slot_.find(hw);
+      auto slot = slot_.find(index);
       if (slot == slot_.end() || points.size() * static_cast<size_t>(size) > kMaxPoints) {
         for (Point& p : points) p.weight *= static_cast<double>(size);
         continue;
@@ -235,7 +237,7 @@ class KernelWalker {
         }
       points = std::move(next);
     }
-    std::map<std::string, Expr> lets;
+    std::map<std::string, Expr> lets = base_lets_;
     RangeMap ranges = ranges_;
     walk(kernel_.body, points, lets, ranges);
   }
@@ -286,7 +288,7 @@ class KernelWalker {
       case ExprKind::Cast:
       case ExprKind::Element: return std::nullopt;
     }
-    return std::nullopt;
+    TESSERA_UNREACHABLE("kernel report: an expression kind outside TESSERA_EXPR_KINDS");
   }
 
   static std::optional<int64_t> binary(ExprKind k, int64_t a, int64_t b) {
@@ -317,8 +319,77 @@ class KernelWalker {
       case ExprKind::Cast:
       case ExprKind::Element: break;
     }
-    TESSERA_INTERNAL_CHECK(false, "kernel report: not a binary integer expression kind");
+    TESSERA_UNREACHABLE("kernel report: not a binary integer expression kind");
+  }
+
+  // One digit of a mixed-radix decode of a hardware index H: `(H / divisor) % modulus` (modulus 0:
+  // none), bound by a top-level Let.
+  struct Digit {
+    std::string var;
+    int64_t divisor = 1, modulus = 0;
+  };
+
+  static std::optional<std::pair<std::string, Digit>> digit_of(const std::string& var, const Expr& value) {
+    Expr e = value;
+    Digit d{var, 1, 0};
+    if (e.is(ExprKind::Mod) && e.operand(1).is(ExprKind::Int) && e.operand(1).int_value() > 0) {
+      d.modulus = e.operand(1).int_value();
+      e = e.operand(0);
+    }
+    if (e.is(ExprKind::Div) && e.operand(1).is(ExprKind::Int) && e.operand(1).int_value() > 0) {
+      d.divisor = e.operand(1).int_value();
+      e = e.operand(0);
+    }
+    if (!e.is(ExprKind::Var)) return std::nullopt;
+    for (const char* hw : kHardwareVars)
+      if (e.name() == hw) return std::make_pair(e.name(), d);
     return std::nullopt;
+  }
+
+  // The axes materialize decodes from threadIdx / blockIdx (`a0 = threadIdx.x % 128`, `a1 =
+  // threadIdx.x / 128`) take every combination of their values once when their divisors chain
+  // (1, n0, n0 * n1, ...) up to the index's size. Then the axes, not the index, are enumerated (a
+  // condition on one axis need not visit the others), and the index stands for their sum.
+  void decode_digits() {
+    std::map<std::string, std::vector<Digit>> digits;
+    for (const Stmt& s : kernel_.body)
+      if (const auto* let = s.as<Let>())
+        if (auto d = digit_of(let->var, simplify(let->value))) digits[d->first].push_back(d->second);
+    std::set<std::string> decoded_vars;
+    for (const char* hw : kHardwareVars) {
+      const Interval r = ranges_.at(hw);
+      const int64_t size = r.hi - r.lo + 1;
+      auto it = digits.find(hw);
+      bool complete = it != digits.end() && r.lo == 0;
+      if (complete) {
+        std::vector<Digit>& ds = it->second;
+        std::sort(ds.begin(), ds.end(), [](const Digit& a, const Digit& b) { return a.divisor < b.divisor; });
+        int64_t expected = 1;
+        for (size_t i = 0; i < ds.size() && complete; ++i) {
+          const bool last = i + 1 == ds.size();
+          complete = ds[i].divisor == expected && (ds[i].modulus > 0 || last) && !decoded_vars.count(ds[i].var);
+          if (!complete) break;
+          if (ds[i].modulus > 0) expected *= ds[i].modulus;
+          else if (size % ds[i].divisor == 0) expected = size;
+          else complete = false;
+        }
+        complete = complete && expected == size;
+      }
+      if (!complete) {
+        index_vars_.push_back(hw);
+        continue;
+      }
+      Expr sum = Expr::int_(0);
+      for (const Digit& d : it->second) {
+        const int64_t count = d.modulus > 0 ? d.modulus : size / d.divisor;
+        ranges_[d.var] = Interval{0, count - 1};
+        index_vars_.push_back(d.var);
+        decoded_vars.insert(d.var);
+        digit_vars_.insert(d.var);
+        sum = sum + Expr::var(d.var) * d.divisor;
+      }
+      base_lets_[hw] = simplify(sum);
+    }
   }
 
   static Expr expand(const Expr& e, const std::map<std::string, Expr>& lets, const RangeMap& ranges) {
@@ -340,6 +411,7 @@ class KernelWalker {
   void find_relevant(const Body& body, std::map<std::string, Expr>& lets, RangeMap& ranges) {
     for (const Stmt& s : body) {
       if (const auto* let = s.as<Let>()) {
+        if (digit_vars_.count(let->var)) continue;  // an enumerated axis (decode_digits)
         const Expr value = expand(let->value, lets, ranges);
         if (auto b = bound_of(value, ranges)) ranges[let->var] = *b;
         lets[let->var] = value;
@@ -422,6 +494,7 @@ class KernelWalker {
       switch (s.kind()) {
         case StmtKind::Let: {
           const auto* let = s.as<Let>();
+          if (digit_vars_.count(let->var)) break;  // an enumerated axis (decode_digits)
           const Expr value = expand(let->value, lets, ranges);
           if (auto b = bound_of(value, ranges)) ranges[let->var] = *b;
           lets[let->var] = value;
@@ -607,6 +680,9 @@ class KernelWalker {
   const KernelOp& kernel_;
   KernelReport& report_;
   RangeMap ranges_;
+  std::vector<std::string> index_vars_;        // enumerated: hardware indices, or the axes decoded from them
+  std::set<std::string> digit_vars_;           // Let-bound axes enumerated in place of their index
+  std::map<std::string, Expr> base_lets_;      // a decoded hardware index = the sum of its axes
   std::set<std::string> relevant_;
   std::map<std::string, size_t> slot_;
   std::map<std::string, BufferAccesses> buffers_;
