@@ -37,8 +37,9 @@ std::string without_per_sm(const std::string& report) {
 // The commands of the issue, as a user types them (the default pipeline ends at the cuda stage, so
 // NVRTC compiles the kernels and their registers enter the report).
 TEST(KernelReportCli, CompileVReportsEveryKernelAtTheCudaStage) {
+  TempDir cache;
   for (const std::string& program : {kRmsNorm, kSum, kMatmul}) {
-    auto cuda = run_cli({"compile", "-c", program, "-v", "-o", "/dev/null"});
+    auto cuda = run_cli({"compile", "-c", program, "-v", "-o", "/dev/null", "--cache-dir", cache.path()});
     ASSERT_EQ(cuda.exit_code, 0) << program << "\n" << cuda.err;
     auto kernel = run_cli({"compile", "-c", program, "--ir", "kernel", "-v", "-o", "/dev/null"});
     ASSERT_EQ(kernel.exit_code, 0) << program << "\n" << kernel.err;
@@ -73,6 +74,22 @@ TEST(KernelReportCli, NoReportBeforeTheKernelStageOrWithoutV) {
   auto quiet = run_cli({"compile", "-c", kRmsNorm, "--ir", "kernel", "-o", "/dev/null"});
   ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
   EXPECT_TRUE(quiet.err.empty()) << quiet.err;
+}
+
+// --emit report prints the report alone on stdout; before the kernel stage there is no report to
+// print: a usage error naming the stage.
+TEST(KernelReportCli, EmitReportPrintsTheReportOnStdout) {
+  auto r = run_cli({"compile", "-c", kRmsNorm, "--ir", "kernel", "--emit", "report"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("static kernel report: h100 (sm_90, 132 SMs, 3350 GB/s DRAM, 66.9 TFLOP/s FP32)\n", 0), 0u)
+      << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  auto early = run_cli({"compile", "-c", kRmsNorm, "--ir", "tile", "--emit", "report"});
+  EXPECT_EQ(early.exit_code, 2);
+  EXPECT_EQ(early.err,
+            "error: --emit report needs the kernel or cuda stage (the report is of Kernel IR kernels); the compile "
+            "stops at tile\n");
+  EXPECT_TRUE(early.out.empty()) << early.out;
 }
 
 TEST(KernelReportCli, RunVReportsBeforeRunning) {
