@@ -278,10 +278,6 @@ int run_command(int argc, char** argv, int first) {
     }
   }
 
-  ValueMap inputs = make_inputs(reference_graph, seed);
-  auto expected = evaluate_reference(reference_graph, inputs);
-  if (!expected) return report(std::cerr, expected.error());
-
   TargetOptions to = target_options(*session, *target, flags.arch, cache_dir);
   if (kernel_reports) {
     if (!*kernel_reports) return report(std::cerr, kernel_reports->error());
@@ -293,6 +289,11 @@ int run_command(int argc, char** argv, int first) {
       for (const KernelBuild& k : *built) registers[k.kernel] = k.registers;
     std::cerr << kernel_report_text(**kernel_reports, *session->device, registers);
   }
+
+  ValueMap inputs = make_inputs(reference_graph, seed);
+  auto expected = evaluate_reference(reference_graph, inputs);
+  if (!expected) return report(std::cerr, expected.error());
+
   ProgressLine progress(std::cerr, isatty(STDERR_FILENO) != 0, std::string(target->name()));
   to.progress = [&progress](const TargetProgress& p) {
     progress.update(p.kernel, p.total > 0 ? p.done / p.total : 0.0);
