@@ -35,6 +35,18 @@ TEST(FakeDriverTest, RunAndRunBenchUseTheDriverCorrectly) {
   EXPECT_NE(r.out.find("program (kernels back to back): 1.00 us median"), std::string::npos) << r.out;
 }
 
+// run -v on the cuda target: the static kernel report before the run, with the registers NVRTC
+// reports for each kernel.
+TEST(FakeDriverTest, RunVReportsTheKernelsWithTheirRegisters) {
+  test::TempDir cache;
+  test::CliResult r = run_on_fake({"run", "--target", "cuda", "-v", "--cache-dir", cache.path(), "-c", kZeros});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const size_t at = r.err.find("static kernel report: h100");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/thread; smem ", at), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not compiled", at), std::string::npos) << r.err;
+}
+
 TEST(FakeDriverTest, AbBenchOfAPipelineAgainstItselfIsNoDifference) {
   test::CliResult r = run_on_fake({"ab", kPipeline, kPipeline, "-c", kZeros, "--bench", "--iterations", "20"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
