@@ -259,6 +259,34 @@ TEST(KernelReportTest, TailGuardsOverDecodedBlockAxesAreExact) {
   EXPECT_EQ(r.bytes, 134283272);
 }
 
+// A TMA copy of one row (box (1, 64)) at rows 0, 2, 4, 6, and stores of the even and the odd
+// columns of each output row: x is read on 4 of its 8 rows (1,024 B), y written whole (1,024 B).
+constexpr const char* kTma = R"(x: (8, 64) float32
+
+kernel k_tma  grid=(4, 1, 1) block=(32, 1, 1)  inputs: x  outputs: y: (4, 64) float32  params: tmap_x: tensor_map(x, box=(1, 64))
+  Smem x_smem: f32[64]
+  bar0 = MbarrierInit(count=1)
+  a0 = threadIdx.x
+  a1 = blockIdx.x
+  TmaLoad(x_smem, tmap_x, coords=(a1 * 2, 0), mbar=bar0)
+  MbarrierWait(bar0, phase=0)
+  in0 = load x_smem[a0 * 2]
+  in1 = load x_smem[a0 * 2 + 1]
+  y[a1, a0 * 2] = in0
+  y[a1, a0 * 2 + 1] = in1
+
+return y
+)";
+
+TEST(KernelReportTest, TmaBoxesAndInterleavedStoresAreCountedOnce) {
+  const KernelReport r = report_of(kTma, "y");
+  ASSERT_EQ(r.buffers.size(), 2u);
+  EXPECT_EQ(r.buffers[0].touched, 4 * 64);
+  EXPECT_EQ(r.buffers[1].touched, 4 * 64);
+  EXPECT_EQ(r.bytes, 2048);
+  EXPECT_TRUE(r.flops_by_kind.empty());
+}
+
 KernelReport synthetic(int64_t blocks, int64_t bytes, int64_t min_bytes) {
   KernelReport r;
   r.kernel = "k";

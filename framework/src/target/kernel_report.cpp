@@ -456,9 +456,9 @@ class KernelWalker {
     report_.flops_by_kind.push_back(FlopCount{std::string(kind), count});
   }
 
-  // Records that `buffer` is accessed at `index` (plus `count` consecutive elements along its last
-  // dimension), when it is one of the kernel's global buffers.
-  void access(const std::string& buffer, const ExprList& index, int64_t count,
+  // Records that `buffer` is accessed at `index`, covering extents[d] consecutive elements from it
+  // along each dimension d (none given: one), when it is one of the kernel's global buffers.
+  void access(const std::string& buffer, const ExprList& index, const std::vector<int64_t>& extents,
               const std::map<std::string, Expr>& lets, const RangeMap& ranges) {
     auto it = buffers_.find(buffer);
     if (it == buffers_.end()) return;  // shared memory or a register array
@@ -469,16 +469,17 @@ class KernelWalker {
     for (size_t d = 0; d < dims; ++d) {
       const int64_t size = flat ? num_elements(acc.shape) : acc.shape[d].value();
       Congruence c{0, size - 1, 1};
-      const Expr e = expand(flat ? index.back() : index[d], lets, ranges);
       if (!flat || index.size() == 1) {
+        const Expr e = expand(index[d], lets, ranges);
         if (auto b = bound_of(e, ranges)) {
           const int64_t stride = linear_stride(e);
           c = Congruence{b->lo, b->hi, b->lo == b->hi ? 1 : std::max<int64_t>(stride, 1)};
         }
-      }
-      if (d + 1 == dims && count > 1) {
-        c.hi += count - 1;
-        if (count >= c.stride) c.stride = 1;
+        const int64_t extent = extents.empty() ? 1 : extents[flat ? extents.size() - 1 : d];
+        if (extent > 1) {
+          c.hi += extent - 1;
+          if (extent >= c.stride) c.stride = 1;
+        }
       }
       box.push_back(clamp(c, size));
     }
@@ -486,6 +487,13 @@ class KernelWalker {
       acc.flat.push_back(box[0]);
     else
       acc.boxes.push_back(std::move(box));
+  }
+
+  // `count` consecutive elements along the last dimension of `index` (a vector or packed access).
+  static std::vector<int64_t> along_last(const ExprList& index, int64_t count) {
+    std::vector<int64_t> extents(std::max<size_t>(index.size(), 1), 1);
+    extents.back() = count;
+    return extents;
   }
 
   void walk(const Body& body, std::vector<Point> points, std::map<std::string, Expr>& lets, RangeMap& ranges) {
@@ -518,22 +526,23 @@ class KernelWalker {
         }
         case StmtKind::Load: {
           const auto* l = s.as<Load>();
-          access(l->buffer, l->index, l->type.lanes, lets, ranges);
+          access(l->buffer, l->index, along_last(l->index, l->type.lanes), lets, ranges);
           break;
         }
         case StmtKind::VectorLoad: {
           const auto* l = s.as<VectorLoad>();
-          access(l->buffer, l->index, static_cast<int64_t>(l->dsts.size()) * l->type.lanes, lets, ranges);
+          access(l->buffer, l->index, along_last(l->index, static_cast<int64_t>(l->dsts.size()) * l->type.lanes), lets,
+                 ranges);
           break;
         }
         case StmtKind::Write: {
           const auto* w = s.as<Write>();
-          access(w->buffer, w->index, 1, lets, ranges);
+          access(w->buffer, w->index, {}, lets, ranges);
           break;
         }
         case StmtKind::VectorStore: {
           const auto* w = s.as<VectorStore>();
-          access(w->buffer, w->index, static_cast<int64_t>(w->values.size()), lets, ranges);
+          access(w->buffer, w->index, along_last(w->index, static_cast<int64_t>(w->values.size())), lets, ranges);
           break;
         }
         case StmtKind::CpAsyncCopy: {
@@ -542,33 +551,23 @@ class KernelWalker {
           if (it == buffers_.end()) break;
           const Node* src = g_.find(c->src);
           const int64_t elem = src ? dtype_bytes(src->type.dtype) : 4;
-          access(c->src, c->src_index, std::max<int64_t>(c->bytes / std::max<int64_t>(elem, 1), 1), lets, ranges);
+          access(c->src, c->src_index, along_last(c->src_index, std::max<int64_t>(c->bytes / std::max<int64_t>(elem, 1), 1)),
+                 lets, ranges);
           break;
         }
         case StmtKind::TmaLoad: {
-          // The box of the tensor map, from the coordinates (innermost first, as TMA numbers them).
+          // The tensor map's box from the coordinates, both outermost dimension first like the
+          // buffer's shape (TensorMapSpec).
           const auto* t = s.as<TmaLoad>();
-          for (const KernelParam& p : kernel_.params) {
-            if (p.kind != ParamKind::TensorMap || p.name != t->desc) continue;
-            auto it = buffers_.find(p.tensor_map.buffer);
-            if (it == buffers_.end()) break;
-            const size_t rank = it->second.shape.size();
-            if (t->coords.size() != rank || p.tensor_map.box.size() != rank) {
-              it->second.boxes.push_back(Box());
-              for (size_t d = 0; d < rank; ++d)
-                it->second.boxes.back().push_back(Congruence{0, it->second.shape[d].value() - 1, 1});
-              break;
+          for (const KernelParam& p : kernel_.params)
+            if (p.kind == ParamKind::TensorMap && p.name == t->desc) {
+              if (p.tensor_map.box.size() == t->coords.size()) {
+                access(p.tensor_map.buffer, t->coords, p.tensor_map.box, lets, ranges);
+              } else if (auto it = buffers_.find(p.tensor_map.buffer); it != buffers_.end()) {
+                // A box of another rank than the coordinates: counted as the whole buffer.
+                it->second.flat.push_back(Congruence{0, num_elements(it->second.shape) - 1, 1});
+              }
             }
-            Box box;
-            for (size_t d = 0; d < rank; ++d) {
-              const int64_t size = it->second.shape[d].value();
-              const Expr e = expand(t->coords[rank - 1 - d], lets, ranges);
-              Congruence c{0, size - 1, 1};
-              if (auto b = bound_of(e, ranges)) c = Congruence{b->lo, b->hi + p.tensor_map.box[d] - 1, 1};
-              box.push_back(clamp(c, size));
-            }
-            it->second.boxes.push_back(std::move(box));
-          }
           break;
         }
         case StmtKind::Loop: {
