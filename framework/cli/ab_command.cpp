@@ -1,25 +1,30 @@
 // `tessera ab A.yaml B.yaml -c EXPR`: compile one program with two pipelines and show how the
-// results differ (a unified diff of the printed IR at the same stage).
+// results differ (a unified diff of the printed IR at the same stage), and, when both reach Kernel
+// IR, their static kernel reports side by side (kernel_report_text.h; no GPU needed).
 //
 // `--bench` times both on the GPU instead: each side is compiled to CUDA IR, loaded once through
 // the cuda plugin's timing extension (plugins/targets/cuda/timing_extension.h), run once and its
 // outputs checked against the reference evaluator (as `tessera run` does), warmed up, then timed
 // in interleaved whole-program runs A, B, A, B, ... (so drift and clock changes hit both sides
 // alike). The report gives each side's median and the latency ratio B/A with a bootstrap 95%
-// interval and a verdict (ab_stats.h). Without a GPU it says so and exits 1.
+// interval and a verdict (ab_stats.h), then each kernel timed alone beside its static report.
+// Without a GPU it says so and exits 1.
 //
 // Exit codes: 0 compared, 1 a target error, a mismatching output or no GPU, 2 a usage or compile
 // error. Tests: tests/e2e/cli_test.cpp (IR diff), tests/unit/ab_stats_test.cpp,
 // tests/unit/kernel_bench_test.cpp (--bench without a GPU).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "ab_stats.h"
 #include "cli_session.h"
 #include "commands.h"
 #include "compile_program.h"
+#include "kernel_report_text.h"
 #include "plugins/targets/cuda/timing_extension.h"
 #include "tessera/eval/constant_data.h"
 #include "tessera/eval/reference_evaluator.h"
@@ -32,9 +37,18 @@ namespace tessera::cli {
 
 namespace {
 
-// Compiles with one pipeline file; prints errors; returns the printed IR.
-std::optional<std::string> compile_with(const std::string& pipeline, GlobalFlags flags, const ProgramSource& src,
-                                        const std::string& ir) {
+// One pipeline's compile for the IR comparison: the printed IR and, when the pipeline reaches
+// Kernel IR, the static kernel report on its device.
+struct CompiledSide {
+  std::string ir;
+  std::optional<std::vector<KernelReport>> reports;
+  KernelRegisters registers;  // from NVRTC when the side reaches CUDA IR and it is available
+  DeviceDesc device;
+};
+
+// Compiles with one pipeline file; prints errors.
+std::optional<CompiledSide> compile_with(const std::string& pipeline, GlobalFlags flags, const ProgramSource& src,
+                                         const std::string& ir, const std::string& cache_dir) {
   flags.pipeline = pipeline;
   auto session = open_session(flags, std::cerr);
   if (!session) return std::nullopt;
@@ -42,10 +56,16 @@ std::optional<std::string> compile_with(const std::string& pipeline, GlobalFlags
   if (!stop) return std::nullopt;
   auto graph = load_program(*session, src, std::cerr);
   if (!graph) return std::nullopt;
+  CompiledSide side;
+  side.device = *session->device;
+  std::optional<Expected<std::vector<KernelReport>>> reports;
   RunnerOptions ro;
   ro.stop_after = *stop;
   ro.device = session->device;
   ro.err = &std::cerr;
+  ro.on_stage_end = [&reports](Dialect stage, const Graph& g) {
+    if (stage == Dialect::Kernel) reports = KernelReport::of_program(g);
+  };
   DiagnosticEngine diags;
   Status st = PipelineRunner(session->host.registry(), session->pipeline, ro).run(*graph, diags);
   std::cerr << diags.render_all();
@@ -53,7 +73,25 @@ std::optional<std::string> compile_with(const std::string& pipeline, GlobalFlags
     report(std::cerr, st.error());
     return std::nullopt;
   }
-  return print_graph(*graph);
+  if (reports) {
+    if (!*reports) {
+      report(std::cerr, reports->error());
+      return std::nullopt;
+    }
+    side.reports = std::move(**reports);
+  }
+  // Registers per thread from NVRTC (no GPU needed); without it the report leaves them unknown.
+  if (*stop == Dialect::Cuda)
+    if (std::unique_ptr<Target> cuda = session->host.registry().make_target("cuda")) {
+      TargetOptions to;
+      to.arch = session->pipeline.target.arch.empty() ? session->device->arch : session->pipeline.target.arch;
+      to.device = session->device;
+      to.cache_dir = default_cache_dir(cache_dir);
+      if (auto built = cuda->build(*graph, to))
+        for (const KernelBuild& k : *built) side.registers[k.kernel] = k.registers;
+    }
+  side.ir = print_graph(*graph);
+  return side;
 }
 
 struct BenchFlags {
@@ -73,6 +111,8 @@ struct BenchSide {
   bool outputs_ok = true;
   int warmup = 0;
   std::vector<double> runs_us;
+  std::vector<KernelReport> reports;  // the static report of its Kernel IR
+  KernelTimes kernel_us;              // each kernel's median, timed alone
 };
 
 std::string short_number(double v) {
@@ -117,17 +157,25 @@ std::optional<int> prepare_side(BenchSide& side, GlobalFlags flags, const Progra
     return kExitUsage;
   }
   const Graph reference_graph = *graph;
+  std::optional<Expected<std::vector<KernelReport>>> reports;
   RunnerOptions ro;
   ro.stop_after = Dialect::Cuda;
   ro.device = s.device;
   ro.out = &std::cerr;
   ro.err = &std::cerr;
+  ro.on_stage_end = [&reports](Dialect stage, const Graph& g) {
+    if (stage == Dialect::Kernel) reports = KernelReport::of_program(g);
+  };
   DiagnosticEngine diags;
   Status st = PipelineRunner(registry, s.pipeline, ro).run(*graph, diags);
   std::cerr << diags.render_all();
   if (!st) {
     report(std::cerr, st.error());
     return kExitUsage;
+  }
+  if (reports) {
+    if (!*reports) return report(std::cerr, reports->error());
+    side.reports = std::move(**reports);
   }
 
   const ValueMap inputs = make_inputs(reference_graph, bench.seed);
@@ -211,6 +259,31 @@ int ab_bench(const std::string& a, const std::string& b, const GlobalFlags& flag
      << fixed(cmp->ci_high, 3) << "]  (bootstrap of the ratio of medians: " << boot.resamples
      << " paired resamples, seed " << boot.seed << ")\n";
   os << "  verdict: " << ab_verdict_text(cmp->verdict) << "\n";
+
+  // Each kernel timed alone (warmed up, then as many runs as the program had), beside its static
+  // report; the registers are the compiled kernels' own.
+  std::vector<ReportBlock> blocks[2];
+  for (int i = 0; i < 2; ++i) {
+    BenchSide& side = sides[i];
+    const std::vector<KernelTiming>& kernels = side.program->kernels();
+    KernelRegisters registers;
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      registers[kernels[k].kernel] = kernels[k].registers;
+      if (side.kernel_us.count(kernels[k].kernel)) continue;
+      if (auto warm = side.program->warm_up_kernel(k, /*max_runs=*/200); !warm) return report(std::cerr, warm.error());
+      std::vector<double> runs;
+      for (int r = 0; r < bench.iterations; ++r) {
+        auto us = side.program->time_kernel(k);
+        if (!us) return report(std::cerr, us.error());
+        runs.push_back(*us);
+      }
+      std::sort(runs.begin(), runs.end());
+      side.kernel_us[kernels[k].kernel] = runs[runs.size() / 2];
+    }
+    blocks[i] = kernel_report_blocks(side.reports, *side.session->device, registers, &side.kernel_us);
+  }
+  os << "\n# static kernel report with each kernel timed alone: A (left) | B (right)\n";
+  os << side_by_side(blocks[0], blocks[1]);
   return emit_output(flags, os.str(), std::cerr);
 }
 
@@ -231,7 +304,7 @@ int ab_command(int argc, char** argv, int first) {
       ("iterations", po::value(&bench.iterations)->value_name("N"), "--bench: timed runs per side after warm-up (default 200)")
       ("seed", po::value(&bench.seed)->value_name("N"), "--bench: seed of the random input data (default 0)")
       ("rtol", po::value(&bench.rtol)->value_name("R"), "--bench: relative tolerance of the output check (default: by dtype, as run)")
-      ("cache-dir", po::value(&bench.cache_dir)->value_name("DIR"), "--bench: kernel cache (default as run)");
+      ("cache-dir", po::value(&bench.cache_dir)->value_name("DIR"), "kernel cache (default as run): --bench, and the registers of the static report at the cuda stage");
   add_global_options(desc, flags);
   po::positional_options_description pos;
   pos.add("a", 1).add("b", 1);
@@ -250,21 +323,27 @@ int ab_command(int argc, char** argv, int first) {
     }
     return ab_bench(a, b, flags, src, bench);
   }
-  for (const char* flag : {"iterations", "seed", "rtol", "cache-dir"})
+  for (const char* flag : {"iterations", "seed", "rtol"})
     if (vm.count(flag)) {
       std::cerr << "error: tessera ab --" << flag << " only applies with --bench\n";
       return kExitUsage;
     }
 
-  auto ta = compile_with(a, flags, src, ir);
+  auto ta = compile_with(a, flags, src, ir, bench.cache_dir);
   if (!ta) return kExitError;
-  auto tb = compile_with(b, flags, src, ir);
+  auto tb = compile_with(b, flags, src, ir, bench.cache_dir);
   if (!tb) return kExitError;
   std::ostringstream os;
   os << "--- " << a << "\n+++ " << b << "\n";
-  std::string diff = unified_diff(*ta, *tb);
+  std::string diff = unified_diff(ta->ir, tb->ir);
   if (diff.empty()) os << "# the two pipelines produce identical IR\n";
   os << diff;
+  // Both reach Kernel IR: their static kernel reports side by side.
+  if (ta->reports && tb->reports) {
+    os << "\n# static kernel report: A (left) | B (right)\n";
+    os << side_by_side(kernel_report_blocks(*ta->reports, ta->device, ta->registers),
+                       kernel_report_blocks(*tb->reports, tb->device, tb->registers));
+  }
   return emit_output(flags, os.str(), std::cerr);
 }
 

@@ -6,10 +6,12 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "cli_session.h"
 #include "commands.h"
 #include "compile_program.h"
+#include "kernel_report_text.h"
 #include "model_summary.h"
 #include "progress_line.h"
 #include "tessera/ir/printer.h"
@@ -21,12 +23,13 @@ namespace tessera::cli {
 
 namespace {
 
-// `--ir cuda -v` / `--emit ptx`: compiles every kernel with the cuda target (NVRTC, through the
-// cache, each distinct source once); with -v prints one line per distinct kernel to stderr; with
-// `ptx` collects each kernel's PTX (once per distinct kernel). A long build shows a progress line
+// `--ir cuda -v` / `--emit ptx` / `--emit report`: compiles every kernel with the cuda target
+// (NVRTC, through the cache, each distinct source once); with -v prints one line per distinct
+// kernel to stderr; with `ptx` collects each kernel's PTX (once per distinct kernel); `registers`
+// gets each kernel's registers per thread (the static report's register limit). A long build shows a progress line
 // on stderr (see ProgressLine): on a terminal after half a second, elsewhere after two seconds.
 int build_kernels(const Session& session, const Graph& g, const std::string& cache_dir_flag, int verbosity,
-                  std::string* ptx) {
+                  std::string* ptx, KernelRegisters* registers) {
   std::unique_ptr<Target> target = session.host.registry().make_target("cuda");
   if (!target) {
     std::cerr << "error: --ir cuda -v compiles the kernels with the cuda target, which is not loaded\n";
@@ -57,6 +60,7 @@ int build_kernels(const Session& session, const Graph& g, const std::string& cac
   for (const KernelBuild& k : *built) {
     first_node.emplace(k.kernel, k.node);
     ++uses[k.kernel];
+    if (registers) (*registers)[k.kernel] = k.registers;
   }
   for (const KernelBuild& k : *built) {
     const std::string& first = first_node.at(k.kernel);
@@ -74,6 +78,16 @@ int build_kernels(const Session& session, const Graph& g, const std::string& cac
   return kExitOk;
 }
 
+// The static report of every kernel (computed when the pipeline finished the kernel stage; nothing
+// when it did not run): the text, or an error.
+Expected<std::string> kernel_report_of(const Session& session,
+                                       const std::optional<Expected<std::vector<KernelReport>>>& reports,
+                                       const KernelRegisters& registers) {
+  if (!reports) return std::string();
+  if (!*reports) return reports->error();
+  return kernel_report_text(**reports, *session.device, registers);
+}
+
 }  // namespace
 
 int compile_command(int argc, char** argv, int first) {
@@ -86,7 +100,7 @@ int compile_command(int argc, char** argv, int first) {
   add_program_options(desc, src);
   desc.add_options()
       ("ir", po::value(&ir)->value_name("STAGE"), "stop after STAGE and print it: torch|tensor|loop|tile|kernel|cuda (default: the pipeline's last stage)")
-      ("emit", po::value(&emit)->value_name("text|json|ptx"), "print the IR as text (default) or graph JSON, or (with the cuda stage) every kernel's PTX from NVRTC")
+      ("emit", po::value(&emit)->value_name("text|json|ptx|report"), "print the IR as text (default) or graph JSON, or (with the cuda stage) every kernel's PTX from NVRTC, or (kernel or cuda stage) the static kernel report")
       ("print-pipeline", "print the effective pipeline (defaults filled in) as YAML and exit")
       ("time-passes", "print the time spent in each pass (stderr)")
       ("print-ir-after", po::value(&print_after)->value_name("PASS")->composing(), "print the IR after every application of PASS")
@@ -104,8 +118,8 @@ int compile_command(int argc, char** argv, int first) {
                                      "tessera compile -c EXPR [--ir STAGE] [options]\n"
                                      "       tessera compile MODEL [--layer N] [--seq-len S | --decode --cache-len C] [--ir STAGE] [options]"))
     return *code;
-  if (emit != "text" && emit != "json" && emit != "ptx") {
-    std::cerr << "error: --emit must be 'text', 'json' or 'ptx', got '" << emit << "'\n";
+  if (emit != "text" && emit != "json" && emit != "ptx" && emit != "report") {
+    std::cerr << "error: --emit must be 'text', 'json', 'ptx' or 'report', got '" << emit << "'\n";
     return kExitUsage;
   }
 
@@ -115,6 +129,12 @@ int compile_command(int argc, char** argv, int first) {
 
   auto stop = resolve_stop_stage(*session, ir, std::cerr);
   if (!stop) return kExitUsage;
+  if (emit == "report" && *stop < Dialect::Kernel) {
+    std::cerr << "error: --emit report needs the kernel or cuda stage (the report is of Kernel IR kernels); the "
+                 "compile stops at "
+              << dialect_name(*stop) << "\n";
+    return kExitUsage;
+  }
   const auto started = std::chrono::steady_clock::now();
   auto graph = load_program(*session, src, std::cerr);
   if (!graph) return kExitError;
@@ -133,6 +153,13 @@ int compile_command(int argc, char** argv, int first) {
   ro.dump_dir = dump_dir;
   ro.verbosity = flags.verbosity;
   ro.device = session->device;
+  // -v and --emit report: the static kernel report, computed once from the Kernel IR as the
+  // pipeline passes it.
+  std::optional<Expected<std::vector<KernelReport>>> kernel_reports;
+  if ((flags.verbosity >= 1 || emit == "report") && *stop >= Dialect::Kernel)
+    ro.on_stage_end = [&kernel_reports](Dialect stage, const Graph& g) {
+      if (stage == Dialect::Kernel) kernel_reports = KernelReport::of_program(g);
+    };
   std::unique_ptr<RandomChoiceSource> sampler;
   if (vm.count("sample-knobs")) sampler = std::make_unique<RandomChoiceSource>(sample_seed);
   ro.tuner = sampler.get();
@@ -155,8 +182,13 @@ int compile_command(int argc, char** argv, int first) {
   if (model_summary) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     count_kernels(*graph, summary);
+    KernelRegisters registers;
     if (*stop == Dialect::Cuda && flags.verbosity >= 1)
-      if (int code = build_kernels(*session, *graph, cache_dir, flags.verbosity, nullptr); code != kExitOk) return code;
+      if (int code = build_kernels(*session, *graph, cache_dir, flags.verbosity, nullptr, &registers); code != kExitOk)
+        return code;
+    auto text = kernel_report_of(*session, kernel_reports, registers);
+    if (!text) return report(std::cerr, text.error());
+    std::cerr << *text;
     return emit_output(flags, print_model_summary(src.model.model, std::string(dialect_name(*stop)), summary, seconds),
                        std::cerr);
   }
@@ -164,13 +196,19 @@ int compile_command(int argc, char** argv, int first) {
     std::cerr << "error: --emit ptx needs the cuda stage (--ir cuda, or a pipeline that ends there)\n";
     return kExitUsage;
   }
-  if (*stop == Dialect::Cuda && (flags.verbosity >= 1 || emit == "ptx")) {
+  KernelRegisters registers;
+  if (*stop == Dialect::Cuda && (flags.verbosity >= 1 || emit == "ptx" || emit == "report")) {
     std::string ptx;
-    if (int code = build_kernels(*session, *graph, cache_dir, flags.verbosity, emit == "ptx" ? &ptx : nullptr);
+    if (int code = build_kernels(*session, *graph, cache_dir, flags.verbosity, emit == "ptx" ? &ptx : nullptr,
+                                 &registers);
         code != kExitOk)
       return code;
     if (emit == "ptx") return emit_output(flags, ptx, std::cerr);
   }
+  auto kernel_report = kernel_report_of(*session, kernel_reports, registers);
+  if (!kernel_report) return report(std::cerr, kernel_report.error());
+  if (emit == "report") return emit_output(flags, *kernel_report, std::cerr);
+  std::cerr << *kernel_report;
   return emit_output(flags, emit == "json" ? graph_to_json_text(*graph) : print_graph(*graph), std::cerr);
 }
 

@@ -97,7 +97,8 @@ Status lower_for_target(const Session& s, const Target& target, RunnerOptions op
   options.stop_after = target.input_dialect();
   options.device = s.device;
   if (kernel_ir)
-    options.on_stage_end = [kernel_ir](Dialect stage, const Graph& g) {
+    options.on_stage_end = [kernel_ir, previous = options.on_stage_end](Dialect stage, const Graph& g) {
+      if (previous) previous(stage, g);
       if (stage == Dialect::Kernel) *kernel_ir = g;
     };
   DiagnosticEngine diags;

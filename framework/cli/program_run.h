@@ -38,8 +38,8 @@ double default_memory_limit();
 bool pipeline_reaches_target(const Session& s, const Target& target, const std::string& command, std::ostream& err);
 
 // Runs the session's pipeline on `graph` up to the target's input dialect. With `kernel_ir`, keeps
-// a copy of the Kernel IR stage there (what --bench counts bytes and flops in). Diagnostics of the
-// passes go to `err`.
+// a copy of the Kernel IR stage there (what --bench counts bytes and flops in); an on_stage_end
+// callback in `options` still runs. Diagnostics of the passes go to `err`.
 Status lower_for_target(const Session& s, const Target& target, RunnerOptions options, Graph& graph,
                         Graph* kernel_ir, std::ostream& err);
 

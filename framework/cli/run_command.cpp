@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "commands.h"
 #include "compile_program.h"
 #include "external_command.h"
+#include "kernel_report_text.h"
 #include "kernel_timing_table.h"
 #include "program_run.h"
 #include "progress_line.h"
@@ -244,6 +246,12 @@ int run_command(int argc, char** argv, int first) {
   ro.tuner = sampler.get();
   ro.out = &std::cerr;  // stdout carries the result table only
   ro.err = &std::cerr;
+  // -v: the static kernel report, computed once from the Kernel IR as the pipeline passes it.
+  std::optional<Expected<std::vector<KernelReport>>> kernel_reports;
+  if (flags.verbosity >= 1)
+    ro.on_stage_end = [&kernel_reports](Dialect stage, const Graph& g) {
+      if (stage == Dialect::Kernel) kernel_reports = KernelReport::of_program(g);
+    };
   // --bench counts each kernel's bytes and flops in its Kernel IR body: keep that stage's graph.
   Graph kernel_ir;
   if (Status st = lower_for_target(*session, *target, ro, *graph, vm.count("bench") ? &kernel_ir : nullptr, std::cerr);
@@ -270,11 +278,22 @@ int run_command(int argc, char** argv, int first) {
     }
   }
 
+  TargetOptions to = target_options(*session, *target, flags.arch, cache_dir);
+  if (kernel_reports) {
+    if (!*kernel_reports) return report(std::cerr, kernel_reports->error());
+    // The registers come from compiling the kernels (the cache makes the run's own build free);
+    // a target that compiles nothing ahead (sim) leaves them unknown, as does a failed build,
+    // which the run itself then reports.
+    KernelRegisters registers;
+    if (auto built = target->build(*graph, to))
+      for (const KernelBuild& k : *built) registers[k.kernel] = k.registers;
+    std::cerr << kernel_report_text(**kernel_reports, *session->device, registers);
+  }
+
   ValueMap inputs = make_inputs(reference_graph, seed);
   auto expected = evaluate_reference(reference_graph, inputs);
   if (!expected) return report(std::cerr, expected.error());
 
-  TargetOptions to = target_options(*session, *target, flags.arch, cache_dir);
   ProgressLine progress(std::cerr, isatty(STDERR_FILENO) != 0, std::string(target->name()));
   to.progress = [&progress](const TargetProgress& p) {
     progress.update(p.kernel, p.total > 0 ? p.done / p.total : 0.0);

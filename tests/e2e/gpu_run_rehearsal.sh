@@ -56,7 +56,8 @@ check_out() {
 # run first (10 to 20 s on two cores, NVRTC included); the suite then gets what is left (at least
 # its minimum, 40 s), while its 30 entries, the 7B/8B layers and lm_heads included, need about
 # 90 s of parameter generation on an idle 2-core machine (minutes under load): it is cut at the
-# deadline. (A 110 s deadline let an idle machine finish the suite in time.)
+# deadline, or skipped when too little time is left. (A 110 s deadline let an idle machine finish
+# the suite in time.)
 quick=$(awk '/^  - id:/ { id = $3 } /^    tiers:/ && /quick/ { print id }' "$work/bundle/bench/suite.yaml" | paste -sd, -)
 deadline=70
 start=$SECONDS
@@ -73,9 +74,15 @@ check_out "$work/out"
 for f in summary.txt run.log machine.txt results.tgz; do [ -s "$work/out/$f" ] || fail "no $f in OUT"; done
 grep -q '^probe ' "$work/out/summary.txt" || fail "the summary has no probe line"
 grep -q 'Fake GPU (tests)' "$work/scratch/results/logs/smoke.log" || fail "smoke did not run on the stand-in driver"
-grep -Eq '^suite +TIMEOUT +124 .*cut at its timeout' "$work/out/summary.txt" || fail "the deadline did not cut the suite step"
-grep -Eq '^kernel-bench +skipped .*s left before the deadline' "$work/out/summary.txt" || fail "the step after the deadline was not skipped"
-grep -q 'gpu-run corpus: .* programs matched the reference' "$work/out/summary.txt" || fail "the corpus step did not report its count"
+# Which step the deadline reaches depends on the machine's load (under a parallel build the corpus
+# step alone can take 60 s and be cut itself): the suite is cut at its timeout or skipped for the
+# time left, and so is the last step.
+deadline_mark='(TIMEOUT +124 .*cut at its timeout|skipped .*s left before the deadline)'
+grep -Eq "^suite +$deadline_mark" "$work/out/summary.txt" || fail "the deadline neither cut nor skipped the suite step"
+grep -Eq "^kernel-bench +$deadline_mark" "$work/out/summary.txt" || fail "the deadline neither cut nor skipped the last step"
+if ! grep -Eq '^corpus +TIMEOUT' "$work/out/summary.txt"; then
+  grep -q 'gpu-run corpus: .* programs matched the reference' "$work/out/summary.txt" || fail "the corpus step did not report its count"
+fi
 if grep -q 'fake libcuda:' "$work/scratch/results/logs/"*.log; then
   grep 'fake libcuda:' "$work/scratch/results/logs/"*.log | head -5; fail "a Driver API misuse"
 fi
@@ -84,7 +91,9 @@ fi
 tar tzf "$work/out/results.tgz" > "$work/results-listing.txt" || fail "results.tgz does not list"
 grep -q 'results/logs/probe.log' "$work/results-listing.txt" || fail "results.tgz lacks the probe's log"
 [ -z "$(tar tzf "$work/out/results.tgz" | grep '\.safetensors$')" ] || fail "results.tgz holds IO files"
-[ -s "$work/out/report.md" ] || fail "the suite's report (written after every entry) is not in OUT"
+if grep -Eq '^suite +TIMEOUT' "$work/out/summary.txt"; then
+  [ -s "$work/out/report.md" ] || fail "the suite's report (written after every entry) is not in OUT"
+fi
 
 # 2. kill -9 mid-step: summary.txt stays readable and names the step that was running.
 rm -rf "$work/scratch"

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -59,6 +61,7 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
     EXPECT_TRUE(st) << schedule << ":\n" << st.error().render();
     if (!st) return false;
     simulate_and_compare(torch, g, schedule, dtype);
+    last_lowered_ = g;
     return holds_register_array(g);
   }
 
@@ -90,8 +93,18 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
     return finder.found;
   }
 
+  // The value `pass`.`knob` was given on some kernel of `g`, or nullopt.
+  static std::optional<int64_t> int_knob(const Graph& g, const std::string& pass, const std::string& knob) {
+    for (const Node* n : g.nodes())
+      for (const KnobChoice& c : n->choices)
+        if (c.pass == pass && c.knob == knob)
+          if (const auto* v = std::get_if<int64_t>(&c.value); v && *v != (knob == "SPLITK" ? 1 : 0)) return *v;
+    return std::nullopt;
+  }
+
   PipelineSpec pipeline_;
   const DeviceDesc* device_ = nullptr;
+  Graph last_lowered_;  // the Kernel IR of the last successful check
 };
 
 // The corpus programs whose kernels register_tile applies to (a THREAD axis indexes the output of
@@ -120,6 +133,97 @@ TEST_P(RandomKnobsTest, SampledSchedulesMatchReference) {
 TEST_P(RandomKnobsTest, Bf16AndF16SchedulesMatchReference) {
   check(GetParam().text, std::nullopt, DType::BF16);
   check(GetParam().text, 11, DType::F16);
+}
+
+// The matmul corpus of the K-slab and split-K passes: odd sizes, GEMV at M = 1, bmm, Linear with
+// and without bias, the gated MLP, a residual epilogue, long K with few outputs. Every sampled
+// schedule must match the reference, and the samples must exercise both passes: some split K
+// across blocks (when K has a split), some cut K into slabs.
+struct MatmulProgram {
+  const char* name;
+  const char* text;
+  bool has_split;  // K has a power-of-two split of 16 steps or more
+};
+const MatmulProgram kMatmulPrograms[] = {
+    {"OddSizes", "a=torch.randn(33,129); b=torch.randn(129,77); a @ b", false},
+    {"GemvAtM1", "x=torch.randn(1,1024); w=torch.randn(1024,96); x @ w", true},
+    {"Bmm", "x=torch.randn(2,3,64,96); w=torch.randn(2,3,96,40); torch.matmul(x, w)", true},
+    {"LinearBias", "x=torch.randn(5,256); nn.Linear(256,48)(x)", true},
+    {"LinearNoBias", "x=torch.randn(5,256); nn.Linear(256,48,bias=False)(x)", true},
+    {"GatedMlp", "x=torch.randn(3,64); g=nn.Linear(64,128,bias=False); u=nn.Linear(64,128,bias=False); "
+                 "d=nn.Linear(128,64,bias=False); d(F.silu(g(x))*u(x))", true},
+    {"ResidualEpilogue", "x=torch.randn(4,128); w=torch.randn(128,128); torch.relu(x @ w) + x", true},
+    {"LongKFewOutputs", "x=torch.randn(2,4096); w=torch.randn(4096,8); x @ w", true},
+};
+
+class MatmulScheduleTest : public RandomKnobsTest {};
+
+TEST_F(MatmulScheduleTest, SampledKSlabsAndSplitsMatchReferenceInEveryDtype) {
+  for (const MatmulProgram& p : kMatmulPrograms) {
+    SCOPED_TRACE(p.name);
+    int split = 0, chunked = 0;
+    check(p.text, std::nullopt);
+    for (uint64_t seed = 1; seed <= kSampledSchedules; ++seed) {
+      check(p.text, seed);
+      if (HasFailure()) return;
+      split += int_knob(last_lowered_, "split_matmul_k", "SPLITK").has_value();
+      chunked += int_knob(last_lowered_, "chunk_matmul_k", "BK").has_value();
+    }
+    check(p.text, 21, DType::BF16);
+    check(p.text, 22, DType::F16);
+    EXPECT_GT(chunked, 0) << "no sampled schedule cut K into slabs in " << p.name;
+    if (p.has_split) EXPECT_GT(split, 0) << "no sampled schedule split K in " << p.name;
+  }
+}
+
+// The acceptance case of the split: a decode step's projection launches a block per SM at least.
+TEST_F(MatmulScheduleTest, DecodeProjectionFillsEverySm) {
+  check("x=torch.randn(1,4096); w=torch.randn(4096,4096); x @ w", std::nullopt);
+  int64_t most_blocks = 0;
+  for (const Node* n : last_lowered_.nodes())
+    if (const auto* k = n->op_as<KernelOp>()) most_blocks = std::max(most_blocks, k->grid[0] * k->grid[1] * k->grid[2]);
+  EXPECT_GE(most_blocks, device_->sm_count);
+}
+
+// The corpus exercises the default pipeline's value passes: counted by the diff blocks the runner
+// prints for a pass that changed a kernel, hoist_loop_invariants and eliminate_common_subexpressions
+// (in the loop and in the tile stage) each rewrite some program's kernels, so the differential runs
+// above check their rewrites against the reference.
+class ValuePassCoverageTest : public test::BuiltPluginsTest {};
+
+TEST_F(ValuePassCoverageTest, CorpusProgramsExerciseHoistingAndSubexpressionElimination) {
+  ASSERT_TRUE(load_error_.empty()) << load_error_;
+  auto pipeline = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+  ASSERT_TRUE(pipeline) << pipeline.error().render();
+  std::map<std::string, int> rewritten;  // "<stage>:<pass>" -> corpus programs it changed
+  for (const test::CorpusProgram& program : test::differential_corpus()) {
+    Graph g = trace(program.text);
+    ASSERT_FALSE(HasFailure()) << program.name;
+    RunnerOptions options;
+    options.stop_after = Dialect::Kernel;
+    options.device = h100();
+    options.print_diff = {"hoist_loop_invariants", "eliminate_common_subexpressions"};
+    std::ostringstream out, err;
+    options.out = &out;
+    options.err = &err;
+    DiagnosticEngine diags;
+    Status st = PipelineRunner(host_->registry(), *pipeline, options).run(g, diags);
+    ASSERT_TRUE(st) << program.name << ":\n" << st.error().render();
+    std::set<std::string> seen;
+    std::istringstream lines(out.str());
+    for (std::string line; std::getline(lines, line);) {
+      // ">>> t:011_hoist_loop_invariants": the stage's letter and the pass, without the position.
+      if (line.rfind(">>> ", 0) != 0 || line.size() < 6) continue;
+      const size_t underscore = line.find('_');
+      if (underscore == std::string::npos) continue;
+      seen.insert(line.substr(4, 1) + ":" + line.substr(underscore + 1));
+    }
+    for (const std::string& key : seen) ++rewritten[key];
+  }
+  for (const char* key : {"t:hoist_loop_invariants", "l:eliminate_common_subexpressions",
+                          "t:eliminate_common_subexpressions"}) {
+    EXPECT_GT(rewritten[key], 0) << "no corpus program was rewritten by " << key;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::differential_corpus()),

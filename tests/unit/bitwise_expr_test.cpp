@@ -6,6 +6,8 @@
 // and emitted as CUDA that NVRTC compiles (and, on a machine with a GPU, runs).
 #include <gtest/gtest.h>
 
+#include "tessera/target/kernel_report.h"
+
 #include <map>
 #include <memory>
 #include <random>
@@ -435,6 +437,11 @@ TEST_F(BitwiseTargetsTest, InterpreterSimulatorAndCudaAgreeOnTheSwizzledTranspos
 #ifdef TESSERA_HAVE_CUDA
   EXPECT_EQ(test::nvrtc_compile(*cuda, "sm_90"), "");
 #endif
+
+  // The static kernel report evaluates the swizzled indices too: x read once, y written once.
+  Expected<KernelReport> report = KernelReport::of(kernel.g, *kernel.g.find("y"));
+  ASSERT_TRUE(report) << report.error().render();
+  EXPECT_EQ(report->bytes, 2 * 64 * 4);
 }
 
 // On a GPU (skipped with the driver's reason without one): the emitted kernel computes it too.

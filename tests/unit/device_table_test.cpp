@@ -20,6 +20,7 @@ std::string device_yaml(const std::string& extra_field = "", const std::string& 
          "    smem_per_block: 232448\n"
          "    smem_per_sm: 233472\n"
          "    regs_per_sm: 65536\n"
+         "    max_blocks_per_sm: 32\n"
          "    l2_bytes: 52428800\n"
          "    dram_gbps: 3350\n"
          "    fp32_tflops: 66.9\n"
@@ -45,6 +46,13 @@ TEST(DeviceTableTest, ShippedTableDescribesEveryDocumentedDevice) {
   EXPECT_DOUBLE_EQ(h100->dram_gbps, 3350);
   EXPECT_DOUBLE_EQ(h100->fp32_tflops, 66.9);
   EXPECT_EQ(h100->warp_size, 32);
+  // The occupancy limits the static kernel report reads (CUDA's per-compute-capability table).
+  EXPECT_EQ(h100->max_blocks_per_sm, 32);
+  EXPECT_EQ(h100->smem_reserved_per_block, 1024);
+  EXPECT_EQ(h100->reg_alloc_unit, 256);
+  EXPECT_EQ(t->find("l40s")->max_blocks_per_sm, 24);
+  EXPECT_EQ(t->find("rtx5090")->max_blocks_per_sm, 24);
+  EXPECT_EQ(t->find("a100")->max_blocks_per_sm, 32);
 }
 
 TEST(DeviceTableTest, FindByNameAndArch) {
@@ -82,7 +90,7 @@ TEST(DeviceTableTest, KnownArchs) {
 TEST(DeviceTableTest, UnknownFieldIsLocated) {
   Expected<DeviceTable> t = DeviceTable::parse(device_yaml("    clock_mhz: 1980\n"), "dev.yaml");
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.error().loc.str(), "dev.yaml:13:5");
+  EXPECT_EQ(t.error().loc.str(), "dev.yaml:14:5");
   EXPECT_NE(t.error().message.find("unknown device field 'clock_mhz'"), std::string::npos)
       << t.error().message;
   EXPECT_EQ(t.error().source_line, "    clock_mhz: 1980");
@@ -103,7 +111,7 @@ TEST(DeviceTableTest, NonPositiveSizeIsRejected) {
   Expected<DeviceTable> t = DeviceTable::parse(text, "dev.yaml");
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().message, "device field 'dram_gbps' must be positive, got -1");
-  EXPECT_EQ(t.error().loc.line, 10);
+  EXPECT_EQ(t.error().loc.line, 11);
 }
 
 TEST(DeviceTableTest, MissingRequiredFieldNamesTheDevice) {
@@ -113,6 +121,15 @@ TEST(DeviceTableTest, MissingRequiredFieldNamesTheDevice) {
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().message, "device 'h100' lacks the required field 'l2_bytes'");
   EXPECT_EQ(t.error().loc.str(), "dev.yaml:2:5");
+}
+
+// The static kernel report's occupancy needs the resident-block limit: no default stands in for it.
+TEST(DeviceTableTest, MaxBlocksPerSmIsRequired) {
+  std::string text = device_yaml();
+  text.erase(text.find("    max_blocks_per_sm:"), std::string("    max_blocks_per_sm: 32\n").size());
+  Expected<DeviceTable> t = DeviceTable::parse(text, "dev.yaml");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().message, "device 'h100' lacks the required field 'max_blocks_per_sm'");
 }
 
 TEST(DeviceTableTest, UnknownArchIsRejected) {
@@ -129,7 +146,7 @@ TEST(DeviceTableTest, DuplicateDeviceNamesTheFirstDefinition) {
   Expected<DeviceTable> t = DeviceTable::parse(two, "dev.yaml");
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().message, "device 'h100' is defined twice (first at dev.yaml:2:11)");
-  EXPECT_EQ(t.error().loc.line, 13);
+  EXPECT_EQ(t.error().loc.line, 14);
 }
 
 TEST(DeviceTableTest, YamlSyntaxErrorIsLocated) {

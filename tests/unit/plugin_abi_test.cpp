@@ -32,6 +32,7 @@
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
 #include "tessera/target/kernel_cost.h"
+#include "tessera/target/kernel_report.h"
 #include "tessera/target/target.h"
 #include "tessera/tune/choice_source.h"
 
@@ -54,7 +55,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {6, "6f47386201edba36", "791c087e8c5bfdb1"},  // kExactIntegerLimit and inexact_integer_reason (eval/tensor_value.h); TargetOptions members all initialized
     {7, "2861aed7961d1956", "e31340c04f44df23"},  // BenchOptions::outputs, BenchReport::graphs_unavailable and outputs; add_constants / given_constant / constant_value (eval/constant_data.h); write_file_atomically (support/atomic_file.h); Node::id() private with set_id; verify_graph_index; TESSERA_INTERNAL_CHECK / TESSERA_UNREACHABLE (support/internal_check.h); expr_kind_traits (ir/expr.h); StmtKindTraits::carries_type; FieldRole::UseAcc / UseTensorMap and field_role_traits; TilePass (pass/pass.h); own_used_names / own_bound_names (ir/stmt.h)
     {8, "2ea90deed684bb1d", "6b5f93a27bd8b5d5"},  // ir/uniformity.h (UniformityScope, first_divergent_collective); first_stmt_outside and home_dialect_name (ir/stmt.h); typed op names: Assign::op and ElementwiseOp::fn are ElementwiseFn, Accum/Combine/TreeHalve::op and ReduceOp::fn are CombineFn (StmtEnumTable for both, reduction_name / parse_reduction, check_arity); dtype_cuda_name (ir/type.h); source_loc_at (support/diagnostics.h); OutputTolerance, dtype_tolerance, output_tolerance and compare_output with a tolerance (eval/reference_evaluator.h); FrontendOptions::warnings (frontend/frontend.h)
-    {9, "7800c5e5729183ec", "8b1bd407e447f50c"},  // bitwise ExprKinds Xor, BitAnd, BitOr, Shl, Shr, ExprKindTraits::bitwise, is_bitwise_kind, kShiftWidth, eval_bitwise (ir/expr.h); Smem and Stage align and swizzle, SmemSwizzle (ir/stmt_enums.h), kSmemAlign / kSmemMaxAlign moved to ir/stmt.h; smem_layout_align and smem_footprint_bytes (ir/kernel_abi.h)
+    {9, "cee55c94e88dada1", "d088f44db6dd6fa8"},  // ir/contraction.h (Contraction, find_contractions, contraction_body/loop, replace_contraction_loop); ir/stmt_effects.h (written_buffers, modified_names, binding_counts, contains_synchronization, computes_value_only); target/kernel_report.h (KernelReport, KernelBound, BufferTraffic, FlopCount); DeviceDesc::max_blocks_per_sm, smem_reserved_per_block, reg_alloc_unit; bitwise ExprKinds Xor, BitAnd, BitOr, Shl, Shr with ExprKindTraits::bitwise, is_bitwise_kind, kShiftWidth, eval_bitwise (ir/expr.h); SmemSwizzle (ir/stmt_enums.h); Smem/Stage align and swizzle, kSmemAlign, kSmemMaxAlign (ir/stmt.h); smem_layout_align, smem_footprint_bytes (ir/kernel_abi.h)
 };
 
 uint64_t fnv1a(const std::string& s) {
@@ -92,7 +93,8 @@ std::string layout_table() {
   TESSERA_ABI_TYPE(KernelLaunch) TESSERA_ABI_TYPE(KernelBuild) TESSERA_ABI_TYPE(TargetRun)
   TESSERA_ABI_TYPE(BenchOptions) TESSERA_ABI_TYPE(KernelTiming) TESSERA_ABI_TYPE(BenchReport)
   TESSERA_ABI_TYPE(FrontendOptions) TESSERA_ABI_TYPE(FrontendInput) TESSERA_ABI_TYPE(ChoiceRequest)
-  TESSERA_ABI_TYPE(PluginDescriptor)
+  TESSERA_ABI_TYPE(PluginDescriptor) TESSERA_ABI_TYPE(KernelReport) TESSERA_ABI_TYPE(KernelBound)
+  TESSERA_ABI_TYPE(BufferTraffic) TESSERA_ABI_TYPE(FlopCount)
 #undef TESSERA_ABI_TYPE
   t += "stmt kinds:";
 #define TESSERA_X(K) t += " " #K;

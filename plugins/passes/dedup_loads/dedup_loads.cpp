@@ -5,7 +5,8 @@
 // first load's value:
 //     in0 = load x[a0, a1]; in1 = load x[a0, a1]; v0 = mul(in0, in1)
 //  -> in0 = load x[a0, a1]; v0 = mul(in0, in0)
-// A load is never reused after a write to its buffer, nor where a name in its index (or its own
+// A load is never reused after a write to its buffer, nor inside a loop that writes its buffer
+// (a later iteration reads what an earlier one wrote), nor where a name in its index (or its own
 // name) has been bound again, nor across the branches of an `if` (a load inside one branch is
 // not available after it).
 // Accepts: any graph; only LoopOp bodies are rewritten (other nodes are left alone).
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "tessera/ir/graph.h"
+#include "tessera/ir/stmt_effects.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
@@ -50,10 +52,11 @@ class LoadDeduplicator final : public StmtMutator {
         continue;
       }
       forget_names(own_bound_names(s));
-      // Nested bodies may reuse the loads available here; what they load stays inside them.
+      // A buffer the statement writes anywhere (a loop body's later iterations included) holds
+      // new values inside it and after it.
+      for (const std::string& buffer : written_buffers(Body{s})) forget_buffer(buffer);
+      // Nested bodies may reuse the loads still available here; what they load stays inside them.
       out.push_back(mutate(s));
-      if (const auto* write = s.as<Write>()) forget_buffer(write->buffer);
-      if (const auto* store = s.as<VectorStore>()) forget_buffer(store->buffer);
     }
     if (available_.size() > mark) available_.resize(mark);
     return out;

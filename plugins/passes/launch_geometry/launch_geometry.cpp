@@ -4,7 +4,9 @@
 // axis `t:BN` and a BLOCK axis `b:ceil(E/BN)` (dropped when 1); `i` becomes `b * BN + t`
 // everywhere, and when BN does not divide E the whole Tile body is wrapped in the tail guard
 // `if b * BN + t < E:`. Knob BM does the same for the second innermost axis (both guards join
-// into one `&&` condition). Every other axis becomes BLOCK. Axis order: THREAD axes first
+// into one `&&` condition). A slab loop of chunk_matmul_k takes the guard inside its body instead,
+// and accumulator declarations stay outside it, so that its slabs can still be staged (a Stage
+// must be reached by every thread); the other statements are guarded in runs. Every other axis becomes BLOCK. Axis order: THREAD axes first
 // (innermost output axis first, so it is the coalesced one), then BLOCK axes, innermost first.
 //     Tile(axes=(a0:33=PARALLEL, a1:77=PARALLEL))       BN=128, BM=2
 //  -> Tile(axes=(a0:128=THREAD, a1:2=THREAD, a2:17=BLOCK)):
@@ -13,19 +15,30 @@
 // left to cooperative_reduce.
 // Knobs:
 //   BN (1, 32, 64, .., 1024; those <= device.max_threads_per_block): threads along the innermost
-//     axis. Heuristic: 1 (cooperative) when the Tile body has a top-level `# reduce` loop of at
-//     least device.warp_size iterations whose every load depends on every parallel axis (a
-//     row-wise reduction; not a matmul-like one whose operands are reused across outputs);
-//     otherwise the next power of two >= E, clamped to [warp_size, max_threads_per_block / 4].
+//     axis. Heuristic: device.warp_size for a contraction (tessera/ir/contraction.h) whose
+//     innermost axis is an N axis and second innermost an M axis: with BM's rule below that makes
+//     a 2-D block tile of warp_size columns by (max_threads_per_block / 4) / warp_size rows, whose
+//     rows share every staged slab of B and whose columns share every slab of A (global traffic
+//     per multiply-add: 1/BN + 1/BM elements instead of about one); 1 (cooperative) when the Tile
+//     body has a top-level `# reduce` loop of at least device.warp_size iterations whose every
+//     load depends on every parallel axis (a row-wise reduction; not a matmul-like one whose
+//     operands are reused across outputs); otherwise the next power of two >= E, clamped to
+//     [warp_size, max_threads_per_block / 4].
 //   BM (1, 2, 4, .., 32 with BN * BM <= max_threads_per_block): threads along the second innermost
 //     axis. Asked only where it applies (BN > 1 and two or more parallel axes); elsewhere it is 1.
 //     Heuristic: min(next power of two >= its extent, (max_threads_per_block / 4) / BN).
+//   GROUP_M (1, 2, 4, 8, 16; below and dividing the M block count): asked for a contraction with
+//     blocks along both N and M. G > 1 makes one BLOCK axis `b` walking G M-blocks before moving
+//     along N (n_block = b % (G * NB) / G, m_block = b / (G * NB) * G + b % G), so blocks resident
+//     together share slabs in L2. Heuristic: 8 (or the largest candidate below) when the A and B
+//     operands exceed half of device.l2_bytes, else 1.
 // Accepts: Tile IR; a TileOp body must be exactly one Tile statement. Tiles without PARALLEL axes
 //   are skipped; a Tile mixing PARALLEL and bound axes is skipped too (it was bound already).
 // Guarantees: no PARALLEL axis remains on a rewritten Tile; every point of the old iteration space
 //   is run by exactly one thread; the body is canonically named. A guard is never put around a
 //   collective statement (an error instead).
 // Tests: tests/golden/launch_geometry/ and tests/unit/tile_passes_test.cpp.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/ir/contraction.h"
 #include "tessera/ir/graph.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
@@ -123,6 +137,73 @@ bool is_row_reduction(const Tile& tile, const DeviceDesc& device) {
   return false;
 }
 
+// A slab loop (chunk_matmul_k's): a serial loop with literal bounds whose body is one loop.
+bool is_slab_loop(const Stmt& s) {
+  const auto* loop = s.as<Loop>();
+  return loop != nullptr && loop->begin.is(ExprKind::Int) && loop->end.is(ExprKind::Int) && loop->body.size() == 1 &&
+         loop->body[0].is<Loop>();
+}
+
+// `body` under the tail guard. When the body holds a slab loop, accumulator declarations stay
+// outside the guard and each slab loop takes the guard inside its body, so every thread runs the
+// slab loop and a later pass may stage a slab at the top of its body (a Stage must be reached by
+// every thread); the other statements are guarded in runs. That is only done when no guarded run
+// defines a name used outside it; otherwise, and without a slab loop, the whole body is guarded.
+Body guarded(const Body& body, const Expr& guard) {
+  Body whole = {Cond{guard, body, {}}};
+  if (std::none_of(body.begin(), body.end(), is_slab_loop)) return whole;
+  Body out, run;
+  std::vector<Body> runs;  // every guarded statement list, for the scope check
+  auto flush = [&] {
+    if (run.empty()) return;
+    runs.push_back(run);
+    out.push_back(Cond{guard, std::move(run), {}});
+    run.clear();
+  };
+  for (const Stmt& s : body) {
+    if (s.is<Init>()) {
+      flush();
+      out.push_back(s);
+    } else if (is_slab_loop(s)) {
+      flush();
+      Loop slab = *s.as<Loop>();
+      runs.push_back(slab.body);
+      slab.body = {Cond{guard, std::move(slab.body), {}}};
+      out.push_back(std::move(slab));
+    } else {
+      run.push_back(s);
+    }
+  }
+  flush();
+  // A name a guarded run defines is visible only inside it: no other run, and no Init left
+  // outside the guard, may use it (slab loops have literal bounds).
+  std::set<std::string> defined_in_runs;
+  for (const Body& r : runs)
+    for (const std::string& name : bound_names(r)) defined_in_runs.insert(name);
+  for (const Body& r : runs) {
+    const std::set<std::string> bound = bound_names(r);
+    for (const std::string& name : used_names(r))
+      if (defined_in_runs.count(name) && !bound.count(name)) return whole;
+  }
+  for (const Stmt& s : out)
+    if (s.is<Init>())
+      for (const std::string& name : own_used_names(s))
+        if (defined_in_runs.count(name)) return whole;
+  return out;
+}
+
+// Whether the Tile is a contraction whose second innermost axis is one of its M axes (rows of
+// A): the BN rule then makes a 2-D block tile, so that the rows share each staged slab of B.
+bool tiles_rows_of_a_contraction(const Tile& tile) {
+  if (tile.axes.size() < 2) return false;
+  const std::string& second = tile.axes[tile.axes.size() - 2].name;
+  for (const Contraction& c : find_contractions(tile))
+    if (std::find(c.m_axes.begin(), c.m_axes.end(), second) != c.m_axes.end() &&
+        std::find(c.n_axes.begin(), c.n_axes.end(), tile.axes.back().name) != c.n_axes.end())
+      return true;
+  return false;
+}
+
 // One parallel axis split into threads (and blocks when the threads do not cover it).
 struct SplitAxis {
   TileAxis thread;
@@ -150,6 +231,50 @@ SplitAxis split(const TileAxis& axis, int64_t threads, std::set<std::string>& ta
   return s;
 }
 
+// The bytes of the A and B operands of the Tile's contractions (graph buffers only).
+int64_t operand_bytes(const Tile& tile, const Graph& g) {
+  int64_t bytes = 0;
+  std::set<std::string> seen;
+  for (const Contraction& c : find_contractions(tile))
+    for (const ContractionOperand* op : {&c.a(), &c.b()})
+      if (const Node* n = g.find(op->buffer); n != nullptr && seen.insert(op->buffer).second)
+        bytes += num_elements(n->type.shape) * dtype_bytes(n->type.dtype);
+  return bytes;
+}
+
+// Knob GROUP_M: for a contraction tiled in both dimensions, one BLOCK axis whose consecutive blocks
+// walk GROUP_M blocks down M before moving along N, so the blocks resident together share their
+// slabs of B (and of A, GROUP_M at a time) in L2. Rewrites `n_split` and `m_split`'s indices and
+// guards to decode the grouped axis; nullopt when not grouped.
+Expected<std::optional<TileAxis>> group_blocks(const Tile& tile, SplitAxis& n_split, std::optional<SplitAxis>& m_split,
+                                               std::set<std::string>& taken, Node& node, PassContext& ctx) {
+  if (!n_split.block || !m_split || !m_split->block || !tiles_rows_of_a_contraction(tile)) return std::optional<TileAxis>();
+  const int64_t nb = n_split.block->extent, mb = m_split->block->extent;
+  std::vector<int64_t> candidates = {1};
+  for (int64_t g : {2, 4, 8, 16})
+    if (g < mb && mb % g == 0) candidates.push_back(g);
+  if (candidates.size() == 1) return std::optional<TileAxis>();
+  // Grouping pays when the operands do not stay in L2 anyway.
+  int64_t heuristic = 1;
+  if (2 * operand_bytes(tile, ctx.graph()) > ctx.device().l2_bytes)
+    for (int64_t g : candidates)
+      if (g <= 8) heuristic = g;
+  TESSERA_ASSIGN_OR_RETURN(int64_t group, ctx.choose_int("GROUP_M", node, candidates, heuristic));
+  if (group == 1) return std::optional<TileAxis>();
+  std::string name = "grouped_block";
+  for (int i = 1; taken.count(name); ++i) name = "grouped_block_" + std::to_string(i);
+  taken.insert(name);
+  const Expr b = Expr::var(name);
+  const Expr n_block = (b % (group * nb)) / group;
+  const Expr m_block = (b / (group * nb)) * group + b % group;
+  const std::map<std::string, Expr> decode = {{n_split.block->name, n_block}, {m_split->block->name, m_block}};
+  for (SplitAxis* s : {&n_split, &*m_split}) {
+    s->index = substitute(s->index, decode);
+    if (s->guard.defined()) s->guard = substitute(s->guard, decode);
+  }
+  return std::optional<TileAxis>(TileAxis{name, nb * mb, AxisBinding::Block});
+}
+
 class LaunchGeometryPass final : public TilePass {
  public:
   std::string_view name() const override { return "launch_geometry"; }
@@ -165,6 +290,8 @@ class LaunchGeometryPass final : public TilePass {
                  "threads along the innermost parallel axis; 1 = one output row per block"},
         KnobSpec{"BM", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}, int64_t{32}},
                  std::nullopt, "threads along the second innermost parallel axis (2-D outputs)"},
+        KnobSpec{"GROUP_M", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}},
+                 std::nullopt, "blocks walked down M before moving along N (L2 reuse of a contraction's slabs; 1 = off)"},
     };
   }
 
@@ -201,7 +328,9 @@ class LaunchGeometryPass final : public TilePass {
     for (int64_t c : {1, 32, 64, 128, 256, 512, 1024})
       if (c <= max_threads) bn_candidates.push_back(c);
     int64_t bn_heuristic = 1;
-    if (!is_row_reduction(tile, device))
+    if (tiles_rows_of_a_contraction(tile))
+      bn_heuristic = warp;  // a 2-D block tile: BM = comfortable / warp rows share each B slab
+    else if (!is_row_reduction(tile, device))
       bn_heuristic = std::min(std::max(next_pow2(inner.extent), warp), comfortable);
     Expected<int64_t> bn = ctx.choose_int("BN", node, bn_candidates, bn_heuristic);
     if (!bn) return std::move(bn).error();
@@ -229,8 +358,13 @@ class LaunchGeometryPass final : public TilePass {
       unsplit = tile.axes.size() - (m_split ? 2 : 1);
       thread_axes.push_back(n_split.thread);
       if (m_split) thread_axes.push_back(m_split->thread);
-      if (n_split.block) block_axes.push_back(*n_split.block);
-      if (m_split && m_split->block) block_axes.push_back(*m_split->block);
+      TESSERA_ASSIGN_OR_RETURN(std::optional<TileAxis> grouped, group_blocks(tile, n_split, m_split, taken, node, ctx));
+      if (grouped) {
+        block_axes.push_back(*grouped);
+      } else {
+        if (n_split.block) block_axes.push_back(*n_split.block);
+        if (m_split && m_split->block) block_axes.push_back(*m_split->block);
+      }
       substitution[inner.name] = n_split.index;
       if (n_split.guard.defined()) guards.push_back(n_split.guard);
       if (m_split) {
@@ -255,7 +389,7 @@ class LaunchGeometryPass final : public TilePass {
         return ctx.error_at(node, "the tail guard would enclose a collective statement; bind the axes first");
       Expr guard = guards[0];
       for (size_t i = 1; i < guards.size(); ++i) guard = Expr::binary(ExprKind::And, guard, guards[i]);
-      out.body = Body{Cond{simplify(guard, ranges), std::move(out.body), {}}};
+      out.body = guarded(out.body, simplify(guard, ranges));
     }
     return out;
   }

@@ -350,12 +350,18 @@ class StageInputsPass final : public TilePass {
 
  private:
   // A uniform serial loop over chunks: its bounds are block-uniform and its body loops over the
-  // chunk. (A plain K loop, one element per step, would refill a Stage at every step.)
+  // chunk, directly or under a tail guard (launch_geometry puts the guard inside a slab loop).
+  // (A plain K loop, one element per step, would refill a Stage at every step.)
   static bool is_chunk_loop(const Stmt& s, const std::set<std::string>& block_axes) {
     const auto* loop = s.as<Loop>();
     if (loop == nullptr || !all_in(loop->begin, block_axes) || !all_in(loop->end, block_axes)) return false;
-    return std::any_of(loop->body.begin(), loop->body.end(),
-                       [](const Stmt& inner) { return inner.is<StridedLoop>() || inner.is<Loop>(); });
+    auto loops_over_chunk = [](const Body& body) {
+      return std::any_of(body.begin(), body.end(),
+                         [](const Stmt& inner) { return inner.is<StridedLoop>() || inner.is<Loop>(); });
+    };
+    if (loops_over_chunk(loop->body)) return true;
+    return loop->body.size() == 1 && loop->body[0].is<Cond>() && loop->body[0].as<Cond>()->else_body.empty() &&
+           loops_over_chunk(loop->body[0].as<Cond>()->then_body);
   }
 
   // Merges each group's loads into its slab; sets bytes and reuse, or why the plan is impossible.

@@ -221,7 +221,7 @@ Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::open(std::shared_ptr<const D
   TESSERA_CU(cu, device_get_name, "device 0", name, static_cast<int>(sizeof name - 1), rt->dev_);
   auto attr = [&](CUdevice_attribute a, int& v) { return cu.check(cu.device_get_attribute(&v, a, rt->dev_), "cuDeviceGetAttribute"); };
   int major = 0, minor = 0, sms = 0, smem_block = 0, smem_optin = 0, smem_sm = 0, regs_sm = 0, threads_block = 0,
-      threads_sm = 0, warp = 0, l2 = 0;
+      threads_sm = 0, blocks_sm = 0, smem_reserved = 0, warp = 0, l2 = 0;
   TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, major));
   TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, minor));
   TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, sms));
@@ -231,6 +231,8 @@ Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::open(std::shared_ptr<const D
   TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, regs_sm));
   TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, threads_block));
   TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, threads_sm));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, blocks_sm));
+  TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, smem_reserved));
   TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE, warp));
   TESSERA_TRY(attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, l2));
   DeviceDesc& d = rt->device_;
@@ -244,6 +246,8 @@ Expected<std::unique_ptr<CudaRuntime>> CudaRuntime::open(std::shared_ptr<const D
   d.regs_per_sm = regs_sm;
   d.max_threads_per_block = threads_block;
   d.max_threads_per_sm = threads_sm;
+  d.max_blocks_per_sm = blocks_sm;
+  d.smem_reserved_per_block = smem_reserved;
   d.warp_size = warp;
   d.l2_bytes = l2;
   return rt;

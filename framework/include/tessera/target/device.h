@@ -21,6 +21,9 @@ struct DeviceDesc {
   int64_t regs_per_sm = 0;
   int max_threads_per_block = 1024;
   int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 0;         // resident blocks per SM, whatever their size (0: not known)
+  int64_t smem_reserved_per_block = 0;  // bytes the driver takes from the SM per resident block
+  int reg_alloc_unit = 256;          // registers are allocated per warp in units of this many
   int warp_size = 32;
   int64_t l2_bytes = 0;
   double dram_gbps = 0;              // peak DRAM bandwidth, GB/s
