@@ -194,10 +194,10 @@ Body guarded(const Body& body, const Expr& guard) {
 
 // Whether the Tile is a contraction whose second innermost axis is one of its M axes (rows of
 // A): the BN rule then makes a 2-D block tile, so that the rows share each staged slab of B.
-bool tiles_rows_of_a_contraction(const Tile& tile) {
+bool tiles_rows_of_a_contraction(const Tile& tile, const std::vector<Contraction>& contractions) {
   if (tile.axes.size() < 2) return false;
   const std::string& second = tile.axes[tile.axes.size() - 2].name;
-  for (const Contraction& c : find_contractions(tile))
+  for (const Contraction& c : contractions)
     if (std::find(c.m_axes.begin(), c.m_axes.end(), second) != c.m_axes.end() &&
         std::find(c.n_axes.begin(), c.n_axes.end(), tile.axes.back().name) != c.n_axes.end())
       return true;
@@ -231,11 +231,11 @@ SplitAxis split(const TileAxis& axis, int64_t threads, std::set<std::string>& ta
   return s;
 }
 
-// The bytes of the A and B operands of the Tile's contractions (graph buffers only).
-int64_t operand_bytes(const Tile& tile, const Graph& g) {
+// The bytes of the A and B operands of `contractions` (graph buffers only).
+int64_t operand_bytes(const std::vector<Contraction>& contractions, const Graph& g) {
   int64_t bytes = 0;
   std::set<std::string> seen;
-  for (const Contraction& c : find_contractions(tile))
+  for (const Contraction& c : contractions)
     for (const ContractionOperand* op : {&c.a(), &c.b()})
       if (const Node* n = g.find(op->buffer); n != nullptr && seen.insert(op->buffer).second)
         bytes += num_elements(n->type.shape) * dtype_bytes(n->type.dtype);
@@ -246,9 +246,11 @@ int64_t operand_bytes(const Tile& tile, const Graph& g) {
 // walk GROUP_M blocks down M before moving along N, so the blocks resident together share their
 // slabs of B (and of A, GROUP_M at a time) in L2. Rewrites `n_split` and `m_split`'s indices and
 // guards to decode the grouped axis; nullopt when not grouped.
-Expected<std::optional<TileAxis>> group_blocks(const Tile& tile, SplitAxis& n_split, std::optional<SplitAxis>& m_split,
+// `contractions` are the Tile's; `tiles_rows` whether they make it a 2-D block tile.
+Expected<std::optional<TileAxis>> group_blocks(const std::vector<Contraction>& contractions, bool tiles_rows,
+                                               SplitAxis& n_split, std::optional<SplitAxis>& m_split,
                                                std::set<std::string>& taken, Node& node, PassContext& ctx) {
-  if (!n_split.block || !m_split || !m_split->block || !tiles_rows_of_a_contraction(tile)) return std::optional<TileAxis>();
+  if (!n_split.block || !m_split || !m_split->block || !tiles_rows) return std::optional<TileAxis>();
   const int64_t nb = n_split.block->extent, mb = m_split->block->extent;
   std::vector<int64_t> candidates = {1};
   for (int64_t g : {2, 4, 8, 16})
@@ -256,7 +258,7 @@ Expected<std::optional<TileAxis>> group_blocks(const Tile& tile, SplitAxis& n_sp
   if (candidates.size() == 1) return std::optional<TileAxis>();
   // Grouping pays when the operands do not stay in L2 anyway.
   int64_t heuristic = 1;
-  if (2 * operand_bytes(tile, ctx.graph()) > ctx.device().l2_bytes)
+  if (2 * operand_bytes(contractions, ctx.graph()) > ctx.device().l2_bytes)
     for (int64_t g : candidates)
       if (g <= 8) heuristic = g;
   TESSERA_ASSIGN_OR_RETURN(int64_t group, ctx.choose_int("GROUP_M", node, candidates, heuristic));
@@ -328,7 +330,10 @@ class LaunchGeometryPass final : public TilePass {
     for (int64_t c : {1, 32, 64, 128, 256, 512, 1024})
       if (c <= max_threads) bn_candidates.push_back(c);
     int64_t bn_heuristic = 1;
-    if (tiles_rows_of_a_contraction(tile))
+    // One contraction analysis serves the BN rule and GROUP_M.
+    const std::vector<Contraction> contractions = find_contractions(tile);
+    const bool tiles_rows = tiles_rows_of_a_contraction(tile, contractions);
+    if (tiles_rows)
       bn_heuristic = warp;  // a 2-D block tile: BM = comfortable / warp rows share each B slab
     else if (!is_row_reduction(tile, device))
       bn_heuristic = std::min(std::max(next_pow2(inner.extent), warp), comfortable);
@@ -358,7 +363,7 @@ class LaunchGeometryPass final : public TilePass {
       unsplit = tile.axes.size() - (m_split ? 2 : 1);
       thread_axes.push_back(n_split.thread);
       if (m_split) thread_axes.push_back(m_split->thread);
-      TESSERA_ASSIGN_OR_RETURN(std::optional<TileAxis> grouped, group_blocks(tile, n_split, m_split, taken, node, ctx));
+      TESSERA_ASSIGN_OR_RETURN(std::optional<TileAxis> grouped, group_blocks(contractions, tiles_rows, n_split, m_split, taken, node, ctx));
       if (grouped) {
         block_axes.push_back(*grouped);
       } else {
