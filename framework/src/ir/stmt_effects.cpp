@@ -2,6 +2,7 @@
 // fails the build), and the body-wide queries built on it with the shared visitor.
 #include "tessera/ir/stmt_effects.h"
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -98,6 +99,15 @@ void for_every_stmt(const Body& body, OnStmt on_stmt) {
 }
 
 }  // namespace
+
+std::vector<std::string> read_buffers(const Body& body) {
+  std::vector<std::string> buffers;
+  for_every_stmt(body, [&](const Stmt& s) {
+    if (const auto* load = s.as<Load>())
+      if (std::find(buffers.begin(), buffers.end(), load->buffer) == buffers.end()) buffers.push_back(load->buffer);
+  });
+  return buffers;
+}
 
 std::set<std::string> written_buffers(const Body& body) {
   EffectCollector c;

@@ -2,6 +2,7 @@
 // whether it holds a collective statement, and substitution with range-aware simplification. They
 // walk fields through the statements' reflect lists, so they know no statement kind by name and a
 // new kind is covered without touching them.
+#include <limits>
 #include <optional>
 #include <type_traits>
 #include <set>
@@ -10,6 +11,7 @@
 
 #include "tessera/ir/stmt.h"
 #include "stmt_reflection.h"
+#include "tessera/support/internal_check.h"
 
 namespace tessera {
 namespace {
@@ -259,6 +261,24 @@ Body substitute_and_simplify(const Body& body, const std::map<std::string, Expr>
                              RangeMap ranges) {
   SubstitutingSimplifier rewriter(replacements, std::move(ranges));
   return rewriter.mutate_body(body);
+}
+
+Expr combine_identity(CombineFn op, DType dtype) {
+  const bool integral = !dtype_is_float(dtype);
+  const auto lowest = [&]() -> int64_t {
+    return dtype == DType::I32 ? std::numeric_limits<int32_t>::min() : dtype == DType::Bool ? 0 : std::numeric_limits<int64_t>::min();
+  };
+  const auto highest = [&]() -> int64_t {
+    return dtype == DType::I32 ? std::numeric_limits<int32_t>::max() : dtype == DType::Bool ? 1 : std::numeric_limits<int64_t>::max();
+  };
+  switch (op) {
+    case CombineFn::Add: return integral ? Expr::int_(0) : Expr::float_(0.0);
+    case CombineFn::Mul: return integral ? Expr::int_(1) : Expr::float_(1.0);
+    case CombineFn::Max: return integral ? Expr::int_(lowest()) : Expr::float_(-std::numeric_limits<double>::infinity());
+    case CombineFn::Min: return integral ? Expr::int_(highest()) : Expr::float_(std::numeric_limits<double>::infinity());
+  }
+  TESSERA_INTERNAL_CHECK(false, "combine_identity: every CombineFn has an identity");
+  return Expr::int_(0);
 }
 
 }  // namespace tessera

@@ -20,9 +20,9 @@
 //     a 2-D block tile of warp_size columns by (max_threads_per_block / 4) / warp_size rows, whose
 //     rows share every staged slab of B and whose columns share every slab of A (global traffic
 //     per multiply-add: 1/BN + 1/BM elements instead of about one); 1 (cooperative) when the Tile
-//     body has a top-level `# reduce` loop of at least device.warp_size iterations whose every
-//     load depends on every parallel axis (a row-wise reduction; not a matmul-like one whose
-//     operands are reused across outputs); otherwise the next power of two >= E, clamped to
+//     body has a top-level `# reduce` or `# free` loop of at least device.warp_size iterations
+//     whose every load depends on every parallel axis (a row-wise reduction or its epilogue over
+//     the row; not a matmul-like one whose operands are reused across outputs); otherwise the next power of two >= E, clamped to
 //     [warp_size, max_threads_per_block / 4].
 //   BM (1, 2, 4, .., 32 with BN * BM <= max_threads_per_block): threads along the second innermost
 //     axis. Asked only where it applies (BN > 1 and two or more parallel axes); elsewhere it is 1.
@@ -129,7 +129,9 @@ bool is_row_reduction(const Tile& tile, const DeviceDesc& device) {
   deps.visit(tile.body);
   for (const Stmt& s : tile.body) {
     const auto* loop = s.as<Loop>();
-    if (loop == nullptr || loop->role != LoopRole::Reduce) continue;
+    // A `# free` loop left in the body is a reduction's epilogue over the row (a norm's scaling,
+    // split_reduce's share of an epilogue): its threads share it like the reduction.
+    if (loop == nullptr || (loop->role != LoopRole::Reduce && loop->role != LoopRole::Free)) continue;
     std::optional<Interval> trip = bound_of(simplify(loop->end - loop->begin, ranges), ranges);
     if (!trip || trip->hi < device.warp_size) continue;
     if (loads_depend_on_every_axis(*loop, deps, axes)) return true;

@@ -187,25 +187,8 @@ class Lifter {
                    shape_str(in->type.shape));
     // Floats accumulate in f32 (also for f16/bf16 inputs; f64 in f64), integers in the node's dtype.
     const DType acc_dtype = dtype_is_float(in->type.dtype) ? compute_dtype(in->type.dtype) : n_.type.dtype;
-    const bool int_acc = !dtype_is_float(acc_dtype);
     const CombineFn accum_op = op.fn;
-    Expr identity;
-    switch (accum_op) {
-      case CombineFn::Add: identity = int_acc ? Expr::int_(0) : Expr::float_(0.0); break;
-      case CombineFn::Mul: identity = int_acc ? Expr::int_(1) : Expr::float_(1.0); break;
-      case CombineFn::Max:
-        identity = int_acc ? Expr::int_(acc_dtype == DType::I32    ? std::numeric_limits<int32_t>::min()
-                                        : acc_dtype == DType::Bool ? 0
-                                                                   : std::numeric_limits<int64_t>::min())
-                           : Expr::float_(-std::numeric_limits<double>::infinity());
-        break;
-      case CombineFn::Min:
-        identity = int_acc ? Expr::int_(acc_dtype == DType::I32    ? std::numeric_limits<int32_t>::max()
-                                        : acc_dtype == DType::Bool ? 1
-                                                                   : std::numeric_limits<int64_t>::max())
-                           : Expr::float_(std::numeric_limits<double>::infinity());
-        break;
-    }
+    const Expr identity = combine_identity(accum_op, acc_dtype);
 
     // Free axes a0.. cover the input dims except `axis`, in order; the reduce axis comes last.
     std::vector<int64_t> free_extents;

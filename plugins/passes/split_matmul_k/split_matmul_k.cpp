@@ -41,6 +41,7 @@
 
 #include "tessera/ir/contraction.h"
 #include "tessera/ir/graph.h"
+#include "tessera/ir/stmt_effects.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
@@ -57,18 +58,6 @@ constexpr int64_t kHeuristicMinSplitK = 256;
 
 bool is_zero(const Expr& e) {
   return (e.is(ExprKind::Float) && e.float_value() == 0.0) || (e.is(ExprKind::Int) && e.int_value() == 0);
-}
-
-// The graph buffers a body loads.
-std::vector<std::string> loaded_buffers(const Body& body) {
-  struct Loads final : StmtVisitor {
-    std::vector<std::string> buffers;
-    void visit_Load(const Load& s) override {
-      if (std::find(buffers.begin(), buffers.end(), s.buffer) == buffers.end()) buffers.push_back(s.buffer);
-    }
-  } loads;
-  loads.visit(body);
-  return loads.buffers;
 }
 
 // What the rewrite needs, or why it does not apply.
@@ -260,13 +249,13 @@ class SplitMatmulKPass final : public Pass {
     std::vector<int64_t> partial_shape = {static_cast<int64_t>(p.c.accumulators.size()), splits};
     for (const TileAxis& a : tile->axes) partial_shape.push_back(a.extent);
     TensorType partial_type{Shape(partial_shape.begin(), partial_shape.end()), p.acc_dtype};
-    std::vector<std::string> part_inputs = loaded_buffers(part_op->body);
+    std::vector<std::string> part_inputs = read_buffers(part_op->body);
     std::vector<KnobChoice> choices = n.choices;
 
     auto combine_op = std::make_unique<TileOp>(kernel);
     combine_op->name = kernel.name + "_combine";
     combine_op->body = canonicalize_names(Body{Stmt(std::move(combine))});
-    std::vector<std::string> combine_inputs = loaded_buffers(combine_op->body);
+    std::vector<std::string> combine_inputs = read_buffers(combine_op->body);
 
     TESSERA_ASSIGN_OR_RETURN(Node * part_node, g.insert_before(n.id(), partial, std::move(part_op),
                                                                 std::move(part_inputs), partial_type));

@@ -163,6 +163,11 @@ struct Init {
   }
 };
 
+// The identity of `op` for an accumulator of `dtype` (0, 1, the lowest or the highest value): what
+// an accumulator starts from so that combining partial results (threads, splits) in any grouping
+// equals one pass over every value.
+Expr combine_identity(CombineFn op, DType dtype);
+
 // `acc0 <- add(acc0, v1)`; for a register array, one element: `acc0[1, a3] <- add(acc0[1, a3], v1)`
 struct Accum {
   std::string acc;

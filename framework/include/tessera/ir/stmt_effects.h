@@ -10,10 +10,14 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tessera/ir/stmt.h"
 
 namespace tessera {
+
+// Every buffer a Load of `body` reads, at any depth, in order of first load: a kernel's inputs.
+std::vector<std::string> read_buffers(const Body& body);
 
 // Every buffer whose contents a statement of `body` may change, at any depth: the buffer of a
 // Write or VectorStore, the slab a Stage fills, the destination of a CpAsyncCopy or TmaLoad, the
