@@ -54,12 +54,22 @@ TEST(KernelReportCli, CompileVReportsEveryKernelAtTheCudaStage) {
   }
 }
 
-// 67 M floats summed by one block: 268,435,456 B read and 4 written on 1 of 132 SMs.
+// 67 M floats summed by one block (split_reduce pinned off): 268,435,456 B read and 4 written on
+// 1 of 132 SMs warns. The default schedule splits the sum over 256 blocks and does not.
 TEST(KernelReportCli, OneBlockSumOverAQuarterGigabyteWarns) {
-  auto r = run_cli({"compile", "-c", kSum, "--ir", "kernel", "-v", "-o", "/dev/null"});
+  TempDir dir;
+  const std::string unsplit = dir.write(
+      "unsplit.yaml", "name: unsplit\nstages:\n  torch: [canonicalize]\n  tensor: [decompose, canonicalize]\n"
+                      "  loop: [lift, fuse, canonicalize]\n"
+                      "  tile: [tileify, {split_reduce: {SPLIT: 1}}, launch_geometry, cooperative_reduce, canonicalize]\n"
+                      "  kernel: [materialize, canonicalize]\n  cuda: [emit_cuda]\ntarget: {name: cuda, arch: sm_90}\n");
+  auto r = run_cli({"compile", "-c", kSum, "--ir", "kernel", "-v", "-o", "/dev/null", "--pipeline", unsplit});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("  warning: moves 268,435,460 B on 1 block, fewer than the 132 SMs\n"), std::string::npos)
       << r.err;
+  auto split = run_cli({"compile", "-c", kSum, "--ir", "kernel", "-v", "-o", "/dev/null"});
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  EXPECT_EQ(split.err.find("warning"), std::string::npos) << split.err;
   // RMSNorm moves half a megabyte: no warning.
   auto small = run_cli({"compile", "-c", kRmsNorm, "--ir", "kernel", "-v", "-o", "/dev/null"});
   ASSERT_EQ(small.exit_code, 0) << small.err;

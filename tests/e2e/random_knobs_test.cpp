@@ -185,6 +185,85 @@ TEST_F(MatmulScheduleTest, DecodeProjectionFillsEverySm) {
   EXPECT_GE(most_blocks, device_->sm_count);
 }
 
+// The reduction corpus of split_reduce: rows of 1, 31, 4097 and 262144 elements, a whole-tensor
+// sum of 2^24, softmax with a masked (-inf) tail, max and min, logsumexp, a norm over few rows, and
+// a whole-tensor mean fused with a large epilogue. Every sampled schedule must match the reference
+// in f32, bf16 and f16, and the samples must split some reductions and some epilogues.
+struct ReductionProgram {
+  const char* name;
+  const char* text;
+  int schedules;  // sampled schedules (fewer for the largest programs)
+};
+const ReductionProgram kReductionPrograms[] = {
+    {"RowsOf1", "x=torch.randn(8,1); torch.softmax(x, dim=-1)", 4},
+    {"RowsOf31", "x=torch.randn(3,31); torch.softmax(x, dim=-1)", 4},
+    {"RowsOf4097", "x=torch.randn(2,4097); torch.log_softmax(x, dim=-1)", kSampledSchedules},
+    {"MaskedSoftmax", "x=torch.randn(2,9000); torch.softmax(x.masked_fill(torch.arange(9000) >= 3000, float('-inf')), dim=-1)",
+     kSampledSchedules},
+    {"MaxMinusMin", "x=torch.randn(64,300); x.amax() - x.amin()", kSampledSchedules},
+    {"Logsumexp", "x=torch.randn(3,20000); torch.logsumexp(x, dim=-1)", kSampledSchedules},
+    {"RmsNormFewRows", "x=torch.randn(2,16384); nn.RMSNorm(16384)(x)", kSampledSchedules},
+    {"MeanEpilogue", "x=torch.randn(512,512); torch.nn.functional.gelu(x)*2 + x.mean()", kSampledSchedules},
+    {"Softmax262144", "torch.softmax(torch.randn(2, 262144), dim=-1)", 2},
+    {"WholeTensorSum2e24", "x=torch.randn(4096,4096); x.sum()", 1},
+};
+
+class SplitReduceTest : public RandomKnobsTest {
+ protected:
+  // The most blocks any kernel of the last lowered graph launches.
+  int64_t most_blocks() const {
+    int64_t most = 0;
+    for (const Node* n : last_lowered_.nodes())
+      if (const auto* k = n->op_as<KernelOp>()) most = std::max(most, k->grid[0] * k->grid[1] * k->grid[2]);
+    return most;
+  }
+};
+
+TEST_F(SplitReduceTest, SampledSplitsMatchReferenceInEveryDtype) {
+  int split = 0, epilogue_split = 0;
+  for (const ReductionProgram& p : kReductionPrograms) {
+    SCOPED_TRACE(p.name);
+    check(p.text, std::nullopt);
+    for (uint64_t seed = 1; seed <= static_cast<uint64_t>(p.schedules); ++seed) {
+      check(p.text, seed);
+      if (HasFailure()) return;
+      split += int_knob(last_lowered_, "split_reduce", "SPLIT").value_or(1) > 1;
+      epilogue_split += int_knob(last_lowered_, "split_reduce", "EPILOGUE_SPLIT").value_or(1) > 1;
+    }
+    check(p.text, 31, DType::BF16);
+    check(p.text, 32, DType::F16);
+  }
+  EXPECT_GT(split, 0) << "no sampled schedule split a reduction";
+  EXPECT_GT(epilogue_split, 0) << "no sampled schedule split an epilogue";
+}
+
+// The acceptance cases: each launches at least a block per SM and simulates correctly. The sum
+// over 8192 x 8192 and the mean over 4096 x 4096 are compiled at full size and simulated at a
+// quarter of it (same schedule shape; the full sizes take minutes on the simulator).
+TEST_F(SplitReduceTest, LargeReductionsFillEverySm) {
+  const char* full[] = {"x=torch.randn(8192,8192); x.sum()",
+                        "x=torch.randn(4096,4096); torch.nn.functional.gelu(x)*2 + x.mean()",
+                        "torch.softmax(torch.randn(4, 262144), dim=-1)"};
+  for (const char* text : full) {
+    SCOPED_TRACE(text);
+    Graph g = trace(text, DType::F32);
+    ASSERT_FALSE(HasFailure());
+    ASSERT_TRUE(lower(g, pipeline_, Dialect::Kernel, device_, std::nullopt, /*verify_each=*/false));
+    last_lowered_ = g;
+    EXPECT_GE(most_blocks(), device_->sm_count);
+    for (const Node* n : g.nodes())  // every kernel reading the large input is spread
+      if (const auto* k = n->op_as<KernelOp>(); k != nullptr && std::find(n->inputs.begin(), n->inputs.end(), "x") != n->inputs.end())
+        EXPECT_GE(k->grid[0] * k->grid[1] * k->grid[2], device_->sm_count) << n->id();
+  }
+  for (const char* text : {"x=torch.randn(4096,4096); x.sum()",
+                           "x=torch.randn(2048,2048); torch.nn.functional.gelu(x)*2 + x.mean()",
+                           "torch.softmax(torch.randn(4, 262144), dim=-1)"}) {
+    SCOPED_TRACE(text);
+    check(text, std::nullopt);
+    EXPECT_GE(most_blocks(), device_->sm_count);
+  }
+}
+
 // The corpus exercises the default pipeline's value passes: counted by the diff blocks the runner
 // prints for a pass that changed a kernel, hoist_loop_invariants and eliminate_common_subexpressions
 // (in the loop and in the tile stage) each rewrite some program's kernels, so the differential runs

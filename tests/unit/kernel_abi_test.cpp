@@ -455,7 +455,9 @@ TEST(LaunchArgsTest, EncodesATensorMapInnermostFirst) {
 TEST_F(KernelAbiTest, RmsNormOver16384ColumnsStagesTheRowInDynamicSharedMemory) {
   Expected<PipelineSpec> spec = load_pipeline_file(test::default_pipeline_path());
   ASSERT_TRUE(spec) << spec.error().render();
-  const std::string program = "nn.RMSNorm(16384)(torch.randn(1,8,16384))";
+  // 132 rows, one per SM of the H100: with fewer, split_reduce would spread each row over blocks
+  // (and stage slices of it instead of the whole row).
+  const std::string program = "nn.RMSNorm(16384)(torch.randn(1,132,16384))";
   Graph g = trace(program);
   Graph reference_graph = g;
   Status s = lower(g, *spec, Dialect::Kernel, device_, std::nullopt, /*verify_each=*/true);

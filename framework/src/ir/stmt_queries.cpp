@@ -2,6 +2,7 @@
 // whether it holds a collective statement, and substitution with range-aware simplification. They
 // walk fields through the statements' reflect lists, so they know no statement kind by name and a
 // new kind is covered without touching them.
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -261,6 +262,21 @@ Body substitute_and_simplify(const Body& body, const std::map<std::string, Expr>
                              RangeMap ranges) {
   SubstitutingSimplifier rewriter(replacements, std::move(ranges));
   return rewriter.mutate_body(body);
+}
+
+int64_t innermost_iterations(const Body& body) {
+  int64_t work = 0;
+  for (const Stmt& s : body) {
+    if (const auto* loop = s.as<Loop>()) {
+      const int64_t trips = loop->begin.is(ExprKind::Int) && loop->end.is(ExprKind::Int)
+                                ? std::max<int64_t>(0, loop->end.int_value() - loop->begin.int_value())
+                                : 1;
+      work += trips * std::max<int64_t>(1, innermost_iterations(loop->body));
+    } else if (const auto* cond = s.as<Cond>()) {
+      work += std::max(innermost_iterations(cond->then_body), innermost_iterations(cond->else_body));
+    }
+  }
+  return work;
 }
 
 Expr combine_identity(CombineFn op, DType dtype) {

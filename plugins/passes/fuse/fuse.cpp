@@ -34,6 +34,10 @@
 //   materializes a residual stream x + linear(h) as the matmul's epilogue at every residual add,
 //   so every layer of a model lowers to the same kernels (see reduction_left_behind).
 //   SIZE RULE: no fusion makes a kernel longer than kMaxFusedKernelStatements statements.
+//   PARALLELISM: fusion may leave a kernel whose rows are few and long (a whole-tensor reduction
+//   read by every element of a large epilogue, as in gelu(x) * 2 + x.mean()); the tile stage's
+//   split_reduce spreads its reduction and its epilogue over at least as many blocks as the device
+//   has SMs when the work is large, so fusing never serializes work on a few SMs.
 //   Declined fusions are reported with ctx.skip(node, reason).
 //   Resulting kernel counts: the seed, RMSNorm, softmax and the gated MLP are one kernel each. The
 //   LayerNorm module is one kernel too: mean and variance are row reductions read once per row, so

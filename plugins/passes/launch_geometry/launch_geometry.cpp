@@ -20,13 +20,17 @@
 //     a 2-D block tile of warp_size columns by (max_threads_per_block / 4) / warp_size rows, whose
 //     rows share every staged slab of B and whose columns share every slab of A (global traffic
 //     per multiply-add: 1/BN + 1/BM elements instead of about one); 1 (cooperative) when the Tile
-//     body has a top-level `# reduce` or `# free` loop of at least device.warp_size iterations
-//     whose every load depends on every parallel axis (a row-wise reduction or its epilogue over
-//     the row; not a matmul-like one whose operands are reused across outputs); otherwise the next power of two >= E, clamped to
-//     [warp_size, max_threads_per_block / 4].
+//     body has a top-level `# reduce` loop of at least device.warp_size iterations whose every
+//     load depends on every parallel axis (a row-wise reduction; not a matmul-like one whose
+//     operands are reused across outputs), or a top-level `# free` loop whose trips times the
+//     innermost iterations of its body reach device.warp_size (a reduction's epilogue over the
+//     row, or split_reduce's share of it); otherwise the next power of two >= E, clamped to
+//     [warp_size, T], T = max_threads_per_block / 4, halved (not below warp_size) while a kernel
+//     whose work is 1 MB or more (outputs times the innermost iterations of the body, 4 bytes
+//     each) would get fewer blocks than device.sm_count.
 //   BM (1, 2, 4, .., 32 with BN * BM <= max_threads_per_block): threads along the second innermost
 //     axis. Asked only where it applies (BN > 1 and two or more parallel axes); elsewhere it is 1.
-//     Heuristic: min(next power of two >= its extent, (max_threads_per_block / 4) / BN).
+//     Heuristic: min(next power of two >= its extent, T / BN).
 //   GROUP_M (1, 2, 4, 8, 16; below and dividing the M block count): asked for a contraction with
 //     blocks along both N and M. G > 1 makes one BLOCK axis `b` walking G M-blocks before moving
 //     along N (n_block = b % (G * NB) / G, m_block = b / (G * NB) * G + b % G), so blocks resident
@@ -55,6 +59,8 @@
 
 namespace tessera {
 namespace {
+
+constexpr int64_t kLargeWorkBytes = 1 << 20;  // the kernel report's threshold for "large"
 
 int64_t next_pow2(int64_t v) {
   int64_t p = 1;
@@ -129,11 +135,17 @@ bool is_row_reduction(const Tile& tile, const DeviceDesc& device) {
   deps.visit(tile.body);
   for (const Stmt& s : tile.body) {
     const auto* loop = s.as<Loop>();
-    // A `# free` loop left in the body is a reduction's epilogue over the row (a norm's scaling,
-    // split_reduce's share of an epilogue): its threads share it like the reduction.
     if (loop == nullptr || (loop->role != LoopRole::Reduce && loop->role != LoopRole::Free)) continue;
     std::optional<Interval> trip = bound_of(simplify(loop->end - loop->begin, ranges), ranges);
-    if (!trip || trip->hi < device.warp_size) continue;
+    if (!trip) continue;
+    // A `# free` loop left in the body (tileify made every other one an axis) is a reduction's
+    // epilogue over the row, or split_reduce's share of one: the block's threads share it when
+    // it holds a warp's worth of work (its trips times the work of each, a K loop for instance).
+    if (loop->role == LoopRole::Free) {
+      if (trip->hi * std::max<int64_t>(1, innermost_iterations(loop->body)) >= device.warp_size) return true;
+      continue;
+    }
+    if (trip->hi < device.warp_size) continue;
     if (loads_depend_on_every_axis(*loop, deps, axes)) return true;
   }
   return false;
@@ -325,7 +337,14 @@ class LaunchGeometryPass final : public TilePass {
     const DeviceDesc& device = ctx.device();
     const int64_t max_threads = device.max_threads_per_block;
     const int64_t warp = device.warp_size;
-    const int64_t comfortable = std::max(warp, max_threads / 4);  // threads per block we aim for
+    // Threads per block we aim for; fewer, down to a warp, when large work (1 MB or more) would
+    // otherwise leave SMs without a block.
+    int64_t comfortable = std::max(warp, max_threads / 4);
+    int64_t outputs = 1;
+    for (const TileAxis& a : tile.axes) outputs *= a.extent;
+    const int64_t work_bytes = outputs * std::max<int64_t>(1, innermost_iterations(tile.body)) * 4;
+    if (work_bytes >= kLargeWorkBytes)
+      while (comfortable > warp && outputs / comfortable < device.sm_count) comfortable /= 2;
     const TileAxis& inner = tile.axes.back();
 
     std::vector<int64_t> bn_candidates;

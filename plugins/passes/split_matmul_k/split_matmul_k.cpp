@@ -14,20 +14,23 @@
 //           acc_i = init(0.0);  for s in 0..S:  # reduce   acc_i <- add(acc_i, load y_splitk[i, s, <axes>])
 //           <epilogue>
 // The epilogue (bias, activation, residual, the cast to y's dtype) runs once, after the full sum:
-// it need not distribute over the sum. Partial sums keep the accumulator's dtype.
+// it need not distribute over the sum. Partial sums keep the accumulator's dtype. Prologue loads,
+// assignments and selects the epilogue reads (a residual loaded before the K loop) are computed
+// again in the combine kernel, before the epilogue.
 // Why: a decode step's projection (M = 1) has only N outputs; one block per few hundred outputs
 // leaves most of a 132-SM GPU idle while the weights, which dominate its time, stream through a
 // few SMs. Split S ways, S times as many blocks share the stream.
 // Accepts: Tile IR. Applies to TileOp kernels whose Tile axes are all PARALLEL and whose Tile body
 //   holds one contraction at its top level; skips (with the reason) a contraction whose
-//   accumulators do not start at 0 or do not sum, whose epilogue reads a value of the prologue
-//   (the combine kernel could not see it), or whose accumulators are read before the epilogue.
-// Knob SPLITK (1 = off, else 2..32 dividing e-b and leaving at least 16 steps per split). Asked
-//   only for kernels with a contraction. Heuristic: estimate the blocks the outputs alone give
-//   (one block per 256 outputs, launch_geometry's largest block); when that is below
-//   device.sm_count and K is at least 1024, the smallest S that gives every SM a block while each
-//   split keeps at least 256 steps of K (so the partial sums, S * outputs * 8 bytes of traffic,
-//   stay small beside the operands); else 1.
+//   accumulators do not start at 0 or do not sum, whose epilogue reads a prologue value computed
+//   by a loop or a condition (the combine kernel could not compute it again cheaply), or whose
+//   accumulators are read before the epilogue.
+// Knob SPLITK (1 = off, else 2..128, powers of two dividing e-b and leaving at least 16 steps per
+//   split). Asked only for kernels with a contraction. Heuristic: estimate the blocks the outputs
+//   alone give (one block per 256 outputs, launch_geometry's largest block); when that is below
+//   device.sm_count and K is at least 512, the smallest S that gives every SM a block while each
+//   split keeps at least 16 steps of K (the partial sums, 2 * S * 4 bytes per output written and
+//   read back, stay at most half the K * 2 bytes of bf16 weights per output); else 1.
 // Guarantees: every output sums the same products, in S groups in k order added in s order (so
 //   results may differ from the unsplit kernel by rounding); kernel names: the partial kernel
 //   keeps y's kernel name, the combine kernel is named <name>_combine. Names canonical.
@@ -50,11 +53,11 @@
 namespace tessera {
 namespace {
 
-const std::vector<int64_t> kSplits = {2, 4, 8, 16, 32};
+const std::vector<int64_t> kSplits = {2, 4, 8, 16, 32, 64, 128};
 constexpr int64_t kOutputsPerBlock = 256;    // launch_geometry's largest block (BN * BM)
 constexpr int64_t kMinStepsPerSplit = 16;    // below this a split is all overhead
-constexpr int64_t kHeuristicMinK = 1024;     // shorter K: the partial sums cost too much
-constexpr int64_t kHeuristicMinSplitK = 256;
+constexpr int64_t kHeuristicMinK = 512;      // shorter K: the partial sums cost too much
+constexpr int64_t kHeuristicMinSplitK = 16;
 
 bool is_zero(const Expr& e) {
   return (e.is(ExprKind::Float) && e.float_value() == 0.0) || (e.is(ExprKind::Int) && e.int_value() == 0);
@@ -63,6 +66,7 @@ bool is_zero(const Expr& e) {
 // What the rewrite needs, or why it does not apply.
 struct SplitPlan {
   Contraction c;
+  Body recomputed;  // prologue statements the epilogue reads, computed again by the combine kernel
   DType acc_dtype = DType::F32;
   std::string why_not;
 };
@@ -121,16 +125,30 @@ SplitPlan plan_split(const Tile& tile) {
         return p;
       }
   }
-  // The epilogue may read the accumulators, the axes and what it computes itself.
+  // The epilogue may read the accumulators, the axes, what it computes itself, and prologue values
+  // the combine kernel can compute again: loads, assignments and selects (a residual, a scale),
+  // with what they read in turn.
   Body epilogue(body.begin() + static_cast<std::ptrdiff_t>(p.c.index) + 1, body.end());
-  std::set<std::string> visible = accs;
-  for (const TileAxis& a : tile.axes) visible.insert(a.name);
-  for (const std::string& d : bound_names(epilogue)) visible.insert(d);
-  for (const std::string& used : used_names(epilogue))
-    if (!visible.count(used)) {
-      p.why_not = "the epilogue reads " + used + ", computed before the K loop";
+  std::set<std::string> needed = used_names(epilogue);
+  for (const std::string& d : bound_names(epilogue)) needed.erase(d);
+  for (size_t i = p.c.index; i-- > 0;) {
+    const Stmt& st = body[i];
+    if (st.as<Init>() != nullptr) continue;
+    bool defines_needed = false;
+    for (const std::string& d : own_bound_names(st)) defines_needed = defines_needed || needed.count(d) > 0;
+    if (!defines_needed) continue;
+    if (st.as<Load>() == nullptr && st.as<Assign>() == nullptr && st.as<Select>() == nullptr) {
+      p.why_not = "the epilogue reads a value the prologue computes with " + std::string(stmt_kind_name(st.kind()));
       return p;
     }
+    p.recomputed.insert(p.recomputed.begin(), st);
+    for (const std::string& used : own_used_names(st)) needed.insert(used);
+  }
+  for (const std::string& a : accs) needed.erase(a);
+  for (const TileAxis& a : tile.axes) needed.erase(a.name);
+  for (const Stmt& st : p.recomputed)
+    for (const std::string& d : own_bound_names(st)) needed.erase(d);
+  if (!needed.empty()) p.why_not = "the epilogue reads " + *needed.begin() + ", computed before the K loop";
   return p;
 }
 
@@ -174,6 +192,7 @@ Tile combine_tile(const Tile& tile, const SplitPlan& p, int64_t splits, const st
     sum.push_back(Accum{c.accumulators[i], CombineFn::Add, Expr::value(v)});
   }
   out.body.push_back(Loop{s, Expr::int_(0), Expr::int_(splits), LoopRole::Reduce, 0, std::move(sum)});
+  out.body.insert(out.body.end(), p.recomputed.begin(), p.recomputed.end());
   out.body.insert(out.body.end(), tile.body.begin() + static_cast<std::ptrdiff_t>(c.index) + 1, tile.body.end());
   return out;
 }

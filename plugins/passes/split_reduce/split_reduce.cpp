@@ -31,20 +31,27 @@
 // declared in the outer body and folded into the outer one with the same op becomes one loop over
 // the product (indices by / and %); a perfect nest of `# free` loops likewise. Then the threads of
 // a block (cooperative_reduce) stride over consecutive elements: coalesced, and any E can split.
-// The rule (the fusion stage's counterpart): fuse may put a whole-tensor reduction and a large
-// epilogue in one kernel; this pass makes sure such a kernel does not run on fewer blocks than the
-// device has SMs when its work is large (at least kMinSplitElements per row).
+// The rule (the fusion stage's counterpart, stated in fuse's contract): fuse may put a
+// whole-tensor reduction and a large epilogue in one kernel; by the heuristics below a kernel that
+// moves 1 MB or more never runs on fewer blocks than the device has SMs when it can be spread.
 // Accepts: Tile IR. Applies to TileOp kernels whose axes are all PARALLEL, with no contraction
-//   (split_matmul_k's work), and with at least one top-level reduction. Skips, with the reason,
-//   kernels whose rows fill the SMs, reductions over different extents, accumulators that do not
+//   that has M or N axes (split_matmul_k's work: operands shared across outputs), and with at
+//   least one top-level reduction. Skips, with the reason, kernels whose rows fill the SMs,
+//   reductions over different extents, statements between reductions, accumulators that do not
 //   start at their identity, reads of an accumulator inside a reduction other than the softmax
 //   shape, and (S > 1 only) prologues holding loops or writes while the epilogue reads them.
 // Knobs: SPLIT (1 = off, else a power of two 2..1024 leaving at least kMinPerSplit elements per
-//   split) and EPILOGUE_SPLIT (1 = off, else a power of two 2..1024 leaving at least kMinPerSplit
-//   elements of every epilogue loop per block; asked only when the epilogue has a top-level free
-//   loop and no other top-level loop). Heuristics read device.sm_count: with R rows, when R is
-//   below it and E is at least kMinSplitElements, the smallest S with R * S >= sm_count keeping
-//   kHeuristicMinPerSplit elements per split; the same for P against the epilogue's shortest loop.
+//   split) and EPILOGUE_SPLIT (1 = off, else a power of two 2..1024 leaving at least one trip of
+//   every epilogue loop per block; asked only when the epilogue has a top-level free loop and no
+//   other top-level loop). Heuristics read device.sm_count: with R rows below it and R times a
+//   row's innermost iterations (every loop nest of the body counted) in the widest loaded dtype
+//   reaching 1 MB, the work is spread: a reduction shorter than kMinSplitElements before a
+//   spreadable epilogue stays whole (SPLIT 1: every block recomputes it, re-reading the row from
+//   L2) and P is the smallest giving R * P >= sm_count while each block keeps
+//   kHeuristicMinPerPart innermost iterations of the epilogue's shortest loop (its trips times
+//   the work of one: a projection's output column holds a K loop); otherwise S is the smallest
+//   giving R * S >= sm_count with kHeuristicMinPerSplit elements per split, and P as before when
+//   the epilogue can be spread. Else both 1.
 // Guarantees: each output combines the same values (in S groups, in order, so floating-point sums
 //   may differ by rounding; max and min exactly); the epilogue computes the same values; kernel
 //   names: the partial kernel keeps y's kernel name, the combine kernel is named <name>_combine.
@@ -72,8 +79,10 @@ namespace {
 
 const std::vector<int64_t> kSplits = {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 constexpr int64_t kMinPerSplit = 32;             // a split smaller than a warp is all overhead
-constexpr int64_t kMinSplitElements = 8192;      // shorter rows: one block reads them quickly
-constexpr int64_t kHeuristicMinPerSplit = 2048;  // eight elements per thread of a 256-thread block
+constexpr int64_t kLargeWorkBytes = 1 << 20;      // the kernel report's threshold for "large"
+constexpr int64_t kMinSplitElements = 8192;      // shorter reductions: recompute them per block
+constexpr int64_t kHeuristicMinPerSplit = 512;   // two elements per thread of a 256-thread block
+constexpr int64_t kHeuristicMinPerPart = 256;    // innermost iterations: one per thread of a block
 
 std::optional<int64_t> literal(const Expr& e) {
   if (e.is(ExprKind::Int)) return e.int_value();
@@ -216,6 +225,8 @@ struct ReducePlan {
   bool prologue_simple = true;         // no loops, no writes: the combine kernel may repeat it
   bool epilogue_sliceable = false;     // top-level free loops only (and no other loops)
   int64_t epilogue_min_trips = 0;      // the shortest top-level free loop of the epilogue
+  int64_t epilogue_work = 0;           // its trips times the innermost iterations of one
+  int64_t work = 0;                    // innermost iterations of a row, every loop counted
   std::string why_not;
 };
 
@@ -377,13 +388,17 @@ ReducePlan plan_reduce(const Tile& tile) {
         p.epilogue_sliceable = false;
         continue;
       }
-      p.epilogue_min_trips = any_loop ? std::min(p.epilogue_min_trips, *trips) : *trips;
+      if (!any_loop || *trips < p.epilogue_min_trips) {
+        p.epilogue_min_trips = *trips;
+        p.epilogue_work = *trips * std::max<int64_t>(1, innermost_iterations(loop->body));
+      }
       any_loop = true;
     } else if (stmt_kind_traits(s.kind()).has_body) {
       p.epilogue_sliceable = false;  // an `if` holding loops: leave it to one block
     }
   }
   p.epilogue_sliceable = p.epilogue_sliceable && any_loop;
+  p.work = innermost_iterations(p.body);
   return p;
 }
 
@@ -484,23 +499,35 @@ Body combine_body(const Tile& tile, const ReducePlan& p, int64_t splits, const s
   return out;
 }
 
-// The blocks heuristic: the smallest power of two giving every SM a block, each part keeping
-// kHeuristicMinPerSplit elements; 1 when the rows fill the SMs or the work is short.
-int64_t heuristic_parts(int64_t rows, int64_t elements, int64_t sms, const std::vector<int64_t>& candidates) {
-  if (rows >= sms || elements < kMinSplitElements) return 1;
+// The smallest candidate giving `rows` x it at least `sms` blocks while each part keeps `min_each`
+// elements (the largest such when none reaches `sms`); 1 when no candidate keeps `min_each`.
+int64_t fill_sms(int64_t rows, int64_t elements, int64_t sms, int64_t min_each, const std::vector<int64_t>& candidates) {
   int64_t best = 1;
   for (int64_t c : candidates) {
-    if (c == 1 || elements / c < kHeuristicMinPerSplit) continue;
+    if (c == 1 || elements / c < min_each) continue;
     best = c;
     if (rows * c >= sms) break;
   }
   return best;
 }
 
-std::vector<int64_t> part_candidates(int64_t elements) {
+// The widest element a body loads, in bytes (4 when it loads nothing).
+int64_t widest_load_bytes(const Body& body) {
+  int64_t widest = 0;
+  struct Loads final : StmtVisitor {
+    int64_t* widest;
+    void visit_Load(const Load& l) override { *widest = std::max<int64_t>(*widest, dtype_bytes(l.type.dtype)); }
+  } loads;
+  loads.widest = &widest;
+  loads.visit(body);
+  return widest == 0 ? 4 : widest;
+}
+
+// The candidates among kSplits leaving at least `min_each` of `elements` to each part.
+std::vector<int64_t> part_candidates(int64_t elements, int64_t min_each) {
   std::vector<int64_t> out = {1};
   for (int64_t s : kSplits)
-    if (elements / s >= kMinPerSplit) out.push_back(s);
+    if (elements / s >= min_each) out.push_back(s);
   return out;
 }
 
@@ -533,7 +560,10 @@ class SplitReducePass final : public Pass {
     const auto& kernel = *n.op_as<TileOp>();
     const Tile* tile = kernel.tile();
     if (tile == nullptr) return ctx.error_at(n, "a Tile IR kernel body must be exactly one Tile statement");
-    if (!find_contractions(*tile).empty()) return Status::ok();  // split_matmul_k's work
+    // A contraction whose operands are shared across outputs (M or N axes) is split_matmul_k's
+    // work; two row operands of one reduction (a masked softmax) are not.
+    for (const Contraction& c : find_contractions(*tile))
+      if (!c.m_axes.empty() || !c.n_axes.empty()) return Status::ok();
     ReducePlan p = plan_reduce(*tile);
     if (p.why_not == "no top-level reduction") return Status::ok();  // nothing to say
     if (!p.why_not.empty()) {
@@ -544,15 +574,28 @@ class SplitReducePass final : public Pass {
     for (const TileAxis& a : tile->axes) rows *= a.extent;
     const int64_t sms = ctx.device().sm_count;
 
-    const std::vector<int64_t> split_candidates = part_candidates(p.extent);
-    const int64_t split_heuristic = heuristic_parts(rows, p.extent, sms, split_candidates);
+    // Heuristics: large work (the kernel report's 1 MB) on fewer rows than SMs is spread. A short
+    // reduction before a spreadable epilogue is recomputed by every block (one kernel, re-reads
+    // from L2); a long one is split, and its epilogue spread too.
+    const std::vector<int64_t> split_candidates = part_candidates(p.extent, kMinPerSplit);
+    const std::vector<int64_t> part_candidates_ =
+        p.epilogue_sliceable ? part_candidates(p.epilogue_min_trips, 1) : std::vector<int64_t>{1};
+    // The epilogue's work a row: its shortest loop's trips times the work of each (a projection's
+    // output column holds a whole K loop).
+    const int64_t epilogue = p.epilogue_sliceable ? p.epilogue_work : 0;
+    const bool large = rows < sms && rows * p.work * widest_load_bytes(p.body) >= kLargeWorkBytes;
+    int64_t split_heuristic = 1, part_heuristic = 1;
+    if (large && !(p.epilogue_sliceable && p.extent < kMinSplitElements))
+      split_heuristic = fill_sms(rows, p.extent, sms, kHeuristicMinPerSplit, split_candidates);
+    if (large && p.epilogue_sliceable)
+      part_heuristic = fill_sms(rows, epilogue, sms, kHeuristicMinPerPart, part_candidates_);
     // The combine kernel repeats a prologue the epilogue reads: only a simple one.
     if (!p.prologue_simple) {
       std::set<std::string> prologue_values;
       for (size_t i = 0; i < p.first; ++i)
         for (const std::string& d : own_bound_names(p.body[i])) prologue_values.insert(d);
-      Body epilogue(p.body.begin() + static_cast<std::ptrdiff_t>(p.last) + 1, p.body.end());
-      for (const std::string& used : used_names(epilogue))
+      Body epilogue_body(p.body.begin() + static_cast<std::ptrdiff_t>(p.last) + 1, p.body.end());
+      for (const std::string& used : used_names(epilogue_body))
         if (prologue_values.count(used)) {
           ctx.skip(n, "the epilogue reads " + used + ", computed by a prologue holding loops or writes");
           return Status::ok();
@@ -563,17 +606,13 @@ class SplitReducePass final : public Pass {
       TESSERA_ASSIGN_OR_RETURN(splits, ctx.choose_int("SPLIT", n, split_candidates, split_heuristic));
     }
     int64_t parts = 1;
-    if (p.epilogue_sliceable) {
-      const std::vector<int64_t> candidates = part_candidates(p.epilogue_min_trips);
-      if (candidates.size() > 1) {
-        TESSERA_ASSIGN_OR_RETURN(parts, ctx.choose_int("EPILOGUE_SPLIT", n, candidates,
-                                                       heuristic_parts(rows, p.epilogue_min_trips, sms, candidates)));
-      }
+    if (part_candidates_.size() > 1) {
+      TESSERA_ASSIGN_OR_RETURN(parts, ctx.choose_int("EPILOGUE_SPLIT", n, part_candidates_, part_heuristic));
     }
     if (splits == 1 && parts == 1) {
       ctx.skip(n, rows >= sms ? "its " + std::to_string(rows) + " rows fill the " + std::to_string(sms) +
                                     " SMs without a split"
-                              : "its reduction (" + std::to_string(p.extent) + " elements a row) is short");
+                              : "its work is small (under 1 MB) or cannot be spread");
       return Status::ok();
     }
 

@@ -625,6 +625,11 @@ std::string_view home_dialect_name(StmtKind k);
 Body substitute_and_simplify(const Body& body, const std::map<std::string, Expr>& replacements,
                              RangeMap ranges);
 
+// The innermost iterations `body` runs: each Loop counts its literal trip count (1 without literal
+// bounds) times its body's iterations (at least 1), a Cond its larger branch. A size of the work,
+// for heuristics that must tell a large kernel from a small one.
+int64_t innermost_iterations(const Body& body);
+
 // Canonical renaming: bound names become a0.., in0.., v0.., acc0.. in order of first definition
 // (depth-first, textual order), references follow. Buffers keep their names. Structurally equal
 // kernels that differ only in names print identically after this.
