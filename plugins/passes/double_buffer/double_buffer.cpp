@@ -20,7 +20,7 @@
 //   (device.max_threads_per_sm / threads per block, capped by device.max_blocks_per_sm: the
 //   occupancy launch_geometry planned), counting device.smem_reserved_per_block; 1 when no ring fits.
 // Guarantees: same values (each slab is read from the slot it was staged to); names canonical.
-// Tests: tests/golden/double_buffer/, tests/unit/pipeline_passes_test.cpp, and the matmul corpus
+// Tests: tests/golden/double_buffer/, tests/unit/ring_stage_test.cpp (the IR), and the matmul corpus
 //   under random knobs (tests/e2e/random_knobs_test.cpp).
 #include <algorithm>
 #include <map>

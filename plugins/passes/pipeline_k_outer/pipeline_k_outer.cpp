@@ -21,7 +21,8 @@
 //   pipeline the ring holds (a slot is refilled only after the slab in it was read).
 // Guarantees: same values, the same products accumulated in the same order; each slab is read only
 //   after the wait that covers its group and a barrier; names canonical.
-// Tests: tests/golden/pipeline_k_outer/, tests/unit/pipeline_passes_test.cpp, and the matmul corpus
+// Tests: tests/golden/pipeline_k_outer/, tests/unit/sim_target_test.cpp (a pipelined ring and the
+//   ways it breaks, on the simulator), tests/golden/e2e/matmul_pipelined_*.txt, and the matmul corpus
 //   under random knobs on the simulator (tests/e2e/random_knobs_test.cpp).
 #include <algorithm>
 #include <map>
