@@ -18,7 +18,9 @@
 //   smem_footprint_bytes, and at most the loop's trip count). Heuristic: the largest candidate
 //   whose shared memory per block still lets as many blocks reside on an SM as the threads allow
 //   (device.max_threads_per_sm / threads per block, capped by device.max_blocks_per_sm: the
-//   occupancy launch_geometry planned), counting device.smem_reserved_per_block; 1 when no ring fits.
+//   occupancy launch_geometry planned), counting device.smem_reserved_per_block; 1 when no ring fits
+//   or when none of the ring's Stages is async (synchronous copies cannot overlap the step).
+//   Without a candidate above 1 the node is skipped with a reason and nothing is asked.
 // Guarantees: same values (each slab is read from the slot it was staged to); names canonical.
 // Tests: tests/golden/double_buffer/, tests/unit/ring_stage_test.cpp (the IR), and the matmul corpus
 //   under random knobs (tests/e2e/random_knobs_test.cpp).
@@ -199,6 +201,12 @@ class DoubleBufferPass final : public TilePass {
     int64_t planned_blocks = std::max<int64_t>(1, d.max_threads_per_sm / std::max<int64_t>(threads, 1));
     if (d.max_blocks_per_sm > 0) planned_blocks = std::min<int64_t>(planned_blocks, d.max_blocks_per_sm);
 
+    // A ring pays off only when its copies can overlap the step (cp.async, pipeline_k_outer);
+    // synchronous slabs (2-byte dtypes) keep one buffer unless the tuner asks for a ring.
+    bool overlappable = false;
+    for (const auto& [name, stages] : uses.stages)
+      if (ringed.count(name))
+        for (const Stage* s : stages) overlappable |= s->transport == StageTransport::Async;
     std::vector<int64_t> candidates = {1};
     int64_t heuristic = 1;
     for (int64_t b = 2; b <= std::min(kMaxBuffers, min_trips); ++b) {
@@ -207,7 +215,7 @@ class DoubleBufferPass final : public TilePass {
       candidates.push_back(b);
       const bool keeps_occupancy =
           d.smem_per_sm <= 0 || planned_blocks * (bytes + d.smem_reserved_per_block) <= d.smem_per_sm;
-      if (keeps_occupancy) heuristic = b;
+      if (keeps_occupancy && overlappable) heuristic = b;
     }
     if (candidates.size() == 1) {
       ctx.skip(node, "no ring of 2 or more slabs fits in the device's shared memory");
