@@ -41,12 +41,6 @@ namespace {
 
 constexpr int64_t kMaxStages = 4;
 
-bool mentions(const Expr& e, const std::string& var) {
-  for (const std::string& v : free_vars(e))
-    if (v == var) return true;
-  return false;
-}
-
 // A slab loop in the shape the pass pipelines: Stages, AsyncWait(keep=0), the step.
 struct PipelineShape {
   size_t stages = 0;  // the first `stages` statements are the Stages; then the AsyncWait
@@ -63,7 +57,11 @@ std::optional<PipelineShape> pipeline_shape(const Loop& s) {
   for (; i < s.body.size(); ++i) {
     const auto* st = s.body[i].as<Stage>();
     if (st == nullptr) break;
-    if (st->transport != StageTransport::Async || st->slots < 2 || !mentions(st->slot, s.var)) return std::nullopt;
+    if (st->transport != StageTransport::Async || st->slots < 2) return std::nullopt;
+    // Slab k in slot (k - b) % B, as double_buffer fills the ring: slabs k+1..k+B-1 are in other
+    // slots, so S <= B slabs in flight never overwrite the one being read.
+    const Expr ring_slot = simplify((Expr::var(s.var) - s.begin) % Expr::int_(st->slots));
+    if (simplify(st->slot).str() != ring_slot.str()) return std::nullopt;
     shape.slots = shape.slots == 0 ? st->slots : std::min(shape.slots, st->slots);
   }
   if (i == 0 || i >= s.body.size()) return std::nullopt;
