@@ -93,12 +93,17 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
     return finder.found;
   }
 
-  // The value `pass`.`knob` was given on some kernel of `g`, or nullopt.
+  // The value of an int knob that leaves the kernel as it is.
+  static int64_t off_value(const std::string& knob) {
+    return knob == "SPLITK" || knob == "BUFFERS" || knob == "STAGES" ? 1 : 0;
+  }
+
+  // The value `pass`.`knob` was given on some kernel of `g`, or nullopt (also when it is off).
   static std::optional<int64_t> int_knob(const Graph& g, const std::string& pass, const std::string& knob) {
     for (const Node* n : g.nodes())
       for (const KnobChoice& c : n->choices)
         if (c.pass == pass && c.knob == knob)
-          if (const auto* v = std::get_if<int64_t>(&c.value); v && *v != (knob == "SPLITK" ? 1 : 0)) return *v;
+          if (const auto* v = std::get_if<int64_t>(&c.value); v && *v != off_value(knob)) return *v;
     return std::nullopt;
   }
 
@@ -159,21 +164,27 @@ const MatmulProgram kMatmulPrograms[] = {
 class MatmulScheduleTest : public RandomKnobsTest {};
 
 TEST_F(MatmulScheduleTest, SampledKSlabsAndSplitsMatchReferenceInEveryDtype) {
+  int pipelined_programs = 0;  // programs some sampled schedule ring-buffered and pipelined
   for (const MatmulProgram& p : kMatmulPrograms) {
     SCOPED_TRACE(p.name);
-    int split = 0, chunked = 0;
+    int split = 0, chunked = 0, pipelined = 0;
     check(p.text, std::nullopt);
     for (uint64_t seed = 1; seed <= kSampledSchedules; ++seed) {
       check(p.text, seed);
       if (HasFailure()) return;
       split += int_knob(last_lowered_, "split_matmul_k", "SPLITK").has_value();
       chunked += int_knob(last_lowered_, "chunk_matmul_k", "BK").has_value();
+      pipelined += int_knob(last_lowered_, "pipeline_k_outer", "STAGES").has_value();
     }
     check(p.text, 21, DType::BF16);
     check(p.text, 22, DType::F16);
     EXPECT_GT(chunked, 0) << "no sampled schedule cut K into slabs in " << p.name;
     if (p.has_split) EXPECT_GT(split, 0) << "no sampled schedule split K in " << p.name;
+    pipelined_programs += pipelined > 0;
   }
+  // double_buffer and pipeline_k_outer apply wherever a K slab loop stages its operands: the
+  // samples must run pipelined K loops (tails included: OddSizes has K = 129) on the simulator.
+  EXPECT_GE(pipelined_programs, 3) << "too few programs got a sampled pipelined K loop";
 }
 
 // The acceptance case of the split: a decode step's projection launches a block per SM at least.

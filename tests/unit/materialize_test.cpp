@@ -259,6 +259,27 @@ TEST_F(MaterializeTest, AsyncStageGuardsOnlyTheTail) {
             "  y[a1, a2 * 64 + a0] = in0\n");
 }
 
+// A ring Stage whose slot may leave 0..slots-1 would write past its slab: an error naming it.
+TEST_F(MaterializeTest, RejectsARingSlotThatMayLeaveTheRing) {
+  auto ring_loop = [](Expr slot) {
+    Stage st{"x_smem", "x", {var("a1"), var("a2") * 32}, {SlabDim{"a3", 32, 1}}, StageTransport::Async, 0};
+    st.slots = 2;
+    st.slot = std::move(slot);
+    return Body{Tile{{TileAxis{"a0", 32, AxisBinding::Thread}, TileAxis{"a1", 64, AxisBinding::Block}},
+                     {Loop{"a2", lit(0), lit(4), LoopRole::Reduce, 0,
+                           {st, AsyncWait{0}, Load{"in0", "x_smem", {var("a2") % 2, var("a0")}},
+                            Write{"y", {var("a1"), var("a2") * 32 + var("a0")}, var("in0")}}}}}};
+  };
+  expect_error(one_tile(ring_loop(var("a2") % 3)), "the slot a2 % 3 may leave the ring's 0..1");
+  Graph g = one_tile(ring_loop(var("a2") % 2));
+  ASSERT_TRUE(materialize(g));
+  const std::string text = print_body(kernel_of(g)->body);
+  EXPECT_NE(text.find("Smem x_smem: f32[2, 32] slots=2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("CpAsyncCopy(x_smem[a2 % 2, a3], x[a1, a2 * 32 + a3], bytes=4)"), std::string::npos) << text;
+  Status v = verify_graph(g, Dialect::Kernel);
+  EXPECT_TRUE(v) << v.message();
+}
+
 TEST_F(MaterializeTest, SmallBlockCombineUsesPartialWarpShuffles) {
   Body tile = {Init{"acc0", flt(0.0)},
                StridedLoop{"a2", var("a0"), lit(128), lit(8), LoopRole::Reduce, 0,

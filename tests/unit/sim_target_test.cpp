@@ -276,6 +276,65 @@ TEST_F(SimTargetTest, CpAsyncDataReadByAnotherThreadWithoutBarrierIsARace) {
   expect_error(p, "y", {"race on buf[1]", "thread (1, 0, 0) wrote it", "CpAsyncCopy(buf[a0], x[a0], bytes=4)"});
 }
 
+// A ring of two slots pipelined like pipeline_k_outer makes it: slab 0 in the prologue, then each
+// step refills slot (k+1) % 2 while slot k % 2 is read (by the neighbouring thread, so barriers
+// matter), then a drain. y[t] = sum over slabs k of x[k * 64 + (t + 1) % 64]. `refill_barrier`
+// and `keep` break it the two ways a pipeline breaks.
+constexpr int64_t kRingSlabs = 4;
+Body ring_pipeline_body(bool refill_barrier, int64_t keep) {
+  Expr neighbour = (V("a0") + 1) % 64;
+  Body steady;
+  if (refill_barrier) steady.push_back(Sync{});
+  steady.push_back(CpAsyncCopy{"buf", {(V("k") + 1) % 2, V("a0")}, "x", {(V("k") + 1) * 64 + V("a0")}, 4});
+  steady.push_back(CpAsyncCommit{});
+  steady.push_back(CpAsyncWait{keep});
+  steady.push_back(Sync{});
+  steady.push_back(Load{"in0", "buf", {V("k") % 2, neighbour}});
+  steady.push_back(Accum{"acc0", CombineFn::Add, V("in0")});
+  Body drain = {CpAsyncWait{0}, Sync{}, Load{"in1", "buf", {V("k") % 2, neighbour}},
+                Accum{"acc0", CombineFn::Add, V("in1")}};
+  Smem ring{"buf", DType::F32, {2, 64}};
+  ring.slots = 2;
+  return {ring, Let{"a0", V("threadIdx.x")},
+          CpAsyncCopy{"buf", {I(0), V("a0")}, "x", {V("a0")}, 4}, CpAsyncCommit{},
+          Init{"acc0", Expr::float_(0.0)},
+          Loop{"k", I(0), I(kRingSlabs - 1), LoopRole::Reduce, 0, steady},
+          Loop{"k", I(kRingSlabs - 1), I(kRingSlabs), LoopRole::Reduce, 0, drain},
+          Write{"y", {V("a0")}, V("acc0")}};
+}
+
+TEST_F(SimTargetTest, RingPipelineWithWaitGroupAndRefillBarrierComputesEverySlab) {
+  KernelProgramBuilder p;
+  p.input("x", {kRingSlabs * 64}, iota_data(kRingSlabs * 64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1}, ring_pipeline_body(true, 1));
+  Expected<TargetRun> r = run(p, "y");
+  ASSERT_TRUE(r) << r.error().message;
+  for (int64_t t = 0; t < 64; ++t) {
+    float sum = 0.0f;
+    for (int64_t k = 0; k < kRingSlabs; ++k) sum += static_cast<float>(p.inputs["x"].data[static_cast<size_t>(k * 64 + (t + 1) % 64)]);
+    EXPECT_EQ(r->outputs.at("y").data[static_cast<size_t>(t)], static_cast<double>(sum)) << "y[" << t << "]";
+  }
+}
+
+TEST_F(SimTargetTest, RingSlotRefilledWithoutBarrierAfterItsReadersIsARace) {
+  KernelProgramBuilder p;
+  p.input("x", {kRingSlabs * 64}, iota_data(kRingSlabs * 64));
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1}, ring_pipeline_body(false, 1));
+  // Step k = 1 refills slot 0, which thread t - 1 read in step 0 with no Sync() since: thread 0's
+  // element was read by thread 63.
+  expect_error(p, "y", {"kernel k_y", "CpAsyncCopy(buf[(k + 1) % 2, a0]", "thread (0, 0, 0)",
+                        "race on buf[0, 0] (slot 0 of the ring)", "thread (63, 0, 0) read it",
+                        "refills it with cp.async with no Sync() in between"});
+}
+
+TEST_F(SimTargetTest, RingSlotReadBeforeTheWaitThatCoversItsGroupIsAnError) {
+  KernelProgramBuilder p;
+  p.input("x", {kRingSlabs * 64}, iota_data(kRingSlabs * 64));
+  // keep=2 leaves both slabs in flight: slab k has not landed when it is read.
+  p.kernel("y", {"x"}, test::f32({64}), {1, 1, 1}, {64, 1, 1}, ring_pipeline_body(true, 2));
+  expect_error(p, "y", {"kernel k_y", "read before cp.async wait", "(slot 0 of the ring)", "in0 = load buf[k % 2"});
+}
+
 TEST_F(SimTargetTest, TwoThreadsWritingOneGlobalElementIsAConflict) {
   KernelProgramBuilder p;
   p.input("x", {64}, iota_data(64));

@@ -588,7 +588,9 @@ class JsonReader {
   // Statement fields added after graph JSON version 3 shipped: files written before them lack
   // the key, and the field keeps its default (every file written since spells it).
   template <class T> static bool added_after_version_3(std::string_view field) {
-    if constexpr (std::is_same_v<T, Smem> || std::is_same_v<T, Stage>) return field == "align" || field == "swizzle";
+    if constexpr (std::is_same_v<T, Stage>)
+      return field == "align" || field == "swizzle" || field == "slots" || field == "slot";
+    if constexpr (std::is_same_v<T, Smem>) return field == "align" || field == "swizzle" || field == "slots";
     return false;
   }
 

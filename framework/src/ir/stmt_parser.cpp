@@ -577,6 +577,13 @@ class StmtReader {
       } while (c_.accept(","));
     }
     TESSERA_TRY(c_.expect(")"));
+    if (c_.accept(",")) {  // a ring: `, slot=a3 % 2, slots=2`
+      TESSERA_TRY(c_.expect_word("slot"));
+      TESSERA_TRY(c_.expect("="));
+      TESSERA_ASSIGN_OR_RETURN(s.slot, expr());
+      TESSERA_TRY(c_.expect(","));
+      TESSERA_ASSIGN_OR_RETURN(s.slots, int_field("slots"));
+    }
     TESSERA_TRY(c_.expect(")"));
     s.transport = StageTransport::Sync;
     if (!c_.at_end() && !c_.peek("pad") && !c_.peek("align") && !c_.peek("swizzle")) {
@@ -639,6 +646,9 @@ class StmtReader {
     if (!dt) return c_.error_at(col, dtype.size(), "unknown element type '" + dtype + "'");
     s.dtype = *dt;
     TESSERA_ASSIGN_OR_RETURN(s.shape, int_list('[', ']', "a dimension"));
+    if (c_.peek("slots")) {
+      TESSERA_ASSIGN_OR_RETURN(s.slots, int_field("slots"));
+    }
     TESSERA_TRY(layout(s.align, s.swizzle));
     TESSERA_TRY(c_.expect_end());
     declare_buffer(s.name);

@@ -119,7 +119,9 @@ class StmtPrinter {
       slab.push_back(d.axis + ":" + std::to_string(d.extent) + "@" + std::to_string(d.source_dim));
     }
     std::string text = s.dst + " = Stage(" + s.buffer + ", origin=(" + join(s.origin) +
-                       "), slab=(" + join(slab) + "))";
+                       "), slab=(" + join(slab) + ")";
+    if (s.slots != 1) text += ", slot=" + s.slot.str() + ", slots=" + std::to_string(s.slots);
+    text += ")";
     if (s.transport != StageTransport::Sync) text += " " + std::string(spelling(s.transport));
     if (s.pad != 0) text += " pad=" + std::to_string(s.pad);
     line(text + layout_suffix(s.align, s.swizzle));
@@ -142,7 +144,7 @@ class StmtPrinter {
   void print_kind(const Let& s) { line(s.var + " = " + s.value.str()); }
   void print_kind(const Smem& s) {
     line("Smem " + s.name + ": " + std::string(dtype_short_name(s.dtype)) + "[" + join(s.shape) + "]" +
-         layout_suffix(s.align, s.swizzle));
+         (s.slots != 1 ? " slots=" + std::to_string(s.slots) : "") + layout_suffix(s.align, s.swizzle));
   }
   void print_kind(const Sync&) { line("Sync()"); }
   void print_kind(const CpAsyncCopy& s) {

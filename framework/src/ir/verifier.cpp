@@ -535,6 +535,25 @@ class BodyVerifier {
         return fail("swizzle=" + std::string(spelling(s.swizzle)) + " repeats every " + std::to_string(pattern) +
                     " bytes, so the array needs align=" + std::to_string(pattern) + " or more (it has align=" +
                     std::to_string(s.align) + ")");
+      TESSERA_TRY(check_ring(s));
+    }
+    return Status::ok();
+  }
+
+  // A ring of slabs (Stage slots, Smem slots): 1 to kMaxRingSlots slots; a Stage without a ring
+  // fills slot 0, and the Smem of a ring has one leading dimension per slot.
+  static constexpr int64_t kMaxRingSlots = 8;
+  template <class K>
+  Status check_ring(const K& s) {
+    if (s.slots < 1 || s.slots > kMaxRingSlots)
+      return fail("slots=" + std::to_string(s.slots) + " is not from 1 to " + std::to_string(kMaxRingSlots));
+    if constexpr (std::is_same_v<K, Stage>) {
+      if (s.slots == 1 && !(s.slot.is(ExprKind::Int) && s.slot.int_value() == 0))
+        return fail("a Stage without a ring (slots=1) fills slot 0, not slot " + s.slot.str());
+    } else {
+      if (s.slots > 1 && (s.shape.empty() || s.shape[0] != s.slots))
+        return fail("Smem " + s.name + " is a ring of " + std::to_string(s.slots) +
+                    " slots, so its first dimension must be " + std::to_string(s.slots));
     }
     return Status::ok();
   }

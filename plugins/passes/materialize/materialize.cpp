@@ -11,14 +11,19 @@
 //       from blockIdx.x, the first-listed axis of each binding fastest (`a0 = threadIdx.x % 32`,
 //       `a1 = threadIdx.x / 32`);
 //     - the statements around the Tile, and the Tile body with:
-//       Stage (sync/buffered)  [Sync() when inside a loop: last iteration's reads finish first]
+//       Stage (sync/buffered)  [Sync() when inside a loop and first of a run of consecutive Stages:
+//                              last iteration's reads finish before any buffer of the run is refilled]
 //                              StridedLoop(f = tid; < slab elems; += T): decode f row-major into
 //                              slab coords, `in = load x[origin + coords]`, `x_smem[coords] = in`
 //                              (guarded by `if` only where origin + coord may leave the source, at either end);
 //                              Sync()
 //       Stage (async)          the same loop issuing CpAsyncCopy(x_smem[coords], x[..], bytes=elem
-//                              size), then CpAsyncCommit()
-//       AsyncWait(keep=N)      CpAsyncWait(keep=N); Sync()
+//                              size), then CpAsyncCommit() after the last Stage of a run of
+//                              consecutive async Stages (one cp.async group per slab of every operand)
+//       Stage with slots = S   the Smem gets a leading dimension S (and slots=S); the copies write
+//                              x_smem[slot, coords] (an error when the slot's bound leaves 0..S-1);
+//                              the Tile IR loads already index the slot
+//       AsyncWait(keep=N)      CpAsyncWait(keep=N) (N groups = N slabs may stay in flight); Sync()
 //       Combine(acc, op)       xor butterfly `v = WarpShuffle(acc, xor, k, width=W)`,
 //                              `acc <- op(acc, v)` for k = 16, 8, .., 1 (k < W, W = min(T, 32));
 //                              for a block Combine with T > 32 the warp totals then go through
@@ -203,7 +208,15 @@ class KernelBuilder {
   // ---- statement lists ----
 
   Status lower_body(const Body& in, Scope& scope, Body& out) {
-    for (const Stmt& s : in) TESSERA_TRY(lower_stmt(s, scope, out));
+    for (size_t i = 0; i < in.size(); ++i) {
+      // A run of consecutive async Stages is one cp.async group (one slab of every operand): the
+      // commit follows its last Stage, so AsyncWait(keep=N) counts slabs.
+      const auto* next = i + 1 < in.size() ? in[i + 1].as<Stage>() : nullptr;
+      commit_after_stage_ = next == nullptr || next->transport != StageTransport::Async;
+      // One barrier before a run of Stages in a loop covers every buffer the run refills.
+      first_of_stage_run_ = i == 0 || !in[i - 1].is<Stage>();
+      TESSERA_TRY(lower_stmt(in[i], scope, out));
+    }
     return Status::ok();
   }
 
@@ -330,9 +343,11 @@ class KernelBuilder {
       elems *= d.extent;
     }
     shape.back() += st.pad;
+    if (st.slots > 1) shape.insert(shape.begin(), st.slots);
     Smem buffer{st.dst, type.dtype, shape};
     buffer.align = st.align;
     buffer.swizzle = st.swizzle;
+    buffer.slots = st.slots;
     TESSERA_TRY(declare_smem(std::move(buffer)));
 
     // The copy loop: f walks the slab row-major, one element per thread per trip.
@@ -364,20 +379,29 @@ class KernelBuilder {
       if (!b || b->lo < 0) require(Expr::int_(0) <= idx);
       if (!b || b->hi >= type.dim(j)) require(idx < Expr::int_(type.dim(j)));
     }
+    ExprList dst_index = coords;
+    if (st.slots > 1) {
+      Expr slot = simplify(rename(st.slot, scope), scope.ranges);
+      std::optional<Interval> b = bound_of(slot, scope.ranges);
+      if (!b || b->lo < 0 || b->hi >= st.slots)
+        return ctx_.error_at(node_, "`" + first_line(self) + "`: the slot " + slot.str() +
+                                        " may leave the ring's 0.." + std::to_string(st.slots - 1));
+      dst_index.insert(dst_index.begin(), slot);
+    }
     Body copy;
     if (st.transport == StageTransport::Async) {
-      copy.push_back(CpAsyncCopy{st.dst, coords, st.buffer, src_index, dtype_bytes(type.dtype)});
+      copy.push_back(CpAsyncCopy{st.dst, dst_index, st.buffer, src_index, dtype_bytes(type.dtype)});
     } else {  // sync, buffered: the data is visible after the Stage
       std::string value = fresh("in_" + st.dst);
       copy.push_back(Load{value, st.buffer, src_index, ValueType::scalar(type.dtype)});
-      copy.push_back(Write{st.dst, coords, Expr::value(value)});
+      copy.push_back(Write{st.dst, dst_index, Expr::value(value)});
     }
     if (guard.defined()) copy = {Cond{guard, std::move(copy), {}}};
 
-    if (scope.in_loop) out.push_back(Sync{});
+    if (scope.in_loop && first_of_stage_run_) out.push_back(Sync{});
     out.push_back(StridedLoop{f, tid_, Expr::int_(elems), Expr::int_(threads_), LoopRole::None, 0, std::move(copy)});
     if (st.transport == StageTransport::Async) {
-      out.push_back(CpAsyncCommit{});
+      if (commit_after_stage_) out.push_back(CpAsyncCommit{});
     } else {
       out.push_back(Sync{});
     }
@@ -499,6 +523,8 @@ class KernelBuilder {
   std::map<std::string, ValueType> acc_types_;
   Body smem_;
   int counter_ = 0;
+  bool commit_after_stage_ = true;  // the Stage being lowered ends its run of async Stages
+  bool first_of_stage_run_ = true;  // the Stage being lowered starts a run of Stages
 };
 
 class MaterializePass final : public TilePass {

@@ -64,7 +64,9 @@ class StagedAccessCollector final : public StmtVisitor {
     auto it = latest_.find(s.buffer);
     if (it == latest_.end()) return;
     ExprList index;
-    for (const Expr& e : s.index) index.push_back(substitute(e, first_values_));
+    // A ring's slot (the first index) moves whole slabs; the banks depend on the slab coordinates.
+    const size_t first = accesses[it->second].stage->slots > 1 ? 1 : 0;
+    for (size_t d = first; d < s.index.size(); ++d) index.push_back(substitute(s.index[d], first_values_));
     accesses[it->second].loads.push_back(std::move(index));
   }
   void visit_Loop(const Loop& s) override { in_loop(s.var, s.begin, [&] { StmtVisitor::visit_Loop(s); }); }
@@ -130,7 +132,7 @@ int64_t stage_bytes(const StagedAccess& a, int64_t pad) {
   int64_t elems = 1;
   for (size_t d = 0; d < a.stage->slab.size(); ++d)
     elems *= a.stage->slab[d].extent + (d + 1 == a.stage->slab.size() ? pad : 0);
-  return elems * a.elem_bytes;
+  return a.stage->slots * elems * a.elem_bytes;
 }
 
 class PadRows final : public StmtMutator {

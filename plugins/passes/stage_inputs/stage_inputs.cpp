@@ -313,7 +313,7 @@ int64_t stage_bytes(const Graph& g, const Stage& s) {
   const Node* src = g.find(s.buffer);
   int64_t elems = 1;
   for (size_t i = 0; i < s.slab.size(); ++i) elems *= s.slab[i].extent + (i + 1 == s.slab.size() ? s.pad : 0);
-  return elems * (src ? dtype_bytes(src->type.dtype) : 4);
+  return s.slots * elems * (src ? dtype_bytes(src->type.dtype) : 4);
 }
 
 class ExistingStageBytes final : public StmtVisitor {

@@ -311,7 +311,7 @@ class KernelCompiler {
         if (lookup_smem(st->name) >= 0) return error(s, "shared buffer '" + st->name + "' is declared twice");
         for (int64_t d : st->shape)
           if (d <= 0) return error(s, "shared buffer '" + st->name + "' has a non-positive dimension");
-        program_.smem.push_back(SmemDecl{st->name, st->dtype, st->shape});
+        program_.smem.push_back(SmemDecl{st->name, st->dtype, st->shape, st->slots});
         break;
       }
       case StmtKind::Sync:

@@ -67,6 +67,7 @@ struct SmemDecl {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  int64_t slots = 1;  // > 1: a ring of slabs, shape[0] the slot (named in race reports)
 };
 
 // A global buffer: one of the kernel node's inputs (read-only) or its output (the node id).

@@ -34,7 +34,9 @@ std::string SharedMemory::element_str(int buffer, int64_t flat) const {
   }
   std::string s = d.name + "[";
   for (size_t i = 0; i < index.size(); ++i) s += (i ? ", " : "") + std::to_string(index[i]);
-  return s + "]";
+  s += "]";
+  if (d.slots > 1 && !index.empty()) s += " (slot " + std::to_string(index[0]) + " of the ring)";
+  return s;
 }
 
 SharedMemory::Element& SharedMemory::touch(int buffer, int64_t flat) {
@@ -85,6 +87,16 @@ std::string SharedMemory::issue_copy(int buffer, int64_t flat, int lane, const S
   Element& e = touch(buffer, flat);
   if (e.pending > 0)
     return "starts a cp.async into " + element_str(buffer, flat) + " while another copy into it is in flight";
+  // The copy may land at any moment until its wait returns, so it conflicts with every access by
+  // another thread since the last barrier, as a write would (a slot refilled before its readers
+  // passed a Sync()).
+  if (e.writer >= 0 && e.writer != lane)
+    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
+           stmt_text(*e.writer_stmt->source) + "`) and this thread refills it with cp.async with no Sync() in between";
+  int other_reader = e.reader0 >= 0 && e.reader0 != lane ? e.reader0 : e.reader1;
+  if (other_reader >= 0)
+    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(other_reader) +
+           " read it and this thread refills it with cp.async with no Sync() in between";
   ++e.pending;
   copies_[static_cast<size_t>(lane)].open.push_back(PendingCopy{buffer, flat, value, &at});
   return {};

@@ -6,7 +6,10 @@
 //     same epoch is a race;
 //   * cp.async: copies issued by a thread join its open group, CpAsyncCommit closes the group,
 //     CpAsyncWait(keep=N) lands all but the newest N committed groups (as writes by the issuing
-//     thread); reading or writing an element with a copy still in flight is an error.
+//     thread); reading or writing an element with a copy still in flight is an error, and so is
+//     issuing a copy into an element another thread read or wrote since the last Sync() (the copy
+//     may land at once: a ring slot refilled while its readers may still read it);
+//   * a ring-buffered Smem (slots > 1) is named with its slot in every report.
 // Every check returns an error message ("" when the access is fine); the block executor adds the
 // kernel, statement and thread.
 #pragma once

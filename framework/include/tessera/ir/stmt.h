@@ -256,6 +256,11 @@ struct StridedLoop {
 // transport: sync | buffered | async | tma.  pad: extra elements per staged row (bank conflicts).
 // align, swizzle: the shared buffer's layout (`align=1024 swizzle=128B`, printed when not the
 // default), carried to the Smem that materialize declares.
+// slots, slot: a ring of `slots` slabs (`slab=(...), slot=a3 % 2, slots=2`, printed when slots > 1):
+// the shared buffer holds `slots` slabs one after another, this Stage fills slab number `slot`
+// (a block-uniform expression in [0, slots)), and every load of the buffer names the slot as its
+// first index (`load x_smem[a3 % 2, a4, a0]`). slots = 1 is a plain slab: slot 0, loads without
+// the slot index.
 struct Stage {
   std::string dst, buffer;
   ExprList origin;
@@ -264,6 +269,8 @@ struct Stage {
   int64_t pad = 0;
   int64_t align = kSmemAlign;               // the shared buffer's layout, as on Smem (materialize
   SmemSwizzle swizzle = SmemSwizzle::None;  // declares the buffer with both)
+  int64_t slots = 1;                        // the ring's slab count (1 = no ring)
+  Expr slot = Expr::int_(0);                // the slab this Stage fills, in [0, slots)
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dst", s.dst, FieldRole::DefBuffer);
     f("buffer", s.buffer, FieldRole::UseBuffer);
@@ -273,6 +280,8 @@ struct Stage {
     f("pad", s.pad, FieldRole::Data);
     f("align", s.align, FieldRole::Data);
     f("swizzle", s.swizzle, FieldRole::Data);
+    f("slots", s.slots, FieldRole::Data);
+    f("slot", s.slot, FieldRole::Data);
   }
 };
 
@@ -308,18 +317,22 @@ struct Let {
 
 // `Smem x_smem: f32[2048]`, or with a non-default layout
 // `Smem x_smem: f16[64, 64] align=1024 swizzle=128B` (defaults are not printed).
+// `Smem x_smem: f32[2, 32, 128] slots=2`: a ring of 2 slabs (a ring-buffered Stage); the first
+// dimension is the slot, which the simulator names in its race reports.
 struct Smem {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   int64_t align = kSmemAlign;                   // bytes
   SmemSwizzle swizzle = SmemSwizzle::None;      // recorded for TMA / wgmma; no pass sets it yet
+  int64_t slots = 1;                            // > 1: shape[0] == slots slabs of a ring
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("name", s.name, FieldRole::DefBuffer);
     f("dtype", s.dtype, FieldRole::Data);
     f("shape", s.shape, FieldRole::Data);
     f("align", s.align, FieldRole::Data);
     f("swizzle", s.swizzle, FieldRole::Data);
+    f("slots", s.slots, FieldRole::Data);
   }
 };
 
