@@ -159,6 +159,7 @@ const MatmulProgram kMatmulPrograms[] = {
 class MatmulScheduleTest : public RandomKnobsTest {};
 
 TEST_F(MatmulScheduleTest, SampledKSlabsAndSplitsMatchReferenceInEveryDtype) {
+  int two_dimensional = 0;  // sampled schedules with TM x TN outputs per thread, both > 1
   for (const MatmulProgram& p : kMatmulPrograms) {
     SCOPED_TRACE(p.name);
     int split = 0, chunked = 0;
@@ -168,12 +169,15 @@ TEST_F(MatmulScheduleTest, SampledKSlabsAndSplitsMatchReferenceInEveryDtype) {
       if (HasFailure()) return;
       split += int_knob(last_lowered_, "split_matmul_k", "SPLITK").has_value();
       chunked += int_knob(last_lowered_, "chunk_matmul_k", "BK").has_value();
+      two_dimensional += int_knob(last_lowered_, "register_tile", "TM").value_or(1) > 1 &&
+                         int_knob(last_lowered_, "register_tile", "TN").value_or(1) > 1;
     }
     check(p.text, 21, DType::BF16);
     check(p.text, 22, DType::F16);
     EXPECT_GT(chunked, 0) << "no sampled schedule cut K into slabs in " << p.name;
     if (p.has_split) EXPECT_GT(split, 0) << "no sampled schedule split K in " << p.name;
   }
+  EXPECT_GT(two_dimensional, 0) << "no sampled schedule gave a thread a 2-D tile of outputs";
 }
 
 // The acceptance case of the split: a decode step's projection launches a block per SM at least.
