@@ -215,6 +215,28 @@ kernel k_matmul_reduce  inputs: x, w  outputs: matmul: (1024, 1024) float32
 return matmul
 )";
 
+// A causal mask over a block of 8 columns x 4 rows, masked elements written in the else branch:
+// with TM=4 the row axis keeps one thread, whose replicas must still see their own rows in the
+// negated condition.
+constexpr const char* kCausal2D = R"(q: (4, 8) float32
+k: (8, 8) float32
+
+kernel k_s_reduce  inputs: q, k  outputs: s: (4, 8) float32
+  Tile(axes=(a0:8=THREAD, a1:4=THREAD)):
+    if a0 <= a1:
+      acc0 = init(0.0)
+      for a2 in 0..8:  # reduce
+        in0 = load q[a1, a2]
+        in1 = load k[a0, a2]
+        v0 = mul(in0, in1)
+        acc0 <- add(acc0, v0)
+      s[a1, a0] = acc0
+    else:
+      s[a1, a0] = -inf
+
+return s
+)";
+
 // Where each buffer is loaded: inside a replica loop (an unrolled `# free` loop) or not, and how
 // many replica loops deep.
 struct LoadPlaces final : StmtVisitor {
@@ -494,6 +516,16 @@ TEST_F(RegisterTileTest, TwoDimensionalTileLoadsEachOperandOncePerRowOrColumn) {
   EXPECT_NE(text.find("w_smem = Stage(w, origin=(0, 0), slab=(a2:40@0, a0:64@1)) async"), std::string::npos) << text;
   for (const auto& [tn, tm] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {4, 8}, {8, 4}, {1, 4}, {2, 1}})
     expect_same_outputs_as_untiled(kMatmul2D, tn, tm);
+}
+
+TEST_F(RegisterTileTest, TwoDimensionalCausalMaskKeepsEachReplicasRow) {
+  Graph g = tiled(kCausal2D, 2, nullptr, 4);
+  const std::string text = print_body(body_of(g, "s"));
+  // The masked side: replica (q, r) writes -inf where its row q (a1 + q, a1 = 0) is below its
+  // column a0 + r * 4.
+  EXPECT_NE(text.find("      if a7 < a0 + a8 * 4:\n        s[a7, a0 + a8 * 4] = -inf"), std::string::npos) << text;
+  for (const auto& [tn, tm] : std::vector<std::pair<int64_t, int64_t>>{{2, 4}, {1, 4}, {8, 4}, {4, 2}, {2, 2}})
+    expect_same_outputs_as_untiled(kCausal2D, tn, tm);
 }
 
 TEST_F(RegisterTileTest, TmIsAskedOnlyWhereTwoAxesQualify) {

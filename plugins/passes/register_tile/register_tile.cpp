@@ -307,10 +307,12 @@ struct TiledAxis {
 // on the innermost one alone, which decides what a two-level nest computes outside its inner loop.
 class RegisterTiler final : public StmtMutator {
  public:
+  // `ranges` bound the Tile's axes after tiling, `old_ranges` before.
   RegisterTiler(const Body& body, const Dependence& dep, const Dependence& inner_dep, std::vector<TiledAxis> axes,
-                RangeMap ranges, std::set<std::string> taken, std::set<std::string> accumulators)
+                RangeMap ranges, RangeMap old_ranges, std::set<std::string> taken, std::set<std::string> accumulators)
       : dep_(dep), inner_dep_(inner_dep), axes_(std::move(axes)), ranges_(std::move(ranges)),
-        taken_(std::move(taken)), accumulators_(std::move(accumulators)), order_(body) {
+        old_ranges_(std::move(old_ranges)), taken_(std::move(taken)), accumulators_(std::move(accumulators)),
+        order_(body) {
     for (const TiledAxis& a : axes_) axis_names_.insert(a.name);
   }
 
@@ -417,7 +419,9 @@ class RegisterTiler final : public StmtMutator {
     conjuncts(c.cond, terms);
     for (const Expr& t : terms) (dep_.depends(t) ? per_replica : uniform).push_back(t);
     guarded_region(uniform, per_replica, c.then_body, out);
-    if (!c.else_body.empty()) guarded_region({}, {simplify(Expr::not_(c.cond), ranges_)}, c.else_body, out);
+    // The condition speaks of the old threads: simplified over the axes' old extents (over the new
+    // ones, an axis left with one thread would be folded to 0 before its replicas replace it).
+    if (!c.else_body.empty()) guarded_region({}, {simplify(Expr::not_(c.cond), old_ranges_)}, c.else_body, out);
   }
 
   // Every combination of replica indices, in nest order (the last axis fastest).
@@ -481,7 +485,7 @@ class RegisterTiler final : public StmtMutator {
           if (!small && !large) continue;  // the term does not involve this axis
           if (small && large) return std::nullopt;
           const Expr& side = small ? t.operand(0) : t.operand(1);
-          Expr step = simplify(substitute(side, {{axis.name, Expr::var(axis.name) + axis.threads}}) - side, ranges_);
+          Expr step = simplify(substitute(side, {{axis.name, Expr::var(axis.name) + axis.threads}}) - side, old_ranges_);
           if (!step.is(ExprKind::Int) || step.int_value() <= 0) return std::nullopt;
           const int d = small ? 1 : -1;
           if (direction != 0 && direction != d) return std::nullopt;
@@ -637,7 +641,7 @@ class RegisterTiler final : public StmtMutator {
   const Dependence& inner_dep_;
   std::vector<TiledAxis> axes_;
   std::set<std::string> axis_names_;
-  RangeMap ranges_;
+  RangeMap ranges_, old_ranges_;
   std::set<std::string> taken_;
   std::set<std::string> accumulators_;  // every accumulator the kernel declares
   std::set<std::string> arrays_;
@@ -663,13 +667,14 @@ constexpr int64_t kCandidates[] = {1, 2, 4, 8};
 Expected<Tile> rewrite(const Tile& tile, std::vector<TiledAxis> axes, const Dependence& dep,
                        const Dependence& inner_dep) {
   Tile out = tile;
-  RangeMap ranges;
+  RangeMap ranges, old_ranges;
   for (TileAxis& a : out.axes) {
+    old_ranges[a.name] = Interval{0, a.extent - 1};
     for (const TiledAxis& t : axes)
       if (a.name == t.name) a.extent = t.threads;
     ranges[a.name] = Interval{0, a.extent - 1};
   }
-  RegisterTiler tiler(tile.body, dep, inner_dep, std::move(axes), ranges, bound_names(Body{Stmt(tile)}),
+  RegisterTiler tiler(tile.body, dep, inner_dep, std::move(axes), ranges, old_ranges, bound_names(Body{Stmt(tile)}),
                       accumulators(tile.body));
   out.body = tiler.mutate_body(tile.body);
   if (!tiler.failure().empty()) return make_error(tiler.failure());
@@ -850,15 +855,11 @@ class RegisterTilePass final : public TilePass {
     }
     if (tn == 1 && tm == 1) return Status::ok();
 
-    Expected<Tile> out = make_error("");
-    if (tm == 1) {
-      out = rewrite(tile, {{col_axis.name, col_axis.extent / tn, tn}}, cols.dep, cols.dep);
-    } else if (tn == 1) {
-      const QualifiedAxis& rows = qualified[1];
-      out = rewrite(tile, {{rows.axis->name, rows.axis->extent / tm, tm}}, rows.dep, rows.dep);
-    } else {
-      out = rewrite(tile, tiled(qualified[1], tm, cols, tn), *both, cols.dep);
-    }
+    // One tiled axis is rewritten with the dependence on it alone; two with the dependence on
+    // either, the columns' deciding what the row loop computes.
+    const Dependence& dep = tm == 1 ? cols.dep : tn == 1 ? qualified[1].dep : *both;
+    const Dependence& inner_dep = tn == 1 ? qualified[1].dep : cols.dep;
+    Expected<Tile> out = rewrite(tile, tiled(tm == 1 ? cols : qualified[1], tm, cols, tn), dep, inner_dep);
     if (!out) return ctx.error_at(*n, out.error().message);
     auto op = std::make_unique<TileOp>(*kernel);
     op->body = canonicalize_names(Body{Stmt(std::move(*out))});
