@@ -138,7 +138,8 @@ TEST_P(RandomKnobsTest, Bf16AndF16SchedulesMatchReference) {
 // The matmul corpus of the K-slab and split-K passes: odd sizes, GEMV at M = 1, bmm, Linear with
 // and without bias, the gated MLP, a residual epilogue, long K with few outputs. Every sampled
 // schedule must match the reference, and the samples must exercise both passes: some split K
-// across blocks (when K has a split), some cut K into slabs.
+// across blocks (when K has a split), some cut K into slabs; and some give a thread a 2-D tile of
+// outputs (register_tile's TM and TN both > 1).
 struct MatmulProgram {
   const char* name;
   const char* text;
