@@ -126,6 +126,25 @@ TEST_F(NvrtcBuildTest, LargeBlockTileKernelsBuildWithoutSpills) {
   }
 }
 
+// The IR loads B's element of a column in each of the TM row replicas; with no store between them
+// in a k step, NVRTC keeps one load per column: the 4096^3 kernel's PTX (the k-step loop is not
+// unrolled) reads shared memory 8 + 4 times for its 8 x 4 multiply-adds, as docs/passes.md says.
+TEST_F(NvrtcBuildTest, LargeBlockTileLoadsEachOperandOncePerRowAndColumn) {
+  Graph g = lower_to_cuda("x=torch.randn(4096,4096); w=torch.randn(4096,4096); x @ w");
+  auto built = target_->build(
+      g, TargetOptions{.arch = "sm_90", .device = device_, .cache_dir = cache_dir_.string(), .want_ptx = true});
+  ASSERT_TRUE(built) << built.error().render();
+  ASSERT_EQ(built->size(), 1u);
+  auto count = [&](const std::string& what) {
+    int n = 0;
+    for (size_t at = built->front().ptx.find(what); at != std::string::npos; at = built->front().ptx.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("ld.shared"), 12) << built->front().ptx;
+  EXPECT_EQ(count("fma.rn.f32"), 32) << built->front().ptx;
+}
+
 class NvrtcCorpusTest : public NvrtcBuildTest, public ::testing::WithParamInterface<test::CorpusProgram> {};
 
 TEST_P(NvrtcCorpusTest, EveryKernelBuildsWithoutSpillsAndRebuildsFromTheCache) {
