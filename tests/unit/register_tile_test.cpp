@@ -237,6 +237,24 @@ kernel k_s_reduce  inputs: q, k  outputs: s: (4, 8) float32
 return s
 )";
 
+// Two THREAD axes index the output of a reduction, but no operand belongs to one axis alone: the
+// rows of x depend on both, w on neither. A 2-D tile would reuse nothing a 1-D one does not.
+constexpr const char* kNoRowOperand = R"(x: (4, 8, 16) float32
+w: (16,) float32
+
+kernel k_y_reduce  inputs: x, w  outputs: y: (4, 8) float32
+  Tile(axes=(a0:8=THREAD, a1:4=THREAD)):
+    acc0 = init(0.0)
+    for a2 in 0..16:  # reduce
+      in0 = load x[a1, a0, a2]
+      in1 = load w[a2]
+      v0 = mul(in0, in1)
+      acc0 <- add(acc0, v0)
+    y[a1, a0] = acc0
+
+return y
+)";
+
 // Where each buffer is loaded: inside a replica loop (an unrolled `# free` loop) or not, and how
 // many replica loops deep.
 struct LoadPlaces final : StmtVisitor {
@@ -531,6 +549,9 @@ TEST_F(RegisterTileTest, TwoDimensionalCausalMaskKeepsEachReplicasRow) {
 TEST_F(RegisterTileTest, TmIsAskedOnlyWhereTwoAxesQualify) {
   Graph one_axis = tiled(kBiasBeforeLoop, 2);
   EXPECT_EQ(print_graph(one_axis).find("register_tile.TM"), std::string::npos) << print_graph(one_axis);
+  Graph no_row_operand = tiled(kNoRowOperand, 2);
+  EXPECT_EQ(print_graph(no_row_operand).find("register_tile.TM"), std::string::npos) << print_graph(no_row_operand);
+  EXPECT_EQ(array_types(body_of(no_row_operand, "y")), std::vector<std::string>{"f32[2]"});
   // 128 x 2 outputs: a block tile of at most 256 outputs keeps one row per thread.
   Graph small = tiled(kMatmul, 0);
   EXPECT_NE(print_graph(small).find("register_tile.TN=1 (heuristic), register_tile.TM=1 (heuristic)"),
@@ -562,6 +583,18 @@ TEST_F(RegisterTileTest, LargeBlockTileCandidatesKeepTheBlockWithinTheDevice) {
   ASSERT_FALSE(s);
   EXPECT_NE(s.message().find("not among the candidates"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("8"), std::string::npos) << s.message();
+}
+
+TEST_F(RegisterTileTest, AThreadHoldsAtMost32Outputs) {
+  Graph g = parse(kLargeTile);
+  Status s = run_pass("register_tile", g, {KnobPin{"TN", AttrValue(int64_t{8}), {}}, KnobPin{"TM", AttrValue(int64_t{8}), {}}});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("knob 'TM' of pass 'register_tile' is pinned to 8, which is not among the candidates at "
+                             "node 'matmul': 1, 2, 4"),
+            std::string::npos)
+      << s.message();
+  Graph fits = tiled(kLargeTile, 8, nullptr, 4);
+  EXPECT_EQ(array_types(body_of(fits, "matmul")), std::vector<std::string>{"f32[4][8]"});
 }
 
 TEST_F(RegisterTileTest, ALargeBlockTileItCannotDivideIsAnError) {

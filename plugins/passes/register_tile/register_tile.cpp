@@ -36,11 +36,14 @@
 // Collective statements (Stage, Combine, AsyncWait) are never replicated: the staging loops cover
 // the same slabs with fewer threads (they stride over the block's threads).
 // Knobs (candidates 1, 2, 4, 8 among the divisors of the axis's extent that, with some value of
-//   the other knob, leave at most device.max_threads_per_block threads per block; 1 disables):
+//   the other knob, leave at most device.max_threads_per_block threads per block and give a
+//   thread at most 32 outputs, TM x TN <= 32; 1 disables):
 //   TN: outputs per thread along `a`. Asked for every kernel the pass applies to.
-//   TM: outputs per thread along `b`. Asked only where both axes can be tiled: every accumulator
-//     and every write that depends on one of them depends on both (no row-only value would be
-//     replicated along the columns).
+//   TM: outputs per thread along `b`. Asked only where both axes can be tiled: a shared reduce
+//     loop loads an operand of `b` alone and one of `a` alone (a matmul's A and B: the reuse a 2-D
+//     tile is for; a kernel without it, e.g. a softmax fused into P @ V over heads, keeps one
+//     axis and its compile time), and every accumulator and every write that depends on one of
+//     the axes depends on both (no row-only value would be replicated along the columns).
 //   Heuristic: a block tile of at most max_threads_per_block / 4 ("comfortable") outputs keeps
 //   TM = 1 and TN = 1 unless some reduce loop has an operand every replica shares (an independent
 //   load next to a dependent accumulation); then the largest of 4, 2 that keeps at least
@@ -662,6 +665,11 @@ std::set<std::string> accumulators(const Body& body) {
 
 constexpr int64_t kCandidates[] = {1, 2, 4, 8};
 
+// The most outputs a thread may hold (TM x TN): 32 accumulators (8 x 4, the classic SGEMM thread
+// tile) keep a matmul near 64 registers; 64 of them take twice that, and their unrolled bodies
+// (times an unrolled reduce loop) multiply NVRTC's compile time several-fold for no default.
+constexpr int64_t kMaxOutputsPerThread = 32;
+
 // The Tile with `axes` (nest order, outer first) register-tiled, or why it cannot be. `dep` is the
 // dependence on all of them, `inner_dep` on the last one.
 Expected<Tile> rewrite(const Tile& tile, std::vector<TiledAxis> axes, const Dependence& dep,
@@ -725,6 +733,36 @@ bool depends_on_both(const Body& body, const Dependence& either, const Dependenc
   checker.second = &second;
   checker.visit(body);
   return checker.ok;
+}
+
+// Whether some shared `# reduce` loop loads an operand of the rows alone and one of the columns
+// alone (a matmul's A and B): what makes a 2-D tile load TM + TN values for TM x TN products. A
+// kernel whose loads depend on both axes or on neither gains nothing over one axis.
+bool has_row_and_column_operands(const Body& body, const Dependence& rows, const Dependence& cols) {
+  struct Finder final : StmtVisitor {
+    const Dependence *rows, *cols;
+    int reduce_depth = 0;
+    bool row_operand = false, column_operand = false, found = false;
+    void visit_Load(const Load& s) override {
+      if (reduce_depth == 0) return;
+      const bool r = rows->depends(s.index), c = cols->depends(s.index);
+      row_operand |= r && !c;
+      column_operand |= c && !r;
+    }
+    void visit_Loop(const Loop& s) override {
+      const bool reduce = s.role == LoopRole::Reduce && !rows->depends(ExprList{s.begin, s.end}) &&
+                          !cols->depends(ExprList{s.begin, s.end});
+      if (reduce && reduce_depth == 0) row_operand = column_operand = false;
+      reduce_depth += reduce;
+      StmtVisitor::visit_Loop(s);
+      reduce_depth -= reduce;
+      if (reduce && reduce_depth == 0) found |= row_operand && column_operand;
+    }
+  } finder;
+  finder.rows = &rows;
+  finder.cols = &cols;
+  finder.visit(body);
+  return finder.found;
 }
 
 std::vector<int64_t> divisors_of(int64_t extent) {
@@ -800,8 +838,8 @@ class RegisterTilePass final : public TilePass {
                                      cols.dep, cols.dep);
       if (!trial) return skip(trial.error().message);
     }
-    // Two dimensions: a second qualifying axis (the rows), a row-and-column-only kernel, and a
-    // rewrite that succeeds.
+    // Two dimensions: a second qualifying axis (the rows), operands of the rows alone and of the
+    // columns alone, a row-and-column-only kernel, and a rewrite that succeeds.
     std::optional<Dependence> both;
     std::vector<int64_t> tm_divisors = {1};
     if (qualified.size() == 2 && divisors_of(qualified[1].axis->extent).size() >= 2) {
@@ -811,14 +849,17 @@ class RegisterTilePass final : public TilePass {
       FactFinder finder(d, written);
       finder.visit(tile.body);
       const std::vector<int64_t> divisors = divisors_of(rows.axis->extent);
-      if (finder.facts.obstacle.empty() && depends_on_both(tile.body, d, cols.dep, rows.dep) &&
+      if (finder.facts.obstacle.empty() && has_row_and_column_operands(tile.body, rows.dep, cols.dep) &&
+          depends_on_both(tile.body, d, cols.dep, rows.dep) &&
           (tn_divisors.size() >= 2 ? rewrite(tile, tiled(rows, divisors[1], cols, tn_divisors[1]), d, cols.dep)
                                    : rewrite(tile, tiled(rows, divisors[1], cols, 1), rows.dep, rows.dep))) {
         both = std::move(d);
         tm_divisors = divisors;
       }
     }
-    auto fits = [&](int64_t tn, int64_t tm) { return block / (tn * tm) <= max_threads; };
+    auto fits = [&](int64_t tn, int64_t tm) {
+      return block / (tn * tm) <= max_threads && tn * tm <= kMaxOutputsPerThread;
+    };
     std::vector<int64_t> tn_candidates;
     for (int64_t tn : tn_divisors)
       if (std::any_of(tm_divisors.begin(), tm_divisors.end(), [&](int64_t tm) { return fits(tn, tm); }))
