@@ -143,7 +143,8 @@ TEST_P(RandomKnobsTest, Bf16AndF16SchedulesMatchReference) {
 // The matmul corpus of the K-slab and split-K passes: odd sizes, GEMV at M = 1, bmm, Linear with
 // and without bias, the gated MLP, a residual epilogue, long K with few outputs. Every sampled
 // schedule must match the reference, and the samples must exercise both passes: some split K
-// across blocks (when K has a split), some cut K into slabs.
+// across blocks (when K has a split), some cut K into slabs; and some give a thread a 2-D tile of
+// outputs (register_tile's TM and TN both > 1).
 struct MatmulProgram {
   const char* name;
   const char* text;
@@ -165,6 +166,7 @@ class MatmulScheduleTest : public RandomKnobsTest {};
 
 TEST_F(MatmulScheduleTest, SampledKSlabsAndSplitsMatchReferenceInEveryDtype) {
   int pipelined_programs = 0;  // programs some sampled schedule ring-buffered and pipelined
+  int two_dimensional = 0;  // sampled schedules with TM x TN outputs per thread, both > 1
   for (const MatmulProgram& p : kMatmulPrograms) {
     SCOPED_TRACE(p.name);
     int split = 0, chunked = 0, pipelined = 0;
@@ -175,6 +177,8 @@ TEST_F(MatmulScheduleTest, SampledKSlabsAndSplitsMatchReferenceInEveryDtype) {
       split += int_knob(last_lowered_, "split_matmul_k", "SPLITK").has_value();
       chunked += int_knob(last_lowered_, "chunk_matmul_k", "BK").has_value();
       pipelined += int_knob(last_lowered_, "pipeline_k_outer", "STAGES").has_value();
+      two_dimensional += int_knob(last_lowered_, "register_tile", "TM").value_or(1) > 1 &&
+                         int_knob(last_lowered_, "register_tile", "TN").value_or(1) > 1;
     }
     check(p.text, 21, DType::BF16);
     check(p.text, 22, DType::F16);
@@ -185,6 +189,7 @@ TEST_F(MatmulScheduleTest, SampledKSlabsAndSplitsMatchReferenceInEveryDtype) {
   // double_buffer and pipeline_k_outer apply wherever a K slab loop stages its operands: the
   // samples must run pipelined K loops (tails included: OddSizes has K = 129) on the simulator.
   EXPECT_GE(pipelined_programs, 3) << "too few programs got a sampled pipelined K loop";
+  EXPECT_GT(two_dimensional, 0) << "no sampled schedule gave a thread a 2-D tile of outputs";
 }
 
 // The acceptance case of the split: a decode step's projection launches a block per SM at least.

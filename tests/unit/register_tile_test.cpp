@@ -171,11 +171,99 @@ kernel k_s_reduce  inputs: x  outputs: s: (33,) float32
 return s
 )";
 
-// Where each buffer is loaded: inside a replica loop (an unrolled `# free` loop) or not.
+// The matmul in the shape launch_geometry hands a large block tile on: 64 columns x 16 rows of
+// outputs (tail guards on both: 60 x 13), one thread per output before register_tile.
+constexpr const char* kMatmul2D = R"(x: (13, 40) float32
+w: (40, 60) float32
+
+kernel k_matmul_reduce  inputs: x, w  outputs: matmul: (13, 60) float32
+  Tile(axes=(a0:64=THREAD, a1:16=THREAD)):
+    x_smem = Stage(x, origin=(0, 0), slab=(a1:16@0, a2:40@1)) async
+    w_smem = Stage(w, origin=(0, 0), slab=(a2:40@0, a0:64@1)) async
+    AsyncWait(keep=0)
+    if a0 < 60 && a1 < 13:
+      acc0 = init(0.0)
+      for a2 in 0..40:  # reduce
+        in0 = load x_smem[a1, a2]
+        in1 = load w_smem[a2, a0]
+        v0 = mul(in0, in1)
+        acc0 <- add(acc0, v0)
+      matmul[a1, a0] = acc0
+
+return matmul
+)";
+
+// The 128 x 64 block tile of a 1024 x 128 x 1024 matmul (128 blocks grouped by 8): 8192 outputs,
+// more than a block may have threads.
+constexpr const char* kLargeTile = R"(x: (1024, 128) float32
+w: (128, 1024) float32
+
+kernel k_matmul_reduce  inputs: x, w  outputs: matmul: (1024, 1024) float32
+  Tile(axes=(a0:128=THREAD, a1:64=THREAD, a2:128=BLOCK)):
+    acc0 = init(0.0)
+    for a3 in 0..4:  # reduce
+      x_smem = Stage(x, origin=((a2 / 64 * 8 + a2 % 8) * 64, a3 * 32), slab=(a1:64@0, a4:32@1)) async
+      w_smem = Stage(w, origin=(a3 * 32, a2 % 64 / 8 * 128), slab=(a4:32@0, a0:128@1)) async
+      AsyncWait(keep=0)
+      for a4 in 0..32:  # reduce
+        in0 = load x_smem[a1, a4]
+        in1 = load w_smem[a4, a0]
+        v0 = mul(in0, in1)
+        acc0 <- add(acc0, v0)
+    matmul[(a2 / 64 * 8 + a2 % 8) * 64 + a1, a2 % 64 / 8 * 128 + a0] = acc0
+
+return matmul
+)";
+
+// A causal mask over a block of 8 columns x 4 rows, masked elements written in the else branch:
+// with TM=4 the row axis keeps one thread, whose replicas must still see their own rows in the
+// negated condition.
+constexpr const char* kCausal2D = R"(q: (4, 8) float32
+k: (8, 8) float32
+
+kernel k_s_reduce  inputs: q, k  outputs: s: (4, 8) float32
+  Tile(axes=(a0:8=THREAD, a1:4=THREAD)):
+    if a0 <= a1:
+      acc0 = init(0.0)
+      for a2 in 0..8:  # reduce
+        in0 = load q[a1, a2]
+        in1 = load k[a0, a2]
+        v0 = mul(in0, in1)
+        acc0 <- add(acc0, v0)
+      s[a1, a0] = acc0
+    else:
+      s[a1, a0] = -inf
+
+return s
+)";
+
+// Two THREAD axes index the output of a reduction, but no operand belongs to one axis alone: the
+// rows of x depend on both, w on neither. A 2-D tile would reuse nothing a 1-D one does not.
+constexpr const char* kNoRowOperand = R"(x: (4, 8, 16) float32
+w: (16,) float32
+
+kernel k_y_reduce  inputs: x, w  outputs: y: (4, 8) float32
+  Tile(axes=(a0:8=THREAD, a1:4=THREAD)):
+    acc0 = init(0.0)
+    for a2 in 0..16:  # reduce
+      in0 = load x[a1, a0, a2]
+      in1 = load w[a2]
+      v0 = mul(in0, in1)
+      acc0 <- add(acc0, v0)
+    y[a1, a0] = acc0
+
+return y
+)";
+
+// Where each buffer is loaded: inside a replica loop (an unrolled `# free` loop) or not, and how
+// many replica loops deep.
 struct LoadPlaces final : StmtVisitor {
-  std::map<std::string, int> replicated, shared;
+  std::map<std::string, int> replicated, shared, depth_of;
   int depth = 0;
-  void visit_Load(const Load& s) override { (depth > 0 ? replicated : shared)[s.buffer]++; }
+  void visit_Load(const Load& s) override {
+    (depth > 0 ? replicated : shared)[s.buffer]++;
+    depth_of[s.buffer] = depth;
+  }
   void visit_Loop(const Loop& s) override {
     const bool replica = s.role == LoopRole::Free && s.unroll > 0;
     depth += replica;
@@ -221,11 +309,12 @@ class RegisterTileTest : public test::BuiltPluginsTest {
     return s;
   }
 
-  // register_tile on parsed Tile IR, TN pinned unless 0; the result must verify.
-  Graph tiled(const std::string& text, int64_t tn, std::vector<PassContext::Skip>* skips = nullptr) {
+  // register_tile on parsed Tile IR, TN (and TM) pinned unless 0; the result must verify.
+  Graph tiled(const std::string& text, int64_t tn, std::vector<PassContext::Skip>* skips = nullptr, int64_t tm = 0) {
     Graph g = parse(text);
     std::vector<KnobPin> pins;
     if (tn != 0) pins.push_back(KnobPin{"TN", AttrValue(tn), {}});
+    if (tm != 0) pins.push_back(KnobPin{"TM", AttrValue(tm), {}});
     Status s = run_pass("register_tile", g, pins, skips);
     EXPECT_TRUE(s) << s.message();
     Status v = verify_graph(g, Dialect::Tile);
@@ -251,10 +340,10 @@ class RegisterTileTest : public test::BuiltPluginsTest {
     return run->outputs;
   }
 
-  // The kernel tiled with `tn` computes exactly what it computes untiled.
-  void expect_same_outputs_as_untiled(const std::string& text, int64_t tn) {
-    Graph base = tiled(text, 1);
-    Graph tiled_graph = tiled(text, tn);
+  // The kernel tiled with `tn` (and `tm`) computes exactly what it computes untiled.
+  void expect_same_outputs_as_untiled(const std::string& text, int64_t tn, int64_t tm = 0) {
+    Graph base = tiled(text, 1, nullptr, tm == 0 ? 0 : 1);
+    Graph tiled_graph = tiled(text, tn, nullptr, tm);
     ValueMap inputs = make_inputs(base, 3);
     Expected<ValueMap> want = simulate(base, inputs);
     ASSERT_TRUE(want) << want.error().render();
@@ -264,7 +353,8 @@ class RegisterTileTest : public test::BuiltPluginsTest {
       Expected<ValueComparison> cmp = compare_output(*want, *got, out);
       ASSERT_TRUE(cmp) << cmp.error().render();
       EXPECT_GT(cmp->elements, 0);
-      EXPECT_EQ(cmp->max_abs_error, 0.0) << "TN=" << tn << ": " << cmp->str() << "\n" << print_graph(tiled_graph);
+      EXPECT_EQ(cmp->max_abs_error, 0.0) << "TN=" << tn << " TM=" << tm << ": " << cmp->str() << "\n"
+                                         << print_graph(tiled_graph);
     }
   }
 
@@ -279,6 +369,23 @@ class RegisterTileTest : public test::BuiltPluginsTest {
     if (at == std::string::npos) return make_error("pipelines/default.yaml has no `register_tile,` entry");
     yaml.replace(at, entry.size(), "register_tile: {TN: " + std::to_string(tn) + "},");
     return parse_pipeline(yaml, "default.yaml (TN pinned)");
+  }
+
+  // The default pipeline with the large block tile and its division pinned: launch_geometry's
+  // BN=128, BM=64 and register_tile's TN=4, TM=8 (the default for large grids, here for any).
+  static Expected<PipelineSpec> default_pipeline_with_large_tile() {
+    std::ifstream in(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    for (const auto& [entry, pinned] : std::vector<std::pair<std::string, std::string>>{
+             {"launch_geometry,", "launch_geometry: {BN: 128, BM: 64},"},
+             {"register_tile,", "register_tile: {TN: 4, TM: 8},"}}) {
+      const size_t at = yaml.find(entry);
+      if (at == std::string::npos) return make_error("pipelines/default.yaml has no `" + entry + "` entry");
+      yaml.replace(at, entry.size(), pinned);
+    }
+    return parse_pipeline(yaml, "default.yaml (large tile pinned)");
   }
 
   const DeviceDesc* device_ = nullptr;
@@ -397,6 +504,112 @@ TEST_F(RegisterTileTest, HeuristicTilesReusedOperandsOfLargeGridsOnly) {
   expect_same_outputs_as_untiled(kRowSum, 4);
 }
 
+TEST_F(RegisterTileTest, TwoDimensionalTileLoadsEachOperandOncePerRowOrColumn) {
+  Graph g = tiled(kMatmul2D, 4, nullptr, 8);
+  const Body& body = body_of(g, "matmul");
+  ASSERT_EQ(body.size(), 1u);
+  const Tile* tile = body[0].as<Tile>();
+  ASSERT_NE(tile, nullptr);
+  EXPECT_EQ(tile->axes[0].extent, 16) << "64 columns of threads become 16 with 4 columns each";
+  EXPECT_EQ(tile->axes[1].extent, 2) << "16 rows of threads become 2 with 8 rows each";
+  EXPECT_EQ(array_types(body), std::vector<std::string>{"f32[8][4]"});
+  LoadPlaces places;
+  places.visit(body);
+  // x's element of a row is loaded in the row loop, once for the 4 columns; w's in the column loop.
+  EXPECT_EQ(places.replicated["x_smem"], 1);
+  EXPECT_EQ(places.depth_of["x_smem"], 1);
+  EXPECT_EQ(places.replicated["w_smem"], 1);
+  EXPECT_EQ(places.depth_of["w_smem"], 2);
+  const std::string text = print_body(body);
+  // The tail guard's row term guards the row loop's body, its column term the column loop's.
+  EXPECT_NE(text.find("    for a3 in 0..8:  # free, unroll 8\n      if a1 + a3 * 2 < 13:\n"
+                      "        in0 = load x_smem[a1 + a3 * 2, a2]\n"
+                      "        for a4 in 0..4:  # free, unroll 4\n"
+                      "          if a0 + a4 * 16 < 60:\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("acc0[a3, a4] <- add(acc0[a3, a4], v0)"), std::string::npos) << text;
+  EXPECT_NE(text.find("matmul[a1 + a5 * 2, a0 + a6 * 16] = acc0[a5, a6]"), std::string::npos) << text;
+  // The Stages are untouched: the block tile stays 64 x 16.
+  EXPECT_NE(text.find("w_smem = Stage(w, origin=(0, 0), slab=(a2:40@0, a0:64@1)) async"), std::string::npos) << text;
+  for (const auto& [tn, tm] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {4, 8}, {8, 4}, {1, 4}, {2, 1}})
+    expect_same_outputs_as_untiled(kMatmul2D, tn, tm);
+}
+
+TEST_F(RegisterTileTest, TwoDimensionalCausalMaskKeepsEachReplicasRow) {
+  Graph g = tiled(kCausal2D, 2, nullptr, 4);
+  const std::string text = print_body(body_of(g, "s"));
+  // The masked side: replica (q, r) writes -inf where its row q (a1 + q, a1 = 0) is below its
+  // column a0 + r * 4.
+  EXPECT_NE(text.find("      if a7 < a0 + a8 * 4:\n        s[a7, a0 + a8 * 4] = -inf"), std::string::npos) << text;
+  for (const auto& [tn, tm] : std::vector<std::pair<int64_t, int64_t>>{{2, 4}, {1, 4}, {8, 4}, {4, 2}, {2, 2}})
+    expect_same_outputs_as_untiled(kCausal2D, tn, tm);
+}
+
+TEST_F(RegisterTileTest, TmIsAskedOnlyWhereTwoAxesQualify) {
+  Graph one_axis = tiled(kBiasBeforeLoop, 2);
+  EXPECT_EQ(print_graph(one_axis).find("register_tile.TM"), std::string::npos) << print_graph(one_axis);
+  Graph no_row_operand = tiled(kNoRowOperand, 2);
+  EXPECT_EQ(print_graph(no_row_operand).find("register_tile.TM"), std::string::npos) << print_graph(no_row_operand);
+  EXPECT_EQ(array_types(body_of(no_row_operand, "y")), std::vector<std::string>{"f32[2]"});
+  // 128 x 2 outputs: a block tile of at most 256 outputs keeps one row per thread.
+  Graph small = tiled(kMatmul, 0);
+  EXPECT_NE(print_graph(small).find("register_tile.TN=1 (heuristic), register_tile.TM=1 (heuristic)"),
+            std::string::npos)
+      << print_graph(small);
+  // 64 x 16 outputs (1024) are more than 256: 2 x 2 per thread bring the block to 32 x 8 threads.
+  Graph larger = tiled(kMatmul2D, 0);
+  EXPECT_NE(print_graph(larger).find("register_tile.TN=2 (heuristic), register_tile.TM=2 (heuristic)"),
+            std::string::npos)
+      << print_graph(larger);
+  EXPECT_EQ(array_types(body_of(larger, "matmul")), std::vector<std::string>{"f32[2][2]"});
+}
+
+TEST_F(RegisterTileTest, HeuristicDividesALargeBlockTileIntoFourByEightOutputs) {
+  Graph g = tiled(kLargeTile, 0);
+  const std::string printed = print_graph(g);
+  EXPECT_NE(printed.find("register_tile.TN=4 (heuristic), register_tile.TM=8 (heuristic)"), std::string::npos)
+      << printed;
+  const Tile* tile = body_of(g, "matmul")[0].as<Tile>();
+  ASSERT_NE(tile, nullptr);
+  EXPECT_EQ(tile->axes[0].extent * tile->axes[1].extent, 256) << printed;
+  EXPECT_EQ(array_types(body_of(g, "matmul")), std::vector<std::string>{"f32[8][4]"});
+}
+
+TEST_F(RegisterTileTest, LargeBlockTileCandidatesKeepTheBlockWithinTheDevice) {
+  // 8192 outputs: TN=1 would need TM=8 (1024 threads); pinning TM=4 with it leaves 2048 threads.
+  Graph g = parse(kLargeTile);
+  Status s = run_pass("register_tile", g, {KnobPin{"TN", AttrValue(int64_t{1}), {}}, KnobPin{"TM", AttrValue(int64_t{4}), {}}});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("not among the candidates"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("8"), std::string::npos) << s.message();
+}
+
+TEST_F(RegisterTileTest, AThreadHoldsAtMost32Outputs) {
+  Graph g = parse(kLargeTile);
+  Status s = run_pass("register_tile", g, {KnobPin{"TN", AttrValue(int64_t{8}), {}}, KnobPin{"TM", AttrValue(int64_t{8}), {}}});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("knob 'TM' of pass 'register_tile' is pinned to 8, which is not among the candidates at "
+                             "node 'matmul': 1, 2, 4"),
+            std::string::npos)
+      << s.message();
+  Graph fits = tiled(kLargeTile, 8, nullptr, 4);
+  EXPECT_EQ(array_types(body_of(fits, "matmul")), std::vector<std::string>{"f32[4][8]"});
+}
+
+TEST_F(RegisterTileTest, ALargeBlockTileItCannotDivideIsAnError) {
+  // 2048 threads of an elementwise kernel: nothing register_tile applies to.
+  std::string text = kElementwise;
+  text.replace(text.find("x: (64,)"), 8, "x: (2048,)");
+  text.replace(text.find("y: (64,)"), 8, "y: (2048,)");
+  text.replace(text.find("a0:64=THREAD"), 12, "a0:2048=THREAD");
+  Graph g = parse(text);
+  Status s = run_pass("register_tile", g);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("2048 threads, more than the device's 1024"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("no reduce loop feeds an accumulator"), std::string::npos) << s.message();
+}
+
 // Corpus programs of each family register_tile is for, through the whole default pipeline.
 class RegisterTileCorpusTest : public RegisterTileTest, public ::testing::WithParamInterface<const char*> {};
 
@@ -461,7 +674,61 @@ INSTANTIATE_TEST_SUITE_P(
                       "import torch.nn.functional as F; q=torch.randn(2,3,5,8); k=torch.randn(2,3,5,8); "
                       "v=torch.randn(2,3,5,8); F.scaled_dot_product_attention(q, k, v, scale=0.3)"));
 
+// Programs with rows under the large block tile (128 x 64 outputs, 4 x 8 per thread), tails
+// included: f32[8][4] arrays in Kernel IR, 256 threads per block, sim agrees with the reference.
+class RegisterTile2DCorpusTest : public RegisterTileTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RegisterTile2DCorpusTest, LargeTileMakesTwoDimensionalArraysAndSimulatesLikeTheReference) {
+  Expected<PipelineSpec> pipeline = default_pipeline_with_large_tile();
+  ASSERT_TRUE(pipeline) << pipeline.error().render();
+  Graph torch = trace(GetParam());
+  Graph g = torch;
+  Status st = lower(g, *pipeline, Dialect::Kernel, device_, std::nullopt, /*verify_each=*/true);
+  ASSERT_TRUE(st) << st.error().render();
+  int arrays = 0;
+  for (const Node* n : g.nodes())
+    if (const auto* k = n->op_as<KernelOp>()) {
+      for (const std::string& t : array_types(k->body)) arrays += t == "f32[8][4]";
+      EXPECT_LE(k->block[0] * k->block[1] * k->block[2], device_->max_threads_per_block) << n->id();
+    }
+  EXPECT_GT(arrays, 0) << "no f32[8][4] register array\n" << print_graph(g);
+  ValueMap inputs = make_inputs(torch, 11);
+  Expected<ValueMap> expected = evaluate_reference(torch, inputs);
+  ASSERT_TRUE(expected) << expected.error().render();
+  std::unique_ptr<Target> sim = host_->registry().make_target("sim");
+  Expected<TargetRun> run = sim->execute(g, inputs, TargetOptions{.arch = device_->arch, .device = device_, .cache_dir = ""});
+  ASSERT_TRUE(run) << run.error().render() << "\n" << print_graph(g);
+  for (const std::string& out : torch.outputs()) {
+    Expected<ValueComparison> cmp = compare_output(*expected, run->outputs, out);
+    ASSERT_TRUE(cmp) << cmp.error().render();
+    EXPECT_TRUE(cmp->within(1e-4)) << cmp->str() << "\n" << print_graph(g);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, RegisterTile2DCorpusTest,
+    ::testing::Values("x=torch.randn(33,129); w=torch.randn(129,77); torch.matmul(x, w)",
+                      "x=torch.randn(130,64); w=torch.randn(64,256); torch.matmul(x, w)",
+                      "a=torch.randn(3,70,40); b=torch.randn(3,40,130); torch.bmm(a, b)",
+                      "nn.Linear(48, 140)(torch.randn(2, 50, 48))",
+                      "import torch.nn.functional as F; x=torch.randn(1,70,64); wg=torch.randn(64,133); "
+                      "wu=torch.randn(64,133); F.silu(torch.matmul(x,wg))*torch.matmul(x,wu)",
+                      "x=torch.randn(66,96); w=torch.randn(96,160); r=torch.randn(66,160); torch.matmul(x, w) + r"));
+
 #ifdef TESSERA_HAVE_CUDA
+TEST_F(RegisterTileTest, LargeTileMatmulCudaCompilesWithNvrtc) {
+  Graph g = trace("x=torch.randn(2048,2048); w=torch.randn(2048,2048); torch.matmul(x, w)");
+  Expected<PipelineSpec> pipeline = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+  ASSERT_TRUE(pipeline) << pipeline.error().render();
+  Status st = lower(g, *pipeline, Dialect::Cuda, device_);
+  ASSERT_TRUE(st) << st.error().render();
+  const auto* op = g.find("matmul")->op_as<CudaOp>();
+  ASSERT_NE(op, nullptr) << print_graph(g);
+  EXPECT_NE(op->source.find("float acc0[8][4];"), std::string::npos) << op->source;
+  EXPECT_EQ(op->block[0] * op->block[1] * op->block[2], 256) << "32 x 8 threads with 4 x 8 outputs each";
+  EXPECT_EQ(test::nvrtc_compile(*op, device_->arch), "");
+}
+
 TEST_F(RegisterTileTest, TiledMatmulCudaCompilesWithNvrtc) {
   Expected<PipelineSpec> pipeline = default_pipeline_with_tn(4);
   ASSERT_TRUE(pipeline) << pipeline.error().render();

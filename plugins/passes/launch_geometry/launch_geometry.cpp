@@ -28,9 +28,16 @@
 //     [warp_size, T], T = max_threads_per_block / 4, halved (not below warp_size) while a kernel
 //     whose work is 1 MB or more (outputs times the innermost iterations of the body, 4 bytes
 //     each) would get fewer blocks than device.sm_count.
-//   BM (1, 2, 4, .., 32 with BN * BM <= max_threads_per_block): threads along the second innermost
-//     axis. Asked only where it applies (BN > 1 and two or more parallel axes); elsewhere it is 1.
-//     Heuristic: min(next power of two >= its extent, T / BN).
+//     A contraction with rows whose grid of large block tiles (4 * warp_size columns by
+//     8 * (max_threads_per_block / 4) / warp_size rows: 128 x 64 on an H100), counting every other
+//     axis, still has device.sm_count blocks gets 4 * warp_size instead: the large tile, which
+//     register_tile divides among max_threads_per_block / 4 threads of 4 x 8 outputs each.
+//   BM (1, 2, 4, .., 32 with BN * BM <= max_threads_per_block; for a contraction with rows also 64
+//     and 128, with BN * BM <= 8 * max_threads_per_block: a block tile with more outputs than a
+//     block may have threads, which register_tile must divide or report): threads (outputs)
+//     along the second innermost axis. Asked only where it applies (BN > 1 and two or more
+//     parallel axes); elsewhere it is 1. Heuristic: the large tile's rows with the large tile's
+//     BN, else min(next power of two >= its extent, T / BN).
 //   GROUP_M (1, 2, 4, 8, 16; below and dividing the M block count): asked for a contraction with
 //     blocks along both N and M. G > 1 makes one BLOCK axis `b` walking G M-blocks before moving
 //     along N (n_block = b % (G * NB) / G, m_block = b / (G * NB) * G + b % G), so blocks resident
@@ -218,6 +225,27 @@ bool tiles_rows_of_a_contraction(const Tile& tile, const std::vector<Contraction
   return false;
 }
 
+// The large block tile of a contraction with rows: a comfortable block (max_threads_per_block / 4
+// threads, warp_size columns by the rest in rows) whose threads register_tile gives 4 columns x 8
+// rows of outputs each (128 x 64 on an H100). A block tile may hold at most kMaxOutputsPerThread
+// outputs per thread of a block, which register_tile must divide.
+constexpr int64_t kLargeTileColumnsPerWarp = 4;
+constexpr int64_t kLargeTileRowsPerThread = 8;
+constexpr int64_t kMaxOutputsPerThread = 8;
+
+// Whether the large block tile still gives every SM a block: its blocks along N and M (each at
+// least one full tile), times the other axes, reach device.sm_count.
+bool fills_device_with_large_tiles(const Tile& tile, const DeviceDesc& device) {
+  const int64_t columns = kLargeTileColumnsPerWarp * device.warp_size;
+  const int64_t rows = kLargeTileRowsPerThread * (std::max(device.warp_size, device.max_threads_per_block / 4) /
+                                                  device.warp_size);
+  const int64_t n = tile.axes.back().extent, m = tile.axes[tile.axes.size() - 2].extent;
+  if (n < columns || m < rows) return false;
+  int64_t blocks = ((n + columns - 1) / columns) * ((m + rows - 1) / rows);
+  for (size_t i = 0; i + 2 < tile.axes.size(); ++i) blocks *= tile.axes[i].extent;
+  return blocks >= device.sm_count;
+}
+
 // One parallel axis split into threads (and blocks when the threads do not cover it).
 struct SplitAxis {
   TileAxis thread;
@@ -304,7 +332,8 @@ class LaunchGeometryPass final : public TilePass {
                                        int64_t{512}, int64_t{1024}},
                  std::nullopt,
                  "threads along the innermost parallel axis; 1 = one output row per block"},
-        KnobSpec{"BM", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}, int64_t{32}},
+        KnobSpec{"BM", KnobType::Int,
+                 {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}, int64_t{32}, int64_t{64}, int64_t{128}},
                  std::nullopt, "threads along the second innermost parallel axis (2-D outputs)"},
         KnobSpec{"GROUP_M", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}},
                  std::nullopt, "blocks walked down M before moving along N (L2 reuse of a contraction's slabs; 1 = off)"},
@@ -354,7 +383,10 @@ class LaunchGeometryPass final : public TilePass {
     // One contraction analysis serves the BN rule and GROUP_M.
     const std::vector<Contraction> contractions = find_contractions(tile);
     const bool tiles_rows = tiles_rows_of_a_contraction(tile, contractions);
-    if (tiles_rows)
+    const bool large_tile = tiles_rows && fills_device_with_large_tiles(tile, device);
+    if (large_tile)
+      bn_heuristic = kLargeTileColumnsPerWarp * warp;  // register_tile divides it to warp_size columns
+    else if (tiles_rows)
       bn_heuristic = warp;  // a 2-D block tile: BM = comfortable / warp rows share each B slab
     else if (!is_row_reduction(tile, device))
       bn_heuristic = std::min(std::max(next_pow2(inner.extent), warp), comfortable);
@@ -371,12 +403,18 @@ class LaunchGeometryPass final : public TilePass {
       std::optional<SplitAxis> m_split;
       if (tile.axes.size() >= 2) {
         const TileAxis& second = tile.axes[tile.axes.size() - 2];
+        // A contraction's block tile may hold more outputs than a block has threads: register_tile
+        // gives each thread several of them.
+        const int64_t max_outputs = tiles_rows ? max_threads * kMaxOutputsPerThread : max_threads;
         std::vector<int64_t> bm_candidates;
-        for (int64_t c : {1, 2, 4, 8, 16, 32})
-          if (*bn * c <= max_threads) bm_candidates.push_back(c);
+        for (int64_t c : {1, 2, 4, 8, 16, 32, 64, 128})
+          if (*bn * c <= max_outputs && (c <= 32 || tiles_rows)) bm_candidates.push_back(c);
         int64_t bm_heuristic = 1;
+        const int64_t bm_wanted = large_tile && *bn == kLargeTileColumnsPerWarp * warp
+                                      ? kLargeTileRowsPerThread * (comfortable / warp)
+                                      : std::min(next_pow2(second.extent), comfortable / *bn);
         for (int64_t c : bm_candidates)
-          if (c <= std::min(next_pow2(second.extent), comfortable / *bn)) bm_heuristic = c;
+          if (c <= bm_wanted) bm_heuristic = c;
         Expected<int64_t> bm = ctx.choose_int("BM", node, bm_candidates, bm_heuristic);
         if (!bm) return std::move(bm).error();
         if (*bm > 1) m_split = split(second, *bm, taken);
