@@ -23,11 +23,13 @@
 //     body has a top-level `# reduce` loop of at least device.warp_size iterations whose every
 //     load depends on every parallel axis (a row-wise reduction; not a matmul-like one whose
 //     operands are reused across outputs), or a top-level `# free` loop whose trips times the
-//     innermost iterations of its body reach device.warp_size (a reduction's epilogue over the
-//     row, or split_reduce's share of it); otherwise the next power of two >= E, clamped to
+//     innermost iterations of its body reach warp_size * warp_size, or of warp_size trips after
+//     a top-level reduction of warp_size iterations (a reduction's epilogue over the row, or
+//     split_reduce's share of it, long enough to busy a block); otherwise the next power of two >= E, clamped to
 //     [warp_size, T], T = max_threads_per_block / 4, halved (not below warp_size) while a kernel
 //     whose work is 1 MB or more (outputs times the innermost iterations of the body, 4 bytes
-//     each) would get fewer blocks than device.sm_count.
+//     each) would get fewer blocks than device.sm_count; not for a contraction tiled in rows,
+//     whose operands the block reuses (its work is not its bytes).
 //     A contraction with rows whose grid of large block tiles (4 * warp_size columns by
 //     8 * (max_threads_per_block / 4) / warp_size rows: 128 x 64 on an H100), counting every other
 //     axis, still has device.sm_count blocks gets 4 * warp_size instead: the large tile, which
@@ -140,6 +142,11 @@ bool is_row_reduction(const Tile& tile, const DeviceDesc& device) {
   }
   AxisDependences deps(axes);
   deps.visit(tile.body);
+  bool long_reduction = false;  // a top-level reduction of warp_size iterations or more
+  for (const Stmt& s : tile.body)
+    if (const auto* loop = s.as<Loop>(); loop != nullptr && loop->role == LoopRole::Reduce)
+      if (auto trip = bound_of(simplify(loop->end - loop->begin, ranges), ranges); trip && trip->hi >= device.warp_size)
+        long_reduction = true;
   for (const Stmt& s : tile.body) {
     const auto* loop = s.as<Loop>();
     if (loop == nullptr || (loop->role != LoopRole::Reduce && loop->role != LoopRole::Free)) continue;
@@ -147,9 +154,12 @@ bool is_row_reduction(const Tile& tile, const DeviceDesc& device) {
     if (!trip) continue;
     // A `# free` loop left in the body (tileify made every other one an axis) is a reduction's
     // epilogue over the row, or split_reduce's share of one: the block's threads share it when
-    // it holds a warp's worth of work (its trips times the work of each, a K loop for instance).
+    // it holds warp_size iterations for each lane of a warp (its trips times the work of each, a
+    // K loop for instance), or warp_size trips after a reduction of warp_size; a short row keeps
+    // one thread per row.
     if (loop->role == LoopRole::Free) {
-      if (trip->hi * std::max<int64_t>(1, innermost_iterations(loop->body)) >= device.warp_size) return true;
+      const int64_t work = trip->hi * std::max<int64_t>(1, innermost_iterations(loop->body));
+      if (work >= device.warp_size * device.warp_size || (trip->hi >= device.warp_size && long_reduction)) return true;
       continue;
     }
     if (trip->hi < device.warp_size) continue;
@@ -366,23 +376,25 @@ class LaunchGeometryPass final : public TilePass {
     const DeviceDesc& device = ctx.device();
     const int64_t max_threads = device.max_threads_per_block;
     const int64_t warp = device.warp_size;
-    // Threads per block we aim for; fewer, down to a warp, when large work (1 MB or more) would
-    // otherwise leave SMs without a block.
+    const TileAxis& inner = tile.axes.back();
+    // One contraction analysis serves the BN rule and GROUP_M.
+    const std::vector<Contraction> contractions = find_contractions(tile);
+    const bool tiles_rows = tiles_rows_of_a_contraction(tile, contractions);
+    // Threads per block we aim for; fewer, down to a warp, when large work (1 MB or more read
+    // once: outputs times the innermost iterations of the body) would otherwise leave SMs without
+    // a block. Not for a contraction tiled in rows: its operands are reused across the block, so
+    // its work is not its bytes, and a smaller tile would give up that reuse.
     int64_t comfortable = std::max(warp, max_threads / 4);
     int64_t outputs = 1;
     for (const TileAxis& a : tile.axes) outputs *= a.extent;
     const int64_t work_bytes = outputs * std::max<int64_t>(1, innermost_iterations(tile.body)) * 4;
-    if (work_bytes >= kLargeWorkBytes)
+    if (!tiles_rows && work_bytes >= kLargeWorkBytes)
       while (comfortable > warp && outputs / comfortable < device.sm_count) comfortable /= 2;
-    const TileAxis& inner = tile.axes.back();
 
     std::vector<int64_t> bn_candidates;
     for (int64_t c : {1, 32, 64, 128, 256, 512, 1024})
       if (c <= max_threads) bn_candidates.push_back(c);
     int64_t bn_heuristic = 1;
-    // One contraction analysis serves the BN rule and GROUP_M.
-    const std::vector<Contraction> contractions = find_contractions(tile);
-    const bool tiles_rows = tiles_rows_of_a_contraction(tile, contractions);
     const bool large_tile = tiles_rows && fills_device_with_large_tiles(tile, device);
     if (large_tile)
       bn_heuristic = kLargeTileColumnsPerWarp * warp;  // register_tile divides it to warp_size columns

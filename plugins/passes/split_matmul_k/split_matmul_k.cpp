@@ -28,9 +28,10 @@
 // Knob SPLITK (1 = off, else 2..128, powers of two dividing e-b and leaving at least 16 steps per
 //   split). Asked only for kernels with a contraction. Heuristic: estimate the blocks the outputs
 //   alone give (one block per 256 outputs, launch_geometry's largest block); when that is below
-//   device.sm_count and K is at least 512, the smallest S that gives every SM a block while each
-//   split keeps at least 16 steps of K (the partial sums, 2 * S * 4 bytes per output written and
-//   read back, stay at most half the K * 2 bytes of bf16 weights per output); else 1.
+//   device.sm_count, K is at least 512 and the operands hold 1 MB or more, the smallest S that
+//   gives every SM a block while each split keeps at least 16 steps of K (the partial sums,
+//   2 * S * 4 bytes per output written and read back, stay at most half the K * 2 bytes of bf16
+//   weights per output); else 1.
 // Guarantees: every output sums the same products, in S groups in k order added in s order (so
 //   results may differ from the unsplit kernel by rounding); kernel names: the partial kernel
 //   keeps y's kernel name, the combine kernel is named <name>_combine. Names canonical.
@@ -44,9 +45,9 @@
 
 #include "tessera/ir/contraction.h"
 #include "tessera/ir/graph.h"
-#include "tessera/ir/stmt_effects.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
+#include "tessera/pass/split_kernel.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
 
@@ -56,6 +57,7 @@ namespace {
 const std::vector<int64_t> kSplits = {2, 4, 8, 16, 32, 64, 128};
 constexpr int64_t kOutputsPerBlock = 256;    // launch_geometry's largest block (BN * BM)
 constexpr int64_t kMinStepsPerSplit = 16;    // below this a split is all overhead
+constexpr int64_t kLargeWorkBytes = 1 << 20;  // the kernel report's threshold for "large"
 constexpr int64_t kHeuristicMinK = 512;      // shorter K: the partial sums cost too much
 constexpr int64_t kHeuristicMinSplitK = 16;
 
@@ -243,8 +245,14 @@ class SplitMatmulKPass final : public Pass {
     for (const TileAxis& a : tile->axes) outputs *= a.extent;
     const int64_t blocks = (outputs + kOutputsPerBlock - 1) / kOutputsPerBlock;
     const int64_t sms = ctx.device().sm_count;
+    // The operands' bytes, each read once: a kernel that moves less than 1 MB is over before a
+    // second kernel's launch would pay off.
+    int64_t operand_bytes = 0;
+    for (const ContractionOperand& o : p.c.operands)
+      if (const Node* buffer = g.find(o.buffer))
+        operand_bytes += num_elements(buffer->type.shape) * dtype_bytes(buffer->type.dtype);
     int64_t heuristic = 1;
-    if (blocks < sms && k >= kHeuristicMinK)
+    if (blocks < sms && k >= kHeuristicMinK && operand_bytes >= kLargeWorkBytes)
       for (int64_t s : candidates) {
         if (s == 1 || k / s < kHeuristicMinSplitK) continue;
         heuristic = s;
@@ -255,7 +263,7 @@ class SplitMatmulKPass final : public Pass {
       if (heuristic == 1)
         ctx.skip(n, blocks >= sms ? "its " + std::to_string(outputs) + " outputs fill the " + std::to_string(sms) +
                                         " SMs without a split"
-                                  : "K (" + std::to_string(k) + ") is too short to split profitably");
+                                  : "K (" + std::to_string(k) + ") is too short, or the operands too small, to split profitably");
       return Status::ok();
     }
 
@@ -263,26 +271,10 @@ class SplitMatmulKPass final : public Pass {
     Tile part = partial_tile(*tile, p, splits, partial);
     Tile combine = combine_tile(*tile, p, splits, partial);
 
-    auto part_op = std::make_unique<TileOp>(kernel);
-    part_op->body = canonicalize_names(Body{Stmt(std::move(part))});
     std::vector<int64_t> partial_shape = {static_cast<int64_t>(p.c.accumulators.size()), splits};
     for (const TileAxis& a : tile->axes) partial_shape.push_back(a.extent);
-    TensorType partial_type{Shape(partial_shape.begin(), partial_shape.end()), p.acc_dtype};
-    std::vector<std::string> part_inputs = read_buffers(part_op->body);
-    std::vector<KnobChoice> choices = n.choices;
-
-    auto combine_op = std::make_unique<TileOp>(kernel);
-    combine_op->name = kernel.name + "_combine";
-    combine_op->body = canonicalize_names(Body{Stmt(std::move(combine))});
-    std::vector<std::string> combine_inputs = read_buffers(combine_op->body);
-
-    TESSERA_ASSIGN_OR_RETURN(Node * part_node, g.insert_before(n.id(), partial, std::move(part_op),
-                                                                std::move(part_inputs), partial_type));
-    part_node->choices = std::move(choices);
-    Node& combined = *g.find(n.id());  // insert_before may move nodes: look it up again
-    combined.op = std::move(combine_op);
-    combined.inputs = std::move(combine_inputs);
-    return Status::ok();
+    return split_tile_kernel(g, n, partial, std::move(part),
+                             TensorType{Shape(partial_shape.begin(), partial_shape.end()), p.acc_dtype}, std::move(combine));
   }
 };
 

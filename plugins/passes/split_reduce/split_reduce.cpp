@@ -68,9 +68,9 @@
 
 #include "tessera/ir/contraction.h"
 #include "tessera/ir/graph.h"
-#include "tessera/ir/stmt_effects.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
+#include "tessera/pass/split_kernel.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
 
@@ -638,26 +638,10 @@ class SplitReducePass final : public Pass {
     combine.body = combine_body(*tile, p, splits, partial, names);
     for (Stmt& s : sliced_epilogue(p, Expr::var(part), parts, names)) combine.body.push_back(std::move(s));
 
-    auto part_op = std::make_unique<TileOp>(kernel);
-    part_op->body = canonicalize_names(Body{Stmt(std::move(part_tile))});
     std::vector<int64_t> partial_shape = {static_cast<int64_t>(p.accs.size()), splits};
     for (const TileAxis& a : tile->axes) partial_shape.push_back(a.extent);
-    TensorType partial_type{Shape(partial_shape.begin(), partial_shape.end()), acc_dtype(p)};
-    std::vector<std::string> part_inputs = read_buffers(part_op->body);
-    std::vector<KnobChoice> choices = n.choices;
-
-    auto combine_op = std::make_unique<TileOp>(kernel);
-    combine_op->name = kernel.name + "_combine";
-    combine_op->body = canonicalize_names(Body{Stmt(std::move(combine))});
-    std::vector<std::string> combine_inputs = read_buffers(combine_op->body);
-
-    TESSERA_ASSIGN_OR_RETURN(Node * part_node, g.insert_before(n.id(), partial, std::move(part_op),
-                                                                std::move(part_inputs), partial_type));
-    part_node->choices = std::move(choices);
-    Node& combined = *g.find(n.id());  // insert_before may move nodes: look it up again
-    combined.op = std::move(combine_op);
-    combined.inputs = std::move(combine_inputs);
-    return Status::ok();
+    return split_tile_kernel(g, n, partial, std::move(part_tile),
+                             TensorType{Shape(partial_shape.begin(), partial_shape.end()), acc_dtype(p)}, std::move(combine));
   }
 };
 
