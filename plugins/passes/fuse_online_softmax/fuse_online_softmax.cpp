@@ -1,0 +1,305 @@
+// fuse_online_softmax: merges a row's max pass and its sum-of-exp pass into one pass (the online
+// softmax normalizer), so a row that is not kept on chip is read from memory once less.
+//
+// Rewrites: in the body of a Tile, four consecutive statements
+//     R1 over the row:  ... y = f(loads);  m <- max(m, y)
+//     Combine(m, op=max)
+//     R2 over the row:  ... y' = f(loads); d = sub(y', m); e = exp(d); s <- add(s, e)
+//     Combine(s, op=add)
+// where R1 and R2 are the same row loop (a `# reduce` StridedLoop, or chunk_reduce's `# reduce`
+// chunk Loop holding exactly one such StridedLoop) with the same statements before the
+// accumulation (equal once canonically named), `m = init(-inf)` and `s = init(0.0)` stand earlier
+// in the Tile body with nothing between reading them, and every load of the loop reads a graph
+// input of the kernel. They become one loop in which each thread keeps its running max and its sum
+// relative to it, then the block combines the maxima and rescales each thread's sum to the block's:
+//     R1 over the row:  ... y = f(loads)
+//       mn = maximum(m, y)
+//       kept = eq(m, mn);  r = where(kept, 1.0, exp(sub(m, mn)));  s <- mul(s, r)
+//       masked = eq(y, -inf);  t = where(masked, 0.0, exp(sub(y, mn)));  s <- add(s, t)
+//       m <- max(m, y)
+//     mt = identity(m)                      # the thread's own max, before the block's
+//     Combine(m, op=max)
+//     s <- mul(s, exp(sub(mt, m)))
+//     Combine(s, op=add)
+// Infinities: in the loop the guards keep -inf inputs from making NaN (a row whose first elements
+// are masked: -inf - -inf); after it the rescale is left unguarded on purpose: exp(mt - m) is NaN
+// only when the block's max m is infinite and equal to mt, which is exactly when the two-pass kernel's
+// sum holds exp(-inf - -inf) or exp(inf - inf) = NaN (a fully masked row, a row holding +inf); a
+// thread whose max is -inf while the block's is finite (no element of the row, or only masked
+// ones) has s = 0 and rescales it by exp(-inf) = 0. So s and m end as the two-pass kernel's, for
+// every input, up to the rounding of a different summation order.
+// Where it pays: the loads must read a graph buffer, not a shared-memory slab; the default pipeline
+//   runs this pass right after stage_inputs, which stages a row that fits in shared memory (then the
+//   second read is cheap and the kernel is left alone) and leaves long, chunked or unstaged rows
+//   reading global memory (then the max pass and the sum pass each read the row: this saves one of
+//   the three reads of softmax, log_softmax and logsumexp). It must run after chunk_reduce (whose
+//   chunk loops it accepts) and before the passes that change loop bodies (async_copy on, which
+//   only act on Stages this pass never sees in a matched loop). split_reduce's partial kernels
+//   (the same two passes over a split of the row) match as well; its combine kernels do not.
+// Knob ONLINE (bool). Heuristic: true. Asked only for kernels holding such a pair.
+// Accepts: Tile IR (TileOp nodes whose body is one Tile); other nodes are left alone.
+// Guarantees: every statement after the pair reads the same m and s (up to rounding); the row is
+//   loaded once where it was loaded twice; only existing statement kinds are used; names canonical.
+// Tests: tests/golden/fuse_online_softmax/, OnlineSoftmaxTest in tests/e2e/random_knobs_test.cpp.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+
+namespace tessera {
+namespace {
+
+bool names(const Expr& e, const std::string& name) { return e.is_name() && e.name() == name; }
+
+// The `# reduce` StridedLoop of a row loop: the statement itself, or the one statement of a
+// `# reduce` chunk Loop; nullptr for anything else.
+const StridedLoop* row_strided_loop(const Stmt& s) {
+  if (const auto* sl = s.as<StridedLoop>()) return sl->role == LoopRole::Reduce ? sl : nullptr;
+  if (const auto* loop = s.as<Loop>(); loop != nullptr && loop->role == LoopRole::Reduce && loop->body.size() == 1)
+    if (const auto* sl = loop->body[0].as<StridedLoop>(); sl != nullptr && sl->role == LoopRole::Reduce) return sl;
+  return nullptr;
+}
+
+// `row_loop` with its StridedLoop's body replaced by `body`.
+Stmt with_row_body(const Stmt& row_loop, Body body) {
+  if (const auto* sl = row_loop.as<StridedLoop>()) {
+    StridedLoop out = *sl;
+    out.body = std::move(body);
+    return out;
+  }
+  Loop chunk = *row_loop.as<Loop>();
+  StridedLoop inner = *chunk.body[0].as<StridedLoop>();
+  inner.body = std::move(body);
+  chunk.body = {Stmt(std::move(inner))};
+  return chunk;
+}
+
+bool mentions(const Stmt& s, const std::set<std::string>& accs) {
+  for (const std::string& name : used_names(Body{s}))
+    if (accs.count(name)) return true;
+  return false;
+}
+
+// One max pass + sum-of-exp pass at `position` of the Tile body.
+struct SoftmaxPair {
+  size_t position = 0;
+  std::string max_acc, sum_acc;
+  Expr row_value;    // y: what the max pass accumulates
+  ValueType type;    // the accumulators' type
+};
+
+class PairFinder {
+ public:
+  PairFinder(const Node& node, const Body& body) : node_(node), body_(body) {}
+
+  // The pair starting at `i`, or nullopt; `staged` is set when the pair matches but its loads read
+  // something other than a graph input (a shared-memory slab).
+  std::optional<SoftmaxPair> at(size_t i, bool& staged) const {
+    if (i + 3 >= body_.size()) return std::nullopt;
+    const StridedLoop* max_loop = row_strided_loop(body_[i]);
+    const StridedLoop* sum_loop = row_strided_loop(body_[i + 2]);
+    const auto* max_combine = body_[i + 1].as<Combine>();
+    const auto* sum_combine = body_[i + 3].as<Combine>();
+    if (max_loop == nullptr || sum_loop == nullptr || max_combine == nullptr || sum_combine == nullptr) return std::nullopt;
+    if (max_combine->op != CombineFn::Max || sum_combine->op != CombineFn::Add ||
+        max_combine->scope != CombineScope::Block || sum_combine->scope != CombineScope::Block)
+      return std::nullopt;
+    const std::string& m = max_combine->acc;
+    const std::string& s = sum_combine->acc;
+    if (m == s) return std::nullopt;
+
+    // The max pass: prefix, then `m <- max(m, y)`.
+    const Body& mb = max_loop->body;
+    if (mb.empty()) return std::nullopt;
+    const auto* max_accum = mb.back().as<Accum>();
+    if (max_accum == nullptr || max_accum->acc != m || max_accum->op != CombineFn::Max || !max_accum->index.empty())
+      return std::nullopt;
+    const Body prefix(mb.begin(), mb.end() - 1);
+    if (!plain_values(prefix) || mentions_any(prefix, {m, s}) || !max_accum->value.is(ExprKind::Value)) return std::nullopt;
+
+    // The sum pass: prefix', then `d = sub(y', m); e = exp(d); s <- add(s, e)`.
+    const Body& sb = sum_loop->body;
+    if (sb.size() < 3) return std::nullopt;
+    const auto* sub = sb[sb.size() - 3].as<Assign>();
+    const auto* exp = sb[sb.size() - 2].as<Assign>();
+    const auto* sum_accum = sb.back().as<Accum>();
+    if (sub == nullptr || exp == nullptr || sum_accum == nullptr) return std::nullopt;
+    if (sub->op != ElementwiseFn::Sub || sub->args.size() != 2 || !names(sub->args[1], m)) return std::nullopt;
+    if (exp->op != ElementwiseFn::Exp || exp->args.size() != 1 || !names(exp->args[0], sub->dst)) return std::nullopt;
+    if (sum_accum->acc != s || sum_accum->op != CombineFn::Add || !sum_accum->index.empty() ||
+        !names(sum_accum->value, exp->dst))
+      return std::nullopt;
+    // The same row loop with the same values before the accumulation: the sum pass with its tail
+    // replaced by the max pass's accumulation must be the max pass, up to names.
+    Body sum_prefix(sb.begin(), sb.end() - 3);
+    sum_prefix.push_back(Accum{m, CombineFn::Max, sub->args[0], {}});
+    if (!structurally_equal(canonicalize_names(Body{body_[i]}),
+                            canonicalize_names(Body{with_row_body(body_[i + 2], std::move(sum_prefix))})))
+      return std::nullopt;
+
+    // Both accumulators start at the identities and nothing reads them before the pair.
+    std::optional<ValueType> m_type, s_type;
+    for (size_t j = 0; j < i; ++j) {
+      if (const auto* init = body_[j].as<Init>(); init != nullptr && (init->acc == m || init->acc == s)) {
+        const bool is_max = init->acc == m;
+        const double want = is_max ? -INFINITY : 0.0;
+        if (!init->value.is(ExprKind::Float) || init->value.float_value() != want || !init->type.is_scalar())
+          return std::nullopt;
+        (is_max ? m_type : s_type) = init->type;
+        continue;
+      }
+      if (mentions(body_[j], {m, s})) return std::nullopt;
+    }
+    if (!m_type || !s_type || !(*m_type == *s_type) || !is_float(m_type->dtype)) return std::nullopt;
+
+    if (!reads_graph_inputs_only(prefix)) {
+      staged = true;
+      return std::nullopt;
+    }
+    return SoftmaxPair{i, m, s, max_accum->value, *m_type};
+  }
+
+ private:
+  static bool is_float(DType t) {
+    switch (t) {
+      case DType::F32: case DType::F16: case DType::BF16: case DType::F64: return true;
+      case DType::I32: case DType::I64: case DType::Bool: return false;
+    }
+    return false;
+  }
+  // Only loads and computed values: nothing that writes, accumulates, branches or synchronizes.
+  static bool plain_values(const Body& body) {
+    return std::all_of(body.begin(), body.end(),
+                       [](const Stmt& s) { return s.is<Load>() || s.is<Assign>() || s.is<Select>(); });
+  }
+  static bool mentions_any(const Body& body, const std::set<std::string>& accs) {
+    return std::any_of(body.begin(), body.end(), [&](const Stmt& s) { return mentions(s, accs); });
+  }
+  bool reads_graph_inputs_only(const Body& body) const {
+    for (const Stmt& s : body)
+      if (const auto* load = s.as<Load>())
+        if (std::find(node_.inputs.begin(), node_.inputs.end(), load->buffer) == node_.inputs.end()) return false;
+    return true;
+  }
+
+  const Node& node_;
+  const Body& body_;
+};
+
+// Invents names no statement of the kernel binds (canonicalize_names renumbers them afterwards).
+class FreshNames {
+ public:
+  explicit FreshNames(std::set<std::string> taken) : taken_(std::move(taken)) {}
+  std::string operator()(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; taken_.count(name); ++i) name = base + "_" + std::to_string(i);
+    taken_.insert(name);
+    return name;
+  }
+
+ private:
+  std::set<std::string> taken_;
+};
+
+// The statements replacing the pair (see the header comment).
+Body online_statements(const SoftmaxPair& p, const Stmt& max_loop, FreshNames& fresh) {
+  const ValueType t = p.type;
+  const ValueType flag = ValueType::scalar(DType::Bool);
+  const Expr m = Expr::value(p.max_acc);
+  const Expr& y = p.row_value;
+  auto assign = [&](const std::string& base, ElementwiseFn fn, ExprList args, ValueType type, Body& out) {
+    const std::string dst = fresh(base);
+    out.push_back(Assign{dst, fn, std::move(args), type});
+    return Expr::value(dst);
+  };
+
+  const StridedLoop& sl = *row_strided_loop(max_loop);
+  Body loop_body(sl.body.begin(), sl.body.end() - 1);  // the row's values, without `m <- max(m, y)`
+  const Expr mn = assign("online_max", ElementwiseFn::Maximum, {m, y}, t, loop_body);
+  const Expr kept = assign("online_kept", ElementwiseFn::Eq, {m, mn}, flag, loop_body);
+  const Expr drop = assign("online_drop", ElementwiseFn::Sub, {m, mn}, t, loop_body);
+  const Expr drop_exp = assign("online_drop_exp", ElementwiseFn::Exp, {drop}, t, loop_body);
+  const Expr rescale = assign("online_rescale", ElementwiseFn::Where, {kept, Expr::float_(1.0), drop_exp}, t, loop_body);
+  loop_body.push_back(Accum{p.sum_acc, CombineFn::Mul, rescale, {}});
+  const Expr shifted = assign("online_shifted", ElementwiseFn::Sub, {y, mn}, t, loop_body);
+  const Expr term_exp = assign("online_term_exp", ElementwiseFn::Exp, {shifted}, t, loop_body);
+  const Expr masked = assign("online_masked", ElementwiseFn::Eq, {y, Expr::float_(-INFINITY)}, flag, loop_body);
+  const Expr term = assign("online_term", ElementwiseFn::Where, {masked, Expr::float_(0.0), term_exp}, t, loop_body);
+  loop_body.push_back(Accum{p.sum_acc, CombineFn::Add, term, {}});
+  loop_body.push_back(Accum{p.max_acc, CombineFn::Max, y, {}});
+
+  Body out;
+  out.push_back(with_row_body(max_loop, std::move(loop_body)));
+  const Expr thread_max = assign("online_thread_max", ElementwiseFn::Identity, {m}, t, out);
+  out.push_back(Combine{p.max_acc, CombineFn::Max, CombineScope::Block});
+  const Expr to_block = assign("online_to_block", ElementwiseFn::Sub, {thread_max, m}, t, out);
+  const Expr to_block_exp = assign("online_to_block_exp", ElementwiseFn::Exp, {to_block}, t, out);
+  out.push_back(Accum{p.sum_acc, CombineFn::Mul, to_block_exp, {}});
+  out.push_back(Combine{p.sum_acc, CombineFn::Add, CombineScope::Block});
+  return out;
+}
+
+class FuseOnlineSoftmaxPass final : public TilePass {
+ public:
+  std::string_view name() const override { return "fuse_online_softmax"; }
+  std::string_view summary() const override {
+    return "merge a row's max pass and sum-of-exp pass into one online pass when the row is read from memory";
+  }
+  std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  std::vector<KnobSpec> knobs() const override {
+    return {KnobSpec{"ONLINE", KnobType::Bool, {}, std::nullopt,
+                     "merge the max pass and the sum-of-exp pass of a row read from memory"}};
+  }
+
+  Status run_on_tile(Node& node, const TileOp& kernel, const Tile& tile, PassContext& ctx) override {
+    PairFinder finder(node, tile.body);
+    std::vector<SoftmaxPair> pairs;
+    bool staged = false;
+    for (size_t i = 0; i < tile.body.size(); ++i)
+      if (std::optional<SoftmaxPair> p = finder.at(i, staged)) {
+        pairs.push_back(*p);
+        i += 3;
+      }
+    if (pairs.empty()) {
+      ctx.skip(node, staged ? "the row is staged in shared memory: its second read is cheap"
+                            : "no max pass followed by a sum-of-exp pass over the same row");
+      return Status::ok();
+    }
+    TESSERA_ASSIGN_OR_RETURN(bool online, ctx.choose_bool("ONLINE", node, true));
+    if (!online) return Status::ok();
+
+    FreshNames fresh(bound_names(kernel.body));
+    Tile rewritten = tile;
+    rewritten.body.clear();
+    size_t next = 0;
+    for (const SoftmaxPair& p : pairs) {
+      rewritten.body.insert(rewritten.body.end(), tile.body.begin() + next, tile.body.begin() + p.position);
+      Body merged = online_statements(p, tile.body[p.position], fresh);
+      rewritten.body.insert(rewritten.body.end(), merged.begin(), merged.end());
+      next = p.position + 4;
+    }
+    rewritten.body.insert(rewritten.body.end(), tile.body.begin() + next, tile.body.end());
+    auto op = std::make_unique<TileOp>(kernel);
+    op->body = canonicalize_names(Body{Stmt(std::move(rewritten))});
+    node.op = std::move(op);
+    return Status::ok();
+  }
+};
+
+void register_fuse_online_softmax(Registry& r) {
+  r.add_pass("fuse_online_softmax", [] { return std::make_unique<FuseOnlineSoftmaxPass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("fuse_online_softmax", "1.0.0", ::tessera::register_fuse_online_softmax)
