@@ -1,7 +1,7 @@
 // fuse_online_softmax: merges a row's max pass and its sum-of-exp pass into one pass (the online
 // softmax normalizer), so a row that is not kept on chip is read from memory once less.
 //
-// Rewrites: in the body of a Tile, four consecutive statements
+// Rewrites: in the body of a Tile (and of the `if`s in it), four consecutive statements
 //     R1 over the row:  ... y = f(loads);  m <- max(m, y)
 //     Combine(m, op=max)
 //     R2 over the row:  ... y' = f(loads); d = sub(y', m); e = exp(d); s <- add(s, e)
@@ -9,7 +9,7 @@
 // where R1 and R2 are the same row loop (a `# reduce` StridedLoop, or chunk_reduce's `# reduce`
 // chunk Loop holding exactly one such StridedLoop) with the same statements before the
 // accumulation (equal once canonically named), `m = init(-inf)` and `s = init(0.0)` stand earlier
-// in the Tile body with nothing between reading them, and every load of the loop reads a graph
+// in the same body with nothing between reading them, and every load of the loop reads a graph
 // input of the kernel. They become one loop in which each thread keeps its running max and its sum
 // relative to it, then the block combines the maxima and rescales each thread's sum to the block's:
 //     R1 over the row:  ... y = f(loads)
@@ -21,6 +21,12 @@
 //     Combine(m, op=max)
 //     s <- mul(s, exp(sub(mt, m)))
 //     Combine(s, op=add)
+// A thread that runs a whole row alone (launch_geometry's thread-per-row kernels: two serial
+// `# reduce` Loops, no Combine) gets the same merged loop and nothing after it.
+// Accumulators are read inside the loop that updates them (the running max), and `mt` is a value
+// copy of one: the verifier, materialize, the simulator and the CUDA emitter treat an accumulator
+// as a per-thread variable, and hoist_loop_invariants and eliminate_common_subexpressions treat
+// an Accum or Combine as a change of it, so neither moves these reads.
 // Infinities: in the loop the guards keep -inf inputs from making NaN (a row whose first elements
 // are masked: -inf - -inf); after it the rescale is left unguarded on purpose: exp(mt - m) is NaN
 // only when the block's max m is infinite and equal to mt, which is exactly when the two-pass kernel's
@@ -60,27 +66,42 @@ namespace {
 
 bool names(const Expr& e, const std::string& name) { return e.is_name() && e.name() == name; }
 
-// The `# reduce` StridedLoop of a row loop: the statement itself, or the one statement of a
-// `# reduce` chunk Loop; nullptr for anything else.
-const StridedLoop* row_strided_loop(const Stmt& s) {
-  if (const auto* sl = s.as<StridedLoop>()) return sl->role == LoopRole::Reduce ? sl : nullptr;
-  if (const auto* loop = s.as<Loop>(); loop != nullptr && loop->role == LoopRole::Reduce && loop->body.size() == 1)
-    if (const auto* sl = loop->body[0].as<StridedLoop>(); sl != nullptr && sl->role == LoopRole::Reduce) return sl;
-  return nullptr;
+// A row loop: a `# reduce` StridedLoop the block shares (alone, or the one statement of a `# reduce`
+// chunk Loop), or a serial `# reduce` Loop one thread runs over its own row.
+struct RowLoop {
+  const Body* body = nullptr;  // the statements run per element
+  bool shared = false;         // a StridedLoop: the threads' partial results need a Combine
+};
+
+std::optional<RowLoop> row_loop(const Stmt& s) {
+  if (const auto* sl = s.as<StridedLoop>()) {
+    if (sl->role == LoopRole::Reduce) return RowLoop{&sl->body, true};
+    return std::nullopt;
+  }
+  const auto* loop = s.as<Loop>();
+  if (loop == nullptr || loop->role != LoopRole::Reduce) return std::nullopt;
+  if (loop->body.size() == 1)
+    if (const auto* sl = loop->body[0].as<StridedLoop>())
+      return sl->role == LoopRole::Reduce ? std::optional<RowLoop>(RowLoop{&sl->body, true}) : std::nullopt;
+  return RowLoop{&loop->body, false};
 }
 
-// `row_loop` with its StridedLoop's body replaced by `body`.
-Stmt with_row_body(const Stmt& row_loop, Body body) {
-  if (const auto* sl = row_loop.as<StridedLoop>()) {
+// `loop` (a row loop) with its per-element statements replaced by `body`.
+Stmt with_row_body(const Stmt& loop, Body body) {
+  if (const auto* sl = loop.as<StridedLoop>()) {
     StridedLoop out = *sl;
     out.body = std::move(body);
     return out;
   }
-  Loop chunk = *row_loop.as<Loop>();
-  StridedLoop inner = *chunk.body[0].as<StridedLoop>();
-  inner.body = std::move(body);
-  chunk.body = {Stmt(std::move(inner))};
-  return chunk;
+  Loop out = *loop.as<Loop>();
+  if (out.body.size() == 1 && out.body[0].is<StridedLoop>()) {
+    StridedLoop inner = *out.body[0].as<StridedLoop>();
+    inner.body = std::move(body);
+    out.body = {Stmt(std::move(inner))};
+  } else {
+    out.body = std::move(body);
+  }
+  return out;
 }
 
 bool mentions(const Stmt& s, const std::set<std::string>& accs) {
@@ -89,45 +110,42 @@ bool mentions(const Stmt& s, const std::set<std::string>& accs) {
   return false;
 }
 
-// One max pass + sum-of-exp pass at `position` of the Tile body.
+// One max pass + sum-of-exp pass starting at `position` of a body.
 struct SoftmaxPair {
   size_t position = 0;
+  size_t length = 0;  // 4 statements for shared loops (each with its Combine), 2 for serial ones
+  bool shared = false;
   std::string max_acc, sum_acc;
-  Expr row_value;    // y: what the max pass accumulates
-  ValueType type;    // the accumulators' type
+  Expr row_value;  // y: what the max pass accumulates
+  ValueType type;  // the accumulators' type
 };
 
 class PairFinder {
  public:
-  PairFinder(const Node& node, const Body& body) : node_(node), body_(body) {}
+  explicit PairFinder(const Node& node) : node_(node) {}
 
-  // The pair starting at `i`, or nullopt; `staged` is set when the pair matches but its loads read
-  // something other than a graph input (a shared-memory slab).
-  std::optional<SoftmaxPair> at(size_t i, bool& staged) const {
-    if (i + 3 >= body_.size()) return std::nullopt;
-    const StridedLoop* max_loop = row_strided_loop(body_[i]);
-    const StridedLoop* sum_loop = row_strided_loop(body_[i + 2]);
-    const auto* max_combine = body_[i + 1].as<Combine>();
-    const auto* sum_combine = body_[i + 3].as<Combine>();
-    if (max_loop == nullptr || sum_loop == nullptr || max_combine == nullptr || sum_combine == nullptr) return std::nullopt;
-    if (max_combine->op != CombineFn::Max || sum_combine->op != CombineFn::Add ||
-        max_combine->scope != CombineScope::Block || sum_combine->scope != CombineScope::Block)
-      return std::nullopt;
-    const std::string& m = max_combine->acc;
-    const std::string& s = sum_combine->acc;
-    if (m == s) return std::nullopt;
+  // The pair starting at `body[i]`, or nullopt. Notes in staged() a pair that matches but whose
+  // loads read something other than a graph input (a shared-memory slab).
+  std::optional<SoftmaxPair> at(const Body& body, size_t i) {
+    const std::optional<RowLoop> max_loop = row_loop(body[i]);
+    if (!max_loop) return std::nullopt;
+    const size_t length = max_loop->shared ? 4 : 2;
+    const size_t sum_at = length / 2;
+    if (i + length > body.size()) return std::nullopt;
+    const std::optional<RowLoop> sum_loop = row_loop(body[i + sum_at]);
+    if (!sum_loop || sum_loop->shared != max_loop->shared) return std::nullopt;
 
     // The max pass: prefix, then `m <- max(m, y)`.
-    const Body& mb = max_loop->body;
+    const Body& mb = *max_loop->body;
     if (mb.empty()) return std::nullopt;
     const auto* max_accum = mb.back().as<Accum>();
-    if (max_accum == nullptr || max_accum->acc != m || max_accum->op != CombineFn::Max || !max_accum->index.empty())
+    if (max_accum == nullptr || max_accum->op != CombineFn::Max || !max_accum->index.empty() ||
+        !max_accum->value.is(ExprKind::Value))
       return std::nullopt;
-    const Body prefix(mb.begin(), mb.end() - 1);
-    if (!plain_values(prefix) || mentions_any(prefix, {m, s}) || !max_accum->value.is(ExprKind::Value)) return std::nullopt;
+    const std::string& m = max_accum->acc;
 
     // The sum pass: prefix', then `d = sub(y', m); e = exp(d); s <- add(s, e)`.
-    const Body& sb = sum_loop->body;
+    const Body& sb = *sum_loop->body;
     if (sb.size() < 3) return std::nullopt;
     const auto* sub = sb[sb.size() - 3].as<Assign>();
     const auto* exp = sb[sb.size() - 2].as<Assign>();
@@ -135,21 +153,34 @@ class PairFinder {
     if (sub == nullptr || exp == nullptr || sum_accum == nullptr) return std::nullopt;
     if (sub->op != ElementwiseFn::Sub || sub->args.size() != 2 || !names(sub->args[1], m)) return std::nullopt;
     if (exp->op != ElementwiseFn::Exp || exp->args.size() != 1 || !names(exp->args[0], sub->dst)) return std::nullopt;
-    if (sum_accum->acc != s || sum_accum->op != CombineFn::Add || !sum_accum->index.empty() ||
-        !names(sum_accum->value, exp->dst))
+    const std::string& s = sum_accum->acc;
+    if (s == m || sum_accum->op != CombineFn::Add || !sum_accum->index.empty() || !names(sum_accum->value, exp->dst))
       return std::nullopt;
+
+    // Shared loops: each pass's Combine follows it.
+    if (max_loop->shared) {
+      const auto* max_combine = body[i + 1].as<Combine>();
+      const auto* sum_combine = body[i + 3].as<Combine>();
+      if (max_combine == nullptr || sum_combine == nullptr || max_combine->acc != m || sum_combine->acc != s ||
+          max_combine->op != CombineFn::Max || sum_combine->op != CombineFn::Add ||
+          max_combine->scope != CombineScope::Block || sum_combine->scope != CombineScope::Block)
+        return std::nullopt;
+    }
+
+    const Body prefix(mb.begin(), mb.end() - 1);
+    if (!plain_values(prefix) || mentions_any(prefix, {m, s})) return std::nullopt;
     // The same row loop with the same values before the accumulation: the sum pass with its tail
     // replaced by the max pass's accumulation must be the max pass, up to names.
-    Body sum_prefix(sb.begin(), sb.end() - 3);
-    sum_prefix.push_back(Accum{m, CombineFn::Max, sub->args[0], {}});
-    if (!structurally_equal(canonicalize_names(Body{body_[i]}),
-                            canonicalize_names(Body{with_row_body(body_[i + 2], std::move(sum_prefix))})))
+    Body sum_as_max(sb.begin(), sb.end() - 3);
+    sum_as_max.push_back(Accum{m, CombineFn::Max, sub->args[0], {}});
+    if (!structurally_equal(canonicalize_names(Body{body[i]}),
+                            canonicalize_names(Body{with_row_body(body[i + sum_at], std::move(sum_as_max))})))
       return std::nullopt;
 
     // Both accumulators start at the identities and nothing reads them before the pair.
     std::optional<ValueType> m_type, s_type;
     for (size_t j = 0; j < i; ++j) {
-      if (const auto* init = body_[j].as<Init>(); init != nullptr && (init->acc == m || init->acc == s)) {
+      if (const auto* init = body[j].as<Init>(); init != nullptr && (init->acc == m || init->acc == s)) {
         const bool is_max = init->acc == m;
         const double want = is_max ? -INFINITY : 0.0;
         if (!init->value.is(ExprKind::Float) || init->value.float_value() != want || !init->type.is_scalar())
@@ -157,16 +188,18 @@ class PairFinder {
         (is_max ? m_type : s_type) = init->type;
         continue;
       }
-      if (mentions(body_[j], {m, s})) return std::nullopt;
+      if (mentions(body[j], {m, s})) return std::nullopt;
     }
     if (!m_type || !s_type || !(*m_type == *s_type) || !is_float(m_type->dtype)) return std::nullopt;
 
     if (!reads_graph_inputs_only(prefix)) {
-      staged = true;
+      staged_ = true;
       return std::nullopt;
     }
-    return SoftmaxPair{i, m, s, max_accum->value, *m_type};
+    return SoftmaxPair{i, length, max_loop->shared, m, s, max_accum->value, *m_type};
   }
+
+  bool staged() const { return staged_; }
 
  private:
   static bool is_float(DType t) {
@@ -192,7 +225,7 @@ class PairFinder {
   }
 
   const Node& node_;
-  const Body& body_;
+  bool staged_ = false;
 };
 
 // Invents names no statement of the kernel binds (canonicalize_names renumbers them afterwards).
@@ -222,8 +255,8 @@ Body online_statements(const SoftmaxPair& p, const Stmt& max_loop, FreshNames& f
     return Expr::value(dst);
   };
 
-  const StridedLoop& sl = *row_strided_loop(max_loop);
-  Body loop_body(sl.body.begin(), sl.body.end() - 1);  // the row's values, without `m <- max(m, y)`
+  const Body& per_element = *row_loop(max_loop)->body;
+  Body loop_body(per_element.begin(), per_element.end() - 1);  // the row's values, without `m <- max(m, y)`
   const Expr mn = assign("online_max", ElementwiseFn::Maximum, {m, y}, t, loop_body);
   const Expr kept = assign("online_kept", ElementwiseFn::Eq, {m, mn}, flag, loop_body);
   const Expr drop = assign("online_drop", ElementwiseFn::Sub, {m, mn}, t, loop_body);
@@ -239,12 +272,39 @@ Body online_statements(const SoftmaxPair& p, const Stmt& max_loop, FreshNames& f
 
   Body out;
   out.push_back(with_row_body(max_loop, std::move(loop_body)));
+  if (!p.shared) return out;  // one thread ran the whole row: its m and s are the row's
   const Expr thread_max = assign("online_thread_max", ElementwiseFn::Identity, {m}, t, out);
   out.push_back(Combine{p.max_acc, CombineFn::Max, CombineScope::Block});
   const Expr to_block = assign("online_to_block", ElementwiseFn::Sub, {thread_max, m}, t, out);
   const Expr to_block_exp = assign("online_to_block_exp", ElementwiseFn::Exp, {to_block}, t, out);
   out.push_back(Accum{p.sum_acc, CombineFn::Mul, to_block_exp, {}});
   out.push_back(Combine{p.sum_acc, CombineFn::Add, CombineScope::Block});
+  return out;
+}
+
+// Finds the pairs of a body and of the `if`s in it (not inside loops: a row loop's body holds none)
+// and, when `fresh` is given, rewrites them. Counts the pairs in `found`.
+Body rewrite_pairs(const Body& body, PairFinder& finder, FreshNames* fresh, int& found) {
+  Body out;
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (std::optional<SoftmaxPair> p = finder.at(body, i)) {
+      ++found;
+      if (fresh != nullptr) {
+        Body merged = online_statements(*p, body[i], *fresh);
+        out.insert(out.end(), merged.begin(), merged.end());
+      } else {
+        out.insert(out.end(), body.begin() + i, body.begin() + i + p->length);
+      }
+      i += p->length - 1;
+      continue;
+    }
+    if (const auto* cond = body[i].as<Cond>()) {
+      out.push_back(Cond{cond->cond, rewrite_pairs(cond->then_body, finder, fresh, found),
+                         rewrite_pairs(cond->else_body, finder, fresh, found)});
+      continue;
+    }
+    out.push_back(body[i]);
+  }
   return out;
 }
 
@@ -261,17 +321,12 @@ class FuseOnlineSoftmaxPass final : public TilePass {
   }
 
   Status run_on_tile(Node& node, const TileOp& kernel, const Tile& tile, PassContext& ctx) override {
-    PairFinder finder(node, tile.body);
-    std::vector<SoftmaxPair> pairs;
-    bool staged = false;
-    for (size_t i = 0; i < tile.body.size(); ++i)
-      if (std::optional<SoftmaxPair> p = finder.at(i, staged)) {
-        pairs.push_back(*p);
-        i += 3;
-      }
-    if (pairs.empty()) {
-      ctx.skip(node, staged ? "the row is staged in shared memory: its second read is cheap"
-                            : "no max pass followed by a sum-of-exp pass over the same row");
+    PairFinder finder(node);
+    int found = 0;
+    rewrite_pairs(tile.body, finder, nullptr, found);
+    if (found == 0) {
+      ctx.skip(node, finder.staged() ? "the row is staged in shared memory: its second read is cheap"
+                                     : "no max pass followed by a sum-of-exp pass over the same row");
       return Status::ok();
     }
     TESSERA_ASSIGN_OR_RETURN(bool online, ctx.choose_bool("ONLINE", node, true));
@@ -279,15 +334,7 @@ class FuseOnlineSoftmaxPass final : public TilePass {
 
     FreshNames fresh(bound_names(kernel.body));
     Tile rewritten = tile;
-    rewritten.body.clear();
-    size_t next = 0;
-    for (const SoftmaxPair& p : pairs) {
-      rewritten.body.insert(rewritten.body.end(), tile.body.begin() + next, tile.body.begin() + p.position);
-      Body merged = online_statements(p, tile.body[p.position], fresh);
-      rewritten.body.insert(rewritten.body.end(), merged.begin(), merged.end());
-      next = p.position + 4;
-    }
-    rewritten.body.insert(rewritten.body.end(), tile.body.begin() + next, tile.body.end());
+    rewritten.body = rewrite_pairs(tile.body, finder, &fresh, found);
     auto op = std::make_unique<TileOp>(kernel);
     op->body = canonicalize_names(Body{Stmt(std::move(rewritten))});
     node.op = std::move(op);
