@@ -34,14 +34,15 @@
 // thread whose max is -inf while the block's is finite (no element of the row, or only masked
 // ones) has s = 0 and rescales it by exp(-inf) = 0. So s and m end as the two-pass kernel's, for
 // every input, up to the rounding of a different summation order.
-// Where it pays: the loads must read a graph buffer, not a shared-memory slab; the default pipeline
-//   runs this pass right after stage_inputs, which stages a row that fits in shared memory (then the
-//   second read is cheap and the kernel is left alone) and leaves long, chunked or unstaged rows
-//   reading global memory (then the max pass and the sum pass each read the row: this saves one of
-//   the three reads of softmax, log_softmax and logsumexp). It must run after chunk_reduce (whose
-//   chunk loops it accepts) and before the passes that change loop bodies (async_copy on, which
-//   only act on Stages this pass never sees in a matched loop). split_reduce's partial kernels
-//   (the same two passes over a split of the row) match as well; its combine kernels do not.
+// Where it pays: the loads must read a graph buffer, not a shared-memory slab. The default pipeline
+//   runs this pass right after stage_inputs, which stages a row that fits in shared memory (then
+//   the second read is cheap and the kernel is left alone, with a skip saying so) and leaves long,
+//   chunked or unstaged rows reading global memory (then the max pass and the sum pass each read
+//   the row: merging them saves one of the three reads of softmax and log_softmax). It must also
+//   run after chunk_reduce, whose chunk loops it accepts. The passes after it see ordinary loops.
+//   split_reduce's partial kernels (the same two passes over a split of the row) match as well; its
+//   combine kernels (which rescale loaded partial sums) do not, and neither does logsumexp, whose
+//   max is a kernel of its own.
 // Knob ONLINE (bool). Heuristic: true. Asked only for kernels holding such a pair.
 // Accepts: Tile IR (TileOp nodes whose body is one Tile); other nodes are left alone.
 // Guarantees: every statement after the pair reads the same m and s (up to rounding); the row is
