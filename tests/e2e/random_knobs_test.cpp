@@ -285,6 +285,179 @@ TEST_F(SplitReduceTest, LargeReductionsFillEverySm) {
   }
 }
 
+// The corpus of fuse_online_softmax: softmax, log_softmax and logsumexp over rows of 1, 31, 4097
+// and 65536 elements, and masked rows (a masked tail, a masked head, a fully masked row, whose
+// softmax is NaN in the reference and in the two-pass kernel alike). Each runs under the heuristic
+// schedule and sampled schedules of the default pipeline, and under the heuristic and sampled
+// schedules with stage_inputs pinned to `none`, so the rows are read from memory and the pass applies wherever
+// the shape allows (its own knob sampled True or False); in f32, bf16 and f16. Where the pass
+// applies, some of those schedules must merge the passes. It does not apply to rows of 1 (the one
+// element is loaded once, outside the loops) nor to logsumexp (its max is a kernel of its own,
+// guarded against infinite maxima, so the sum kernel has no max pass to merge).
+struct OnlineSoftmaxProgram {
+  const char* name;
+  const char* text;
+  int schedules;  // sampled schedules of each pipeline
+  bool merges;    // some schedule with the rows read from memory merges the passes
+};
+const OnlineSoftmaxProgram kOnlineSoftmaxPrograms[] = {
+    {"SoftmaxRowsOf1", "x=torch.randn(8,1); torch.softmax(x, dim=-1)", 3, false},
+    {"LogSoftmaxRowsOf31", "x=torch.randn(3,31); torch.log_softmax(x, dim=-1)", 3, true},
+    {"SoftmaxRowsOf4097", "x=torch.randn(2,4097); torch.softmax(x, dim=-1)", 4, true},
+    {"LogSoftmaxRowsOf65536", "torch.log_softmax(torch.randn(2, 65536), dim=-1)", 2, true},
+    {"LogsumexpRowsOf4097", "x=torch.randn(3,4097); torch.logsumexp(x, dim=-1)", 2, false},
+    {"MaskedTail", "x=torch.randn(2,9000); torch.softmax(x.masked_fill(torch.arange(9000) >= 3000, float('-inf')), dim=-1)", 4, true},
+    {"MaskedHead", "x=torch.randn(2,9000); torch.log_softmax(x.masked_fill(torch.arange(9000) < 6000, float('-inf')), dim=-1)", 4, true},
+    {"FullyMaskedRow", "x=torch.randn(3,5000); torch.softmax(x.masked_fill(torch.arange(3).reshape(3,1) == 1, float('-inf')), dim=-1)", 4, true},
+};
+
+class OnlineSoftmaxTest : public RandomKnobsTest {
+ protected:
+  void pin(const std::string& pass, const std::string& knob, AttrValue value) {
+    for (auto& [stage, entries] : pipeline_.stages)
+      for (PassEntry& e : entries)
+        if (e.name == pass) e.pins.push_back(KnobPin{knob, value, {}});
+  }
+
+  // Kernels of the last lowered graph that fuse_online_softmax rewrote (its ONLINE knob True).
+  int online_kernels() const {
+    int count = 0;
+    for (const Node* n : last_lowered_.nodes())
+      for (const KnobChoice& c : n->choices)
+        if (c.pass == "fuse_online_softmax" && c.knob == "ONLINE" && c.value == AttrValue(true)) ++count;
+    return count;
+  }
+  // Whether fuse_online_softmax was asked on some kernel and answered False.
+  bool declined_online() const {
+    for (const Node* n : last_lowered_.nodes())
+      for (const KnobChoice& c : n->choices)
+        if (c.pass == "fuse_online_softmax" && c.knob == "ONLINE" && c.value == AttrValue(false)) return true;
+    return false;
+  }
+
+  // The statements of Kernel IR that read `buffer` from global memory (loads, vector loads,
+  // cp.async copies), over every kernel: each is one pass over the elements it reads.
+  static int global_reads(const Graph& g, const std::string& buffer) {
+    struct Counter final : StmtVisitor {
+      std::string buffer;
+      int reads = 0;
+      void visit_Load(const Load& s) override { reads += s.buffer == buffer; }
+      void visit_VectorLoad(const VectorLoad& s) override { reads += s.buffer == buffer; }
+      void visit_CpAsyncCopy(const CpAsyncCopy& s) override { reads += s.src == buffer; }
+    } counter;
+    counter.buffer = buffer;
+    for (const Node* n : g.nodes())
+      if (const auto* k = n->op_as<KernelOp>()) counter.visit(k->body);
+    return counter.reads;
+  }
+};
+
+TEST_F(OnlineSoftmaxTest, SampledSchedulesMatchReferenceInEveryDtype) {
+  for (const OnlineSoftmaxProgram& p : kOnlineSoftmaxPrograms) {
+    SCOPED_TRACE(p.name);
+    check(p.text, std::nullopt);
+    for (uint64_t seed = 1; seed <= static_cast<uint64_t>(p.schedules); ++seed) {
+      check(p.text, seed);
+      if (HasFailure()) return;
+    }
+  }
+  pin("stage_inputs", "STAGE", AttrValue(std::string("none")));
+  int online = 0, declined = 0;
+  for (const OnlineSoftmaxProgram& p : kOnlineSoftmaxPrograms) {
+    SCOPED_TRACE(std::string(p.name) + ", rows read from memory");
+    int program_online = 0;
+    for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+      check(p.text, std::nullopt, dtype);
+      if (HasFailure()) return;
+      program_online += online_kernels() > 0;
+    }
+    for (uint64_t seed = 1; seed <= static_cast<uint64_t>(p.schedules); ++seed) {
+      check(p.text, seed);
+      if (HasFailure()) return;
+      program_online += online_kernels() > 0;
+      declined += declined_online();
+    }
+    check(p.text, 41, DType::BF16);
+    program_online += online_kernels() > 0;
+    check(p.text, 42, DType::F16);
+    program_online += online_kernels() > 0;
+    if (p.merges) EXPECT_GT(program_online, 0) << "no schedule merged the passes of " << p.name;
+    else EXPECT_EQ(program_online, 0) << "the passes of " << p.name << " were merged";
+    online += program_online;
+  }
+  EXPECT_GT(online, 0);
+  EXPECT_GT(declined, 0) << "no sampled schedule kept the two passes";
+}
+
+// A fully masked row: the merged kernel gives the two-pass kernel's result (NaN where the
+// reference has NaN), element for element, also when a thread sees only masked elements first.
+TEST_F(OnlineSoftmaxTest, FullyMaskedRowMatchesTheTwoPassKernel) {
+  const std::string text =
+      "x=torch.randn(3,5000); torch.log_softmax(x.masked_fill(torch.arange(3).reshape(3,1) != 2, float('-inf')), dim=-1)";
+  const Graph torch = trace(text, DType::F32);
+  ASSERT_FALSE(HasFailure());
+  pin("stage_inputs", "STAGE", AttrValue(std::string("none")));
+  ValueMap inputs = make_inputs(torch, 7);
+  auto sim = host_->registry().make_target("sim");
+  ASSERT_NE(sim, nullptr);
+  TargetOptions to;
+  to.arch = device_->arch;
+  to.device = device_;
+  std::map<bool, ValueMap> outputs;
+  for (bool online : {false, true}) {
+    PipelineSpec saved = pipeline_;
+    pin("fuse_online_softmax", "ONLINE", AttrValue(online));
+    Graph g = torch;
+    ASSERT_TRUE(lower(g, pipeline_, Dialect::Kernel, device_, std::nullopt, /*verify_each=*/true));
+    pipeline_ = saved;
+    last_lowered_ = g;
+    EXPECT_EQ(online_kernels() > 0, online);
+    auto ran = sim->execute(g, inputs, to);
+    ASSERT_TRUE(ran) << ran.error().render();
+    outputs[online] = ran->outputs;
+  }
+  const std::string out = torch.outputs().at(0);
+  const TensorValue& two_pass = outputs[false].at(out);
+  const TensorValue& merged = outputs[true].at(out);
+  ASSERT_EQ(two_pass.size(), merged.size());
+  int nans = 0;
+  for (int64_t i = 0; i < two_pass.size(); ++i) {
+    const double a = two_pass.data[i], b = merged.data[i];
+    nans += std::isnan(a);
+    ASSERT_EQ(std::isnan(a), std::isnan(b)) << "element " << i;
+    if (!std::isnan(a)) ASSERT_NEAR(a, b, 1e-5 * std::max(1.0, std::abs(a))) << "element " << i;
+  }
+  EXPECT_EQ(nans, 2 * 5000) << "the two masked rows are NaN";
+}
+
+// The acceptance case: softmax over rows of 65536 reads x from memory twice (once for the row's
+// normalizer, once for the output), not three times. For 64 rows the default schedule splits the
+// row and stages each split (one copy to shared memory, then the epilogue's read); for 1024 rows it
+// keeps each row whole and reads it in chunks from memory, where the merged pass saves the third
+// read; and so does a schedule of 64 rows that keeps the row whole (SPLIT=1).
+TEST_F(OnlineSoftmaxTest, SoftmaxOf65536ReadsItsRowTwice) {
+  for (const char* text : {"torch.softmax(torch.randn(64, 65536), dim=-1)", "torch.softmax(torch.randn(1024, 65536), dim=-1)"}) {
+    SCOPED_TRACE(text);
+    Graph g = trace(text, DType::F32);
+    ASSERT_FALSE(HasFailure());
+    ASSERT_TRUE(lower(g, pipeline_, Dialect::Kernel, device_, std::nullopt, /*verify_each=*/false));
+    EXPECT_EQ(global_reads(g, "x"), 2) << print_graph(g);
+  }
+
+  const char* text = "torch.softmax(torch.randn(64, 65536), dim=-1)";
+  Graph g;
+
+  pin("split_reduce", "SPLIT", AttrValue(int64_t{1}));
+  for (bool online : {false, true}) {
+    PipelineSpec saved = pipeline_;
+    pin("fuse_online_softmax", "ONLINE", AttrValue(online));
+    g = trace(text, DType::F32);
+    ASSERT_TRUE(lower(g, pipeline_, Dialect::Kernel, device_, std::nullopt, /*verify_each=*/false));
+    pipeline_ = saved;
+    EXPECT_EQ(global_reads(g, "x"), online ? 2 : 3) << print_graph(g);
+  }
+}
+
 // The corpus exercises the default pipeline's value passes: counted by the diff blocks the runner
 // prints for a pass that changed a kernel, hoist_loop_invariants and eliminate_common_subexpressions
 // (in the loop and in the tile stage) each rewrite some program's kernels, so the differential runs
