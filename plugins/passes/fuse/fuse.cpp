@@ -64,8 +64,10 @@
 // Accepts: a graph whose compute nodes are LoopOps (others are left alone).
 // Guarantees: same values at every output; node ids of consumers unchanged; merged bodies
 //   canonically named. Deterministic (graph order, no pointer-keyed maps). No knobs.
-// Tests: tests/unit/fuse_test.cpp, tests/golden/fuse/, tests/e2e/decoder_blocks_test.cpp (kernels do not grow
-//   with the depth of a model), tests/e2e/hf_models_test.cpp (identical layers, identical kernels).
+// Tests: tests/unit/fuse_test.cpp, tests/golden/fuse/ (rope_rotate_half: the select rule),
+//   tests/e2e/rope_fusion_test.cpp (RoPE one kernel per output), tests/e2e/decoder_blocks_test.cpp
+//   (kernels do not grow with the depth of a model), tests/e2e/hf_models_test.cpp (identical
+//   layers, identical kernels).
 #include <algorithm>
 #include <cstdio>
 #include <map>
