@@ -1078,11 +1078,12 @@ TEST(HfCli, CheckIntermediatesNamesTheFirstDivergingKernel) {
   EXPECT_NE(r.err.find(" kernels with a reference value agree with the reference"), std::string::npos) << r.err;
   r = test::run_cli({"run", dir, "--seq-len", "4", "--target", "sim", "--check-intermediates", "--rtol", "1e-15"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("error: tessera run --check-intermediates: kernel k_rope_angles (launch 1, output "
-                       "'rope_angles') diverges from the reference"),
+  // The first kernel: the rotary cos table (the angles' torch.cat((freqs, freqs)) fused into it).
+  EXPECT_NE(r.err.find("error: tessera run --check-intermediates: kernel k_rope_cos (launch 1, output "
+                       "'rope_cos') diverges from the reference"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("kernel k_rope_angles  grid="), std::string::npos) << r.err;  // its IR
+  EXPECT_NE(r.err.find("kernel k_rope_cos  grid="), std::string::npos) << r.err;  // its IR
 }
 
 }  // namespace

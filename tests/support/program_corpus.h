@@ -142,6 +142,17 @@ inline const std::vector<CorpusProgram>& differential_corpus() {
        "        rot = torch.cat((-x2, x1), dim=-1)\n"
        "        return q * 0.5 + rot * 0.25\n"
        "Block()(torch.randint(0, 50, (2, 7)))"},
+      // The suite's RoPE entries (bench/suite.yaml `*-rope`) at small sizes: rotate_half's cat fuses
+      // into each output's kernel (fuse's SELECT RULE), k with fewer heads than q.
+      {"RopeRotateHalfTwoOutputs",
+       "def rotate_half(x):\n"
+       "    x1 = x[..., : x.shape[-1] // 2]\n"
+       "    x2 = x[..., x.shape[-1] // 2 :]\n"
+       "    return torch.cat((-x2, x1), dim=-1)\n"
+       "class RotaryEmbedding(nn.Module):\n"
+       "    def forward(self, q, k, cos, sin):\n"
+       "        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin\n"
+       "RotaryEmbedding()(torch.randn(1, 4, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(5, 8), torch.randn(5, 8))"},
       // Fidelity to PyTorch (each checked in PyTorch itself by tests/pytorch_oracle): bool and int32
       // sums are int64 and exact, integers stay exact past 2^24, torch.full infers its dtype, 0-dim
       // tensors promote like scalars, rank-0 reductions, norms' float32 default eps and parameters.

@@ -324,6 +324,37 @@ TEST_F(FuseTest, ProgramOutputsStayMaterialized) {
   expect_matches_reference("x=torch.randn(4,6); y = torch.exp(x); z = y + 1; (y, z)");
 }
 
+// The SELECT RULE: rotate_half's torch.cat is a two-source map; it fuses into the RoPE's kernel as
+// one value per element (each source loaded at a clamped index, the value selected), so RoPE is one
+// kernel with no `cat` buffer and computes the reference's values.
+TEST_F(FuseTest, RotateHalfCatFusesAsASelectIntoOneKernel) {
+  const std::string program =
+      "def rotate_half(x):\n    x1 = x[..., : x.shape[-1] // 2]\n    x2 = x[..., x.shape[-1] // 2 :]\n"
+      "    return torch.cat((-x2, x1), dim=-1)\n"
+      "q = torch.randn(1, 3, 5, 8); cos = torch.randn(5, 8); sin = torch.randn(5, 8)\n"
+      "q * cos + rotate_half(q) * sin";
+  Graph g = expect_matches_reference(program);
+  ASSERT_EQ(count_kernels(g), 1) << print_graph(g);
+  const std::string printed = print_graph(g);
+  EXPECT_NE(printed.find("select(a3 < 4, "), std::string::npos) << printed;
+  EXPECT_NE(printed.find("load q[0, a1, a2, min(a3, 3) + 4]"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("load q[0, a1, a2, max(a3 - 4, 0)]"), std::string::npos) << printed;
+}
+
+// A map of more sources than the select bound loads every one per element: it stays a kernel, and
+// the reason names the bound.
+TEST_F(FuseTest, MapOfManySourcesStaysAKernel) {
+  const std::string program = "x=torch.randn(4,3); y=torch.randn(4,2); torch.cat([x, y, x, y, x], dim=-1) * 2";
+  std::vector<PassContext::Skip> skips;
+  Graph g = lower(trace(program), true, &skips);
+  EXPECT_EQ(count_kernels(g), 2) << print_graph(g);
+  bool reported = false;
+  for (const auto& s : skips) reported = reported || s.reason.find("a map of 5 sources (the select bound is 4") != std::string::npos;
+  EXPECT_TRUE(reported) << print_graph(g);
+  expect_matches_reference(program);
+  expect_kernels("x=torch.randn(4,3); y=torch.randn(4,2); torch.cat([x, y, x, y], dim=-1) * 2", 1);
+}
+
 // ---- the differential corpus (decompose_test's programs) ----
 
 

@@ -33,6 +33,16 @@
 //   fuses into P once per element: recomputing would save no memory traffic, only add work. This
 //   materializes a residual stream x + linear(h) as the matmul's epilogue at every residual add,
 //   so every layer of a model lowers to the same kernels (see reduction_left_behind).
+//   SELECT RULE: a multi-source IndexMap (torch.cat, a mask; lift writes it as a chain of
+//   `if predicate:` branches, each loading its own source and writing) inlines as one value per
+//   element: every branch is computed, each of its loads at an index clamped into its buffer
+//   (`min(max(idx, 0), size - 1)`), and a Select on the branch predicates picks the value. A load
+//   whose branch is not selected may have been out of bounds (the guard protected it); clamped, it
+//   reads some element of the buffer and its value is discarded, while where its branch holds the
+//   index was in bounds and the clamp changes nothing. So rotate_half's torch.cat((-x2, x1)) fuses
+//   into RoPE's kernel: one kernel reading q, cos and sin once, no `cat` buffer. Every element
+//   loads every source, so a map of more than kMaxSelectedSources sources stays a kernel, as does
+//   one whose branches hold more than loads and arithmetic, or read an empty buffer.
 //   SIZE RULE: no fusion makes a kernel longer than kMaxFusedKernelStatements statements.
 //   PARALLELISM: fusion may leave a kernel whose rows are few and long (a whole-tensor reduction
 //   read by every element of a large epilogue, as in gelu(x) * 2 + x.mean()); the tile stage's
@@ -45,17 +55,19 @@
 //   because the variance loop reads the mean and so cannot share the mean's loop (a one-pass
 //   Welford reduction would be a different op, not a fusion). It would be two kernels only where a
 //   statistic is also a program output (outputs stay materialized). Causal attention is two: the
-//   masked scores are a multi-source map (see below), and inlining them into softmax(.)V would
-//   recompute QK^T per column of V anyway.
-// Not fused: program outputs (they must be materialized), producers with several writes (multi-
-//   source IndexMaps: each branch writes; their guarded loads cannot become one value), producers
-//   whose nest is not perfect or whose write index is not its axes, integer or bool producers (the
-//   write's conversion is part of their value).
+//   masked scores (a multi-source map over QK^T) stay a kernel with QK^T fused in by the EPILOGUE
+//   RULE, as inlining them into softmax(.)V would recompute QK^T per column of V.
+// Not fused: program outputs (they must be materialized), producers with several writes other than
+//   a multi-source map's chain of branches (SELECT RULE, within its bounds), producers whose nest is
+//   not perfect or whose write index is not its axes, integer or bool producers (the write's
+//   conversion is part of their value).
 // Accepts: a graph whose compute nodes are LoopOps (others are left alone).
 // Guarantees: same values at every output; node ids of consumers unchanged; merged bodies
 //   canonically named. Deterministic (graph order, no pointer-keyed maps). No knobs.
-// Tests: tests/unit/fuse_test.cpp, tests/golden/fuse/, tests/e2e/decoder_blocks_test.cpp (kernels do not grow
-//   with the depth of a model), tests/e2e/hf_models_test.cpp (identical layers, identical kernels).
+// Tests: tests/unit/fuse_test.cpp, tests/golden/fuse/ (rope_rotate_half: the select rule),
+//   tests/e2e/rope_fusion_test.cpp (RoPE one kernel per output), tests/e2e/decoder_blocks_test.cpp
+//   (kernels do not grow with the depth of a model), tests/e2e/hf_models_test.cpp (identical
+//   layers, identical kernels).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -163,15 +175,124 @@ struct LoopIrCensus final : StmtVisitor {
 #undef TESSERA_X
 };
 
+// ---- multi-source maps as one value per element ---------------------------------------------------
+
+// SELECT RULE: at most this many sources (each element loads every one of them).
+constexpr size_t kMaxSelectedSources = 4;
+
+// Rewrites a multi-source map's chain of branches (`if p: ..; write v0 else: ..; write v1`) into
+// straight-line statements that compute every branch and select the value of the branch that
+// holds: the loads of each branch have their indices clamped into the buffer, so a load whose
+// branch is not selected (which may be out of bounds, as the guard protected it) reads some element
+// of the buffer and its value is discarded; where the branch holds its index was in bounds, so the
+// clamp changes nothing.
+class BranchSelector {
+ public:
+  BranchSelector(const Graph& g, const std::string& id, DType dtype, const Body& whole, RangeMap ranges)
+      : g_(g), id_(id), dtype_(dtype), ranges_(std::move(ranges)) {
+    for (const std::string& name : defined_names(whole)) taken_.insert(name);
+  }
+
+  // The straight-line body ending in the single write, or the reason there is none.
+  std::optional<Body> run(const Cond& chain, std::string& reason) {
+    std::optional<Body> out = select(chain, reason);
+    if (out && sources_ > kMaxSelectedSources) {
+      reason = "a map of " + std::to_string(sources_) + " sources (the select bound is " +
+               std::to_string(kMaxSelectedSources) + ": every element loads each)";
+      return std::nullopt;
+    }
+    return out;
+  }
+
+ private:
+  std::optional<Body> select(const Cond& c, std::string& reason) {
+    std::optional<Body> then_body = straight(c.then_body, reason);
+    if (!then_body) return std::nullopt;
+    std::optional<Body> else_body;
+    if (c.else_body.size() == 1 && c.else_body[0].is<Cond>()) {
+      else_body = select(*c.else_body[0].as<Cond>(), reason);
+    } else {
+      else_body = straight(c.else_body, reason);
+    }
+    if (!else_body) return std::nullopt;
+    const Write then_write = *then_body->back().as<Write>();
+    const Write else_write = *else_body->back().as<Write>();
+    if (then_write.index.size() != else_write.index.size() ||
+        !std::equal(then_write.index.begin(), then_write.index.end(), else_write.index.begin(),
+                    [](const Expr& a, const Expr& b) { return structurally_equal(a, b); })) {
+      reason = "its branches write different elements";
+      return std::nullopt;
+    }
+    Body out(then_body->begin(), then_body->end() - 1);
+    out.insert(out.end(), else_body->begin(), else_body->end() - 1);
+    std::string dst = fresh_name();
+    out.push_back(Select{dst, c.cond, then_write.value, else_write.value, ValueType::scalar(dtype_)});
+    out.push_back(Write{id_, then_write.index, Expr::value(dst)});
+    return out;
+  }
+
+  // One source's statements (loads and arithmetic, then the write) with the loads clamped.
+  std::optional<Body> straight(const Body& b, std::string& reason) {
+    ++sources_;
+    const Write* w = b.empty() ? nullptr : b.back().as<Write>();
+    if (w == nullptr || w->buffer != id_) {
+      reason = "a branch of the map does not end in its write";
+      return std::nullopt;
+    }
+    Body out;
+    for (size_t k = 0; k + 1 < b.size(); ++k) {
+      const Stmt& s = b[k];
+      if (s.is<Assign>() || s.is<Select>()) {
+        out.push_back(s);
+        continue;
+      }
+      const Load* l = s.as<Load>();
+      const Node* buffer = l ? g_.find(l->buffer) : nullptr;
+      if (buffer == nullptr || buffer->type.shape.size() != l->index.size()) {
+        reason = "a branch of the map holds a statement other than loads and arithmetic";
+        return std::nullopt;
+      }
+      if (num_elements(buffer->type.shape) == 0) {
+        reason = "a branch of the map reads the empty buffer " + l->buffer + " (no element to clamp to)";
+        return std::nullopt;
+      }
+      Load clamped = *l;
+      for (size_t d = 0; d < clamped.index.size(); ++d) {
+        const int64_t last = buffer->type.shape[d].value() - 1;
+        clamped.index[d] = simplify(Expr::min(Expr::max(clamped.index[d], Expr::int_(0)), Expr::int_(last)), ranges_);
+      }
+      out.push_back(std::move(clamped));
+    }
+    out.push_back(*w);
+    return out;
+  }
+
+  std::string fresh_name() {
+    for (int k = 0;; ++k) {
+      std::string name = "sel" + std::to_string(k);
+      if (taken_.insert(name).second) return name;
+    }
+  }
+
+  const Graph& g_;
+  std::string id_;
+  DType dtype_;
+  RangeMap ranges_;
+  std::set<std::string> taken_;
+  size_t sources_ = 0;
+};
+
 // P's per-element computation, or the reason it cannot be inlined.
 // What the kernel `id` of dtype `dtype` with body `body` computes per element.
-std::optional<ProducerShape> analyze_body(const std::string& id, DType dtype, const Body& body, std::string& reason) {
+std::optional<ProducerShape> analyze_body(const Graph& g, const std::string& id, DType dtype, const Body& body,
+                                          std::string& reason) {
   if (!dtype_is_float(dtype)) {
     reason = "integer or bool intermediate: its write's conversion is part of its value";
     return std::nullopt;
   }
   ProducerShape shape;
   std::vector<std::string> axes;
+  RangeMap ranges;
   const Body* cur = &body;
   while (cur->size() == 1 && (*cur)[0].is<Loop>() && (*cur)[0].as<Loop>()->role == LoopRole::Free) {
     const Loop& l = *(*cur)[0].as<Loop>();
@@ -181,8 +302,17 @@ std::optional<ProducerShape> analyze_body(const std::string& id, DType dtype, co
       return std::nullopt;
     }
     axes.push_back(l.var);
+    ranges[l.var] = Interval{0, *ext - 1};
     shape.elements *= *ext;
     cur = &l.body;
+  }
+  // A multi-source map (SELECT RULE): one value per element, selected among its sources.
+  Body selected;
+  if (cur->size() == 1 && (*cur)[0].is<Cond>()) {
+    std::optional<Body> flat = BranchSelector(g, id, dtype, body, ranges).run(*(*cur)[0].as<Cond>(), reason);
+    if (!flat) return std::nullopt;
+    selected = std::move(*flat);
+    cur = &selected;
   }
   LoopIrCensus census;
   census.visit(*cur);
@@ -218,8 +348,8 @@ std::optional<ProducerShape> analyze_body(const std::string& id, DType dtype, co
   return shape;
 }
 
-std::optional<ProducerShape> analyze(const Node& p, std::string& reason) {
-  return analyze_body(p.id(), p.type.dtype, p.op_as<LoopOp>()->body, reason);
+std::optional<ProducerShape> analyze(const Graph& g, const Node& p, std::string& reason) {
+  return analyze_body(g, p.id(), p.type.dtype, p.op_as<LoopOp>()->body, reason);
 }
 
 // ---- inlining one producer into one consumer body -----------------------------------------------
@@ -530,7 +660,7 @@ class FusePass final : public Pass {
         if (!std::all_of(readers.begin(), readers.end(), [&](const std::string& u) { return group.count(u) > 0; }))
           continue;
         std::string ignored;
-        std::optional<ProducerShape> shape = analyze(*producer, ignored);
+        std::optional<ProducerShape> shape = analyze(g, *producer, ignored);
         if (!shape) continue;
         group.insert(in);
         if (shape->has_loop) {
@@ -571,7 +701,7 @@ class FusePass final : public Pass {
     auto recompute_in_users = [&] {
       std::string ignored;
       std::optional<ProducerShape> whole = chain.empty() ? std::optional<ProducerShape>(p_shape)
-                                                         : analyze_body(p.id(), p.type.dtype, own, ignored);
+                                                         : analyze_body(g, p.id(), p.type.dtype, own, ignored);
       for (const std::string& u : users) {
         const Body& body = g.find(u)->op_as<LoopOp>()->body;
         recomputed.push_back(whole ? Inliner(p.id(), *whole, trial_fresh).run(body)
@@ -616,7 +746,7 @@ class FusePass final : public Pass {
       return false;
     }
     std::string reason;
-    std::optional<ProducerShape> shape = analyze(p, reason);
+    std::optional<ProducerShape> shape = analyze(g, p, reason);
     if (!shape) {
       report(ctx, reported, p, "not fusible: " + reason);
       return false;
