@@ -11,7 +11,6 @@ namespace tessera::cli {
 
 namespace {
 
-constexpr int64_t kMegabyte = 1000 * 1000;
 
 // 1234567 -> "1,234,567".
 std::string grouped(int64_t v) {
@@ -119,10 +118,10 @@ ReportBlock kernel_block(const KernelReport& r, int nodes, const DeviceDesc& d, 
 
 std::vector<std::string> kernel_report_warnings(const KernelReport& r, const DeviceDesc& d) {
   std::vector<std::string> out;
-  if (r.bytes > kMegabyte && r.blocks() < d.sm_count)
+  if (r.bytes > kLargeKernelBytes && r.blocks() < d.sm_count)
     out.push_back("moves " + grouped(r.bytes) + " B on " + plural(r.blocks(), "block") + ", fewer than the " +
                   std::to_string(d.sm_count) + " SMs");
-  if (r.bytes > kMegabyte && r.bytes > 2 * r.min_bytes)
+  if (r.bytes > kLargeKernelBytes && r.bytes > 2 * r.min_bytes)
     out.push_back("moves " + grouped(r.bytes) + " B, more than twice its minimum " + grouped(r.min_bytes) + " B");
   return out;
 }

@@ -17,6 +17,7 @@
 #include "bench_suite.h"
 #include "kernel_report_text.h"
 #include "support/built_plugins.h"
+#include "support/test_paths.h"
 #include "support/program_corpus.h"
 #include "tessera/pass/pipeline.h"
 #include "tessera/target/kernel_report.h"
@@ -75,7 +76,7 @@ class KernelReportTableTest : public test::BuiltPluginsTest {
  protected:
   void SetUp() override {
     ASSERT_TRUE(load_error_.empty()) << load_error_;
-    auto spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+    auto spec = load_pipeline_file(test::default_pipeline_path());
     ASSERT_TRUE(spec) << spec.error().render();
     pipeline_ = std::move(*spec);
     device_ = h100();

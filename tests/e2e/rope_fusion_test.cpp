@@ -12,6 +12,7 @@
 
 #include "bench_suite.h"
 #include "support/built_plugins.h"
+#include "support/test_paths.h"
 #include "tessera/pass/pipeline.h"
 #include "tessera/target/kernel_report.h"
 
@@ -28,7 +29,7 @@ class RopeFusionTest : public test::BuiltPluginsTest {
  protected:
   void SetUp() override {
     ASSERT_TRUE(load_error_.empty()) << load_error_;
-    auto spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+    auto spec = load_pipeline_file(test::default_pipeline_path());
     ASSERT_TRUE(spec) << spec.error().render();
     pipeline_ = std::move(*spec);
     ASSERT_NE(h100(), nullptr);

@@ -65,11 +65,11 @@
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
+#include "tessera/target/kernel_report.h"
 
 namespace tessera {
 namespace {
 
-constexpr int64_t kLargeWorkBytes = 1 << 20;  // the kernel report's threshold for "large"
 
 int64_t next_pow2(int64_t v) {
   int64_t p = 1;
@@ -388,7 +388,7 @@ class LaunchGeometryPass final : public TilePass {
     int64_t outputs = 1;
     for (const TileAxis& a : tile.axes) outputs *= a.extent;
     const int64_t work_bytes = outputs * std::max<int64_t>(1, innermost_iterations(tile.body)) * 4;
-    if (!tiles_rows && work_bytes >= kLargeWorkBytes)
+    if (!tiles_rows && work_bytes >= kLargeKernelBytes)
       while (comfortable > warp && outputs / comfortable < device.sm_count) comfortable /= 2;
 
     std::vector<int64_t> bn_candidates;

@@ -50,6 +50,7 @@
 #include "tessera/pass/split_kernel.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
+#include "tessera/target/kernel_report.h"
 
 namespace tessera {
 namespace {
@@ -57,7 +58,6 @@ namespace {
 const std::vector<int64_t> kSplits = {2, 4, 8, 16, 32, 64, 128};
 constexpr int64_t kOutputsPerBlock = 256;    // launch_geometry's largest block (BN * BM)
 constexpr int64_t kMinStepsPerSplit = 16;    // below this a split is all overhead
-constexpr int64_t kLargeWorkBytes = 1 << 20;  // the kernel report's threshold for "large"
 constexpr int64_t kHeuristicMinK = 512;      // shorter K: the partial sums cost too much
 constexpr int64_t kHeuristicMinSplitK = 16;
 
@@ -252,7 +252,7 @@ class SplitMatmulKPass final : public Pass {
       if (const Node* buffer = g.find(o.buffer))
         operand_bytes += num_elements(buffer->type.shape) * dtype_bytes(buffer->type.dtype);
     int64_t heuristic = 1;
-    if (blocks < sms && k >= kHeuristicMinK && operand_bytes >= kLargeWorkBytes)
+    if (blocks < sms && k >= kHeuristicMinK && operand_bytes >= kLargeKernelBytes)
       for (int64_t s : candidates) {
         if (s == 1 || k / s < kHeuristicMinSplitK) continue;
         heuristic = s;

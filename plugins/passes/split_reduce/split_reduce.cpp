@@ -73,13 +73,13 @@
 #include "tessera/pass/split_kernel.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
+#include "tessera/target/kernel_report.h"
 
 namespace tessera {
 namespace {
 
 const std::vector<int64_t> kSplits = {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 constexpr int64_t kMinPerSplit = 32;             // a split smaller than a warp is all overhead
-constexpr int64_t kLargeWorkBytes = 1 << 20;      // the kernel report's threshold for "large"
 constexpr int64_t kMinSplitElements = 8192;      // shorter reductions: recompute them per block
 constexpr int64_t kHeuristicMinPerSplit = 512;   // two elements per thread of a 256-thread block
 constexpr int64_t kHeuristicMinPerPart = 256;    // innermost iterations: one per thread of a block
@@ -583,7 +583,7 @@ class SplitReducePass final : public Pass {
     // The epilogue's work a row: its shortest loop's trips times the work of each (a projection's
     // output column holds a whole K loop).
     const int64_t epilogue = p.epilogue_sliceable ? p.epilogue_work : 0;
-    const bool large = rows < sms && rows * p.work * widest_load_bytes(p.body) >= kLargeWorkBytes;
+    const bool large = rows < sms && rows * p.work * widest_load_bytes(p.body) >= kLargeKernelBytes;
     int64_t split_heuristic = 1, part_heuristic = 1;
     if (large && !(p.epilogue_sliceable && p.extent < kMinSplitElements))
       split_heuristic = fill_sms(rows, p.extent, sms, kHeuristicMinPerSplit, split_candidates);

@@ -14,6 +14,11 @@
 
 namespace tessera {
 
+// The bytes beyond which a kernel's traffic is large (a decimal megabyte): the report warns when a
+// large kernel runs on fewer blocks than the device has SMs, and the scheduling passes
+// (split_reduce, split_matmul_k, launch_geometry) spread large work over the device.
+inline constexpr int64_t kLargeKernelBytes = 1000 * 1000;
+
 // One global buffer a kernel reads or writes.
 struct BufferTraffic {
   std::string buffer;        // the graph node whose value the buffer holds
