@@ -21,12 +21,14 @@ class FixedChoiceSource final : public ChoiceSource {
   std::optional<AttrValue> choose(const ChoiceRequest& request) override {
     ++requests;
     last_candidates = request.candidates;
-    last_pass = std::string(request.pass);
+    last_pass = request.key.pass;
+    keys.push_back(request.key);
     return answer_;
   }
   int requests = 0;
   std::vector<AttrValue> last_candidates;
   std::string last_pass;
+  std::vector<DecisionKey> keys;
 
  private:
   std::string name_;
@@ -242,12 +244,14 @@ TEST_F(PassContextTest, TwoContextsOnTwoGraphCopiesKeepTheirOwnAnswers) {
 
 // ---- RandomChoiceSource ------------------------------------------------------------------------
 
+// One draw for each of `count` decisions (keys differing in their kernel hash).
 std::vector<AttrValue> draw(RandomChoiceSource& source, const Node& node, const std::vector<AttrValue>& candidates,
                             int count) {
   AttrValue heuristic(int64_t{0});
   std::vector<AttrValue> out;
   for (int i = 0; i < count; ++i) {
-    std::optional<AttrValue> v = source.choose(ChoiceRequest{"p", "K", node, candidates, heuristic});
+    const DecisionKey key{static_cast<uint64_t>(i) * 7919u, "p", "K", 0};
+    std::optional<AttrValue> v = source.choose(ChoiceRequest{key, "t:001_p", node, candidates, heuristic});
     EXPECT_TRUE(v.has_value());
     if (v) out.push_back(*v);
   }
@@ -283,7 +287,24 @@ TEST(RandomChoiceSourceTest, NoCandidatesNoAnswer) {
   RandomChoiceSource source(1);
   std::vector<AttrValue> none;
   AttrValue heuristic(int64_t{3});
-  EXPECT_EQ(source.choose(ChoiceRequest{"p", "K", node, none, heuristic}), std::nullopt);
+  const DecisionKey key{1, "p", "K", 0};
+  EXPECT_EQ(source.choose(ChoiceRequest{key, "t:001_p", node, none, heuristic}), std::nullopt);
+}
+
+// A key is answered the same way whenever it is asked: the order of asks does not matter.
+TEST(RandomChoiceSourceTest, AnswersByKeyNotByOrder) {
+  Node node;
+  const std::vector<AttrValue> candidates = {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}};
+  AttrValue heuristic(int64_t{1});
+  RandomChoiceSource source(11);
+  std::vector<DecisionKey> keys;
+  for (int i = 0; i < 40; ++i) keys.push_back(DecisionKey{static_cast<uint64_t>(i), "p", i % 2 ? "K" : "M", i % 3});
+  std::vector<AttrValue> forward, backward(keys.size());
+  for (const DecisionKey& k : keys) forward.push_back(*source.choose(ChoiceRequest{k, "t:001_p", node, candidates, heuristic}));
+  for (size_t i = keys.size(); i-- > 0;)
+    backward[i] = *source.choose(ChoiceRequest{keys[i], "t:001_p", node, candidates, heuristic});
+  EXPECT_EQ(forward, backward);
+  EXPECT_EQ(std::set<AttrValue>(forward.begin(), forward.end()).size(), candidates.size());
 }
 
 TEST(RandomChoiceSourceTest, DrivesPassContextAsTheTuner) {
@@ -294,6 +315,7 @@ TEST(RandomChoiceSourceTest, DrivesPassContextAsTheTuner) {
   DiagnosticEngine diags;
   PassContext ctx("launch_geometry", "t:001_launch_geometry", launch_geometry_knobs(), {}, {&source, nullptr}, &device,
                   &diags);
+  // Each ask of the knob on the node is its own decision (ordinal 0, 1, ...).
   std::set<int64_t> seen;
   for (int i = 0; i < 50; ++i) {
     Expected<int64_t> v = ctx.choose_int("BN", node, {32, 64, 128}, 64);
@@ -302,6 +324,32 @@ TEST(RandomChoiceSourceTest, DrivesPassContextAsTheTuner) {
     EXPECT_EQ(node.choices.at(0).source, "sampled");
   }
   EXPECT_EQ(seen, (std::set<int64_t>{32, 64, 128}));
+}
+
+TEST(PassContextKeyTest, KeysNameThePassKnobAndOrdinal) {
+  Node node;
+  node.set_id("k0");
+  FixedChoiceSource tuner("tuner", std::nullopt);
+  DeviceDesc device;
+  DiagnosticEngine diags;
+  PassContext ctx("launch_geometry", "t:001_launch_geometry", launch_geometry_knobs(), {}, {&tuner, nullptr}, &device,
+                  &diags);
+  ASSERT_TRUE(ctx.choose_int("BN", node, {32, 64}, 64));
+  ASSERT_TRUE(ctx.choose_int("BN", node, {32, 64}, 64));
+  ASSERT_TRUE(ctx.choose_bool("swizzle", node, false));
+  ASSERT_EQ(tuner.keys.size(), 3u);
+  EXPECT_EQ(tuner.keys[0].pass, "launch_geometry");
+  EXPECT_EQ(tuner.keys[0].knob, "BN");
+  EXPECT_EQ(tuner.keys[0].ordinal, 0);
+  EXPECT_EQ(tuner.keys[1].ordinal, 1);
+  EXPECT_EQ(tuner.keys[2].knob, "swizzle");
+  EXPECT_EQ(tuner.keys[2].ordinal, 0);
+  // A fork starts its own count: each application of a kernel pass asks from ordinal 0.
+  PassContext application = ctx.fork();
+  ASSERT_TRUE(application.choose_int("BN", node, {32, 64}, 64));
+  EXPECT_EQ(tuner.keys[3].ordinal, 0);
+  EXPECT_EQ(tuner.keys[0].str(), "launch_geometry.BN@0000000000000000");
+  EXPECT_EQ(tuner.keys[1].str(), "launch_geometry.BN@0000000000000000#1");
 }
 
 }  // namespace

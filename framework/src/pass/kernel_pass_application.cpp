@@ -122,17 +122,16 @@ Status apply_kernel_pass(KernelPass& pass, Graph& g, PassContext& ctx, int threa
   std::vector<Application> applications(targets.size());
   const bool record_text = texts != nullptr;
 
-  // Choice sources answer in the order they are asked, once per kernel: keep it the graph order,
-  // and ask them for every kernel.
+  // Choice sources answer by a decision's key (the kernel's structure, the pass, the knob), so
+  // equal kernels get equal answers: sharing and the thread pool stay on with a tuner attached.
   std::vector<size_t> representative(targets.size());
   for (size_t k = 0; k < targets.size(); ++k) representative[k] = k;
-  if (groups && ctx.has_choice_sources()) groups->invalidate();  // each kernel answers on its own
-  if (groups && !ctx.has_choice_sources())
+  if (groups)
     representative = groups->representatives(g, std::vector<const Node*>(targets.begin(), targets.end()));
   std::vector<size_t> first, others;
   for (size_t k = 0; k < targets.size(); ++k) (representative[k] == k ? first : others).push_back(k);
 
-  const size_t workers = ctx.has_choice_sources() ? 1 : static_cast<size_t>(std::max(threads, 1));
+  const size_t workers = static_cast<size_t>(std::max(threads, 1));
   for_each_index(first.size(), workers, [&](size_t i) {
     const size_t k = first[i];
     apply_one(pass, *targets[k], ctx, record_text, applications[k]);

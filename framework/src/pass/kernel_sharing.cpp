@@ -9,6 +9,8 @@
 // graph buffer (their variables are axes, values and scalar parameters) and are compared as they are.
 #include "kernel_sharing.h"
 
+#include "tessera/pass/kernel_identity.h"
+
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
@@ -123,7 +125,9 @@ void write_params(SignatureWriter& w, const std::vector<KernelParam>& params) {
   }
 }
 
-std::optional<Signature> signature(const Graph& g, const Node& n) {
+// With `for_identity` (kernel_identity.h), producers count by their types only and recorded
+// choices by their values only.
+std::optional<Signature> signature(const Graph& g, const Node& n, bool for_identity = false) {
   const auto* kernel = n.op_as<KernelLikeOp>();
   if (kernel == nullptr) return std::nullopt;
   const BufferNames names(n);
@@ -138,7 +142,7 @@ std::optional<Signature> signature(const Graph& g, const Node& n) {
     const Node* producer = g.find(in);
     if (producer == nullptr) return std::nullopt;
     w.data(producer->type.str());
-    w.data(producer->op ? producer->op->kind() : "-");
+    if (!for_identity) w.data(producer->op ? producer->op->kind() : "-");
   }
   w.name(kernel->name);
   w.field(kernel->body, FieldRole::Data);
@@ -153,7 +157,7 @@ std::optional<Signature> signature(const Graph& g, const Node& n) {
   for (const KnobChoice& c : n.choices) {
     w.data(c.pass);
     w.data(c.knob);
-    w.data(c.source);
+    if (!for_identity) w.data(c.source);
     if (const auto* s = std::get_if<std::string>(&c.value)) w.name(*s);
     else w.data(attr_str(c.value));
   }
@@ -227,6 +231,23 @@ class ResultRenamer {
 };
 
 }  // namespace
+
+std::optional<uint64_t> kernel_structural_hash(const Graph& g, const Node& n) {
+  std::optional<Signature> sig = signature(g, n, /*for_identity=*/true);
+  if (!sig) return std::nullopt;
+  // FNV-1a over the text, then each expression's structural hash (stable by construction).
+  uint64_t h = 1469598103934665603ull;
+  auto mix_byte = [&](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ull;
+  };
+  for (unsigned char c : sig->text) mix_byte(c);
+  for (const Expr& e : sig->exprs) {
+    const uint64_t eh = structural_hash(e);
+    for (int i = 0; i < 8; ++i) mix_byte(static_cast<unsigned char>(eh >> (8 * i)));
+  }
+  return h;
+}
 
 std::vector<size_t> group_equal_kernels(const Graph& g, const std::vector<const Node*>& kernels) {
   std::vector<size_t> rep(kernels.size());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "tessera/pass/kernel_identity.h"
 #include "tessera/tune/choice_source.h"
 
 namespace tessera {
@@ -95,9 +96,19 @@ Expected<AttrValue> PassContext::choose(std::string_view knob, Node& node,
     return decide(as_knob_type(pin.value, spec.type), "pinned");
   }
 
+  if (sources_.tuner == nullptr && sources_.replay == nullptr)
+    return decide(as_knob_type(heuristic, spec.type), "heuristic");
+
+  // The key: hashing the kernel is the costly part, so only when a source will read it.
+  auto hash_it = kernel_hashes_.find(node.id());
+  if (hash_it == kernel_hashes_.end()) {
+    std::optional<uint64_t> h = graph_ ? kernel_structural_hash(*graph_, node) : std::nullopt;
+    hash_it = kernel_hashes_.emplace(node.id(), h.value_or(0)).first;
+  }
+  const DecisionKey key{hash_it->second, pass_name_, std::string(knob), asks_[{node.id(), std::string(knob)}]++};
   for (ChoiceSource* source : {sources_.tuner, sources_.replay}) {
     if (!source) continue;
-    ChoiceRequest request{pass_name_, knob, node, allowed, heuristic};
+    ChoiceRequest request{key, marker_, node, allowed, heuristic};
     std::optional<AttrValue> answer = source->choose(request);
     // A source that answers outside the candidates (e.g. a stale replay) is ignored.
     if (answer && is_acceptable(*answer, spec, allowed))
@@ -129,6 +140,8 @@ Expected<bool> PassContext::choose_bool(std::string_view knob, Node& node, bool 
 PassContext PassContext::fork() const {
   PassContext application = *this;
   application.skips_.clear();
+  application.kernel_hashes_.clear();
+  application.asks_.clear();
   application.own_diags_ = std::make_shared<DiagnosticEngine>();
   application.diags_ = application.own_diags_.get();
   return application;

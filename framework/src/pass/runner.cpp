@@ -130,14 +130,14 @@ PipelineRunner::PipelineRunner(const Registry& registry, const PipelineSpec& spe
 // No pass run copies the graph. A KernelPass leaves the graph untouched when it fails, so the
 // graph is its reproducer input. A whole-graph pass rewrites in place; its input is rebuilt only
 // when it fails, by replaying the pipeline (deterministic) from a copy of the runner's input, taken
-// once. Tuner and replay sources answer in order and cannot be asked twice: with one attached the
-// runner keeps a copy of the input of each whole-graph pass instead.
+// once (choice sources answer by key, so a replay asks them the same questions and gets the same
+// answers).
 Status PipelineRunner::run(Graph& g, DiagnosticEngine& diags) {
   if (!opts_.device) return make_error("internal error: the pipeline runner needs a device description");
   TESSERA_TRY(verify_graph(g, g.stage()));
   if (!opts_.dump_dir.empty()) TESSERA_TRY(dump_stage(opts_.dump_dir, "0_input", g));
   std::optional<Graph> input;
-  if (!opts_.tuner && !opts_.replay) input.emplace(g);
+  input.emplace(g);
 
   std::vector<Timing> timings;
   TESSERA_TRY(run_stages(g, diags, nullptr, input ? &*input : nullptr, &timings));
@@ -170,6 +170,7 @@ Status PipelineRunner::run_stages(Graph& g, DiagnosticEngine& diags, const std::
 
   for (Dialect stage : kStageOrder) {
     if (stage_index(stage) > stage_index(opts_.stop_after)) break;
+    if (opts_.start_after && stage_index(stage) <= stage_index(*opts_.start_after)) continue;
     auto it = spec_.stages.find(stage);
     if (it == spec_.stages.end() || it->second.empty()) continue;
     // A graph that is already past this stage (e.g. loaded with --from-ir) skips it.

@@ -1,21 +1,44 @@
-// RandomChoiceSource: answers every knob decision with a uniformly random candidate, drawn from
-// its own seeded mt19937_64 so that a seed names one reproducible schedule.
+// RandomChoiceSource: answers every knob decision with a uniformly random candidate, drawn as a
+// function of its seed and the decision's key, so that a seed names one reproducible schedule
+// whatever order or thread the decisions come in.
 #include "tessera/tune/choice_source.h"
-
-#include <limits>
 
 namespace tessera {
 
+namespace {
+
+// SplitMix64's finalizer: a bijection that spreads every input bit over the output.
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv(uint64_t h, std::string_view s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+size_t RandomChoiceSource::draw(uint64_t seed, const DecisionKey& key, size_t n) {
+  uint64_t h = splitmix(seed);
+  h = splitmix(h ^ key.kernel);
+  h = splitmix(fnv(h, key.pass) ^ 0x2f);
+  h = splitmix(fnv(h, key.knob) ^ 0x3d);
+  h = splitmix(h ^ static_cast<uint64_t>(key.ordinal));
+  // The high half of the 128-bit product: uniform in [0, n) up to n / 2^64, which no test can see.
+  return static_cast<size_t>((static_cast<unsigned __int128>(h) * n) >> 64);
+}
+
 std::optional<AttrValue> RandomChoiceSource::choose(const ChoiceRequest& request) {
-  const uint64_t n = request.candidates.size();
+  const size_t n = request.candidates.size();
   if (n == 0) return std::nullopt;  // nothing to sample from: let the next source decide
-  // Rejection sampling instead of std::uniform_int_distribution, whose algorithm differs between
-  // standard libraries: mt19937_64's output is specified, so this is the same everywhere.
-  const uint64_t max = std::numeric_limits<uint64_t>::max();
-  const uint64_t limit = max - (max % n + 1) % n;  // largest value below which every residue is equally likely
-  uint64_t draw = rng_();
-  while (draw > limit) draw = rng_();
-  return request.candidates[static_cast<size_t>(draw % n)];
+  return request.candidates[draw(seed_, request.key, n)];
 }
 
 }  // namespace tessera

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -46,7 +47,9 @@ class PassContext {
 
   // Decides `knob` for `node`, in this order: the pinned YAML value (which must be among
   // `candidates`), the tuner's trajectory, the tuning-database replay, then `heuristic`.
-  // Records the choice on the node (node.choices) and returns it.
+  // Records the choice on the node (node.choices) and returns it. Sources are asked by the
+  // decision's key (tune/decision.h): the node's kernel_structural_hash when this context first
+  // asks about it, this pass, the knob, and how many times this context asked it on the node.
   Expected<AttrValue> choose(std::string_view knob, Node& node, const std::vector<AttrValue>& candidates,
                              const AttrValue& heuristic);
   Expected<int64_t> choose_int(std::string_view knob, Node& node, const std::vector<int64_t>& candidates,
@@ -70,9 +73,6 @@ class PassContext {
   // runner joins in graph order, so the result does not depend on which thread ran what).
   PassContext fork() const;
   void join(const PassContext& application);
-  // Whether choose() consults a tuner or replay source. Those answer in the order they are asked,
-  // so the applications of a kernel pass then run one at a time.
-  bool has_choice_sources() const { return sources_.tuner != nullptr || sources_.replay != nullptr; }
 
  private:
   std::string pass_name_, marker_;
@@ -84,6 +84,10 @@ class PassContext {
   std::vector<Skip> skips_;
   const Graph* graph_ = nullptr;
   std::shared_ptr<DiagnosticEngine> own_diags_;  // a fork's diagnostics, until joined
+  // Decision keys: each node's hash at this context's first ask about it, and the asks so far per
+  // (node, knob) (the next ask's ordinal).
+  std::map<std::string, uint64_t> kernel_hashes_;
+  std::map<std::pair<std::string, std::string>, int> asks_;
 };
 
 }  // namespace tessera

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ class ChoiceSource;
 
 struct RunnerOptions {
   Dialect stop_after = Dialect::Torch;  // run stages up to and including this one
+  // Skip the stages up to and including this one (a tuning task enters at the tile stage with its
+  // kernel already fused).
+  std::optional<Dialect> start_after;
   bool time_passes = false;             // per-pass wall time table on `err`
   bool print_ir_after_all = false;
   std::set<std::string> print_ir_after;  // pass names
