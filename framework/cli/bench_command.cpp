@@ -36,6 +36,7 @@
 #include "bench_suite.h"
 #include "cli_session.h"
 #include "commands.h"
+#include "tuning_replay.h"
 #include "compile_program.h"
 #include "external_command.h"
 #include "kernel_timing_table.h"
@@ -494,6 +495,8 @@ int bench_command(int argc, char** argv, int first) {
       ("memory-limit", po::value(&flags.memory_limit_gb)->value_name("GB"), "host memory the reference check may use (default: half the physical memory)")
       ("cache-dir", po::value(&flags.cache_dir)->value_name("DIR"), "kernel cache of the cuda target (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)")
       ("target", po::value(&flags.target)->value_name("cuda|sim"), "cuda (default) runs and times every entry; sim only runs and checks them on the CPU simulator (no timing, no GPU)");
+  std::string tune_db;
+  add_tune_db_option(desc, tune_db);
   add_global_options(desc, global);
   auto args = strip_verbosity(argc, argv, first, global.verbosity);
   po::variables_map vm;
@@ -548,6 +551,7 @@ int bench_command(int argc, char** argv, int first) {
 
   auto session = open_session(global, std::cerr);
   if (!session) return kExitError;
+  if (!open_tuning_replay(*session, tune_db, std::cerr)) return kExitError;
   const Registry& registry = session->host.registry();
   if (!registry.has(ComponentKind::Target, "cuda")) {
     std::cerr << "error: tessera bench: the cuda target plugin is not installed\n";

@@ -47,12 +47,16 @@ std::optional<int> parse_command_line(const std::vector<std::string>& args, cons
                                       const std::string& usage);
 
 // Everything loaded for one invocation.
+class TuningReplay;
+
 struct Session {
   PluginHost host;
   PipelineSpec pipeline;
   DeviceTable devices;
   const DeviceDesc* device = nullptr;
   DType dtype = DType::F32;
+  // --tune-db FILE: the tuned decisions every lowering of this invocation replays (tuning_replay.h).
+  std::shared_ptr<TuningReplay> tuning_replay;
 };
 
 // Loads plugins (built-in dir, TESSERA_PLUGIN_PATH, --plugin, the pipeline's `plugins:`), the

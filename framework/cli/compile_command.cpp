@@ -10,6 +10,7 @@
 
 #include "cli_session.h"
 #include "commands.h"
+#include "tuning_replay.h"
 #include "compile_program.h"
 #include "kernel_report_text.h"
 #include "model_summary.h"
@@ -111,6 +112,8 @@ int compile_command(int argc, char** argv, int first) {
       ("dump-dir", po::value(&dump_dir)->value_name("DIR"), "write every stage to DIR as text and JSON")
       ("cache-dir", po::value(&cache_dir)->value_name("DIR"), "kernel cache for --ir cuda -v (default $XDG_CACHE_HOME/tessera or ~/.cache/tessera)");
   add_model_options(desc, src.model);
+  std::string tune_db;
+  add_tune_db_option(desc, tune_db);
   add_global_options(desc, flags);
   auto args = strip_verbosity(argc, argv, first, flags.verbosity);
   po::variables_map vm;
@@ -125,6 +128,7 @@ int compile_command(int argc, char** argv, int first) {
 
   auto session = open_session(flags, std::cerr);
   if (!session) return kExitError;
+  if (!open_tuning_replay(*session, tune_db, std::cerr)) return kExitError;
   if (vm.count("print-pipeline")) return emit_output(flags, print_pipeline(session->pipeline, session->host.registry()), std::cerr);
 
   auto stop = resolve_stop_stage(*session, ir, std::cerr);
@@ -174,10 +178,12 @@ int compile_command(int argc, char** argv, int first) {
       }
     }
   }
+  if (session->tuning_replay) session->tuning_replay->attach(ro);
   DiagnosticEngine diags;
   PipelineRunner runner(session->host.registry(), session->pipeline, ro);
   Status st = runner.run(*graph, diags);
   std::cerr << diags.render_all();
+  if (session->tuning_replay) std::cerr << session->tuning_replay->summary();
   if (!st) return report(std::cerr, st.error());
   if (model_summary) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

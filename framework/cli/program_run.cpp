@@ -2,6 +2,8 @@
 // `tessera bench`.
 #include "program_run.h"
 
+#include "tuning_replay.h"
+
 #include <cstdio>
 #include <iostream>
 
@@ -96,6 +98,7 @@ Status lower_for_target(const Session& s, const Target& target, RunnerOptions op
                         Graph* kernel_ir, std::ostream& err) {
   options.stop_after = target.input_dialect();
   options.device = s.device;
+  if (s.tuning_replay) s.tuning_replay->attach(options);
   if (kernel_ir)
     options.on_stage_end = [kernel_ir, previous = options.on_stage_end](Dialect stage, const Graph& g) {
       if (previous) previous(stage, g);

@@ -2,8 +2,7 @@
 // check every output against the reference evaluator. `--bench` then times every kernel on the
 // target (cuda) and prints a per-kernel table (and `--json FILE`); `--save-io FILE` writes the
 // run's inputs, parameters and outputs as safetensors (run_io_file.h); `--profile` re-runs the
-// command under Nsight Compute when `ncu` is on PATH. `tessera tune` still reports that no tuner
-// plugin is installed.
+// command under Nsight Compute when `ncu` is on PATH; `--tune-db FILE` replays tuned decisions.
 //
 // Exit codes: 0 every output within tolerance, 1 an output outside it or a target error, 2 a
 // usage or compile error (the program never ran).
@@ -21,6 +20,7 @@
 
 #include "cli_session.h"
 #include "commands.h"
+#include "tuning_replay.h"
 #include "compile_program.h"
 #include "external_command.h"
 #include "kernel_report_text.h"
@@ -134,27 +134,6 @@ int report_first_divergence(const Graph& g, const Graph& reference_graph, const 
   return kExitOk;
 }
 
-int needs_tuner(int argc, char** argv, int first) {
-  GlobalFlags flags;
-  ProgramSource src;
-  po::options_description desc("tessera tune options");
-  add_program_options(desc, src);
-  desc.add_options()("tune-db", po::value<std::string>()->value_name("FILE"), "tuning database");
-  add_global_options(desc, flags);
-  auto args = strip_verbosity(argc, argv, first, flags.verbosity);
-  po::variables_map vm;
-  if (auto code = parse_command_line(args, desc, {}, vm, "tessera tune -c EXPR [options]")) return *code;
-  auto session = open_session(flags, std::cerr);
-  if (!session) return kExitError;
-  const std::string& tuner = session->pipeline.tuner.name;
-  if (!session->host.registry().has(ComponentKind::Tuner, tuner)) {
-    std::cerr << "error: tessera tune: no tuner plugin '" << tuner
-              << "' is installed yet (the mcts tuner comes after the CUDA target)\n";
-    return kExitUsage;
-  }
-  std::cerr << "error: tessera tune: this build's host cannot drive the installed tuner plugins yet\n";
-  return kExitUsage;
-}
 
 }  // namespace
 
@@ -189,6 +168,8 @@ int run_command(int argc, char** argv, int first) {
       ("verify-each", "run the IR verifier after every pass")
       ("check-intermediates", "compare every kernel's output buffer with the reference, in launch order, and name the first that diverges (with its IR)");
   add_model_options(desc, src.model);
+  std::string tune_db;
+  add_tune_db_option(desc, tune_db);
   add_global_options(desc, flags);
   auto args = strip_verbosity(argc, argv, first, flags.verbosity);
   po::variables_map vm;
@@ -208,6 +189,7 @@ int run_command(int argc, char** argv, int first) {
   }
   auto session = open_session(flags, std::cerr);
   if (!session) return kExitError;
+  if (!open_tuning_replay(*session, tune_db, std::cerr)) return kExitError;
   int exit_code = kExitOk;
   auto target = pick_target(session->host.registry(), target_name, "tessera run", exit_code);
   if (!target) return exit_code;
@@ -259,6 +241,7 @@ int run_command(int argc, char** argv, int first) {
     report(std::cerr, st.error());
     return kExitUsage;
   }
+  if (session->tuning_replay) std::cerr << session->tuning_replay->summary();
 
   // The simulator (and the reference beside it) runs at tens of millions of operations a second:
   // refuse at once what would take hours, saying how long and how to allow it.
@@ -380,6 +363,5 @@ int run_command(int argc, char** argv, int first) {
   return all_ok ? kExitOk : kExitError;
 }
 
-int tune_command(int argc, char** argv, int first) { return needs_tuner(argc, argv, first); }
 
 }  // namespace tessera::cli

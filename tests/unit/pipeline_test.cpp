@@ -33,6 +33,9 @@ class TestPass final : public Pass {
 
 class TestTuner final : public Tuner {
  public:
+  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
+    return make_error("this test tuner does not search");
+  }
   std::string_view name() const override { return "mcts"; }
   std::string_view summary() const override { return "test tuner"; }
   std::vector<KnobSpec> options() const override {

@@ -25,6 +25,9 @@ class NamedPass final : public Pass {
 
 class NamedTuner final : public Tuner {
  public:
+  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
+    return make_error("this test tuner does not search");
+  }
   std::string_view name() const override { return "t"; }
   std::string_view summary() const override { return "test tuner"; }
 };

@@ -125,8 +125,8 @@ void write_params(SignatureWriter& w, const std::vector<KernelParam>& params) {
   }
 }
 
-// With `for_identity` (kernel_identity.h), producers count by their types only and recorded
-// choices by their values only.
+// With `for_identity` (kernel_identity.h), producers count by their types only, recorded choices
+// by their values only, and the kernel's name not at all.
 std::optional<Signature> signature(const Graph& g, const Node& n, bool for_identity = false) {
   const auto* kernel = n.op_as<KernelLikeOp>();
   if (kernel == nullptr) return std::nullopt;
@@ -144,7 +144,9 @@ std::optional<Signature> signature(const Graph& g, const Node& n, bool for_ident
     w.data(producer->type.str());
     if (!for_identity) w.data(producer->op ? producer->op->kind() : "-");
   }
-  w.name(kernel->name);
+  // The kernel's name is a name only; a split kernel keeps the name of the node it came from,
+  // which is none of its buffers, so identity leaves it out.
+  if (!for_identity) w.name(kernel->name);
   w.field(kernel->body, FieldRole::Data);
   if (const auto* k = n.op_as<KernelOp>()) {
     w.field(k->grid, FieldRole::Data);

@@ -4,7 +4,8 @@
 // same op, statements, launch, parameters and recorded knob values, with every graph buffer they
 // name written as its position among the node's buffers), except that the inputs' producers count
 // only by their types (a task compiled alone, its inputs made program inputs, keeps its hash) and
-// the recorded choices only by their values (a replayed schedule hashes like the tuned one). The
+// the recorded choices only by their values (a replayed schedule hashes like the tuned one), and
+// the kernel's name is left out (a split-K partial kernel is named after its original node). The
 // hash is stable across runs, machines and builds: tuning databases store it.
 #pragma once
 
