@@ -47,7 +47,7 @@ show_logs() {
   local f
   for f in "$work"/*.log "$work"/jobs/*.out; do
     [ -s "$f" ] || continue
-    echo "--- ${f#$work/} (last 30 lines)"
+    echo "--- ${f#"$work"/} (last 30 lines)"
     tail -n 30 "$f"
   done
 }
@@ -219,6 +219,7 @@ echo "slurm is up: node $node, $cpus CPUs, slurmctld port $ctld_port"
 cd "$work"
 # A node that cannot launch jobs (sbatch --wait still exits 0 then) is an environment where Slurm
 # cannot run: skipped, with slurmd's reason.
+# shellcheck disable=SC2016  # expanded by the job's shell
 bounded 60 env "$marker" sbatch --quiet --wait --array=0-1 --output="$work/jobs/hostname-%a.out" \
   --wrap 'echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_TASK_COUNT on $(hostname -s)"' ||
   skip "Slurm started but did not run a two-task array within 60 s: $(recent_errors "$work/slurmd.log" "$work/slurmctld.log")"
