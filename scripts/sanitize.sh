@@ -52,7 +52,11 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=86"
 exclude=()
 [[ ${all_tests} -eq 1 ]] ||
   exclude=(-E '^(Corpus/NvrtcCorpusTest\.|bench_suite_dry_run$|gpu_run_rehearsal$|HfCli\.(ShippedModel|TinyLlama)LayerPassesItsCheckIn)')
-ctest --test-dir build-sanitize --output-on-failure --no-tests=error -j "${jobs}" "${exclude[@]}"
+status=0
+ctest --test-dir build-sanitize --output-on-failure --no-tests=error -j "${jobs}" "${exclude[@]}" \
+  --output-junit ctest-junit.xml || status=$?
+! command -v python3 >/dev/null || scripts/skip-reasons.py build-sanitize/ctest-junit.xml || true
+[[ ${status} -eq 0 ]] || exit "${status}"
 
 if [[ ${fuzz_seconds} -gt 0 ]]; then
   scripts/fuzz.sh --runs 100000 --seconds "${fuzz_seconds}"
