@@ -9,7 +9,8 @@
 // parameters, same recorded knob choices, same output type, and inputs of the same types and kinds
 // at the same positions, where the graph buffers the node names (its inputs and its own id) are
 // compared by their position in the node's signature wherever they appear in a name (a kernel
-// name `k_l3_q_reduce`, a staged copy `p_l3_w_smem`, a knob value `STAGE='l3_w'`). This relies on
+// name `k_l3_q_reduce`, a staged copy `p_l3_w_smem`, a knob value that names a buffer, which no
+// Tessera knob does: STAGE='in1' names an input by position). This relies on
 // what Tessera's kernel passes do and docs/plugins.md asks of every KernelPass: it reads the graph
 // only through the types of the node's buffers, and a buffer's name is only a name (renaming an
 // input renames the result). docs/architecture.md ("Kernels shared across layers") has the rest.
