@@ -185,7 +185,8 @@ TEST_F(SmemPassesTest, StageValuesNameInputPositionsSoLayersRecordTheSameValue) 
                    Accum{"acc0", CombineFn::Add, var("v0")}};
     Body free = {Load{"in1", x, {var("a1"), var("a3")}}, Load{"in2", b, {var("a1"), var("a3")}},
                  Assign{"v1", ElementwiseFn::Mul, {var("in1"), var("acc0")}},
-                 Assign{"v2", ElementwiseFn::Add, {var("v1"), var("in2")}}, Write{out, {var("a1"), var("a3")}, var("v2")}};
+                 Assign{"v2", ElementwiseFn::Add, {var("v1"), var("in2")}},
+                 Write{out, {var("a1"), var("a3")}, var("v2")}};
     return Tile{{TileAxis{"a0", 256, AxisBinding::Thread}, TileAxis{"a1", 8, AxisBinding::Block}},
                 {Init{"acc0", Expr::float_(0.0)},
                  StridedLoop{"a2", var("a0"), lit(2048), lit(256), LoopRole::Reduce, 0, reduce},
@@ -230,7 +231,8 @@ TEST_F(SmemPassesTest, StageValuesNameInputPositionsSoLayersRecordTheSameValue) 
   Graph named = two_layers();
   Status s = run_pass("stage_inputs", named, {KnobPin{"STAGE", std::string("l3_x"), {}}});
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("candidates at node 'l3_out': none, in0, in1, \"in0,in1\""), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("candidates at node 'l3_out': none, in0, in1, \"in0,in1\""), std::string::npos)
+      << s.message();
 }
 
 // Through the default pipeline: two RMSNorms on their own inputs and weights (the layers of a
