@@ -317,7 +317,8 @@ TEST_F(HfModelsTest, ThreeDecodeStepsEqualThePrefillAtTheSamePositions) {
 // layers 1..3 has the CUDA source of the same kernel of layer 1 (layer 0 reads the embedding
 // instead of the previous layer's output), each launched with its own layer's buffers, and the
 // distinct sources are one layer's kernels plus layer 0's embedding readers plus the kernels
-// outside the layers. The shared kernels still match the reference on the simulator.
+// outside the layers, and each kernel records the knob values of layer 1's. The shared kernels
+// still match the reference on the simulator.
 TEST_F(HfModelsTest, IdenticalLayersShareTheirKernels) {
   test::TempDir tmp;
   for (TinyModel m : kTinyModels) {
@@ -360,6 +361,9 @@ TEST_F(HfModelsTest, IdenticalLayersShareTheirKernels) {
         const auto& first = *layers[1][k]->op_as<CudaOp>();
         EXPECT_EQ(op.name, first.name);
         EXPECT_EQ(op.source, first.source);
+        // The same recorded knob values (stage_inputs' STAGE names inputs by position, not by the
+        // layer's buffer names), so a decision tuned on one layer replays on every other.
+        EXPECT_EQ(layers[static_cast<size_t>(l)][k]->choices, layers[1][k]->choices) << op.name;
         // Launched with this layer's weights: no buffer of another layer.
         for (const KernelParam& param : op.params) {
           if (param.name.rfind("p_model_layers_", 0) == 0) {

@@ -30,13 +30,13 @@ class ErrorTestPass final : public Pass {
 
 class ErrorTestTuner final : public Tuner {
  public:
-  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
-    return make_error("this test tuner does not search");
-  }
   std::string_view name() const override { return "mcts"; }
   std::string_view summary() const override { return "test tuner"; }
   std::vector<KnobSpec> options() const override {
     return {KnobSpec{"patience", KnobType::Int, {}, std::nullopt, ""}, KnobSpec{"ucb_c", KnobType::Float, {}, std::nullopt, ""}};
+  }
+  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
+    return make_error("test tuner: it does not search");
   }
 };
 

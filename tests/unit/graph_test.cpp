@@ -399,7 +399,7 @@ TEST(Printer, KnobChoicesPrintBeforeTheNode) {
   Graph g = tile_graph();
   std::string text = print_node(g, *g.find("rms_norm"));
   EXPECT_EQ(text.substr(0, text.find('\n')),
-            "# knobs: launch_geometry.BN=128 (heuristic), stage_inputs.STAGE='x' (pinned)");
+            "# knobs: launch_geometry.BN=128 (heuristic), stage_inputs.STAGE='in0' (pinned)");
 }
 
 // A CUDA kernel's header shows its shared memory as the sum it is: the static __shared__ arrays the

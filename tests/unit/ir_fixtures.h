@@ -198,7 +198,7 @@ inline void add_rms_norm_inputs(Graph& g) {
 
 inline std::vector<KnobChoice> rms_norm_choices() {
   return {KnobChoice{"launch_geometry", "BN", int64_t{128}, "heuristic"},
-          KnobChoice{"stage_inputs", "STAGE", std::string("x"), "pinned"}};
+          KnobChoice{"stage_inputs", "STAGE", std::string("in0"), "pinned"}};
 }
 
 inline Graph tile_graph() {

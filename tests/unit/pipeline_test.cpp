@@ -33,14 +33,14 @@ class TestPass final : public Pass {
 
 class TestTuner final : public Tuner {
  public:
-  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
-    return make_error("this test tuner does not search");
-  }
   std::string_view name() const override { return "mcts"; }
   std::string_view summary() const override { return "test tuner"; }
   std::vector<KnobSpec> options() const override {
     return {KnobSpec{"patience", KnobType::Int, {}, AttrValue(int64_t{60}), ""},
             KnobSpec{"ucb_c", KnobType::Float, {}, AttrValue(1.41), ""}};
+  }
+  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
+    return make_error("test tuner: it does not search");
   }
 };
 

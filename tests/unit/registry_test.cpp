@@ -25,11 +25,11 @@ class NamedPass final : public Pass {
 
 class NamedTuner final : public Tuner {
  public:
-  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
-    return make_error("this test tuner does not search");
-  }
   std::string_view name() const override { return "t"; }
   std::string_view summary() const override { return "test tuner"; }
+  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
+    return make_error("test tuner: it does not search");
+  }
 };
 
 PassFactory pass_factory(std::string name) {

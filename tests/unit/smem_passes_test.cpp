@@ -1,7 +1,8 @@
 // Tests of the shared-memory tile passes (chunk_reduce, stage_inputs, async_copy, pad_smem) on
 // hand-built TileOp graphs, loaded as plugins the way users load them: slab extraction, origin
-// disagreement, the shared-memory budget, chunking of long rows, the async transport by arch, and
-// the pad that removes the bank conflicts of a transposed 32x32 access.
+// disagreement, the shared-memory budget, STAGE values that name inputs by position (equal for every
+// layer's copy of a kernel), chunking of long rows, the async transport by arch, and the pad that
+// removes the bank conflicts of a transposed 32x32 access.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,11 +10,14 @@
 #include <vector>
 
 #include "support/built_plugins.h"
+#include "support/test_paths.h"
 #include "tessera/ir/graph.h"
 #include "tessera/ir/printer.h"
 #include "tessera/ir/verifier.h"
+#include "tessera/pass/kernel_identity.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
+#include "tessera/pass/pipeline.h"
 #include "tessera/plugin/registry.h"
 
 namespace tessera {
@@ -113,7 +117,7 @@ TEST_F(SmemPassesTest, StageInputsExtractsTheRowSlabAndRewritesLoads) {
   EXPECT_NE(body_text(g).find("in1 = load x_smem[a3]"), std::string::npos) << body_text(g);
   EXPECT_EQ(body_text(g).find("load x["), std::string::npos) << body_text(g);
   ASSERT_NE(choice(g, "STAGE"), nullptr);
-  EXPECT_EQ(choice(g, "STAGE")->value, AttrValue(std::string("x")));
+  EXPECT_EQ(choice(g, "STAGE")->value, AttrValue(std::string("in0")));  // x, by its position
 }
 
 TEST_F(SmemPassesTest, LoadsDisagreeingOnTheOriginAreNotACandidate) {
@@ -137,7 +141,7 @@ TEST_F(SmemPassesTest, SingleUseCoalescedInputIsACandidateButNotStagedByTheHeuri
   EXPECT_EQ(choice(g, "STAGE")->value, AttrValue(std::string("none")));
   // Pinning it stages it anyway.
   Graph pinned = kernel_graph({{"x", {8, 2048}}}, {8, 2048}, tile);
-  ASSERT_TRUE(run_pass("stage_inputs", pinned, {KnobPin{"STAGE", std::string("x"), {}}}));
+  ASSERT_TRUE(run_pass("stage_inputs", pinned, {KnobPin{"STAGE", std::string("in0"), {}}}));
   EXPECT_NE(body_text(pinned).find("x_smem = Stage(x, origin=(a1, 0), slab=(a2:2048@1))"), std::string::npos)
       << body_text(pinned);
 }
@@ -159,7 +163,7 @@ TEST_F(SmemPassesTest, StagingRespectsTheSharedMemoryBudget) {
   EXPECT_EQ(body_text(g).find("y_smem = Stage("), std::string::npos) << body_text(g);
   // Both together are not a candidate, so pinning them is an error naming the candidates.
   Graph pinned = kernel_graph({{"x", {4, 1024}}, {"y", {4, 1024}}}, {4, 1024}, tile);
-  Status s = run_pass("stage_inputs", pinned, {KnobPin{"STAGE", std::string("x,y"), {}}});
+  Status s = run_pass("stage_inputs", pinned, {KnobPin{"STAGE", std::string("in0,in1"), {}}});
   ASSERT_FALSE(s);
   EXPECT_NE(s.message().find("not among the candidates"), std::string::npos) << s.message();
 
@@ -169,6 +173,93 @@ TEST_F(SmemPassesTest, StagingRespectsTheSharedMemoryBudget) {
   ASSERT_TRUE(run_pass("stage_inputs", small));
   EXPECT_EQ(body_text(small).find("Stage("), std::string::npos) << body_text(small);
   EXPECT_NE(skip_text().find("exceeds the 2048 bytes"), std::string::npos) << skip_text();
+}
+
+// STAGE names inputs by position, so the value chosen for one layer's kernel is the value of every
+// other layer's copy, and is among its candidates when replayed there (a buffer name is not).
+TEST_F(SmemPassesTest, StageValuesNameInputPositionsSoLayersRecordTheSameValue) {
+  // A norm-like row kernel with inputs (b, x): x is read twice (reused), b once per element by
+  // its own thread (not reused), so the heuristic stages the second input only.
+  auto norm_kernel = [](const std::string& b, const std::string& x, const std::string& out) {
+    Body reduce = {Load{"in0", x, {var("a1"), var("a2")}}, Assign{"v0", ElementwiseFn::Mul, {var("in0"), var("in0")}},
+                   Accum{"acc0", CombineFn::Add, var("v0")}};
+    Body free = {Load{"in1", x, {var("a1"), var("a3")}}, Load{"in2", b, {var("a1"), var("a3")}},
+                 Assign{"v1", ElementwiseFn::Mul, {var("in1"), var("acc0")}},
+                 Assign{"v2", ElementwiseFn::Add, {var("v1"), var("in2")}},
+                 Write{out, {var("a1"), var("a3")}, var("v2")}};
+    return Tile{{TileAxis{"a0", 256, AxisBinding::Thread}, TileAxis{"a1", 8, AxisBinding::Block}},
+                {Init{"acc0", Expr::float_(0.0)},
+                 StridedLoop{"a2", var("a0"), lit(2048), lit(256), LoopRole::Reduce, 0, reduce},
+                 Combine{"acc0", CombineFn::Add, CombineScope::Block},
+                 StridedLoop{"a3", var("a0"), lit(2048), lit(256), LoopRole::Free, 0, free}}};
+  };
+  // Layers 3 and 4: the same kernel on each layer's buffers (layer 4 reads layer 3's output).
+  auto two_layers = [&] {
+    Graph g;
+    for (const std::string id : {"l3_b", "l3_x", "l4_b"})
+      g.add(id, std::make_unique<InputOp>(), {}, TensorType{{8, 2048}, DType::F32});
+    const std::vector<std::pair<std::string, std::string>> layers = {{"l3", "l3_x"}, {"l4", "l3_out"}};
+    for (const auto& [layer, x] : layers) {
+      auto op = std::make_unique<TileOp>();
+      op->name = "k_" + layer + "_out_reduce";
+      op->body = {Stmt(norm_kernel(layer + "_b", x, layer + "_out"))};
+      g.add(layer + "_out", std::move(op), {layer + "_b", x}, TensorType{{8, 2048}, DType::F32});
+    }
+    g.outputs() = {"l4_out"};
+    return g;
+  };
+  Graph g = two_layers();
+  ASSERT_TRUE(run_pass("stage_inputs", g));  // KernelPass::run: each node on its own, no sharing
+  for (const char* id : {"l3_out", "l4_out"}) {
+    const Node& n = *g.find(id);
+    ASSERT_EQ(n.choices.size(), 1u) << id;
+    EXPECT_EQ(n.choices[0].value, AttrValue(std::string("in1"))) << id;
+  }
+  const std::string l4_text = print_body(g.find("l4_out")->op_as<TileOp>()->body);
+  EXPECT_NE(l4_text.find("l3_out_smem = Stage(l3_out, "), std::string::npos) << l4_text;
+  EXPECT_EQ(l4_text.find("l4_b_smem"), std::string::npos) << l4_text;
+  EXPECT_EQ(kernel_structural_hash(g, *g.find("l3_out")), kernel_structural_hash(g, *g.find("l4_out")));
+
+  // A value recorded on layer 3 replays on layer 4 (here: pinned for both), whatever it stages.
+  Graph pinned = two_layers();
+  ASSERT_TRUE(run_pass("stage_inputs", pinned, {KnobPin{"STAGE", std::string("in0,in1"), {}}}));
+  const std::string pinned_text = print_body(pinned.find("l4_out")->op_as<TileOp>()->body);
+  EXPECT_NE(pinned_text.find("l4_b_smem = Stage(l4_b, "), std::string::npos) << pinned_text;
+  EXPECT_NE(pinned_text.find("l3_out_smem = Stage(l3_out, "), std::string::npos) << pinned_text;
+
+  // A buffer name is no STAGE value: the error lists the roles.
+  Graph named = two_layers();
+  Status s = run_pass("stage_inputs", named, {KnobPin{"STAGE", std::string("l3_x"), {}}});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("candidates at node 'l3_out': none, in0, in1, \"in0,in1\""), std::string::npos)
+      << s.message();
+}
+
+// Through the default pipeline: two RMSNorms on their own inputs and weights (the layers of a
+// model) are one kernel structure, rewritten once and handed to the other (kernel sharing), and
+// record one STAGE value that stages something. Also when an input is called like a role: the
+// value `in0` of the kernel reading buffer `in0` is not a buffer name to rename for the other.
+TEST_F(SmemPassesTest, TwoRmsNormLayersOfAProgramRecordTheSameStageValue) {
+  Expected<PipelineSpec> spec = load_pipeline_file(test::default_pipeline_path());
+  ASSERT_TRUE(spec) << spec.error().render();
+  auto stage_value = [](const Node& n) {
+    for (const KnobChoice& c : n.choices)
+      if (c.pass == "stage_inputs" && c.knob == "STAGE") return c.value;
+    return AttrValue(std::string("(none recorded)"));
+  };
+  for (const std::string first : {"a", "in0"}) {
+    SCOPED_TRACE(first);
+    Graph g = trace(first + " = torch.randn(1, 32, 2048)\nb = torch.randn(1, 32, 2048)\n(nn.RMSNorm(2048)(" + first +
+                    "), nn.RMSNorm(2048)(b))");
+    ASSERT_TRUE(lower(g, *spec, Dialect::Tile, h100()));
+    std::vector<const Node*> staged;
+    for (const Node* n : g.nodes())
+      if (n->op_as<TileOp>()) staged.push_back(n);
+    ASSERT_EQ(staged.size(), 2u) << print_graph(g);
+    EXPECT_EQ(stage_value(*staged[0]), AttrValue(std::string("in0"))) << print_graph(g);
+    EXPECT_EQ(stage_value(*staged[1]), AttrValue(std::string("in0"))) << print_graph(g);
+    EXPECT_EQ(kernel_structural_hash(g, *staged[0]), kernel_structural_hash(g, *staged[1]));
+  }
 }
 
 TEST_F(SmemPassesTest, ChunkReduceSplitsARowThatDoesNotFit) {
@@ -184,7 +275,7 @@ TEST_F(SmemPassesTest, ChunkReduceSplitsARowThatDoesNotFit) {
   EXPECT_NE(text.find("for a4 in 0..4:  # free"), std::string::npos) << text;
 
   // Then stage_inputs stages x per chunk when pinned (one load per chunk loop: not reused).
-  ASSERT_TRUE(run_pass("stage_inputs", g, {KnobPin{"STAGE", std::string("x"), {}}}));
+  ASSERT_TRUE(run_pass("stage_inputs", g, {KnobPin{"STAGE", std::string("in0"), {}}}));
   const std::string staged = body_text(g);
   EXPECT_NE(staged.find("x_smem = Stage(x, origin=(a1, a2 * 8192), slab=(a3:8192@1))"), std::string::npos) << staged;
   EXPECT_NE(staged.find("load x_smem[a3 - a2 * 8192]"), std::string::npos) << staged;

@@ -76,7 +76,7 @@ std::string constant_comment(const ConstantOp& op) {
   return "  # " + op.init;
 }
 
-// `# knobs: launch_geometry.BN=128 (heuristic), stage_inputs.STAGE='x' (pinned)`
+// `# knobs: launch_geometry.BN=128 (heuristic), stage_inputs.STAGE='in0' (pinned)`
 std::string knobs_line(const Node& n) {
   if (n.choices.empty()) return "";
   std::vector<std::string> items;

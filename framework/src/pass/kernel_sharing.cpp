@@ -4,9 +4,11 @@
 // A kernel's signature is its op written out field by field through the statements' `reflect`
 // lists (the IR core's structural hash walks the same lists), with every name part that is one of
 // the node's buffers written as its position. Only fields whose role is a buffer (UseBuffer,
-// DefBuffer: loads, writes, staged copies and their shared-memory arrays), the kernel's name, its
-// buffer and tensor-map parameters and the knob values are read that way; expressions never name a
-// graph buffer (their variables are axes, values and scalar parameters) and are compared as they are.
+// DefBuffer: loads, writes, staged copies and their shared-memory arrays), the kernel's name and its
+// buffer and tensor-map parameters are read that way; expressions never name a graph buffer (their
+// variables are axes, values and scalar parameters) and are compared as they are, and so are knob
+// values, which name roles (`STAGE='in0'`, docs/plugins.md): read as names, a value `in0` of a
+// kernel whose first input is called `in0` would become another layer's buffer name.
 #include "kernel_sharing.h"
 
 #include "tessera/pass/kernel_identity.h"
@@ -160,7 +162,7 @@ std::optional<Signature> signature(const Graph& g, const Node& n, bool for_ident
     w.data(c.pass);
     w.data(c.knob);
     if (!for_identity) w.data(c.source);
-    if (const auto* s = std::get_if<std::string>(&c.value)) w.name(*s);
+    if (const auto* s = std::get_if<std::string>(&c.value)) w.data(*s);
     else w.data(attr_str(c.value));
   }
   return w.take();
@@ -339,8 +341,6 @@ bool BufferRenaming::apply(const Node& rewritten, Node& member) const {
   member.op = std::move(op);
   member.type = rewritten.type;
   member.choices = rewritten.choices;
-  for (KnobChoice& c : member.choices)
-    if (auto* s = std::get_if<std::string>(&c.value)) *s = renamer.rename(*s);
   if (!(member.inputs == inputs)) member.inputs = inputs;
   return true;
 }

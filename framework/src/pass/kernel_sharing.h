@@ -9,10 +9,12 @@
 // parameters, same recorded knob choices, same output type, and inputs of the same types and kinds
 // at the same positions, where the graph buffers the node names (its inputs and its own id) are
 // compared by their position in the node's signature wherever they appear in a name (a kernel
-// name `k_l3_q_reduce`, a staged copy `p_l3_w_smem`, a knob value `STAGE='l3_w'`). This relies on
-// what Tessera's kernel passes do and docs/plugins.md asks of every KernelPass: it reads the graph
-// only through the types of the node's buffers, and a buffer's name is only a name (renaming an
-// input renames the result). docs/architecture.md ("Kernels shared across layers") has the rest.
+// name `k_l3_q_reduce`, a staged copy `p_l3_w_smem`); knob values name roles, never buffers
+// (STAGE='in1' names an input by position), and are compared and handed on as they are. This
+// relies on what Tessera's kernel passes do and docs/plugins.md asks of every KernelPass: it reads
+// the graph only through the types of the node's buffers, and a buffer's name is only a name
+// (renaming an input renames the result). docs/architecture.md ("Kernels shared across layers")
+// has the rest.
 #pragma once
 
 #include <algorithm>
@@ -80,9 +82,10 @@ class BufferRenaming {
   // `text` with every representative buffer name that appears in it as a name part replaced by
   // the member's buffer at the same position.
   std::string rename(const std::string& text) const;
-  // `rewritten` (the representative after the pass) as the member: the op, type and knob choices
-  // with the member's buffers, the member's id and source location. False when the pass gave the
-  // representative an input that is none of its buffers (the member then needs the pass itself).
+  // `rewritten` (the representative after the pass) as the member: the op and type with the
+  // member's buffers, the knob choices as they are, the member's id and source location. False
+  // when the pass gave the representative an input that is none of its buffers (the member then
+  // needs the pass itself).
   bool apply(const Node& rewritten, Node& member) const;
 
  private:

@@ -72,8 +72,8 @@ std::string application_diff(const std::string& marker,
 }
 
 // Kernels equal up to their buffer names are rewritten once (kernel_sharing.h), unless a knob of
-// the entry is pinned to a text value: such a value may name a buffer (stage_inputs' STAGE), and
-// then means one kernel, not its group.
+// the entry is pinned to a text value: an out-of-tree knob's value might name a buffer, and then
+// mean one kernel, not its group (Tessera's knob values name roles: stage_inputs' STAGE `in1`).
 bool shares_equal_kernels(const PassEntry& entry) {
   return std::none_of(entry.pins.begin(), entry.pins.end(),
                       [](const KnobPin& pin) { return std::holds_alternative<std::string>(pin.value); });

@@ -12,9 +12,16 @@
 // variable bound in the scope with a known range [b, b + E) (slab dim v:E, origin u + b, shared
 // index v - b), or is uniform (dim not in the slab); all loads must agree on the origin.
 // Accepts: Tile IR (TileOp nodes whose body is one Tile); other nodes are left alone.
-// Knob STAGE (string; candidates "none" and the subsets of the candidate buffers, comma-joined in
-//   input order, whose slabs fit together in device.smem_per_block minus existing Stages; each
-//   slab counted with the alignment padding it may need, smem_footprint_bytes).
+// Knob STAGE (string; candidates "none" and the subsets of the candidate buffers that fit together
+//   in device.smem_per_block minus existing Stages, each slab counted with the alignment padding it
+//   may need (smem_footprint_bytes)). A subset names its buffers by their position among the
+//   node's inputs (the first, if one is read twice), comma-joined in input order: `in0,in2` stages
+//   the node's first and third inputs. Never by name: a value is recorded and replayed per kernel
+//   structure (tessera/pass/kernel_identity.h), so it must mean the same buffer on every layer's
+//   copy of a kernel and in every program (`l3_w` on one layer is `l4_w` on the next).
+//   Positions rather than operand roles (A/B of a contraction): the pass stages inputs of any Tile
+//   kernel (norms, softmax, elementwise, matmuls with epilogue inputs), most of which have no A/B,
+//   and a position names every input, operand or not, the same way.
 //   Heuristic: the reused candidates (loaded by >= 2 statements, or an element read by several
 //   threads or iterations), added in input order while they fit.
 // Guarantees: same values loaded; slabs may cover elements past x's bounds (tails), which the
@@ -265,6 +272,7 @@ struct Group {
 
 struct BufferPlan {
   std::string buffer;
+  size_t input = 0;  // position among the node's inputs (its first, when read twice)
   std::vector<Group> groups;
   int64_t bytes = 0;  // of the shared buffer (the largest group)
   // What it adds to the kernel's shared memory, alignment padding included (the Stage this pass
@@ -303,9 +311,11 @@ bool is_reused(const Group& g, const Tile& tile) {
   return false;
 }
 
-std::string join(const std::vector<std::string>& names) {
+// STAGE's spelling of a set of inputs: their roles (`in<position>`) comma-joined, or "none".
+std::string stage_value(const std::vector<size_t>& inputs) {
+  if (inputs.empty()) return "none";
   std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ",") + n;
+  for (size_t position : inputs) s += (s.empty() ? "in" : ",in") + std::to_string(position);
   return s;
 }
 
@@ -341,7 +351,8 @@ class StageInputsPass final : public TilePass {
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"STAGE", KnobType::String, {}, std::nullopt,
-                     "input buffers to stage in shared memory: none, or a comma-joined list (per node)"}};
+                     "inputs to stage in shared memory, by position among the node's inputs: none, or e.g. "
+                     "in0,in2 (in input order; per node)"}};
   }
 
   Status run_on_tile(Node& node, const TileOp& kernel, const Tile&, PassContext& ctx) override {
@@ -413,7 +424,8 @@ class StageInputsPass final : public TilePass {
     }
 
     std::vector<BufferPlan> plans;
-    for (const std::string& buffer : n.inputs) {
+    for (size_t position = 0; position < n.inputs.size(); ++position) {
+      const std::string& buffer = n.inputs[position];
       if (!inputs.count(buffer) || std::any_of(plans.begin(), plans.end(), [&](auto& p) { return p.buffer == buffer; }))
         continue;
       const Node* src = g.find(buffer);
@@ -422,6 +434,7 @@ class StageInputsPass final : public TilePass {
       // or too large and every load sits in a chunk loop.
       BufferPlan whole_plan;
       whole_plan.buffer = buffer;
+      whole_plan.input = position;
       whole_plan.groups.push_back(Group{});
       for (const LoadSite& l : whole.sites)
         if (l.buffer == buffer) whole_plan.groups[0].loads.push_back(l);
@@ -429,6 +442,7 @@ class StageInputsPass final : public TilePass {
       evaluate(whole_plan, tile, elem, budget);
       BufferPlan chunk_plan;
       chunk_plan.buffer = buffer;
+      chunk_plan.input = position;
       size_t in_chunks = 0;
       for (auto& [pos, sites] : per_chunk) {
         Group grp;
@@ -472,12 +486,12 @@ class StageInputsPass final : public TilePass {
     std::vector<AttrValue> choices = {std::string("none")};
     auto add_subset = [&](const std::vector<const BufferPlan*>& subset) {
       int64_t bytes = 0;
-      std::vector<std::string> names;
+      std::vector<size_t> positions;
       for (const BufferPlan* p : subset) {
         bytes += p->footprint();
-        names.push_back(p->buffer);
+        positions.push_back(p->input);
       }
-      AttrValue v = names.empty() ? std::string("none") : join(names);
+      AttrValue v = stage_value(positions);
       if (bytes <= budget && std::find(choices.begin(), choices.end(), v) == choices.end()) choices.push_back(v);
     };
     std::vector<const BufferPlan*> heuristic_set;
@@ -499,10 +513,12 @@ class StageInputsPass final : public TilePass {
       add_subset(heuristic_set);
       add_subset(candidates);
     }
-    std::vector<std::string> heuristic_names;
-    for (const BufferPlan* p : heuristic_set) heuristic_names.push_back(p->buffer);
-    AttrValue heuristic = heuristic_names.empty() ? std::string("none") : join(heuristic_names);
+    std::vector<size_t> heuristic_positions;
+    for (const BufferPlan* p : heuristic_set) heuristic_positions.push_back(p->input);
+    AttrValue heuristic = stage_value(heuristic_positions);
 
+    // The chosen value is one of `choices` (PassContext rejects any other), so each of its
+    // comma-separated parts is the role of a candidate.
     TESSERA_ASSIGN_OR_RETURN(AttrValue chosen, ctx.choose("STAGE", n, choices, heuristic));
     const std::string& chosen_text = std::get<std::string>(chosen);
     if (chosen_text == "none") {
@@ -511,11 +527,11 @@ class StageInputsPass final : public TilePass {
       ctx.skip(n, why);
       return Status::ok();
     }
-    std::set<std::string> chosen_names;
+    std::set<std::string> chosen_roles;
     for (size_t start = 0; start <= chosen_text.size();) {
       size_t comma = chosen_text.find(',', start);
       if (comma == std::string::npos) comma = chosen_text.size();
-      chosen_names.insert(chosen_text.substr(start, comma - start));
+      chosen_roles.insert(chosen_text.substr(start, comma - start));
       start = comma + 1;
     }
 
@@ -523,7 +539,7 @@ class StageInputsPass final : public TilePass {
     std::map<int, Body> stages;  // scope -> Stages to insert at its start, in input order
     std::map<std::string, std::map<int, const Group*>> groups_of;
     for (const BufferPlan* p : candidates) {
-      if (!chosen_names.count(p->buffer)) continue;
+      if (!chosen_roles.count(stage_value({p->input}))) continue;
       for (const Group& grp : p->groups) {
         stages[grp.scope].push_back(Stage{p->buffer + "_smem", p->buffer, grp.origin, grp.slab, StageTransport::Sync, 0});
         groups_of[p->buffer][grp.scope] = &grp;
