@@ -16,4 +16,7 @@ int passes_command(int argc, char** argv, int first);
 // `tessera bench`: the suite against PyTorch (bench_command.cpp).
 int bench_command(int argc, char** argv, int first);
 
+// `tessera db`: list, show, export, import and merge tuning databases (db_command.cpp).
+int db_command(int argc, char** argv, int first);
+
 }  // namespace tessera::cli

@@ -14,6 +14,7 @@ commands:
   compile   compile a program and print the IR of a stage (--ir torch|tensor|loop|tile|kernel|cuda)
   run       compile and run a program on a target, checking it against the reference
   tune      autotune a program's schedule knobs
+  db        list, show, export, import and merge tuning databases
   ab        compile one program with two pipelines and compare the results
   plugins   list loaded plugins, what they register, and every pass's knobs
   passes    list the available passes and their knobs
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   if (cmd == "compile") return compile_command(argc, argv, 2);
   if (cmd == "run") return run_command(argc, argv, 2);
   if (cmd == "tune") return tune_command(argc, argv, 2);
+  if (cmd == "db") return db_command(argc, argv, 2);
   if (cmd == "ab") return ab_command(argc, argv, 2);
   if (cmd == "plugins") return plugins_command(argc, argv, 2);
   if (cmd == "passes") return passes_command(argc, argv, 2);

@@ -1,6 +1,6 @@
 // TuningDb: the tuning database, an SQLite file (WAL journal, every write one transaction, so a
 // process killed mid-write leaves the last committed state) of the best decisions known per
-// kernel. docs/tuning.md describes the schema and the `tessera db` commands.
+// kernel. docs/tuning-database.md describes the schema and the `tessera db` commands.
 //
 // A record is keyed by the kernel (its structural hash at the tile stage's entry), the device and
 // its compute capability, the Tessera version and the pipeline (the hash of the effective
@@ -59,6 +59,8 @@ class TuningDb {
   // Stores `r` in one transaction unless a record with the same key and measurer is at least as
   // fast (ties keep the stored one, so merging is order-independent for distinct latencies).
   Status put(const TuningRecord& r);
+  // put() of every record, all in one transaction: either all are applied or none (import, merge).
+  Status put_all(const std::vector<TuningRecord>& records);
   // The record for `key` (the fastest by the given measurer; any measurer when empty).
   Expected<std::optional<TuningRecord>> get(const TuningKey& key, const std::string& measurer = "") const;
   // Every record of one kernel, any device, version or pipeline (for reporting mismatches).
