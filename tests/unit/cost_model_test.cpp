@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "framework/cli/cli_session.h"
+#include "framework/cli/commands.h"
 #include "support/built_plugins.h"
 #include "support/test_paths.h"
 #include "tessera/ir/op.h"
@@ -345,7 +349,7 @@ TEST_F(CostModelProgramTest, CalibrationRecoversKnownCoefficients) {
         std::string("torch.exp(torch.exp(torch.exp(torch.randn(2048, 2048))))"),
         std::string("torch.randn(512, 256) @ torch.randn(256, 384)"), std::string("torch.randn(4096, 4096).t() * 2.0")})
     for (int registers : {32, 128, 255}) add(kernel_ir(program), registers);
-  for (const std::string& index : {"a0, a2 % 32", "a2 % 32, a0"}) {
+  for (const char* index : {"a0, a2 % 32", "a2 % 32, a0"}) {
     Graph g = parse(smem_kernel(index));
     add(g, 0);
   }
@@ -382,6 +386,46 @@ TEST_F(CostModelProgramTest, CalibrationRecoversKnownCoefficients) {
   ASSERT_TRUE(again) << again.error().render();
   for (size_t c = 0; c < kCostCoefficients; ++c)
     EXPECT_EQ(again->coefficient(static_cast<CostCoefficient>(c)), fitted->coefficient(static_cast<CostCoefficient>(c)));
+}
+
+// The calibrate command on a calibration file whose times the model made under known coefficients:
+// it writes a coefficient file that reads back with the fitted values.
+TEST_F(CostModelProgramTest, CalibrateCommandFitsACalibrationFile) {
+  CostModel truth = default_model();
+  truth.set_coefficient(CostCoefficient::LaunchOverheadUs, 4);
+  truth.set_coefficient(CostCoefficient::DramEfficiency, 0.6);
+  nlohmann::json programs = nlohmann::json::array();
+  for (const std::string& program : {std::string("torch.randn(8192, 8192) + 1.0"), std::string("torch.randn(256, 256) * 2.0"),
+                                     std::string("torch.softmax(torch.randn(64, 4096), -1)")}) {
+    Graph g = kernel_ir(program);
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const Node* n : g.nodes()) {
+      if (!n->op_as<KernelOp>()) continue;
+      Expected<KernelEstimate> e = truth.estimate(g, *n, *h100(), 32);
+      ASSERT_TRUE(e) << e.error().render();
+      kernels.push_back({{"node", n->id()}, {"median_us", e->latency_us}, {"registers", 32}});
+    }
+    programs.push_back({{"program", program}, {"kernels", kernels}});
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tessera_calibrate_command_test";
+  std::filesystem::create_directories(dir);
+  const std::string results = (dir / "results.json").string();
+  std::ofstream(results) << nlohmann::json{{"format", "tessera-calibration"}, {"version", 1}, {"device", "h100"},
+                                           {"programs", programs}}.dump(1);
+  cli::GlobalFlags flags;
+  flags.output = (dir / "fitted.yaml").string();
+  ASSERT_EQ(cli::calibrate_cost_model_command(flags, results), 0);
+  Expected<CostModel> fitted = CostModel::load(flags.output);
+  ASSERT_TRUE(fitted) << fitted.error().render();
+  EXPECT_NE(fitted->calibration().find("fitted to"), std::string::npos) << fitted->calibration();
+  EXPECT_NEAR(fitted->coefficient(CostCoefficient::LaunchOverheadUs), 4, 1e-3);
+  EXPECT_NEAR(fitted->coefficient(CostCoefficient::DramEfficiency), 0.6, 1e-3);
+
+  // A kernel the program does not compile to is an error.
+  programs[0]["kernels"][0]["node"] = "no_such_kernel";
+  std::ofstream(results) << nlohmann::json{{"format", "tessera-calibration"}, {"version", 1}, {"programs", programs}}.dump();
+  EXPECT_EQ(cli::calibrate_cost_model_command(flags, results), 1);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CostModelCalibrationTest, RefusesNoSamplesAndNonPositiveTimes) {
