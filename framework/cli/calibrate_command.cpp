@@ -91,6 +91,9 @@ Expected<Results> read_bench_report(const json& report, const fs::path& dir, con
       return make_error((dir / "report.json").string() + " names no suite; give it with --suite FILE");
     suite_path = report["suite"].get<std::string>();
     if (!fs::exists(suite_path) && fs::exists(dir / suite_path)) suite_path = (dir / suite_path).string();
+    if (!fs::exists(suite_path))
+      return make_error((dir / "report.json").string() + " names the suite '" + suite_path +
+                        "', which is not here (nor beside the report); give it with --suite FILE");
   }
   TESSERA_ASSIGN_OR_RETURN(Suite suite, load_suite(suite_path));
   if (!report.contains("entries") || !report["entries"].is_array())
@@ -229,6 +232,9 @@ int calibrate_cost_model_command(const GlobalFlags& flags, const std::string& re
   std::cerr << "  fitted: " << (fitted_list.empty() ? "none" : fitted_list) << "\n";
   std::cerr << "  kept at the prior (no sample bound by their term): " << (kept_list.empty() ? "none" : kept_list)
             << "\n";
+  if (fit.samples < fit.fitted.size())
+    std::cerr << "  note: fewer kernel times (" << fit.samples << ") than fitted coefficients (" << fit.fitted.size()
+              << "): the fit is not determined by the data alone; measure more kernels\n";
   return emit_output(flags, fitted->to_yaml(), std::cerr);
 }
 

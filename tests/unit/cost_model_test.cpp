@@ -432,6 +432,58 @@ TEST_F(CostModelProgramTest, CalibrateCommandFitsACalibrationFile) {
   std::filesystem::remove_all(dir);
 }
 
+// The calibrate command on a `tessera bench` output directory: report.json names the suite and
+// the device, kernels/<id>.json holds each timed entry's per-kernel medians.
+TEST_F(CostModelProgramTest, CalibrateCommandReadsABenchDirectory) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tessera_calibrate_bench_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "kernels");
+  struct Entry {
+    std::string id, family, program;
+  };
+  const std::vector<Entry> entries = {{"small-norm", "norm", "nn.RMSNorm(2048)(torch.randn(1, 32, 2048))"},
+                                      {"small-softmax", "softmax", "torch.softmax(torch.randn(64, 4096), -1)"}};
+  std::ofstream suite(dir / "suite.yaml");
+  suite << "version: 1\nentries:\n";
+  nlohmann::json report_entries = nlohmann::json::array();
+  const CostModel model = default_model();
+  size_t kernels_written = 0;
+  for (const Entry& e : entries) {
+    suite << "  - id: " << e.id << "\n    family: " << e.family << "\n    model: TinyLlama-1.1B\n    phase: prefill\n"
+          << "    seq: 32\n    kv: 0\n    dtype: f32\n    tiers: [quick, full]\n    program: |\n      " << e.program << "\n";
+    report_entries.push_back({{"id", e.id}});
+    Graph g = kernel_ir(e.program);
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const Node* n : g.nodes()) {
+      if (!n->op_as<KernelOp>()) continue;
+      Expected<KernelEstimate> est = model.estimate(g, *n, *h100(), 40);
+      ASSERT_TRUE(est) << est.error().render();
+      kernels.push_back({{"kernel", n->op_as<KernelOp>()->name}, {"node", n->id()}, {"median_us", 1.5 * est->latency_us},
+                         {"registers", 40}});
+      ++kernels_written;
+    }
+    std::ofstream(dir / "kernels" / (e.id + ".json")) << nlohmann::json{{"device", "NVIDIA H100"}, {"kernels", kernels}}.dump(1);
+  }
+  report_entries.push_back({{"id", "not-timed"}});  // no kernels/<id>.json: skipped
+  suite.close();
+  std::ofstream(dir / "report.json") << nlohmann::json{{"suite", "suite.yaml"},
+                                                       {"device", {{"name", "NVIDIA H100"}, {"table_entry", "h100"}}},
+                                                       {"entries", report_entries}}.dump(1);
+  cli::GlobalFlags flags;
+  flags.output = (dir / "fitted.yaml").string();
+  ASSERT_EQ(cli::calibrate_cost_model_command(flags, dir.string()), 0);
+  Expected<CostModel> fitted = CostModel::load(flags.output);
+  ASSERT_TRUE(fitted) << fitted.error().render();
+  EXPECT_NE(fitted->calibration().find("fitted to " + std::to_string(kernels_written) + " kernel times"),
+            std::string::npos)
+      << fitted->calibration();
+
+  // A report whose suite cannot be found is an error.
+  std::filesystem::remove(dir / "suite.yaml");
+  EXPECT_EQ(cli::calibrate_cost_model_command(flags, dir.string()), 1);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CostModelCalibrationTest, RefusesNoSamplesAndNonPositiveTimes) {
   const CostModel start = default_model();
   EXPECT_FALSE(calibrate(start, {}));
