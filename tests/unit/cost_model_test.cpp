@@ -110,6 +110,41 @@ TEST(WarpAccessTest, SectorsAndBankWavefrontsOfHandWrittenAccesses) {
   EXPECT_EQ(second.lanes[0].offset, 32 * 4);
 }
 
+// An unrolled loop: a read that does not vary across its iterations is issued once (the compiler
+// keeps it in a register), unless the loop writes the buffer it reads.
+constexpr const char* kUnrolled = R"(x: (8, 64) float32
+
+kernel k_unrolled  grid=(1, 1, 1) block=(32, 1, 1)  inputs: x  outputs: y: (8, 64) float32
+  Smem t: f32[32]
+  a0 = threadIdx.x
+  for a1 in 0..8:  # free, unroll 8
+    in0 = load x[0, a0]
+    a2 = a1 * 2
+    in1 = load x[a2 / 2, a0]
+    y[a1, a0] = in1
+  for a3 in 0..4:  # free, unroll 4
+    in2 = load t[a0]
+    t[a0] = in2
+  for a4 in 0..4:  # free
+    in3 = load t[a0]
+
+return y
+)";
+
+TEST(WarpAccessTest, ReadsInvariantInAnUnrolledLoopAreIssuedOnce) {
+  Graph g = parse(kUnrolled);
+  Expected<WarpAccessMap> map = enumerate_warp_accesses(g, *g.find("y"));
+  ASSERT_TRUE(map) << map.error().render();
+  ASSERT_EQ(map->accesses.size(), 6u);
+  EXPECT_EQ(map->accesses[0].executions, 1) << "x[0, a0] does not depend on a1";
+  EXPECT_EQ(map->accesses[1].executions, 8) << "x[a2 / 2, a0] depends on a1 through a2";
+  EXPECT_EQ(map->accesses[2].executions, 8) << "stores are never hoisted";
+  EXPECT_EQ(map->accesses[3].executions, 4) << "the loop writes t";
+  EXPECT_EQ(map->accesses[5].executions, 4) << "a loop without an unroll mark";
+  EXPECT_EQ(map->loops.size(), 3u);
+  EXPECT_EQ(map->loops[0].unroll, 8);
+}
+
 TEST(WarpAccessTest, UnknownAddressesAndVectorWidths) {
   WarpAccess a;
   a.width_bytes = 16;  // float4 per lane: 512 B for the warp

@@ -118,6 +118,18 @@ struct Lane {
   bool active = false;
 };
 
+// The buffers a loop body writes (at any depth): a read of one of them cannot be kept in a
+// register across the loop's iterations.
+class WrittenBuffers final : public StmtVisitor {
+ public:
+  std::set<std::string> buffers;
+  void visit_Write(const Write& s) override { buffers.insert(s.buffer); }
+  void visit_VectorStore(const VectorStore& s) override { buffers.insert(s.buffer); }
+  void visit_CpAsyncCopy(const CpAsyncCopy& s) override { buffers.insert(s.dst); }
+  void visit_TmaLoad(const TmaLoad& s) override { buffers.insert(s.dst); }
+  void visit_TreeHalve(const TreeHalve& s) override { buffers.insert(s.buffer); }
+};
+
 class WarpWalker {
  public:
   WarpWalker(const Graph& g, const Node& n, const KernelOp& k, WarpAccessMap& out) : kernel_(k), out_(out) {
@@ -176,6 +188,18 @@ class WarpWalker {
     auto it = buffers_.find(buffer);
     if (it == buffers_.end()) return;  // a register array
     const BufferLayout& b = it->second;
+    // A read that does not change across the iterations of an unrolled loop (its index does not
+    // depend on the loop's variable, the loop does not write its buffer) is issued once for all of
+    // them: the compiler keeps the value in a register across the unrolled copies.
+    if (dir == AccessDirection::Read) {
+      std::set<std::string> deps;
+      for (const Expr& e : index)
+        for (const std::string& v : free_vars(e))
+          if (auto d = loop_deps_.find(v); d != loop_deps_.end()) deps.insert(d->second.begin(), d->second.end());
+      for (const Frame& f : frames_)
+        if (f.unroll > 0 && f.trips > 0 && !deps.count(f.var) && !f.written->count(buffer))
+          executions /= static_cast<double>(f.trips);
+    }
     WarpAccess a;
     a.buffer = buffer;
     a.space = b.space;
@@ -218,7 +242,19 @@ class WarpWalker {
       lane.env[var] = b ? *b : 0;
     }
     if (trips == 0) return;
+    auto [w, unseen] = written_.try_emplace(&self.variant());
+    if (unseen) {
+      WrittenBuffers written;
+      written.visit(body);
+      w->second = std::move(written.buffers);
+    }
+    std::set<std::string> deps{var};
+    for (const std::string& v : free_vars(begin))
+      if (auto d = loop_deps_.find(v); d != loop_deps_.end()) deps.insert(d->second.begin(), d->second.end());
+    loop_deps_[var] = std::move(deps);
+    frames_.push_back(Frame{var, trips, unroll, &w->second});
     walk(body, std::move(lanes), executions * static_cast<double>(trips), it->second);
+    frames_.pop_back();
   }
 
   void walk(const Body& body, std::vector<Lane> lanes, double executions, int loop_id) {
@@ -227,6 +263,10 @@ class WarpWalker {
       switch (s.kind()) {
         case StmtKind::Let: {
           const auto* let = s.as<Let>();
+          std::set<std::string> deps;
+          for (const std::string& v : free_vars(let->value))
+            if (auto d = loop_deps_.find(v); d != loop_deps_.end()) deps.insert(d->second.begin(), d->second.end());
+          loop_deps_[let->var] = std::move(deps);
           for (Lane& lane : lanes) {
             auto v = eval(let->value, lane.env);
             if (v) lane.env[let->var] = *v;
@@ -362,6 +402,16 @@ class WarpWalker {
   WarpAccessMap& out_;
   std::map<std::string, BufferLayout> buffers_;
   std::map<const StmtVariant*, int> loop_ids_;
+  // The loops enclosing the statement being walked, outermost first.
+  struct Frame {
+    std::string var;
+    int64_t trips = 0;
+    int64_t unroll = 0;
+    const std::set<std::string>* written = nullptr;
+  };
+  std::vector<Frame> frames_;
+  std::map<const StmtVariant*, std::set<std::string>> written_;  // per loop statement
+  std::map<std::string, std::set<std::string>> loop_deps_;  // the loop variables a name depends on
   int64_t warp_ = 0;
 };
 

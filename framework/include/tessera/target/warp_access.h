@@ -6,7 +6,8 @@
 // fastest, then y, then z, as the hardware groups them), so the axes the kernel decodes from
 // threadIdx with its Lets take their values first-listed-fastest; blockIdx is 0; a loop variable
 // takes its first value (its begin) while the loop's trip count multiplies how often the statement
-// runs; a condition keeps the lanes where it holds (both branches when it cannot be decided); any
+// runs (not for a read that an unrolled loop keeps in a register: see WarpAccess::executions); a
+// condition keeps the lanes where it holds (both branches when it cannot be decided); any
 // other variable (a scalar parameter) is 0. Addresses read from data (a gather) are unknown.
 // Computed from the IR alone.
 #pragma once
@@ -40,7 +41,9 @@ struct WarpAccess {
   int64_t warp = 0;         // the warp's index within the block
   int64_t width_bytes = 4;  // bytes each lane moves (element size x vector lanes)
   std::vector<LaneAddress> lanes;  // warp_size entries
-  double executions = 1;  // how often this warp runs the statement in one block (loop trips)
+  // How often this warp issues the access in one block: the trips of its enclosing loops, but
+  // those of an unrolled loop a read does not vary across (the compiler keeps the value).
+  double executions = 1;
   int loop = -1;          // the innermost enclosing loop (an index into WarpAccessMap::loops), -1: none
 
   int64_t active_lanes() const;
