@@ -106,7 +106,7 @@ class CostModel {
   static Expected<CostModel> load_default();
   static Expected<CostModel> load(const std::string& path);
   static Expected<CostModel> parse(const std::string& yaml_text, const std::string& file);
-  // The model in the file format, byte-identical for the same coefficients; `note` becomes the
+  // The model in the file format, byte-identical for the same model; calibration() becomes the
   // file's `calibration:` line.
   std::string to_yaml() const;
 
