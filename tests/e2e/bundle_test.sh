@@ -14,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
   cat "$work/bundle.log"; echo "FAIL: bundle.sh failed"; exit 1; }
 grep -q "^bundle: $work/bundle (" "$work/bundle.log" || { cat "$work/bundle.log"; echo "FAIL: no size line"; exit 1; }
 for f in bin/tessera bin/tessera_tests bin/tessera_kernel_bench lib/tessera/plugins/libcuda.so lib/tessera/plugins/libtorch_expr.so \
-         share/tessera/devices.yaml share/tessera/pipelines/default.yaml share/tessera/build-info.txt gpu-run.sh \
+         share/tessera/devices.yaml share/tessera/cost_model.yaml share/tessera/pipelines/default.yaml share/tessera/build-info.txt gpu-run.sh \
          bench/suite.yaml bench/pytorch_baseline.py; do
   [ -e "$work/bundle/$f" ] || { echo "FAIL: $f is not in the bundle"; exit 1; }
 done

@@ -50,6 +50,7 @@ const std::vector<FieldSpec>& field_specs() {
       {"dram_gbps", &DeviceDesc::dram_gbps, true},
       {"fp32_tflops", &DeviceDesc::fp32_tflops, true},
       {"tensor_tflops_bf16", &DeviceDesc::tensor_tflops_bf16, true},
+      {"clock_mhz", &DeviceDesc::clock_mhz, false},
   };
   return specs;
 }

@@ -29,6 +29,7 @@ struct DeviceDesc {
   double dram_gbps = 0;              // peak DRAM bandwidth, GB/s
   double fp32_tflops = 0;            // peak non-tensor-core FP32
   double tensor_tflops_bf16 = 0;     // dense
+  double clock_mhz = 0;              // boost SM clock (0: not given; the cost model derives it)
 };
 
 class DeviceTable {
