@@ -188,7 +188,7 @@ int tune_command(int argc, char** argv, int first) {
                                      "       tessera tune MODEL [--layer N] [--seq-len S | --decode --cache-len C] [options]\n"
                                      "       tessera tune --calibrate RESULTS -o FILE"))
     return *code;
-  if (!calibrate.empty()) return calibrate_cost_model_command(calibrate, flags);
+  if (!calibrate.empty()) return calibrate_cost_model_command(flags, calibrate);
 
   if (!parse_shard(shard, budget.shard_index, budget.shard_count)) {
     std::cerr << "error: tessera tune --shard must be I/N with 0 <= I < N, got '" << shard << "'\n";
