@@ -35,6 +35,9 @@ class ErrorTestTuner final : public Tuner {
   std::vector<KnobSpec> options() const override {
     return {KnobSpec{"patience", KnobType::Int, {}, std::nullopt, ""}, KnobSpec{"ucb_c", KnobType::Float, {}, std::nullopt, ""}};
   }
+  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
+    return make_error("test tuner: no search");
+  }
 };
 
 std::unique_ptr<Registry> error_test_registry() {

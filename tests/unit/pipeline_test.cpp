@@ -39,6 +39,9 @@ class TestTuner final : public Tuner {
     return {KnobSpec{"patience", KnobType::Int, {}, AttrValue(int64_t{60}), ""},
             KnobSpec{"ucb_c", KnobType::Float, {}, AttrValue(1.41), ""}};
   }
+  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
+    return make_error("test tuner: no search");
+  }
 };
 
 std::vector<KnobSpec> launch_geometry_knobs() {

@@ -27,6 +27,9 @@ class NamedTuner final : public Tuner {
  public:
   std::string_view name() const override { return "t"; }
   std::string_view summary() const override { return "test tuner"; }
+  Expected<std::unique_ptr<TaskSearch>> start(const TuneTask&, TrialRunner&, const TuneOptions&) const override {
+    return make_error("test tuner: no search");
+  }
 };
 
 PassFactory pass_factory(std::string name) {
