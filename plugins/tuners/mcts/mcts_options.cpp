@@ -14,6 +14,7 @@ namespace {
 
 constexpr const char* kRolloutHeuristic = "heuristic";
 constexpr const char* kRolloutRandom = "random";
+constexpr const char* kRolloutBest = "best";
 
 // "option 'ucb_c' of tuner 'mcts' <message>, got '-1'" (the wording of the pipeline's own checks).
 Diagnostic option_error(const KnobPin& pin, const std::string& message, const char* separator = ",") {
@@ -53,9 +54,12 @@ std::vector<KnobSpec> MctsOptions::specs() {
                "weight of UCB1's exploration term (>= 0)"},
       KnobSpec{"prior_weight", KnobType::Float, {}, AttrValue(defaults.prior_weight),
                "selection bonus of each heuristic value, divided by 1 + its visits (>= 0)"},
-      KnobSpec{"rollout", KnobType::String, {AttrValue(std::string(kRolloutHeuristic)), AttrValue(std::string(kRolloutRandom))},
-               AttrValue(std::string(kRolloutHeuristic)),
-               "how a trial answers the decisions below the one it explores: the heuristics, or random values"},
+      KnobSpec{"widening", KnobType::Float, {}, AttrValue(defaults.widening),
+               "progressive widening: a node visited v times has tried at most ceil(v^widening) of its values (0 to 1)"},
+      KnobSpec{"rollout", KnobType::String,
+               {AttrValue(std::string(kRolloutBest)), AttrValue(std::string(kRolloutHeuristic)), AttrValue(std::string(kRolloutRandom))},
+               AttrValue(std::string(kRolloutBest)),
+               "how a trial answers the decisions below the one it explores: the best trial's values, the heuristics, or random values"},
   };
 }
 
@@ -71,12 +75,18 @@ Expected<MctsOptions> MctsOptions::parse(const std::vector<KnobPin>& pins) {
       Expected<double> v = non_negative_number(pin);
       if (!v) return v.error();
       options.prior_weight = *v;
+    } else if (pin.knob == "widening") {
+      Expected<double> v = non_negative_number(pin);
+      if (!v) return v.error();
+      if (*v > 1) return option_error(pin, "must be a number from 0 to 1");
+      options.widening = *v;
     } else if (pin.knob == "rollout") {
       const auto* s = std::get_if<std::string>(&pin.value);
       if (!s) return option_error(pin, "expects string");
-      if (*s == kRolloutHeuristic) options.rollout = RolloutPolicy::Heuristic;
+      if (*s == kRolloutBest) options.rollout = RolloutPolicy::Best;
+      else if (*s == kRolloutHeuristic) options.rollout = RolloutPolicy::Heuristic;
       else if (*s == kRolloutRandom) options.rollout = RolloutPolicy::Random;
-      else return option_error(pin, std::string("must be one of ") + kRolloutHeuristic + ", " + kRolloutRandom, ";");
+      else return option_error(pin, std::string("must be one of ") + kRolloutBest + ", " + kRolloutHeuristic + ", " + kRolloutRandom, ";");
     } else if (pin.knob == "patience") {
       Expected<int64_t> v = integer_at_least(pin, 0);
       if (!v) return v.error();

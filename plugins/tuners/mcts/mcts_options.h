@@ -13,12 +13,14 @@ namespace tessera::mcts {
 enum class RolloutPolicy {
   Heuristic,  // every pass's heuristic (TrialSpec::rollout_seed 0)
   Random,     // a fresh random seed per trial (RandomChoiceSource, a function of the key)
+  Best,       // the best trial's values where it asked the same decision, else the heuristic
 };
 
 struct MctsOptions {
   double ucb_c = 1.41;        // weight of UCB1's exploration term
   double prior_weight = 0.5;  // bonus of the heuristic's child, divided by 1 + its visits
-  RolloutPolicy rollout = RolloutPolicy::Heuristic;
+  double widening = 0.5;      // a node with v visits tries at most ceil(v^widening) of its values
+  RolloutPolicy rollout = RolloutPolicy::Best;
 
   // The schema `Tuner::options()` declares. `patience` and `max_trials` are in it so that the
   // pipeline's `tuner:` section validates; the host reads them into TuneOptions, which the

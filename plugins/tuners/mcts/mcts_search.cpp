@@ -36,7 +36,7 @@ MctsSearch::MctsSearch(TrialRunner& runner, const TuneOptions& budget, const Mct
       patience_(budget.patience),
       options_(options),
       rng_(budget.seed),
-      tree_(SearchTree::Weights{options.ucb_c, options.prior_weight}) {}
+      tree_(SearchTree::Weights{options.ucb_c, options.prior_weight, options.widening}) {}
 
 bool MctsSearch::done() const {
   return nothing_left_ || trials_ >= max_trials_ || (patience_ > 0 && since_improvement_ >= patience_);
@@ -44,7 +44,8 @@ bool MctsSearch::done() const {
 
 uint64_t MctsSearch::rollout_seed() {
   switch (options_.rollout) {
-    case RolloutPolicy::Heuristic: return 0;
+    case RolloutPolicy::Heuristic:
+    case RolloutPolicy::Best: return 0;
     case RolloutPolicy::Random: {
       uint64_t seed = rng_();
       return seed == 0 ? 1 : seed;  // 0 would mean the heuristic rollout
@@ -59,6 +60,10 @@ std::optional<std::pair<TrialSpec, std::optional<Expansion>>> MctsSearch::next_t
     std::optional<Expansion> e = tree_.select();
     if (!e) return std::nullopt;
     TrialSpec spec{e->fixed, rollout_seed()};
+    if (options_.rollout == RolloutPolicy::Best) {
+      // Below the explored value, the best trial's values (emplace keeps the path's own).
+      for (const Decision& d : best_.decisions) spec.fixed.emplace(d.key, d.value);
+    }
     if (specs_run_.insert(spec_text(spec)).second) return std::make_pair(std::move(spec), std::move(e));
     // The same spec again (possible only when trials contradicted the tree): spend the value
     // without running it, which marks it attempted, and select again.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace tessera::mcts {
 
@@ -46,15 +47,30 @@ void credit(Branch& b, double reward) {
 
 }  // namespace
 
-std::optional<size_t> SearchTree::first_untried(const TreeNode& node) {
+std::optional<size_t> SearchTree::first_untried(const TreeNode& node) const {
+  // The centre: the value with the best reward below it, or the heuristic's before any success
+  // (index 0 when the heuristic is not a candidate). Candidate lists are ordered (sizes, counts),
+  // so a good value's neighbours are the likeliest to be good too.
+  size_t centre = node.heuristic.value_or(0);
+  double centre_reward = 0;
+  for (size_t i = 0; i < node.branches.size(); ++i) {
+    if (node.branches[i].best_reward > centre_reward) centre = i, centre_reward = node.branches[i].best_reward;
+  }
+  // Each untried value is estimated by the best reward it had anywhere in the tree; one no trial
+  // gave this decision yet by the centre's, a little less the further it is from the centre.
+  auto global_best = [&](size_t i) -> std::optional<double> {
+    auto it = value_best_.find({node.key, node.candidates[i]});
+    if (it == value_best_.end()) return std::nullopt;
+    return it->second;
+  };
+  const double centre_estimate = global_best(centre).value_or(0);
   std::optional<size_t> best;
-  size_t best_distance = 0;
-  // With no heuristic among the candidates, the distance from index 0 orders them by index.
-  const auto h = static_cast<int64_t>(node.heuristic.value_or(0));
+  double best_estimate = 0;
   for (size_t i = 0; i < node.branches.size(); ++i) {
     if (node.branches[i].attempted) continue;
-    const auto distance = static_cast<size_t>(std::llabs(static_cast<int64_t>(i) - h));
-    if (!best || distance < best_distance) best = i, best_distance = distance;
+    const size_t distance = i > centre ? i - centre : centre - i;
+    const double estimate = global_best(i).value_or(centre_estimate * (1.0 - 0.02 * static_cast<double>(distance)));
+    if (!best || estimate > best_estimate) best = i, best_estimate = estimate;
   }
   return best;
 }
@@ -76,7 +92,12 @@ std::optional<Expansion> SearchTree::select() {
     TreeNode* node = first_open(*at);
     // An open branch always has an open node below it (refresh_exhaustion keeps that true).
     if (!node) return std::nullopt;
-    if (std::optional<size_t> untried = first_untried(*node)) {
+    size_t tried = 0, open = 0;
+    for (const Branch& b : node->branches) tried += b.attempted, open += b.attempted && !b.exhausted;
+    const double allowed = std::ceil(std::pow(static_cast<double>(std::max<int64_t>(node->visits, 1)), weights_.widening));
+    std::optional<size_t> untried = first_untried(*node);
+    const bool unseen = untried && !value_best_.count({node->key, node->candidates[*untried]});
+    if (untried && (open == 0 || unseen || static_cast<double>(tried) < allowed)) {
       e.fixed[node->key] = node->candidates[*untried];
       e.node = node;
       e.branch = *untried;
@@ -85,7 +106,7 @@ std::optional<Expansion> SearchTree::select() {
     std::optional<size_t> chosen;
     double chosen_score = 0;
     for (size_t i = 0; i < node->branches.size(); ++i) {
-      if (node->branches[i].exhausted) continue;
+      if (!node->branches[i].attempted || node->branches[i].exhausted) continue;
       const double s = score(*node, i);
       if (!chosen || s > chosen_score) chosen = i, chosen_score = s;
     }
@@ -117,6 +138,8 @@ void SearchTree::record(const std::vector<DecisionPoint>& trajectory, double rew
     }
     ++node.visits;
     credit(node.branches[index], reward);
+    double& value_best = value_best_[{d.key, d.chosen}];
+    value_best = std::max(value_best, reward);
     at = &node.branches[index];
   }
   if (expansion && !expansion->node->branches[expansion->branch].attempted) {

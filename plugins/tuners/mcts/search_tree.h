@@ -51,6 +51,7 @@ class SearchTree {
   struct Weights {
     double ucb_c = 1.41;
     double prior_weight = 0;
+    double widening = 0.5;
   };
   explicit SearchTree(Weights weights) : weights_(weights) {}
 
@@ -59,8 +60,9 @@ class SearchTree {
   // True when every trajectory the tree knows of has been tried.
   bool exhausted() const { return root_.exhausted; }
 
-  // Descends from the root by UCB1 on max-normalised reward plus the prior, until a node with an
-  // untried value; nullopt when the tree is exhausted (or empty).
+  // Descends from the root by UCB1 on max-normalised reward plus the prior, until a node that may
+  // try another value (progressive widening: a node visited v times tries at most ceil(v^widening)
+  // values, unless all those it tried are exhausted); nullopt when the tree is exhausted (or empty).
   std::optional<Expansion> select();
 
   // Records a trial: the nodes along its actual trajectory (created when new), the reward
@@ -71,13 +73,16 @@ class SearchTree {
   void skip(const Expansion& expansion);
 
  private:
-  // The order untried values are expanded in: the heuristic's first, then its neighbours in the
-  // candidate list (nearest first, the lower index first on a tie).
-  static std::optional<size_t> first_untried(const TreeNode& node);
+  // The untried value to expand: the nearest in the candidate list to the value with the best
+  // reward below it (to the heuristic's before any success), the lower index on a tie.
+  std::optional<size_t> first_untried(const TreeNode& node) const;
   double score(const TreeNode& node, size_t index) const;
 
   Weights weights_;
   Branch root_;  // the empty prefix: its `next` is the first decision point
+  // The best reward of any trial that gave a decision a value, wherever in the tree: what one
+  // subtree learnt about a value orders the untried values of every other.
+  std::map<std::pair<DecisionKey, AttrValue>, double> value_best_;
 };
 
 }  // namespace tessera::mcts
