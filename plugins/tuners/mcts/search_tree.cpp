@@ -1,5 +1,6 @@
 // SearchTree: selection (UCB1 on max-normalised reward plus a decaying prior on the heuristic's
-// value), lazy growth from trial trajectories, backpropagation of the best reward, and exhaustion
+// value, progressive widening), the order untried values are expanded in, lazy growth from trial
+// trajectories, backpropagation of the best reward, and exhaustion
 // (a branch is exhausted once every trajectory through it has been tried, so the search never
 // selects a trajectory twice and knows when the whole tree has been seen).
 // Tests: tests/unit/mcts_tuner_test.cpp.
@@ -7,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 
 namespace tessera::mcts {
 
@@ -96,6 +96,8 @@ std::optional<Expansion> SearchTree::select() {
     for (const Branch& b : node->branches) tried += b.attempted, open += b.attempted && !b.exhausted;
     const double allowed = std::ceil(std::pow(static_cast<double>(std::max<int64_t>(node->visits, 1)), weights_.widening));
     std::optional<size_t> untried = first_untried(*node);
+    // A value no trial has given this decision anywhere is tried at once: each value is measured
+    // at least once (in the best trial's context) before widening rations the rest.
     const bool unseen = untried && !value_best_.count({node->key, node->candidates[*untried]});
     if (untried && (open == 0 || unseen || static_cast<double>(tried) < allowed)) {
       e.fixed[node->key] = node->candidates[*untried];

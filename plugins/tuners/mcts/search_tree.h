@@ -61,8 +61,9 @@ class SearchTree {
   bool exhausted() const { return root_.exhausted; }
 
   // Descends from the root by UCB1 on max-normalised reward plus the prior, until a node that may
-  // try another value (progressive widening: a node visited v times tries at most ceil(v^widening)
-  // values, unless all those it tried are exhausted); nullopt when the tree is exhausted (or empty).
+  // try another value: progressive widening lets a node visited v times try ceil(v^widening)
+  // values, more when all those it tried are exhausted or when the value it would try next was
+  // never given to its decision anywhere. nullopt when the tree is exhausted (or empty).
   std::optional<Expansion> select();
 
   // Records a trial: the nodes along its actual trajectory (created when new), the reward
@@ -73,8 +74,10 @@ class SearchTree {
   void skip(const Expansion& expansion);
 
  private:
-  // The untried value to expand: the nearest in the candidate list to the value with the best
-  // reward below it (to the heuristic's before any success), the lower index on a tie.
+  // The untried value to expand next: the one with the best estimate, which is the best reward it
+  // had anywhere in the tree, or for a value never given to this decision, the centre's (the value
+  // with the best reward at this node, else the heuristic's) less 2% per step away from it in the
+  // candidate list. The lower index on a tie.
   std::optional<size_t> first_untried(const TreeNode& node) const;
   double score(const TreeNode& node, size_t index) const;
 
