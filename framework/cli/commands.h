@@ -25,5 +25,8 @@ int db_command(int argc, char** argv, int first);
 // or a calibration file; docs/cost-model.md) and writes them in data/cost_model.yaml's format to
 // flags.output (stdout when empty). `suite` overrides the suite file a bench report names.
 int calibrate_cost_model_command(const GlobalFlags& flags, const std::string& results, const std::string& suite = "");
+// `tessera measure-worker DIR`: the GPU measurer's worker process (measure_worker_command.cpp);
+// run by `tessera tune`, not by hand, so not in the usage text.
+int measure_worker_command(int argc, char** argv, int first);
 
 }  // namespace tessera::cli

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   if (cmd == "plugins") return plugins_command(argc, argv, 2);
   if (cmd == "passes") return passes_command(argc, argv, 2);
   if (cmd == "bench") return bench_command(argc, argv, 2);
+  if (cmd == "measure-worker") return measure_worker_command(argc, argv, 2);
   std::cerr << "error: unknown command '" << cmd << "'\n" << kUsage;
   return 2;
 }

@@ -10,6 +10,11 @@
 // Launches are refused as the driver refuses them (a zero or over-1024-thread shape, dynamic shared
 // memory past 48 KB without the function's opt-in attribute at least that large), and CUDA graph
 // capture is not supported (the runtime then times plain launches).
+// Opt-in misbehaviour, for the tests of the GPU measurer's watchdog (tests/unit/
+// gpu_measurer_test.cpp), read from the environment by this library only:
+//   FAKE_CUDA_HANG_ON_LAUNCH=1   cuLaunchKernel never returns (a kernel that hangs the GPU);
+//   FAKE_CUDA_CRASH_ON_LAUNCH=1  cuLaunchKernel ends the process with SIGSEGV (a crash in the driver);
+//   FAKE_CUDA_FAULT_ON_LAUNCH=1  cuLaunchKernel returns CUDA_ERROR_ILLEGAL_ADDRESS (a kernel that faulted).
 // Checked (a violation prints "fake libcuda: <what>" to stderr and exits with status 97):
 //   * every call but the version/error/proc-address queries comes after cuInit;
 //   * calls that need a context run with the retained primary context current on the thread;
@@ -22,6 +27,9 @@
 //     retain count is back to 0.
 #include <cuda.h>
 
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -219,8 +227,20 @@ CUresult fake_func_get_attribute(int* v, CUfunction_attribute a, CUfunction) {
   *v = a == CU_FUNC_ATTRIBUTE_NUM_REGS ? 32 : 0;
   return CUDA_SUCCESS;
 }
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
 CUresult fake_launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned smem, CUstream s, void** params, void** extra) {
+  if (env_set("FAKE_CUDA_HANG_ON_LAUNCH"))
+    for (;;) pause();
+  if (env_set("FAKE_CUDA_CRASH_ON_LAUNCH")) {
+    std::signal(SIGSEGV, SIG_DFL);  // past any handler a sanitizer installed: the process dies of it
+    std::raise(SIGSEGV);
+  }
+  if (env_set("FAKE_CUDA_FAULT_ON_LAUNCH")) return CUDA_ERROR_ILLEGAL_ADDRESS;
   FAKE_LOCK;
   need_context("cuLaunchKernel");
   if (f == nullptr || !state().modules.count(reinterpret_cast<CUmodule>(f)))
@@ -386,7 +406,9 @@ CUresult fake_event_destroy(CUevent e) {
   return CUDA_SUCCESS;
 }
 CUresult fake_get_error_name(CUresult r, const char** s) {
-  *s = r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_FAKE";
+  *s = r == CUDA_ERROR_INVALID_VALUE     ? "CUDA_ERROR_INVALID_VALUE"
+       : r == CUDA_ERROR_ILLEGAL_ADDRESS ? "CUDA_ERROR_ILLEGAL_ADDRESS"
+                                         : "CUDA_ERROR_FAKE";
   return CUDA_SUCCESS;
 }
 CUresult fake_get_error_string(CUresult, const char** s) {
