@@ -93,12 +93,11 @@ class TuneReporter final : public TuningObserver {
                 << (trial.ok ? format_us(trial.latency_us) : "failed (" + first_line(trial.error) + ")") << "  "
                 << decisions_text(trial.decisions) << "\n";
     }
-    const double elapsed = seconds();
     std::ostringstream what;
     what << task.task.name << " trial " << task.trials << "/" << task.budget << ", best "
          << (task.best.found ? format_us(task.best.latency_us) : "-") << " ("
          << format_speedup(task.heuristic_us, task.best.latency_us) << "), " << trials_ << "/" << budget_
-         << " trials, ETA " << clock_text(trials_ > 0 ? elapsed / trials_ * (budget_ - trials_) : 0);
+         << " trials";
     progress_.update(what.str(), budget_ > 0 ? static_cast<double>(trials_) / budget_ : 0);
   }
 

@@ -12,7 +12,10 @@ namespace tessera {
 
 // Adds a node `partial_id` before Tile kernel node `n`, computing `partial` into a buffer of
 // `partial_type`, and makes `n` compute `combine` (which reads that buffer) under the kernel name
-// `<n's kernel name>_combine`. Both kernels keep `n`'s kernel attributes; the partial node takes
+// `<n's kernel name>_combine`. The partial kernel's name is n's with n's id replaced by
+// `partial_id` (`k_l3_q_reduce` -> `k_l3_q_splitk_reduce`): it names its own node, so the layers'
+// partial kernels stay equal up to buffer names and are scheduled (and compiled) once. Both
+// kernels keep `n`'s kernel attributes; the partial node takes
 // `n`'s recorded knob choices. Each node's inputs become the buffers its body loads; both bodies
 // are named canonically. `n` must be a TileOp node of `g` and `partial_id` a new id (an error
 // naming the node otherwise).
