@@ -102,7 +102,11 @@ void TuningReplay::attach(RunnerOptions& ro) {
         else
           why = "tuned with another pipeline (" + hash_hex(rec->key.pipeline) + ", this one is " +
                 hash_hex(session.pipeline) + ")";
-        coverage->unused.push_back("kernel '" + id + "': record " + rec->key.str() + " not used: " + why);
+        Coverage::Unused& u = coverage->unused[rec->key.str() + " " + rec->measurer];
+        if (u.kernels++ == 0) {
+          u.kernel = id;
+          u.why = why;
+        }
       }
     }
     coverage->distinct = static_cast<int>(distinct.size());
@@ -114,7 +118,11 @@ std::string TuningReplay::summary() const {
   std::string s = "note: --tune-db " + path_ + ": tuned decisions for " + std::to_string(coverage_->covered) + " of " +
                   std::to_string(coverage_->kernels) + " kernels (" + std::to_string(coverage_->distinct_covered) +
                   " of " + std::to_string(coverage_->distinct) + " distinct)\n";
-  for (const std::string& u : coverage_->unused) s += "note: --tune-db " + path_ + ": " + u + "\n";
+  for (const auto& [record, u] : coverage_->unused) {
+    s += "note: --tune-db " + path_ + ": record " + record + " (kernel '" + u.kernel + "'";
+    if (u.kernels > 1) s += " and " + std::to_string(u.kernels - 1) + " more";
+    s += ") not used: " + u.why + "\n";
+  }
   return s;
 }
 

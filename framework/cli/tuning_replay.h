@@ -5,6 +5,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,7 +49,14 @@ class TuningReplay {
   // Filled when the loop stage ends.
   struct Coverage {
     int kernels = 0, covered = 0, distinct = 0, distinct_covered = 0;
-    std::vector<std::string> unused;  // why a compiled kernel's record was not used
+    // Records of compiled kernels that were not used: by record key, the first kernel, how many
+    // kernels it would have covered, and why not.
+    struct Unused {
+      std::string kernel;
+      int kernels = 0;
+      std::string why;
+    };
+    std::map<std::string, Unused> unused;
   };
   std::shared_ptr<Coverage> coverage_ = std::make_shared<Coverage>();
 };

@@ -1,0 +1,124 @@
+// `tessera tune` end to end with the cost model: progress lines, the database it writes, replay
+// by `compile --tune-db` (byte-identical, every tuned decision marked "(tuned)"), shards merging to
+// the unsharded result, records of another device reported and not used, and usage errors.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "support/cli_runner.h"
+
+namespace {
+
+using tessera::test::CliResult;
+using tessera::test::run_cli;
+using tessera::test::TempDir;
+
+constexpr const char* kRmsNorm = "nn.RMSNorm(2048)(torch.randn(1,32,2048))";
+// Two distinct kernels (a matmul and a softmax), so two shards have a task each.
+constexpr const char* kTwoKernels = "x=torch.randn(64,256); w=torch.randn(256,128); torch.softmax(x@w, dim=-1)";
+
+// The JSON export without its "date" fields (they say when, not what).
+std::string without_dates(const std::string& json) {
+  return std::regex_replace(json, std::regex("\"date\": *\"[^\"]*\",?"), "");
+}
+
+TEST(TuneCli, TunesRmsNormAndCompileReplaysItByteIdentically) {
+  TempDir dir;
+  const std::string db = dir.path() + "/t.db";
+  CliResult tune = run_cli({"tune", "-c", kRmsNorm, "--tune-db", db, "--trials", "24"});
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  EXPECT_NE(tune.err.find("tune: 1 kernels, 1 distinct; 24 trials at most (mcts, cost-model, h100)"), std::string::npos)
+      << tune.err;
+  EXPECT_TRUE(std::regex_search(tune.err, std::regex("tune: \\[1/1\\] rms_norm \\(x1\\): [0-9]+ trials, best [0-9.]+ us, "
+                                                     "heuristic [0-9.]+ us, [0-9.]+x, elapsed")))
+      << tune.err;
+  EXPECT_NE(tune.err.find("recorded in " + db), std::string::npos) << tune.err;
+
+  CliResult list = run_cli({"db", "list", db});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("rms_norm  cost-model"), std::string::npos) << list.out;
+
+  CliResult a = run_cli({"compile", "-c", kRmsNorm, "--tune-db", db, "--ir", "kernel"});
+  CliResult b = run_cli({"compile", "-c", kRmsNorm, "--tune-db", db, "--ir", "kernel"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.err.find("note: --tune-db " + db + ": tuned decisions for 1 of 1 kernels (1 of 1 distinct)"),
+            std::string::npos)
+      << a.err;
+  // Every decision the tuner could make is replayed; only knobs with one candidate stay heuristic.
+  std::smatch knobs;
+  ASSERT_TRUE(std::regex_search(a.out, knobs, std::regex("# knobs: ([^\n]*)"))) << a.out;
+  EXPECT_NE(knobs[1].str().find("(tuned)"), std::string::npos) << knobs[1];
+  // The tuned schedule runs correctly on the simulator.
+  CliResult run = run_cli({"run", "-c", kRmsNorm, "--tune-db", db, "--target", "sim"});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+}
+
+TEST(TuneCli, VerboseListsEveryTrialWithItsDecisions) {
+  TempDir dir;
+  CliResult tune =
+      run_cli({"tune", "-c", kRmsNorm, "--tune-db", dir.path() + "/t.db", "--trials", "8", "--min-trials", "8", "-v"});
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  EXPECT_TRUE(std::regex_search(tune.err, std::regex("  trial 1 rms_norm: [0-9.]+ us  [a-z_]+\\.[A-Z_]+=")))
+      << tune.err;
+  EXPECT_NE(tune.err.find("  trial 8 rms_norm: "), std::string::npos) << tune.err;
+}
+
+TEST(TuneCli, ShardsMergeToTheUnshardedDatabase) {
+  TempDir dir;
+  const std::vector<std::string> common = {"-c", kTwoKernels, "--trials", "24", "--seed", "7"};
+  auto tune = [&](const std::string& db, const std::string& shard) {
+    std::vector<std::string> args = {"tune", "--tune-db", db, "--shard", shard};
+    args.insert(args.end(), common.begin(), common.end());
+    CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  };
+  CliResult s0 = tune(dir.path() + "/s0.db", "0/2");
+  tune(dir.path() + "/s1.db", "1/2");
+  tune(dir.path() + "/all.db", "0/1");
+  EXPECT_NE(s0.err.find("shard 0/2 tunes 1"), std::string::npos) << s0.err;
+  CliResult merge = run_cli({"db", "merge", dir.path() + "/s0.db", dir.path() + "/s1.db", "-o", dir.path() + "/m.db"});
+  ASSERT_EQ(merge.exit_code, 0) << merge.err;
+  CliResult merged = run_cli({"db", "export", dir.path() + "/m.db"});
+  CliResult whole = run_cli({"db", "export", dir.path() + "/all.db"});
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_NE(whole.out.find("\"records\""), std::string::npos);
+  EXPECT_EQ(without_dates(merged.out), without_dates(whole.out));
+}
+
+TEST(TuneCli, RecordsOfAnotherDeviceAreReportedNotUsed) {
+  TempDir dir;
+  const std::string db = dir.path() + "/t.db";
+  ASSERT_EQ(run_cli({"tune", "-c", kRmsNorm, "--tune-db", db, "--trials", "8"}).exit_code, 0);
+  CliResult other = run_cli({"compile", "-c", kRmsNorm, "--tune-db", db, "--device", "a100", "--ir", "kernel"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.err.find("tuned decisions for 0 of 1 kernels"), std::string::npos) << other.err;
+  EXPECT_NE(other.err.find("not used: tuned for h100 (sm_90), this compile is for a100 (sm_80)"), std::string::npos)
+      << other.err;
+  EXPECT_EQ(other.out.find("(tuned)"), std::string::npos) << other.out;
+}
+
+TEST(TuneCli, UsageErrorsExitTwoAndNameTheProblem) {
+  TempDir dir;
+  const std::string db = dir.path() + "/t.db";
+  CliResult shard = run_cli({"tune", "-c", kRmsNorm, "--tune-db", db, "--shard", "2/2"});
+  EXPECT_EQ(shard.exit_code, 2);
+  EXPECT_NE(shard.err.find("--shard must be I/N with 0 <= I < N, got '2/2'"), std::string::npos) << shard.err;
+  CliResult measurer = run_cli({"tune", "-c", kRmsNorm, "--tune-db", db, "--measurer", "stopwatch"});
+  EXPECT_EQ(measurer.exit_code, 2);
+  EXPECT_NE(measurer.err.find("--measurer"), std::string::npos) << measurer.err;
+  CliResult trials = run_cli({"tune", "-c", kRmsNorm, "--tune-db", db, "--trials", "0"});
+  EXPECT_EQ(trials.exit_code, 2);
+  CliResult missing = run_cli({"compile", "-c", kRmsNorm, "--tune-db", dir.path() + "/none.db"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("none.db: no such file"), std::string::npos) << missing.err;
+  CliResult garbage_db = run_cli({"compile", "-c", kRmsNorm, "--tune-db", dir.write("junk.db", "not a database")});
+  EXPECT_EQ(garbage_db.exit_code, 1);
+  EXPECT_NE(garbage_db.err.find("junk.db"), std::string::npos) << garbage_db.err;
+}
+
+}  // namespace
