@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <ctime>
 #include <iomanip>
@@ -23,6 +24,7 @@
 #include "tessera/plugin/registry.h"
 #include "tessera/target/cost_model.h"
 #include "tessera/tune/cost_model_measurer.h"
+#include "../src/tune/gpu_measurer.h"
 #include "tessera/tune/tuner.h"
 #include "tessera/tune/tuning_db.h"
 
@@ -112,7 +114,8 @@ class TuneReporter final : public TuningObserver {
                 << (task.heuristic_us > 0 ? format_us(task.heuristic_us) : "failed") << ", "
                 << format_speedup(task.heuristic_us, task.best.latency_us);
     } else {
-      std::cerr << ", no schedule compiled and measured";
+      std::cerr << ", no schedule compiled and measured (the first failure: " << first_line(task.first_error) << ")";
+      ++unmeasured_;
     }
     std::cerr << ", elapsed " << clock_text(seconds()) << "\n";
     if (!task.best.found) return;
@@ -132,6 +135,7 @@ class TuneReporter final : public TuningObserver {
   }
 
   const std::string& write_error() const { return write_error_; }
+  size_t unmeasured() const { return unmeasured_; }
   int64_t trials() const { return trials_; }
   double seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -151,7 +155,7 @@ class TuneReporter final : public TuningObserver {
   ProgressLine progress_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   int64_t trials_ = 0;
-  size_t done_ = 0;
+  size_t done_ = 0, unmeasured_ = 0;
   double weighted_best_ = 0, weighted_heuristic_ = 0;
   std::string write_error_;
 };
@@ -165,6 +169,8 @@ int tune_command(int argc, char** argv, int first) {
   std::string shard = "0/1";
   std::string measurer_name = "cost-model";
   std::string calibrate;
+  double gpu_timeout_s = 30;
+  int gpu_iterations = 20;
   TuningBudget budget;
   po::options_description desc("tessera tune options");
   add_program_options(desc, src);
@@ -176,7 +182,9 @@ int tune_command(int argc, char** argv, int first) {
       ("time-budget", po::value(&budget.time_budget_s)->value_name("S"), "stop every task after S seconds of tuning")
       ("seed", po::value(&budget.seed)->value_name("N"), "the search's seed (default 1)")
       ("shard", po::value(&shard)->value_name("I/N"), "tune only every N-th task from the I-th (0-based), for tuning on several machines; merge the databases with `tessera db merge`")
-      ("measurer", po::value(&measurer_name)->value_name("cost-model"), "how trials are scored: cost-model (the analytic model of docs/cost-model.md)")
+      ("measurer", po::value(&measurer_name)->value_name("cost-model|gpu"), "how trials are scored: cost-model (the analytic model of docs/cost-model.md, the default) or gpu (each candidate checked against the reference, then timed on the GPU in a worker process; docs/tuning-gpu-measurer.md)")
+      ("gpu-timeout", po::value(&gpu_timeout_s)->value_name("S"), "--measurer gpu: kill a candidate's worker after S seconds, a failed trial (default 30)")
+      ("iterations", po::value(&gpu_iterations)->value_name("N"), "--measurer gpu: timed runs per candidate after warm-up (default 20)")
       ("calibrate", po::value(&calibrate)->value_name("RESULTS"), "fit the cost model's coefficients to GPU measurements instead of tuning (writes -o FILE)");
   add_model_options(desc, src.model);
   add_global_options(desc, flags);
@@ -193,9 +201,12 @@ int tune_command(int argc, char** argv, int first) {
     std::cerr << "error: tessera tune --shard must be I/N with 0 <= I < N, got '" << shard << "'\n";
     return kExitUsage;
   }
-  if (measurer_name != "cost-model") {
-    std::cerr << "error: tessera tune --measurer must be cost-model, got '" << measurer_name
-              << "' (measuring trials on the GPU is not built yet)\n";
+  if (measurer_name != "cost-model" && measurer_name != "gpu") {
+    std::cerr << "error: tessera tune --measurer must be cost-model or gpu, got '" << measurer_name << "'\n";
+    return kExitUsage;
+  }
+  if (!(gpu_timeout_s > 0) || gpu_iterations < 1) {
+    std::cerr << "error: tessera tune: --gpu-timeout must be positive and --iterations at least 1\n";
     return kExitUsage;
   }
   if (vm.count("trials") && budget.trials < 1) {
@@ -228,9 +239,44 @@ int tune_command(int argc, char** argv, int first) {
     tuner_options.push_back(pin);
   }
 
-  Expected<CostModel> model = CostModel::load_default();
-  if (!model) return report(std::cerr, model.error());
-  CostModelMeasurer measurer(*model, *session->device);
+  // The measurer: one cost model for every task, or one GPU measurer per task (it holds the
+  // task's reference), made when the task's search starts.
+  std::unique_ptr<CostModelMeasurer> cost_model;
+  std::vector<std::unique_ptr<GpuMeasurer>> gpu_measurers;
+  GpuMeasurerOptions gpu_options;
+  std::unique_ptr<Target> gpu_compiler;
+  if (measurer_name == "cost-model") {
+    Expected<CostModel> model = CostModel::load_default();
+    if (!model) return report(std::cerr, model.error());
+    cost_model = std::make_unique<CostModelMeasurer>(std::move(*model), *session->device);
+  } else {
+    std::error_code ec;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (ec) {
+      std::cerr << "error: tessera tune --measurer gpu: cannot find the tessera binary to run as the worker: "
+                << ec.message() << "\n";
+      return kExitError;
+    }
+    gpu_options.worker_command = {self, "measure-worker"};
+    for (const std::string& plugin : flags.plugins) {
+      gpu_options.worker_command.push_back("--plugin");
+      gpu_options.worker_command.push_back(plugin);
+    }
+    gpu_options.timeout_s = gpu_timeout_s;
+    gpu_options.iterations = gpu_iterations;
+    gpu_options.seed = budget.seed;
+    Expected<GpuDeviceInfo> gpu = GpuMeasurer::probe(gpu_options);
+    if (!gpu) {
+      std::cerr << "error: tessera tune --measurer gpu: " << gpu.error().message
+                << " (without a GPU, tune with --measurer cost-model)\n";
+      return kExitError;
+    }
+    gpu_options.arch = flags.arch.empty() ? gpu->arch : flags.arch;
+    gpu_compiler = session->host.registry().make_target("cuda");
+    gpu_options.compiler = gpu_compiler.get();
+    std::cerr << "tune: measuring on " << gpu->name << " (" << gpu->arch << ")\n";
+  }
+  const std::string measurer_label = cost_model ? std::string(cost_model->name()) : "gpu";
 
   auto graph = load_program(*session, src, std::cerr);
   if (!graph) return kExitUsage;
@@ -276,13 +322,18 @@ int tune_command(int argc, char** argv, int first) {
   std::cerr << "tune: " << kernels << " kernels, " << task_list.size() << " distinct";
   if (budget.shard_count > 1)
     std::cerr << ", shard " << budget.shard_index << "/" << budget.shard_count << " tunes " << shard_tasks;
-  std::cerr << "; " << shard_budget << " trials at most (" << tuner->name() << ", " << measurer.name() << ", "
+  std::cerr << "; " << shard_budget << " trials at most (" << tuner->name() << ", " << measurer_label << ", "
             << session->device->name << ")\n";
 
-  TuneReporter reporter(*session, *db, std::string(measurer.name()), shard_tasks, shard_budget, flags.verbosity);
+  TuneReporter reporter(*session, *db, measurer_label, shard_tasks, shard_budget, flags.verbosity);
+  auto measurer_for = [&](size_t i) -> Measurer& {
+    if (cost_model) return *cost_model;
+    gpu_measurers.push_back(std::make_unique<GpuMeasurer>(gpu_options, (*tasks)[i].graph));
+    return *gpu_measurers.back();
+  };
   TrialRunnerFactory runners = [&](size_t i) -> std::unique_ptr<TrialRunner> {
     return std::make_unique<PipelineTrialRunner>(session->host.registry(), session->pipeline, *session->device,
-                                                 (*tasks)[i].graph, measurer);
+                                                 (*tasks)[i].graph, measurer_for(i));
   };
   Expected<std::vector<TaskOutcome>> outcomes =
       tune_program(*tuner, task_list, runners, budget, tuner_options, reporter);
@@ -291,9 +342,14 @@ int tune_command(int argc, char** argv, int first) {
     std::cerr << reporter.write_error();
     return kExitError;
   }
+  if (reporter.unmeasured() > 0) {
+    std::cerr << "error: tessera tune: no schedule of " << reporter.unmeasured() << " of " << shard_tasks
+              << " tasks compiled and measured (see each task's first failure above; -v lists every trial)\n";
+    return kExitError;
+  }
   std::cerr << "tune: " << reporter.trials() << " trials in " << clock_text(reporter.seconds()) << "; the program's kernels "
             << format_us(reporter.weighted_heuristic()) << " -> " << format_us(reporter.weighted_best()) << " ("
-            << format_speedup(reporter.weighted_heuristic(), reporter.weighted_best()) << ", " << measurer.name()
+            << format_speedup(reporter.weighted_heuristic(), reporter.weighted_best()) << ", " << measurer_label
             << "); recorded in " << db_path << "\n";
   return kExitOk;
 }

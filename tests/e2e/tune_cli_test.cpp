@@ -3,6 +3,7 @@
 // the unsharded result, records of another device reported and not used, and usage errors.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -122,3 +123,48 @@ TEST(TuneCli, UsageErrorsExitTwoAndNameTheProblem) {
 }
 
 }  // namespace
+
+#if TESSERA_HAVE_CUDA && defined(TESSERA_FAKE_CUDA_DIR)
+namespace {
+
+// The GPU measurer driven through the stand-in driver (tests/support/fake_cuda), which runs no
+// kernel: outputs stay zero, so a candidate computing anything else is discarded as wrong, and
+// one computing zeros is checked and timed (1 us per launch).
+std::map<std::string, std::string> fake_driver_env() { return {{"LD_LIBRARY_PATH", TESSERA_FAKE_CUDA_DIR}}; }
+
+TEST(TuneCli, GpuMeasurerDiscardsWrongCandidatesAndSaysWhy) {
+  TempDir dir;
+  CliResult r = run_cli({"tune", "-c", "x=torch.randn(64,64); x+1", "--tune-db", dir.path() + "/g.db", "--measurer",
+                         "gpu", "--trials", "4", "--min-trials", "4"},
+                        fake_driver_env());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("tune: measuring on Fake GPU"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no schedule compiled and measured (the first failure: wrong result: add"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("error: tessera tune: no schedule of 1 of 1 tasks compiled and measured"), std::string::npos)
+      << r.err;
+}
+
+TEST(TuneCli, GpuMeasurerRecordsCheckedAndTimedCandidates) {
+  TempDir dir;
+  const std::string db = dir.path() + "/g.db";
+  CliResult r = run_cli(
+      {"tune", "-c", "x=torch.randn(64,64); x*0", "--tune-db", db, "--measurer", "gpu", "--trials", "4", "--min-trials", "4"},
+      fake_driver_env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CliResult list = run_cli({"db", "list", db});
+  EXPECT_NE(list.out.find(" gpu "), std::string::npos) << list.out;
+}
+
+TEST(TuneCli, GpuMeasurerWithoutADriverStopsBeforeTuning) {
+  TempDir dir;
+  CliResult r = run_cli({"tune", "-c", kRmsNorm, "--tune-db", dir.path() + "/g.db", "--measurer", "gpu"},
+                        {{"LD_LIBRARY_PATH", dir.path()}});
+  if (r.exit_code == 0) GTEST_SKIP() << "a CUDA driver is installed here";
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("error: tessera tune --measurer gpu: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tune with --measurer cost-model"), std::string::npos) << r.err;
+}
+
+}  // namespace
+#endif  // TESSERA_HAVE_CUDA && TESSERA_FAKE_CUDA_DIR

@@ -127,7 +127,7 @@ Expected<std::vector<TaskOutcome>> tune_program(const Tuner& tuner, const std::v
     TrialResult r = next->search->step();
     TaskOutcome& o = next->outcome;
     ++o.trials;
-    if (!r.ok) ++o.failed;
+    if (!r.ok && o.failed++ == 0) o.first_error = r.error;
     if (o.trials == 1 && r.ok) o.heuristic_us = r.latency_us;
     o.best = next->search->best();
     next->best_history.push_back(o.best.found ? o.best.latency_us : 0);

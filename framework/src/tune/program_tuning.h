@@ -45,6 +45,7 @@ struct TaskOutcome {
   double heuristic_us = 0;  // the first trial's (the heuristic schedule), 0 when it failed
   TuneBest best;
   int64_t failed = 0;       // trials that failed to compile or measure
+  std::string first_error;  // the first failed trial's reason
 };
 
 class TuningObserver {
