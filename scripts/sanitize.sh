@@ -51,7 +51,7 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0:ex
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=86"
 exclude=()
 [[ ${all_tests} -eq 1 ]] ||
-  exclude=(-E '^(Corpus/NvrtcCorpusTest\.|bench_suite_dry_run$|gpu_run_rehearsal$|HfCli\.(ShippedModel|TinyLlama)LayerPassesItsCheckIn)')
+  exclude=(-E '^(Corpus/NvrtcCorpusTest\.|TunerCorpusTest\.|bench_suite_dry_run$|gpu_run_rehearsal$|HfCli\.(ShippedModel|TinyLlama)LayerPassesItsCheckIn)')
 status=0
 ctest --test-dir build-sanitize --output-on-failure --no-tests=error -j "${jobs}" "${exclude[@]}" \
   --output-junit ctest-junit.xml || status=$?
