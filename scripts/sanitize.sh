@@ -12,7 +12,8 @@
 # Any sanitizer report fails the test that produced it: undefined behaviour aborts
 # (-fno-sanitize-recover=all), ASan and LeakSanitizer exit non-zero (86, below); no report is
 # suppressed.
-# Four groups run in the release half only: the tests whose work is NVRTC compiling every corpus
+# Five groups run in the release half only: the tuner against exhaustive search over the op
+# corpus (TunerCorpusTest: thousands of compiles), the tests whose work is NVRTC compiling every corpus
 # kernel and suite entry (NvrtcCorpusTest, bench_suite_dry_run) — NVRTC is not instrumented, runs
 # about 20x slower under ASan's allocator, and was half the sanitizer suite's time —,
 # gpu_run_rehearsal, which times a shell script's steps against a deadline, and the shipped models'

@@ -4,6 +4,7 @@
 // for every trial and scored by the measurer; `compile`/`run`/`bench --tune-db` replay the result.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <cmath>
@@ -70,12 +71,21 @@ bool parse_shard(const std::string& text, int& index, int& count) {
   return count >= 1 && index >= 0 && index < count;
 }
 
+// The decisions of a trial, node by node (a split adds a partial kernel whose knobs are decided
+// too): "matmul: split_matmul_k.SPLITK=2 ... | matmul_splitk: launch_geometry.BN=128 ...".
 std::string decisions_text(const std::vector<DecisionPoint>& decisions) {
+  std::vector<std::string> nodes;
+  for (const DecisionPoint& d : decisions)
+    if (std::find(nodes.begin(), nodes.end(), d.node) == nodes.end()) nodes.push_back(d.node);
   std::string s;
-  for (const DecisionPoint& d : decisions) {
-    if (!s.empty()) s += " ";
-    s += d.key.pass + "." + d.key.knob + (d.key.ordinal ? "#" + std::to_string(d.key.ordinal) : "") + "=" +
-         knob_value_str(d.chosen);
+  for (const std::string& node : nodes) {
+    if (!s.empty()) s += " | ";
+    s += node + ":";
+    for (const DecisionPoint& d : decisions) {
+      if (d.node != node) continue;
+      s += " " + d.key.pass + "." + d.key.knob + (d.key.ordinal ? "#" + std::to_string(d.key.ordinal) : "") + "=" +
+           knob_value_str(d.chosen);
+    }
   }
   return s.empty() ? "(no choices)" : s;
 }
@@ -228,12 +238,17 @@ int tune_command(int argc, char** argv, int first) {
     std::cerr << ")\n";
     return kExitUsage;
   }
-  // The pipeline's `tuner: {patience: N}` unless --patience says otherwise; the other options
-  // belong to the tuner plugin.
+  // The budget options of the pipeline's `tuner:` section (patience, max_trials: per task) are the
+  // host's, unless the command line says otherwise; the other options belong to the tuner plugin.
   std::vector<KnobPin> tuner_options;
   for (const KnobPin& pin : session->pipeline.tuner.options) {
-    if (pin.knob == "patience" && std::holds_alternative<int64_t>(pin.value)) {
+    const bool is_int = std::holds_alternative<int64_t>(pin.value);
+    if (pin.knob == "patience" && is_int) {
       if (!vm.count("patience")) budget.patience = std::get<int64_t>(pin.value);
+      continue;
+    }
+    if (pin.knob == "max_trials" && is_int) {
+      budget.max_trials_per_task = std::get<int64_t>(pin.value);
       continue;
     }
     tuner_options.push_back(pin);

@@ -62,7 +62,7 @@ TEST(TuneCli, VerboseListsEveryTrialWithItsDecisions) {
   CliResult tune =
       run_cli({"tune", "-c", kRmsNorm, "--tune-db", dir.path() + "/t.db", "--trials", "8", "--min-trials", "8", "-v"});
   ASSERT_EQ(tune.exit_code, 0) << tune.err;
-  EXPECT_TRUE(std::regex_search(tune.err, std::regex("  trial 1 rms_norm: [0-9.]+ us  [a-z_]+\\.[A-Z_]+=")))
+  EXPECT_TRUE(std::regex_search(tune.err, std::regex("  trial 1 rms_norm: [0-9.]+ us  rms_norm: [a-z_]+\\.[A-Z_]+=")))
       << tune.err;
   EXPECT_NE(tune.err.find("  trial 8 rms_norm: "), std::string::npos) << tune.err;
 }
@@ -168,3 +168,46 @@ TEST(TuneCli, GpuMeasurerWithoutADriverStopsBeforeTuning) {
 
 }  // namespace
 #endif  // TESSERA_HAVE_CUDA && TESSERA_FAKE_CUDA_DIR
+
+namespace {
+
+// docs/tuning.md's first example block: each `$ tessera ...` command's lines must appear, in order,
+// in what the command prints (stderr, then stdout), the elapsed times aside; "..." elides lines.
+TEST(TuneCli, DocsShowTheOutputOfTheCli) {
+  const std::string doc = tessera::test::read_file(TESSERA_SOURCE_DIR "/docs/tuning.md");
+  const size_t start = doc.find("```text\n$ tessera tune");
+  ASSERT_NE(start, std::string::npos) << "docs/tuning.md lost its tune example";
+  const size_t end = doc.find("```\n", start + 8);
+  std::istringstream block(doc.substr(start + 8, end - start - 8));
+  struct Command {
+    std::string line;
+    std::vector<std::string> expected;
+  };
+  std::vector<Command> commands;
+  for (std::string line; std::getline(block, line);) {
+    if (line.rfind("$ tessera ", 0) == 0) commands.push_back({line.substr(10), {}});
+    else if (!commands.empty() && line != "...") commands.back().expected.push_back(line);
+  }
+  ASSERT_EQ(commands.size(), 2u);
+  auto mask = [](const std::string& s) {
+    return std::regex_replace(s, std::regex("(elapsed|in) [0-9]+:[0-9]+"), "$1 T");
+  };
+  TempDir dir;
+  for (const Command& c : commands) {
+    // The doc's commands, split as a shell would (they quote only the program).
+    std::vector<std::string> args;
+    std::regex word("\"([^\"]*)\"|(\\S+)");
+    for (auto it = std::sregex_iterator(c.line.begin(), c.line.end(), word); it != std::sregex_iterator(); ++it)
+      args.push_back((*it)[1].matched ? (*it)[1].str() : (*it)[2].str());
+    CliResult r = run_cli(args, {}, dir.path());
+    ASSERT_EQ(r.exit_code, 0) << c.line << "\n" << r.err;
+    std::istringstream printed(r.err + r.out);
+    size_t next = 0;
+    for (std::string line; std::getline(printed, line) && next < c.expected.size();)
+      if (mask(line) == mask(c.expected[next])) ++next;
+    EXPECT_EQ(next, c.expected.size()) << c.line << ": the doc's line\n  " << (next < c.expected.size() ? c.expected[next] : "")
+                                       << "\nis not in what the CLI printed:\n" << r.err << r.out;
+  }
+}
+
+}  // namespace

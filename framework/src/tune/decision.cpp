@@ -3,6 +3,13 @@
 
 namespace tessera {
 
+uint64_t hash_mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 std::string hash_hex(uint64_t h) {
   static const char* kDigits = "0123456789abcdef";
   std::string s(16, '0');

@@ -22,7 +22,7 @@ std::optional<AttrValue> TrialChoiceSource::choose(const ChoiceRequest& request)
     chosen = candidates.front();  // a heuristic outside its own candidates: the pass would refuse it too
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  asked_.try_emplace(request.key, DecisionPoint{request.key, std::string(request.marker), candidates,
+  asked_.try_emplace(request.key, DecisionPoint{request.key, request.node.id(), std::string(request.marker), candidates,
                                                 request.heuristic, chosen});
   return chosen;
 }

@@ -9,12 +9,6 @@ namespace tessera {
 
 namespace {
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 struct ActiveTask {
   size_t index;
@@ -85,7 +79,7 @@ Expected<std::vector<TaskOutcome>> tune_program(const Tuner& tuner, const std::v
     options.max_trials = shares[i];
     options.patience = budget.patience;
     // Each task's own seed: the same whichever shard tunes it.
-    options.seed = mix(budget.seed ^ mix(tasks[i].hash));
+    options.seed = hash_mix(budget.seed ^ hash_mix(tasks[i].hash));
     options.options = tuner_options;
     TESSERA_ASSIGN_OR_RETURN(t.search, tuner.start(tasks[i], *t.runner, options));
     active.push_back(std::move(t));

@@ -7,14 +7,6 @@ namespace tessera {
 
 namespace {
 
-// SplitMix64's finalizer: a bijection that spreads every input bit over the output.
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 uint64_t fnv(uint64_t h, std::string_view s) {
   for (unsigned char c : s) {
     h ^= c;
@@ -26,11 +18,11 @@ uint64_t fnv(uint64_t h, std::string_view s) {
 }  // namespace
 
 size_t RandomChoiceSource::draw(uint64_t seed, const DecisionKey& key, size_t n) {
-  uint64_t h = splitmix(seed);
-  h = splitmix(h ^ key.kernel);
-  h = splitmix(fnv(h, key.pass) ^ 0x2f);
-  h = splitmix(fnv(h, key.knob) ^ 0x3d);
-  h = splitmix(h ^ static_cast<uint64_t>(key.ordinal));
+  uint64_t h = hash_mix(seed);
+  h = hash_mix(h ^ key.kernel);
+  h = hash_mix(fnv(h, key.pass) ^ 0x2f);
+  h = hash_mix(fnv(h, key.knob) ^ 0x3d);
+  h = hash_mix(h ^ static_cast<uint64_t>(key.ordinal));
   // The high half of the 128-bit product: uniform in [0, n) up to n / 2^64, which no test can see.
   return static_cast<size_t>((static_cast<unsigned __int128>(h) * n) >> 64);
 }

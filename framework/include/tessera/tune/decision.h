@@ -29,6 +29,10 @@ struct DecisionKey {
   friend bool operator==(const DecisionKey&, const DecisionKey&) = default;
 };
 
+// SplitMix64's finalizer: a bijection spreading every input bit over the output, for deriving
+// seeds and draws from hashes (stable across platforms, unlike std::hash).
+uint64_t hash_mix(uint64_t x);
+
 // The 16 lowercase hex digits of a hash, as keys and databases print it.
 std::string hash_hex(uint64_t h);
 // The inverse of hash_hex; false when `text` is not 1 to 16 hex digits.
@@ -45,6 +49,7 @@ struct Decision {
 // by (marker, key) gives pipeline order.
 struct DecisionPoint {
   DecisionKey key;
+  std::string node;  // the node asked about, for people (split kernels add nodes)
   std::string marker;
   std::vector<AttrValue> candidates;
   AttrValue heuristic;
