@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "cli_session.h"
 #include "commands.h"
@@ -191,6 +192,7 @@ int tune_command(int argc, char** argv, int first) {
       ("patience", po::value(&budget.patience)->value_name("N"), "stop a task after N trials without improvement (default: the pipeline's tuner patience, else never)")
       ("time-budget", po::value(&budget.time_budget_s)->value_name("S"), "stop every task after S seconds of tuning")
       ("seed", po::value(&budget.seed)->value_name("N"), "the search's seed (default 1)")
+      ("jobs", po::value(&budget.jobs)->value_name("N"), "tasks searched at once, on threads (default: the CPU count with the cost model; the gpu measurer measures one candidate at a time); the results are the same for any N")
       ("shard", po::value(&shard)->value_name("I/N"), "tune only every N-th task from the I-th (0-based), for tuning on several machines; merge the databases with `tessera db merge`")
       ("measurer", po::value(&measurer_name)->value_name("cost-model|gpu"), "how trials are scored: cost-model (the analytic model of docs/cost-model.md, the default) or gpu (each candidate checked against the reference, then timed on the GPU in a worker process; docs/tuning-gpu-measurer.md)")
       ("gpu-timeout", po::value(&gpu_timeout_s)->value_name("S"), "--measurer gpu: kill a candidate's worker after S seconds, a failed trial (default 30)")
@@ -223,6 +225,12 @@ int tune_command(int argc, char** argv, int first) {
     std::cerr << "error: tessera tune --trials must be at least 1\n";
     return kExitUsage;
   }
+  if (vm.count("jobs") && budget.jobs < 1) {
+    std::cerr << "error: tessera tune --jobs must be at least 1\n";
+    return kExitUsage;
+  }
+  if (!vm.count("jobs")) budget.jobs = std::max(1u, std::thread::hardware_concurrency());
+  if (measurer_name == "gpu") budget.jobs = 1;  // timings of candidates sharing a GPU would not be theirs
   if (budget.min_trials_per_task < 1 || budget.patience < 0 || budget.time_budget_s < 0) {
     std::cerr << "error: tessera tune: --min-trials must be at least 1, --patience and --time-budget not negative\n";
     return kExitUsage;

@@ -57,6 +57,31 @@ TEST(TuneCli, TunesRmsNormAndCompileReplaysItByteIdentically) {
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
 }
 
+// A model's layers share their kernels: one task per distinct kernel, weighted by the layers, and
+// the replay covers every layer's kernels.
+TEST(TuneCli, AModelTunesEachDistinctKernelOnce) {
+  TempDir dir;
+  const std::string db = dir.path() + "/m.db";
+  CliResult tune =
+      run_cli({"tune", "Qwen/Qwen2.5-0.5B", "--seq-len", "4", "--tune-db", db, "--trials", "2", "--min-trials", "2"});
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  std::smatch header;
+  ASSERT_TRUE(std::regex_search(tune.err, header, std::regex("tune: ([0-9]+) kernels, ([0-9]+) distinct"))) << tune.err;
+  const int kernels = std::stoi(header[1]), distinct = std::stoi(header[2]);
+  EXPECT_GE(kernels, 24 * distinct / 2) << tune.err;  // 24 layers share most kernels
+  EXPECT_LT(distinct, 30) << tune.err;
+  EXPECT_NE(tune.err.find("tune: [" + std::to_string(distinct) + "/" + std::to_string(distinct) + "] "),
+            std::string::npos)
+      << tune.err;
+  EXPECT_TRUE(std::regex_search(tune.err, std::regex("\\(x24\\): "))) << tune.err;
+  CliResult compile = run_cli({"compile", "Qwen/Qwen2.5-0.5B", "--seq-len", "4", "--tune-db", db});
+  ASSERT_EQ(compile.exit_code, 0) << compile.err;
+  EXPECT_NE(compile.err.find("tuned decisions for " + std::to_string(kernels) + " of " + std::to_string(kernels) +
+                             " kernels (" + std::to_string(distinct) + " of " + std::to_string(distinct) + " distinct)"),
+            std::string::npos)
+      << compile.err;
+}
+
 TEST(TuneCli, VerboseListsEveryTrialWithItsDecisions) {
   TempDir dir;
   CliResult tune =
@@ -89,6 +114,20 @@ TEST(TuneCli, ShardsMergeToTheUnshardedDatabase) {
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   EXPECT_NE(whole.out.find("\"records\""), std::string::npos);
   EXPECT_EQ(without_dates(merged.out), without_dates(whole.out));
+}
+
+// Tasks searched on several threads give the same records as one after another.
+TEST(TuneCli, JobsDoNotChangeTheResult) {
+  TempDir dir;
+  auto tune = [&](const std::string& db, const std::string& jobs) {
+    CliResult r = run_cli({"tune", "-c", kTwoKernels, "--tune-db", db, "--trials", "24", "--seed", "3", "--jobs", jobs});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return run_cli({"db", "export", db}).out;
+  };
+  const std::string one = tune(dir.path() + "/one.db", "1");
+  const std::string three = tune(dir.path() + "/three.db", "3");
+  EXPECT_NE(one.find("\"records\""), std::string::npos);
+  EXPECT_EQ(without_dates(one), without_dates(three));
 }
 
 TEST(TuneCli, RecordsOfAnotherDeviceAreReportedNotUsed) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <mutex>
+#include <thread>
 
 namespace tessera {
 
@@ -16,6 +18,7 @@ struct ActiveTask {
   std::unique_ptr<TaskSearch> search;
   TaskOutcome outcome;
   std::vector<double> best_history;  // the best latency after each trial (0 = none yet)
+  bool busy = false;                 // a worker is running one of its trials
 };
 
 // Expected gain of one more trial: weight x current latency x (recent relative improvement +
@@ -96,37 +99,58 @@ Expected<std::vector<TaskOutcome>> tune_program(const Tuner& tuner, const std::v
     t.runner.reset();
   };
 
+  // Workers step different tasks at once; a task is stepped by one worker at a time, so each
+  // task's trials (and its outcome) are the same for any number of jobs. Choosing, recording and
+  // the observer's calls happen under one lock.
+  std::mutex mutex;
+  bool stopped = false;
+  auto work = [&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopped) {
+      if (out_of_time()) {
+        stopped = true;
+        break;
+      }
+      ActiveTask* next = nullptr;
+      double next_priority = -1;
+      for (ActiveTask& t : active) {
+        if (!t.search || t.busy) continue;
+        if (t.search->done()) {
+          finish(t);
+          continue;
+        }
+        const double p = priority(t);
+        if (p > next_priority) {
+          next_priority = p;
+          next = &t;
+        }
+      }
+      if (next == nullptr) break;  // every task is done or being stepped by another worker
+      next->busy = true;
+      lock.unlock();
+      TrialResult r = next->search->step();
+      lock.lock();
+      next->busy = false;
+      TaskOutcome& o = next->outcome;
+      ++o.trials;
+      if (!r.ok && o.failed++ == 0) o.first_error = r.error;
+      if (o.trials == 1 && r.ok) o.heuristic_us = r.latency_us;
+      o.best = next->search->best();
+      next->best_history.push_back(o.best.found ? o.best.latency_us : 0);
+      observer.on_trial(o, r);
+      if (next->search->done()) finish(*next);
+    }
+  };
+  const int jobs = std::max(1, std::min<int>(budget.jobs, static_cast<int>(active.size())));
+  std::vector<std::thread> workers;
+  for (int j = 1; j < jobs; ++j) workers.emplace_back(work);
+  work();
+  for (std::thread& w : workers) w.join();
+  // Out of time (or a worker left while others still stepped): finish what is left.
+  for (ActiveTask& t : active)
+    if (t.search) finish(t);
+
   std::vector<TaskOutcome> outcomes;
-  while (true) {
-    ActiveTask* next = nullptr;
-    double next_priority = -1;
-    for (ActiveTask& t : active) {
-      if (!t.search) continue;
-      if (t.search->done()) {
-        finish(t);
-        continue;
-      }
-      const double p = priority(t);
-      if (p > next_priority) {
-        next_priority = p;
-        next = &t;
-      }
-    }
-    if (next == nullptr) break;
-    if (out_of_time()) {
-      for (ActiveTask& t : active)
-        if (t.search) finish(t);
-      break;
-    }
-    TrialResult r = next->search->step();
-    TaskOutcome& o = next->outcome;
-    ++o.trials;
-    if (!r.ok && o.failed++ == 0) o.first_error = r.error;
-    if (o.trials == 1 && r.ok) o.heuristic_us = r.latency_us;
-    o.best = next->search->best();
-    next->best_history.push_back(o.best.found ? o.best.latency_us : 0);
-    observer.on_trial(o, r);
-  }
   for (ActiveTask& t : active) outcomes.push_back(std::move(t.outcome));
   return outcomes;
 }

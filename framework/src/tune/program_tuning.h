@@ -8,7 +8,8 @@
 // databases equals tuning unsharded with the same seed and measurer. While tasks remain, the next
 // trial goes to the task with the largest expected gain (Ansor's task scheduler: weight x latency
 // x recent relative improvement, plus an exploration term); that order decides which tasks have
-// progressed when a time budget runs out.
+// progressed when a time budget runs out. With `jobs` above 1, that many tasks are searched at
+// once, on threads.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,10 @@ struct TuningBudget {
   double time_budget_s = 0;      // wall-clock for this run (0: none)
   uint64_t seed = 1;
   int shard_index = 0, shard_count = 1;
+  // Tasks searched at once (each task's trials run one after another, so the results are the
+  // same for any count; only the order of the progress lines changes). The runners made by the
+  // factory and their measurers must then be usable from several threads.
+  int jobs = 1;
 };
 
 // The trials each task gets: by weight, at least min_trials_per_task, summing to about `trials`.
