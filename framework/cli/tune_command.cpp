@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <mutex>
 #include <thread>
 
 #include "cli_session.h"
@@ -192,7 +193,7 @@ int tune_command(int argc, char** argv, int first) {
       ("patience", po::value(&budget.patience)->value_name("N"), "stop a task after N trials without improvement (default: the pipeline's tuner patience, else never)")
       ("time-budget", po::value(&budget.time_budget_s)->value_name("S"), "stop every task after S seconds of tuning")
       ("seed", po::value(&budget.seed)->value_name("N"), "the search's seed (default 1)")
-      ("jobs", po::value(&budget.jobs)->value_name("N"), "tasks searched at once, on threads (default: the CPU count with the cost model; the gpu measurer measures one candidate at a time); the results are the same for any N")
+      ("jobs", po::value(&budget.jobs)->value_name("N"), "tasks searched at once, on threads (default: the CPU count; the gpu measurer compiles candidates in parallel and runs them on the GPU one at a time); with a deterministic measurer the results are the same for any N")
       ("shard", po::value(&shard)->value_name("I/N"), "tune only every N-th task from the I-th (0-based), for tuning on several machines; merge the databases with `tessera db merge`")
       ("measurer", po::value(&measurer_name)->value_name("cost-model|gpu"), "how trials are scored: cost-model (the analytic model of docs/cost-model.md, the default) or gpu (each candidate checked against the reference, then timed on the GPU in a worker process; docs/tuning-gpu-measurer.md)")
       ("gpu-timeout", po::value(&gpu_timeout_s)->value_name("S"), "--measurer gpu: kill a candidate's worker after S seconds, a failed trial (default 30)")
@@ -230,7 +231,6 @@ int tune_command(int argc, char** argv, int first) {
     return kExitUsage;
   }
   if (!vm.count("jobs")) budget.jobs = std::max(1u, std::thread::hardware_concurrency());
-  if (measurer_name == "gpu") budget.jobs = 1;  // timings of candidates sharing a GPU would not be theirs
   if (budget.min_trials_per_task < 1 || budget.patience < 0 || budget.time_budget_s < 0) {
     std::cerr << "error: tessera tune: --min-trials must be at least 1, --patience and --time-budget not negative\n";
     return kExitUsage;
@@ -267,6 +267,7 @@ int tune_command(int argc, char** argv, int first) {
   std::unique_ptr<CostModelMeasurer> cost_model;
   std::vector<std::unique_ptr<GpuMeasurer>> gpu_measurers;
   GpuMeasurerOptions gpu_options;
+  std::mutex gpu_lock;
   std::unique_ptr<Target> gpu_compiler;
   if (measurer_name == "cost-model") {
     Expected<CostModel> model = CostModel::load_default();
@@ -297,6 +298,7 @@ int tune_command(int argc, char** argv, int first) {
     gpu_options.arch = flags.arch.empty() ? gpu->arch : flags.arch;
     gpu_compiler = session->host.registry().make_target("cuda");
     gpu_options.compiler = gpu_compiler.get();
+    gpu_options.gpu_lock = &gpu_lock;
     std::cerr << "tune: measuring on " << gpu->name << " (" << gpu->arch << ")\n";
   }
   const std::string measurer_label = cost_model ? std::string(cost_model->name()) : "gpu";

@@ -130,6 +130,21 @@ TEST(TuneCli, JobsDoNotChangeTheResult) {
   EXPECT_EQ(without_dates(one), without_dates(three));
 }
 
+// A spent time budget stops the searches; every task still gets its heuristic trial and a record.
+TEST(TuneCli, ASpentTimeBudgetStillRecordsEveryTask) {
+  TempDir dir;
+  const std::string db = dir.path() + "/t.db";
+  CliResult r = run_cli({"tune", "-c", kTwoKernels, "--tune-db", db, "--trials", "400", "--time-budget", "0.000001"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("tune: [1/2] "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tune: [2/2] "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("): 1 trials, best "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tune: 2 trials in "), std::string::npos) << r.err;
+  CliResult list = run_cli({"db", "list", db});
+  EXPECT_NE(list.out.find("matmul"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("softmax"), std::string::npos) << list.out;
+}
+
 TEST(TuneCli, RecordsOfAnotherDeviceAreReportedNotUsed) {
   TempDir dir;
   const std::string db = dir.path() + "/t.db";

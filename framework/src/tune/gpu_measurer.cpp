@@ -164,8 +164,11 @@ GpuMeasurement GpuMeasurer::measure_detailed(const Graph& compiled) {
   GpuWorkerResult result;
   if (Status s = write_file_atomically(request.graph_file, graph_to_json_text(compiled)); !s)
     result = failure(GpuTrialFailure::WorkerFailed, s.error().message);
-  else
+  else {
+    std::unique_lock<std::mutex> gpu;
+    if (options_.gpu_lock) gpu = std::unique_lock<std::mutex>(*options_.gpu_lock);
     result = run_worker(options_, dir, request);
+  }
   fs::remove_all(dir, ec);
 
   if (result.failure != GpuTrialFailure::None) return fail(result.failure, result.error);

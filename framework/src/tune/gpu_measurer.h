@@ -52,6 +52,10 @@ struct GpuMeasurerOptions {
   // The cuda target, to build kernels ahead in measure() (needs `arch`); null: the worker builds.
   // Called from every measuring thread at once: its build() must allow that (the cuda target's does).
   Target* compiler = nullptr;
+  // Held while a worker runs, when set: measurers sharing it (the tasks of one tuning run) build
+  // their candidates on several threads but run them on the GPU one at a time, so no candidate's
+  // time includes another's.
+  std::mutex* gpu_lock = nullptr;
 };
 
 // What the worker saw of the GPU (probe()).

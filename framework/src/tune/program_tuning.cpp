@@ -103,20 +103,18 @@ Expected<std::vector<TaskOutcome>> tune_program(const Tuner& tuner, const std::v
   // task's trials (and its outcome) are the same for any number of jobs. Choosing, recording and
   // the observer's calls happen under one lock.
   std::mutex mutex;
-  bool stopped = false;
   auto work = [&] {
     std::unique_lock<std::mutex> lock(mutex);
-    while (!stopped) {
-      if (out_of_time()) {
-        stopped = true;
-        break;
-      }
+    while (true) {
+      // Out of time, only tasks that have not run their first (heuristic) trial still get it, so
+      // every task records a schedule.
+      const bool late = out_of_time();
       ActiveTask* next = nullptr;
       double next_priority = -1;
       for (ActiveTask& t : active) {
         if (!t.search || t.busy) continue;
-        if (t.search->done()) {
-          finish(t);
+        if (t.search->done() || (late && t.outcome.trials > 0)) {
+          if (!late || t.search->done()) finish(t);
           continue;
         }
         const double p = priority(t);

@@ -28,7 +28,8 @@ struct TuningBudget {
   int64_t min_trials_per_task = 8;
   int64_t max_trials_per_task = 0;  // 0: no cap beyond the split
   int64_t patience = 0;          // per task (0: never)
-  double time_budget_s = 0;      // wall-clock for this run (0: none)
+  double time_budget_s = 0;      // wall-clock for this run (0: none); every task still runs its
+                                 // first trial (the heuristic schedule) when it is spent
   uint64_t seed = 1;
   int shard_index = 0, shard_count = 1;
   // Tasks searched at once (each task's trials run one after another, so the results are the
