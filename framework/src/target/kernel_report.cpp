@@ -14,6 +14,7 @@
 
 #include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/kernel_abi.h"
+#include "tessera/ir/integer_evaluation.h"
 #include "tessera/ir/op.h"
 #include "tessera/ir/stmt.h"
 #include "tessera/support/internal_check.h"
@@ -23,12 +24,6 @@ namespace {
 
 constexpr const char* kHardwareVars[] = {"threadIdx.x", "threadIdx.y", "threadIdx.z",
                                          "blockIdx.x",  "blockIdx.y",  "blockIdx.z"};
-
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
 
 // ---- first touch: a box per access --------------------------------------------------------------
 
@@ -252,89 +247,11 @@ class KernelWalker {
  private:
   // ---- integer evaluation at a point ----
   std::optional<int64_t> eval(const Expr& e, const Point& p) const {
-    switch (e.kind()) {
-      case ExprKind::Int: return e.int_value();
-      case ExprKind::Var: {
-        auto it = slot_.find(e.name());
-        if (it == slot_.end() || p.values[it->second] == kUnbound) return std::nullopt;
-        return p.values[it->second];
-      }
-      case ExprKind::Not: {
-        auto a = eval(e.operand(0), p);
-        if (!a) return std::nullopt;
-        return *a == 0 ? 1 : 0;
-      }
-      case ExprKind::Select: {
-        auto c = eval(e.operand(0), p);
-        if (!c) return std::nullopt;
-        return eval(e.operand(*c != 0 ? 1 : 2), p);
-      }
-      case ExprKind::Add:
-      case ExprKind::Sub:
-      case ExprKind::Mul:
-      case ExprKind::Div:
-      case ExprKind::Mod:
-      case ExprKind::Min:
-      case ExprKind::Max:
-      case ExprKind::Lt:
-      case ExprKind::Le:
-      case ExprKind::Eq:
-      case ExprKind::Ne:
-      case ExprKind::And:
-      case ExprKind::Or:
-      case ExprKind::Xor:
-      case ExprKind::BitAnd:
-      case ExprKind::BitOr:
-      case ExprKind::Shl:
-      case ExprKind::Shr: {
-        auto a = eval(e.operand(0), p);
-        auto b = eval(e.operand(1), p);
-        if (!a || !b) return std::nullopt;
-        return binary(e.kind(), *a, *b);
-      }
-      // Values, floats, casts and register-array elements depend on data: not decided here.
-      case ExprKind::Value:
-      case ExprKind::Float:
-      case ExprKind::Cast:
-      case ExprKind::Element: return std::nullopt;
-    }
-    TESSERA_UNREACHABLE("kernel report: an expression kind outside TESSERA_EXPR_KINDS");
-  }
-
-  static std::optional<int64_t> binary(ExprKind k, int64_t a, int64_t b) {
-    switch (k) {
-      case ExprKind::Add: return a + b;
-      case ExprKind::Sub: return a - b;
-      case ExprKind::Mul: return a * b;
-      case ExprKind::Div:
-        if (b == 0) return std::nullopt;
-        return floor_div(a, b);
-      case ExprKind::Mod:
-        if (b == 0) return std::nullopt;
-        return a - floor_div(a, b) * b;
-      case ExprKind::Min: return std::min(a, b);
-      case ExprKind::Max: return std::max(a, b);
-      case ExprKind::Lt: return a < b;
-      case ExprKind::Le: return a <= b;
-      case ExprKind::Eq: return a == b;
-      case ExprKind::Ne: return a != b;
-      case ExprKind::And: return (a != 0 && b != 0) ? 1 : 0;
-      case ExprKind::Or: return (a != 0 || b != 0) ? 1 : 0;
-      case ExprKind::Xor:
-      case ExprKind::BitAnd:
-      case ExprKind::BitOr:
-      case ExprKind::Shl:
-      case ExprKind::Shr: return eval_bitwise(k, a, b);  // nullopt for a shift out of range
-      case ExprKind::Var:
-      case ExprKind::Value:
-      case ExprKind::Int:
-      case ExprKind::Float:
-      case ExprKind::Not:
-      case ExprKind::Select:
-      case ExprKind::Cast:
-      case ExprKind::Element: break;
-    }
-    TESSERA_UNREACHABLE("kernel report: not a binary integer expression kind");
+    return eval_integer(e, [this, &p](const std::string& name) -> std::optional<int64_t> {
+      auto it = slot_.find(name);
+      if (it == slot_.end() || p.values[it->second] == kUnbound) return std::nullopt;
+      return p.values[it->second];
+    });
   }
 
   // One digit of a mixed-radix decode of a hardware index H: `(H / divisor) % modulus` (modulus 0:

@@ -9,100 +9,23 @@
 #include <map>
 #include <set>
 
+#include "tessera/ir/integer_evaluation.h"
 #include "tessera/ir/op.h"
 #include "tessera/support/internal_check.h"
 
 namespace tessera {
 namespace {
 
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
 
 using Env = std::map<std::string, int64_t>;
 
 // The integer value of `e` in one lane's environment: a variable not bound there is 0 (a scalar
 // parameter), data (values, register-array elements, floats, casts) is unknown.
 std::optional<int64_t> eval(const Expr& e, const Env& env) {
-  switch (e.kind()) {
-    case ExprKind::Int: return e.int_value();
-    case ExprKind::Var: {
-      auto it = env.find(e.name());
-      return it == env.end() ? 0 : it->second;
-    }
-    case ExprKind::Not: {
-      auto a = eval(e.operand(0), env);
-      if (!a) return std::nullopt;
-      return *a == 0 ? 1 : 0;
-    }
-    case ExprKind::Select: {
-      auto c = eval(e.operand(0), env);
-      if (!c) return std::nullopt;
-      return eval(e.operand(*c != 0 ? 1 : 2), env);
-    }
-    case ExprKind::Add:
-    case ExprKind::Sub:
-    case ExprKind::Mul:
-    case ExprKind::Div:
-    case ExprKind::Mod:
-    case ExprKind::Min:
-    case ExprKind::Max:
-    case ExprKind::Lt:
-    case ExprKind::Le:
-    case ExprKind::Eq:
-    case ExprKind::Ne:
-    case ExprKind::And:
-    case ExprKind::Or:
-    case ExprKind::Xor:
-    case ExprKind::BitAnd:
-    case ExprKind::BitOr:
-    case ExprKind::Shl:
-    case ExprKind::Shr: {
-      auto a = eval(e.operand(0), env);
-      auto b = eval(e.operand(1), env);
-      if (!a || !b) return std::nullopt;
-      switch (e.kind()) {
-        case ExprKind::Add: return *a + *b;
-        case ExprKind::Sub: return *a - *b;
-        case ExprKind::Mul: return *a * *b;
-        case ExprKind::Div:
-          if (*b == 0) return std::nullopt;
-          return floor_div(*a, *b);
-        case ExprKind::Mod:
-          if (*b == 0) return std::nullopt;
-          return *a - floor_div(*a, *b) * *b;
-        case ExprKind::Min: return std::min(*a, *b);
-        case ExprKind::Max: return std::max(*a, *b);
-        case ExprKind::Lt: return *a < *b;
-        case ExprKind::Le: return *a <= *b;
-        case ExprKind::Eq: return *a == *b;
-        case ExprKind::Ne: return *a != *b;
-        case ExprKind::And: return (*a != 0 && *b != 0) ? 1 : 0;
-        case ExprKind::Or: return (*a != 0 || *b != 0) ? 1 : 0;
-        case ExprKind::Xor:
-        case ExprKind::BitAnd:
-        case ExprKind::BitOr:
-        case ExprKind::Shl:
-        case ExprKind::Shr: return eval_bitwise(e.kind(), *a, *b);
-        case ExprKind::Var:
-        case ExprKind::Value:
-        case ExprKind::Int:
-        case ExprKind::Float:
-        case ExprKind::Not:
-        case ExprKind::Select:
-        case ExprKind::Cast:
-        case ExprKind::Element: break;
-      }
-      TESSERA_UNREACHABLE("warp access: not a binary integer expression kind");
-    }
-    case ExprKind::Value:
-    case ExprKind::Float:
-    case ExprKind::Cast:
-    case ExprKind::Element: return std::nullopt;
-  }
-  TESSERA_UNREACHABLE("warp access: an expression kind outside TESSERA_EXPR_KINDS");
+  return eval_integer(e, [&env](const std::string& name) -> std::optional<int64_t> {
+    auto it = env.find(name);
+    return it == env.end() ? 0 : it->second;
+  });
 }
 
 // A buffer's element size and row-major shape.
