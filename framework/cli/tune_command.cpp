@@ -265,6 +265,7 @@ int tune_command(int argc, char** argv, int first) {
   // The measurer: one cost model for every task, or one GPU measurer per task (it holds the
   // task's reference), made when the task's search starts.
   std::unique_ptr<CostModelMeasurer> cost_model;
+  std::unique_ptr<CostModelMeasurer> prior;  // with --measurer gpu: the cost model ranks untried values
   std::vector<std::unique_ptr<GpuMeasurer>> gpu_measurers;
   GpuMeasurerOptions gpu_options;
   std::mutex gpu_lock;
@@ -281,6 +282,9 @@ int tune_command(int argc, char** argv, int first) {
                 << ec.message() << "\n";
       return kExitError;
     }
+    Expected<CostModel> model = CostModel::load_default();
+    if (!model) return report(std::cerr, model.error());
+    prior = std::make_unique<CostModelMeasurer>(std::move(*model), *session->device);
     gpu_options.worker_command = {self, "measure-worker"};
     for (const std::string& plugin : flags.plugins) {
       gpu_options.worker_command.push_back("--plugin");
@@ -358,7 +362,7 @@ int tune_command(int argc, char** argv, int first) {
   };
   TrialRunnerFactory runners = [&](size_t i) -> std::unique_ptr<TrialRunner> {
     return std::make_unique<PipelineTrialRunner>(session->host.registry(), session->pipeline, *session->device,
-                                                 (*tasks)[i].graph, measurer_for(i));
+                                                 (*tasks)[i].graph, measurer_for(i), prior.get());
   };
   Expected<std::vector<TaskOutcome>> outcomes =
       tune_program(*tuner, task_list, runners, budget, tuner_options, reporter);

@@ -542,6 +542,69 @@ TEST_F(MctsTunerTest, FindsWithin3PercentOfTheExhaustiveBestIn64Trials) {
             << "; mean trials to 3% " << static_cast<double>(trials_to_3_percent) / kTasks << " (65 = not within 64)\n";
 }
 
+// A runner that also estimates trials (the cost model's role when trials are measured on a GPU):
+// here the estimate is the latency itself, less noise-free than any real model but enough to
+// show that the prior orders the untried values.
+class EstimatingRunner final : public TrialRunner {
+ public:
+  explicit EstimatingRunner(SyntheticTask task) : measured_(task), estimator_(std::move(task)) {}
+  TrialResult run(const TrialSpec& spec) override { return measured_.run(spec); }
+  std::optional<double> estimate(const TrialSpec& spec) override {
+    ++estimates;
+    TrialResult r = estimator_.run(spec);
+    if (!r.ok) return std::nullopt;
+    return r.latency_us;
+  }
+  const std::vector<TrialResult>& results() const { return measured_.results; }
+  int64_t estimates = 0;
+
+ private:
+  SyntheticRunner measured_, estimator_;
+};
+
+// With a prior, values no trial has tried are explored in the order of their estimates: the
+// second trial (the first expansion, at the first decision) takes the value the runner estimates
+// fastest, and the search stays deterministic.
+TEST_F(MctsTunerTest, AnEstimatingRunnerPriorOrdersUntriedValues) {
+  for (int i = 0; i < 10; ++i) {
+    const SyntheticTask task = generated_task(2000 + static_cast<uint64_t>(i));
+    TuneOptions options;
+    options.max_trials = 16;
+    options.seed = static_cast<uint64_t>(i);
+    EstimatingRunner estimating(task), again(task);
+    for (EstimatingRunner* r : {&estimating, &again}) {
+      std::unique_ptr<TaskSearch> search = start(*r, options);
+      ASSERT_NE(search, nullptr);
+      run_to_end(*search);
+    }
+    EXPECT_GT(estimating.estimates, 0) << "task " << i;
+    ASSERT_EQ(estimating.results().size(), again.results().size()) << "task " << i;
+    for (size_t t = 0; t < estimating.results().size(); ++t)
+      EXPECT_EQ(trajectory_text(estimating.results()[t]), trajectory_text(again.results()[t])) << "task " << i;
+
+    // The value the prior ranks first at the first decision: the heuristic trial's values below it.
+    ASSERT_GE(estimating.results().size(), 2u);
+    const TrialResult& heuristic = estimating.results()[0];
+    const DecisionPoint& first = heuristic.decisions.at(0);
+    SyntheticRunner estimator(task);
+    std::optional<double> best_estimate;
+    AttrValue best_value;
+    for (const AttrValue& c : first.candidates) {
+      if (c == first.chosen) continue;
+      TrialSpec spec;
+      spec.fixed[first.key] = c;
+      for (const DecisionPoint& d : heuristic.decisions) spec.fixed.emplace(d.key, d.chosen);
+      TrialResult r = estimator.run(spec);
+      if (r.ok && (!best_estimate || r.latency_us < *best_estimate)) best_estimate = r.latency_us, best_value = c;
+    }
+    if (!best_estimate) continue;  // no other value of the first decision compiles
+    const TrialResult& second = estimating.results()[1];
+    ASSERT_FALSE(second.decisions.empty());
+    EXPECT_EQ(second.decisions[0].key, first.key) << "task " << i;
+    EXPECT_EQ(second.decisions[0].chosen, best_value) << "task " << i << ": the prior's first choice at " << first.key.str();
+  }
+}
+
 TEST_F(MctsTunerTest, OptionErrorsNameTheOption) {
   EXPECT_EQ(start_error({option("ucb_c", 2.0), option("prior_weight", int64_t{0}), option("rollout", std::string("random")),
                          option("patience", int64_t{60}), option("max_trials", int64_t{10})}),

@@ -52,23 +52,33 @@ std::vector<DecisionPoint> TrialChoiceSource::decisions() const {
 }
 
 PipelineTrialRunner::PipelineTrialRunner(const Registry& registry, const PipelineSpec& pipeline,
-                                         const DeviceDesc& device, const Graph& task_graph, Measurer& measurer)
-    : registry_(registry), pipeline_(pipeline), device_(device), task_graph_(task_graph), measurer_(measurer) {}
+                                         const DeviceDesc& device, const Graph& task_graph, Measurer& measurer,
+                                         Measurer* prior)
+    : registry_(registry),
+      pipeline_(pipeline),
+      device_(device),
+      task_graph_(task_graph),
+      measurer_(measurer),
+      prior_(prior) {}
 
-TrialResult PipelineTrialRunner::run(const TrialSpec& spec) {
-  TrialChoiceSource source(spec);
-  Graph g = task_graph_;
+Status PipelineTrialRunner::compile(const TrialSpec& spec, Dialect stage, TrialChoiceSource& source, Graph& g) const {
+  g = task_graph_;
   RunnerOptions options;
   options.start_after = Dialect::Loop;
-  options.stop_after = measurer_.needs_stage();
+  options.stop_after = stage;
   options.device = &device_;
   options.tuner = &source;
   std::ostringstream sink;
   options.out = &sink;
   options.err = &sink;
   DiagnosticEngine diags;
-  Status st = PipelineRunner(registry_, pipeline_, options).run(g, diags);
+  return PipelineRunner(registry_, pipeline_, options).run(g, diags);
+}
 
+TrialResult PipelineTrialRunner::run(const TrialSpec& spec) {
+  TrialChoiceSource source(spec);
+  Graph g;
+  Status st = compile(spec, measurer_.needs_stage(), source, g);
   TrialResult result;
   result.decisions = source.decisions();
   if (!st) {
@@ -81,6 +91,16 @@ TrialResult PipelineTrialRunner::run(const TrialSpec& spec) {
   result.latency_us = m.latency_us;
   result.error = m.error;
   return result;
+}
+
+std::optional<double> PipelineTrialRunner::estimate(const TrialSpec& spec) {
+  if (prior_ == nullptr) return std::nullopt;
+  TrialChoiceSource source(spec);
+  Graph g;
+  if (!compile(spec, prior_->needs_stage(), source, g)) return std::nullopt;
+  Measurement m = prior_->measure(g);
+  if (!m.ok) return std::nullopt;
+  return m.latency_us;
 }
 
 }  // namespace tessera

@@ -40,17 +40,24 @@ bool marker_before(const std::string& a, const std::string& b);
 
 class PipelineTrialRunner final : public TrialRunner {
  public:
-  // `task_graph` is a TuningTaskGraph's graph (Loop IR). Everything referenced must outlive the runner.
+  // `task_graph` is a TuningTaskGraph's graph (Loop IR). With `prior` (the cost model, when
+  // `measurer` is another), estimate() scores trials with it. Everything referenced must outlive
+  // the runner.
   PipelineTrialRunner(const Registry& registry, const PipelineSpec& pipeline, const DeviceDesc& device,
-                      const Graph& task_graph, Measurer& measurer);
+                      const Graph& task_graph, Measurer& measurer, Measurer* prior = nullptr);
   TrialResult run(const TrialSpec& spec) override;
+  std::optional<double> estimate(const TrialSpec& spec) override;
 
  private:
+  // The trial compiled with `spec` through `stage`, its decisions logged in `source`.
+  Status compile(const TrialSpec& spec, Dialect stage, TrialChoiceSource& source, Graph& g) const;
+
   const Registry& registry_;
   const PipelineSpec& pipeline_;
   const DeviceDesc& device_;
   const Graph& task_graph_;
   Measurer& measurer_;
+  Measurer* prior_;
 };
 
 }  // namespace tessera

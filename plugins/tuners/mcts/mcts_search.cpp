@@ -1,6 +1,8 @@
 // MctsSearch: advances one task's SP-MCTS search a trial at a time. The first trial is the
 // heuristic schedule; each later one fixes the values along the path the tree selects plus one
-// untried value, and leaves the rest to the rollout. It stops on the trial budget, on patience
+// untried value, and leaves the rest to the rollout; when the runner estimates trials (the cost
+// model, while trials are measured on the GPU), values no trial has tried yet are taken in the
+// order of their estimates. It stops on the trial budget, on patience
 // (trials without a better latency) or when the tree is exhausted. A failed trial (compile or
 // measurement) is a reward of 0 with its visit counted: it never stops or stalls the search.
 // Deterministic: the tree is ordered by keys and values, and the only randomness (random rollout
@@ -54,10 +56,24 @@ uint64_t MctsSearch::rollout_seed() {
   return 0;
 }
 
+std::optional<double> MctsSearch::estimate(const std::map<DecisionKey, AttrValue>& fixed) {
+  TrialSpec spec{fixed, 0};
+  if (options_.rollout == RolloutPolicy::Best)
+    for (const Decision& d : best_.decisions) spec.fixed.emplace(d.key, d.value);
+  auto [it, fresh] = estimates_.try_emplace(spec_text(spec));
+  if (fresh) it->second = runner_.estimate(spec);
+  return it->second;
+}
+
 std::optional<std::pair<TrialSpec, std::optional<Expansion>>> MctsSearch::next_trial() {
-  if (tree_.empty()) return std::make_pair(TrialSpec{}, std::optional<Expansion>());  // the heuristic schedule
+  if (tree_.empty()) {
+    // The heuristic schedule; whether the runner offers a prior is learnt from its estimate.
+    has_estimates_ = estimate({}).has_value();
+    return std::make_pair(TrialSpec{}, std::optional<Expansion>());
+  }
+  const SearchTree::Estimate prior = [this](const std::map<DecisionKey, AttrValue>& fixed) { return estimate(fixed); };
   for (;;) {
-    std::optional<Expansion> e = tree_.select();
+    std::optional<Expansion> e = tree_.select(has_estimates_ ? &prior : nullptr);
     if (!e) return std::nullopt;
     TrialSpec spec{e->fixed, rollout_seed()};
     if (options_.rollout == RolloutPolicy::Best) {

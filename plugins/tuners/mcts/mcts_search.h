@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -26,6 +28,8 @@ class MctsSearch final : public TaskSearch {
   std::optional<std::pair<TrialSpec, std::optional<Expansion>>> next_trial();
   uint64_t rollout_seed();
   void take(const TrialResult& result);
+  // The runner's estimate of a trial fixing `fixed` (with the rollout's values below), cached.
+  std::optional<double> estimate(const std::map<DecisionKey, AttrValue>& fixed);
 
   TrialRunner& runner_;
   int64_t max_trials_;
@@ -38,6 +42,8 @@ class MctsSearch final : public TaskSearch {
   int64_t since_improvement_ = 0;
   bool nothing_left_ = false;
   TuneBest best_;
+  bool has_estimates_ = false;  // the runner estimated the heuristic schedule: it has a prior
+  std::map<std::string, std::optional<double>> estimates_;
 };
 
 }  // namespace tessera::mcts

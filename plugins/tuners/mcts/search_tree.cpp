@@ -47,7 +47,8 @@ void credit(Branch& b, double reward) {
 
 }  // namespace
 
-std::optional<size_t> SearchTree::first_untried(const TreeNode& node) const {
+std::optional<size_t> SearchTree::first_untried(const TreeNode& node, const std::map<DecisionKey, AttrValue>& fixed,
+                                                const Estimate* estimate) const {
   // The centre: the value with the best reward below it, or the heuristic's before any success
   // (index 0 when the heuristic is not a candidate). Candidate lists are ordered (sizes, counts),
   // so a good value's neighbours are the likeliest to be good too.
@@ -64,13 +65,31 @@ std::optional<size_t> SearchTree::first_untried(const TreeNode& node) const {
     return it->second;
   };
   const double centre_estimate = global_best(centre).value_or(0);
+  // With an estimator, the never-given values' places in the order of their estimated latencies
+  // replace their distances from the centre.
+  std::vector<size_t> place(node.branches.size(), 0);
+  if (estimate != nullptr) {
+    std::vector<std::pair<double, size_t>> ranked;
+    size_t unestimated = 0;
+    for (size_t i = 0; i < node.branches.size(); ++i) {
+      if (node.branches[i].attempted || global_best(i)) continue;
+      std::map<DecisionKey, AttrValue> with = fixed;
+      with[node.key] = node.candidates[i];
+      std::optional<double> latency = (*estimate)(with);
+      if (latency) ranked.emplace_back(*latency, i);
+      else place[i] = node.branches.size() + unestimated++;  // after every estimated value
+    }
+    std::stable_sort(ranked.begin(), ranked.end());
+    for (size_t r = 0; r < ranked.size(); ++r) place[ranked[r].second] = r;
+  } else {
+    for (size_t i = 0; i < node.branches.size(); ++i) place[i] = i > centre ? i - centre : centre - i;
+  }
   std::optional<size_t> best;
   double best_estimate = 0;
   for (size_t i = 0; i < node.branches.size(); ++i) {
     if (node.branches[i].attempted) continue;
-    const size_t distance = i > centre ? i - centre : centre - i;
-    const double estimate = global_best(i).value_or(centre_estimate * (1.0 - 0.02 * static_cast<double>(distance)));
-    if (!best || estimate > best_estimate) best = i, best_estimate = estimate;
+    const double value = global_best(i).value_or(centre_estimate * (1.0 - 0.02 * static_cast<double>(place[i])));
+    if (!best || value > best_estimate) best = i, best_estimate = value;
   }
   return best;
 }
@@ -84,7 +103,7 @@ double SearchTree::score(const TreeNode& node, size_t index) const {
   return q + explore + prior;
 }
 
-std::optional<Expansion> SearchTree::select() {
+std::optional<Expansion> SearchTree::select(const Estimate* estimate) {
   if (empty() || exhausted()) return std::nullopt;
   Expansion e;
   const Branch* at = &root_;
@@ -95,7 +114,7 @@ std::optional<Expansion> SearchTree::select() {
     size_t tried = 0, open = 0;
     for (const Branch& b : node->branches) tried += b.attempted, open += b.attempted && !b.exhausted;
     const double allowed = std::ceil(std::pow(static_cast<double>(std::max<int64_t>(node->visits, 1)), weights_.widening));
-    std::optional<size_t> untried = first_untried(*node);
+    std::optional<size_t> untried = first_untried(*node, e.fixed, estimate);
     // A value no trial has given this decision anywhere is tried at once: each value is measured
     // at least once (in the best trial's context) before widening rations the rest.
     const bool unseen = untried && !value_best_.count({node->key, node->candidates[*untried]});

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,6 +56,10 @@ class SearchTree {
   };
   explicit SearchTree(Weights weights) : weights_(weights) {}
 
+  // An analytic estimate of the latency of a trial fixing these values (the cost model's, when the
+  // measurer is the GPU): the prior that ranks the values no trial has given a decision yet.
+  using Estimate = std::function<std::optional<double>(const std::map<DecisionKey, AttrValue>& fixed)>;
+
   // True before the first trial is recorded.
   bool empty() const { return !root_.attempted; }
   // True when every trajectory the tree knows of has been tried.
@@ -63,8 +68,9 @@ class SearchTree {
   // Descends from the root by UCB1 on max-normalised reward plus the prior, until a node that may
   // try another value: progressive widening lets a node visited v times try ceil(v^widening)
   // values, more when all those it tried are exhausted or when the value it would try next was
-  // never given to its decision anywhere. nullopt when the tree is exhausted (or empty).
-  std::optional<Expansion> select();
+  // never given to its decision anywhere. nullopt when the tree is exhausted (or empty). With
+  // `estimate`, the values never given to a decision are tried in the order of their estimates.
+  std::optional<Expansion> select(const Estimate* estimate = nullptr);
 
   // Records a trial: the nodes along its actual trajectory (created when new), the reward
   // backed up along it (0 for a failed trial), and `expansion`'s branch marked attempted even
@@ -77,8 +83,10 @@ class SearchTree {
   // The untried value to expand next: the one with the best estimate, which is the best reward it
   // had anywhere in the tree, or for a value never given to this decision, the centre's (the value
   // with the best reward at this node, else the heuristic's) less 2% per step away from it in the
-  // candidate list. The lower index on a tie.
-  std::optional<size_t> first_untried(const TreeNode& node) const;
+  // candidate list (with `estimate`: less 2% per place in the order of their estimated latencies,
+  // those without an estimate last). The lower index on a tie.
+  std::optional<size_t> first_untried(const TreeNode& node, const std::map<DecisionKey, AttrValue>& fixed,
+                                      const Estimate* estimate) const;
   double score(const TreeNode& node, size_t index) const;
 
   Weights weights_;

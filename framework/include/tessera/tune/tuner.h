@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,10 @@ class TrialRunner {
  public:
   virtual ~TrialRunner() = default;
   virtual TrialResult run(const TrialSpec& spec) = 0;
+  // A cheap analytic estimate of the trial's latency (the cost model) when the runner measures
+  // some other way (on the GPU): a prior the tuner may rank untried values by. nullopt when the
+  // runner has none, or the trial does not compile.
+  virtual std::optional<double> estimate(const TrialSpec& spec) { return std::nullopt; }
 };
 
 struct TuneTask {
