@@ -58,12 +58,20 @@ std::optional<TuningReplay> TuningReplay::open(const Session& s, const std::stri
   TuningReplay r;
   r.path_ = path;
   r.session_key_ = session_tuning_key(s, 0);
+  auto index = std::make_shared<Index>();
+  std::vector<TuningRecord> matching;
   for (TuningRecord& rec : *all) {
     TuningKey k = rec.key;
     k.kernel = 0;
-    (k == r.session_key_ ? r.matching_ : r.others_).push_back(std::move(rec));
+    if (k == r.session_key_) {
+      index->tuned.insert(rec.key.kernel);
+      matching.push_back(std::move(rec));
+    } else {
+      index->other_records[rec.key.kernel].push_back(std::move(rec));
+    }
   }
-  r.source_ = std::make_shared<TunedChoiceSource>(r.matching_);
+  r.source_ = std::make_shared<TunedChoiceSource>(matching);
+  r.index_ = std::move(index);
   return r;
 }
 
@@ -71,53 +79,47 @@ void TuningReplay::attach(RunnerOptions& ro) {
   ro.replay = source_.get();
   auto previous = ro.on_stage_end;
   auto coverage = coverage_;
-  std::set<uint64_t> tuned;
-  for (const TuningRecord& rec : matching_) tuned.insert(rec.key.kernel);
-  std::map<uint64_t, std::vector<const TuningRecord*>> other_by_kernel;
-  for (const TuningRecord& rec : others_) other_by_kernel[rec.key.kernel].push_back(&rec);
   const TuningKey session = session_key_;
-  ro.on_stage_end = [previous, coverage, tuned, other_by_kernel, session](Dialect stage, const Graph& g) {
+  std::shared_ptr<const Index> index = index_;
+  ro.on_stage_end = [previous, coverage, index, session](Dialect stage, const Graph& g) {
     if (previous) previous(stage, g);
     if (stage != Dialect::Loop) return;
     Expected<std::vector<std::pair<std::string, uint64_t>>> hashes = kernel_task_hashes(g);
     if (!hashes) return;
-    std::set<uint64_t> distinct, distinct_covered;
     for (const auto& [id, h] : *hashes) {
       ++coverage->kernels;
-      distinct.insert(h);
-      if (tuned.count(h)) {
+      coverage->distinct.insert(h);
+      if (index->tuned.count(h)) {
         ++coverage->covered;
-        distinct_covered.insert(h);
+        coverage->distinct_covered.insert(h);
         continue;
       }
-      auto it = other_by_kernel.find(h);
-      if (it == other_by_kernel.end()) continue;
-      for (const TuningRecord* rec : it->second) {
+      auto it = index->other_records.find(h);
+      if (it == index->other_records.end()) continue;
+      for (const TuningRecord& rec : it->second) {
         std::string why;
-        if (rec->key.device != session.device || rec->key.compute_capability != session.compute_capability)
-          why = "tuned for " + rec->key.device + " (" + rec->key.compute_capability + "), this compile is for " +
+        if (rec.key.device != session.device || rec.key.compute_capability != session.compute_capability)
+          why = "tuned for " + rec.key.device + " (" + rec.key.compute_capability + "), this compile is for " +
                 session.device + " (" + session.compute_capability + ")";
-        else if (rec->key.version != session.version)
-          why = "tuned by Tessera " + rec->key.version + ", this is " + session.version;
+        else if (rec.key.version != session.version)
+          why = "tuned by Tessera " + rec.key.version + ", this is " + session.version;
         else
-          why = "tuned with another pipeline (" + hash_hex(rec->key.pipeline) + ", this one is " +
+          why = "tuned with another pipeline (" + hash_hex(rec.key.pipeline) + ", this one is " +
                 hash_hex(session.pipeline) + ")";
-        Coverage::Unused& u = coverage->unused[rec->key.str() + " " + rec->measurer];
+        Coverage::Unused& u = coverage->unused[rec.key.str() + " " + rec.measurer];
         if (u.kernels++ == 0) {
           u.kernel = id;
           u.why = why;
         }
       }
     }
-    coverage->distinct = static_cast<int>(distinct.size());
-    coverage->distinct_covered = static_cast<int>(distinct_covered.size());
   };
 }
 
 std::string TuningReplay::summary() const {
   std::string s = "note: --tune-db " + path_ + ": tuned decisions for " + std::to_string(coverage_->covered) + " of " +
-                  std::to_string(coverage_->kernels) + " kernels (" + std::to_string(coverage_->distinct_covered) +
-                  " of " + std::to_string(coverage_->distinct) + " distinct)\n";
+                  std::to_string(coverage_->kernels) + " kernels (" + std::to_string(coverage_->distinct_covered.size()) +
+                  " of " + std::to_string(coverage_->distinct.size()) + " distinct)\n";
   for (const auto& [record, u] : coverage_->unused) {
     s += "note: --tune-db " + path_ + ": record " + record + " (kernel '" + u.kernel + "'";
     if (u.kernels > 1) s += " and " + std::to_string(u.kernels - 1) + " more";

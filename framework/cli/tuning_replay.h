@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,11 +45,17 @@ class TuningReplay {
  private:
   std::string path_;
   TuningKey session_key_;
-  std::vector<TuningRecord> matching_, others_;
   std::shared_ptr<TunedChoiceSource> source_;
+  // Built once when the database is opened, read by every attach (bench attaches per entry).
+  struct Index {
+    std::set<uint64_t> tuned;                                    // kernels the replay answers for
+    std::map<uint64_t, std::vector<TuningRecord>> other_records;  // by kernel: another device, version or pipeline
+  };
+  std::shared_ptr<const Index> index_;
   // Filled when the loop stage ends.
   struct Coverage {
-    int kernels = 0, covered = 0, distinct = 0, distinct_covered = 0;
+    int kernels = 0, covered = 0;
+    std::set<uint64_t> distinct, distinct_covered;  // kernel hashes
     // Records of compiled kernels that were not used: by record key, the first kernel, how many
     // kernels it would have covered, and why not.
     struct Unused {
