@@ -13,13 +13,7 @@ namespace tessera::cli {
 uint64_t tuning_pipeline_hash(const Session& s) {
   PipelineSpec stages_only;
   stages_only.stages = s.pipeline.stages;
-  const std::string text = print_pipeline(stages_only, s.host.registry());
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+  return hash_text(print_pipeline(stages_only, s.host.registry()));
 }
 
 TuningKey session_tuning_key(const Session& s, uint64_t kernel) {

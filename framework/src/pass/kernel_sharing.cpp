@@ -12,6 +12,7 @@
 #include "kernel_sharing.h"
 
 #include "tessera/pass/kernel_identity.h"
+#include "tessera/tune/decision.h"
 
 #include <string_view>
 #include <type_traits>
@@ -239,16 +240,13 @@ class ResultRenamer {
 std::optional<uint64_t> kernel_structural_hash(const Graph& g, const Node& n) {
   std::optional<Signature> sig = signature(g, n, /*for_identity=*/true);
   if (!sig) return std::nullopt;
-  // FNV-1a over the text, then each expression's structural hash (stable by construction).
-  uint64_t h = 1469598103934665603ull;
-  auto mix_byte = [&](unsigned char c) {
-    h ^= c;
-    h *= 1099511628211ull;
-  };
-  for (unsigned char c : sig->text) mix_byte(c);
+  // The text, then each expression's structural hash (stable by construction), byte by byte.
+  uint64_t h = hash_text(sig->text);
   for (const Expr& e : sig->exprs) {
     const uint64_t eh = structural_hash(e);
-    for (int i = 0; i < 8; ++i) mix_byte(static_cast<unsigned char>(eh >> (8 * i)));
+    char bytes[8];
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(eh >> (8 * i));
+    h = hash_text(std::string_view(bytes, sizeof bytes), h);
   }
   return h;
 }

@@ -10,6 +10,14 @@ uint64_t hash_mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+uint64_t hash_text(std::string_view text, uint64_t h) {
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 std::string hash_hex(uint64_t h) {
   static const char* kDigits = "0123456789abcdef";
   std::string s(16, '0');

@@ -5,23 +5,11 @@
 
 namespace tessera {
 
-namespace {
-
-uint64_t fnv(uint64_t h, std::string_view s) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-}  // namespace
-
 size_t RandomChoiceSource::draw(uint64_t seed, const DecisionKey& key, size_t n) {
   uint64_t h = hash_mix(seed);
   h = hash_mix(h ^ key.kernel);
-  h = hash_mix(fnv(h, key.pass) ^ 0x2f);
-  h = hash_mix(fnv(h, key.knob) ^ 0x3d);
+  h = hash_mix(hash_text(key.pass, h) ^ 0x2f);
+  h = hash_mix(hash_text(key.knob, h) ^ 0x3d);
   h = hash_mix(h ^ static_cast<uint64_t>(key.ordinal));
   // The high half of the 128-bit product: uniform in [0, n) up to n / 2^64, which no test can see.
   return static_cast<size_t>((static_cast<unsigned __int128>(h) * n) >> 64);

@@ -11,6 +11,7 @@
 #include <compare>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/ir/attr.h"
@@ -32,6 +33,11 @@ struct DecisionKey {
 // SplitMix64's finalizer: a bijection spreading every input bit over the output, for deriving
 // seeds and draws from hashes (stable across platforms, unlike std::hash).
 uint64_t hash_mix(uint64_t x);
+
+// FNV-1a of `text`, continuing from `h`: the stable hash of text that kernel identities, pipeline
+// hashes and keyed random draws are built from (tuning databases store them).
+inline constexpr uint64_t kHashTextStart = 1469598103934665603ull;
+uint64_t hash_text(std::string_view text, uint64_t h = kHashTextStart);
 
 // The 16 lowercase hex digits of a hash, as keys and databases print it.
 std::string hash_hex(uint64_t h);
