@@ -13,6 +13,9 @@
 #                 sharing one kernel cache; the first failures re-run with --check-intermediates
 #   suite         the suite against PyTorch eager (tessera bench; --entries, any suite ids; default:
 #                 the quick tier without the 7B/8B decoder layers and lm_heads)
+#   tune          tessera tune --suite --measurer gpu on the quick tier's memory-bound and decode
+#                 entries, then bench --tune-db on them; and the cost model calibrated to the suite's
+#                 kernel times (cost_model.yaml)
 #   kernel-bench  tessera_kernel_bench on a short list, L2 flushed
 #   sanitizer     compute-sanitizer memcheck, racecheck and initcheck on four small programs
 #   hf-check      bench/hf_check.py --target cuda: tiny Llama/Qwen2/Qwen3 against transformers
@@ -29,7 +32,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 self="$here/$(basename "$0")"
-all_steps="probe smoke gpu-tests corpus suite kernel-bench sanitizer hf-check torch-compile"
+all_steps="probe smoke gpu-tests corpus suite tune kernel-bench sanitizer hf-check torch-compile"
 
 # The programs of the smoke and sanitizer steps (bundle.sh pre-builds their kernels: --list-programs).
 smoke_programs=(
@@ -51,6 +54,9 @@ default_entries() {
     grep -Ev '^(qwen2\.5-7b|llama3-8b)-.*-(decoder_layer|final_norm_lm_head)$' | paste -sd, -
 }
 kernel_bench_entries=tinyllama-prefill128-f32-rmsnorm,llama3-8b-decode-kv512-f32-rmsnorm,qwen2.5-7b-prefill512-bf16-rmsnorm,tinyllama-decode-kv512-f32-softmax,qwen2.5-7b-prefill128-bf16-softmax,llama3-8b-prefill512-f32-rope,tinyllama-decode-kv512-f32-rope
+# The tune step's entries: the quick tier's memory-bound and decode-step entries (the prefill
+# projections' candidates would spend the step on the reference check of GFLOP-sized matmuls).
+tune_entries=tinyllama-prefill128-f32-rmsnorm,tinyllama-decode-kv512-f32-rope,tinyllama-decode-kv512-f32-softmax,qwen2.5-7b-decode-kv512-f32-qkv_proj,llama3-8b-prefill512-f32-rope,llama3-8b-prefill512-f32-softmax,llama3-8b-decode-kv512-f32-rmsnorm,llama3-8b-decode-kv512-f32-down_proj_residual,tinyllama-decode-kv512-bf16-swiglu,qwen2.5-7b-prefill128-bf16-rope,qwen2.5-7b-prefill128-bf16-softmax,qwen2.5-7b-prefill512-bf16-rmsnorm,qwen2.5-7b-decode-kv512-bf16-o_proj_residual,llama3-8b-decode-kv512-bf16-attention
 compile_entries=tinyllama-prefill128-f32-rmsnorm,tinyllama-decode-kv512-f32-softmax,tinyllama-decode-kv512-f32-rope,qwen2.5-7b-prefill128-bf16-softmax
 
 case "${1:-}" in
@@ -205,6 +211,27 @@ if [ "${1:-}" = "--run-step" ]; then
       exec "${tessera[@]}" bench --suite "$here/bench/suite.yaml" --tier "$GPU_RUN_TIER" --entries "$GPU_RUN_ENTRIES" \
         --out "$GPU_RUN_RESULTS/suite" "${cache[@]}" --baseline-mode none --baseline-every 8 --io-limit 2 \
         --iterations 20 ;;
+    tune)
+      rc=0
+      # The cost model fitted to the suite step's kernel times (no GPU needed; first, as it is quick).
+      if [ -f "$GPU_RUN_RESULTS/suite/report.json" ]; then
+        "${tessera[@]}" tune --calibrate "$GPU_RUN_RESULTS/suite" -o "$GPU_RUN_RESULTS/cost_model.yaml" || rc=1
+      else
+        echo "gpu-run tune: no suite report to calibrate the cost model from (the suite step did not run)"
+      fi
+      # Tuning, with what is left of the step minus the tuned bench's 60 s; the database keeps every
+      # task finished before a timeout.
+      budget=$(( ${GPU_RUN_STEP_SECONDS:-150} - 60 ))
+      echo "== tessera tune --suite --measurer gpu (timeout ${budget} s): $tune_entries"
+      timeout -k 5 "$budget" "${tessera[@]}" tune --suite "$here/bench/suite.yaml" --entries "$tune_entries" \
+        --measurer gpu --tune-db "$GPU_RUN_RESULTS/tune.db" --time-budget 12 --patience 24 || rc=1
+      "${tessera[@]}" db list "$GPU_RUN_RESULTS/tune.db" > "$GPU_RUN_RESULTS/tune-db.txt" 2>&1
+      echo "== tessera bench --tune-db on the tuned entries"
+      "${tessera[@]}" bench --suite "$here/bench/suite.yaml" --tier quick --entries "$tune_entries" \
+        --tune-db "$GPU_RUN_RESULTS/tune.db" --out "$GPU_RUN_RESULTS/tuned-suite" "${cache[@]}" \
+        --baseline-mode none --io-limit 2 --iterations 20 || rc=1
+      echo "gpu-run tune: $(grep -h '^tune: [0-9]* trials in' "$GPU_RUN_RESULTS/logs/tune.log" 2>/dev/null | tail -1 | cut -c1-150)"
+      exit $rc ;;
     kernel-bench)
       exec "$here/bin/tessera_kernel_bench" --suite "$here/bench/suite.yaml" --entries "$kernel_bench_entries" \
         "${cache[@]}" --flush-l2 --benchmark_min_time=0.05 --benchmark_out="$GPU_RUN_RESULTS/kernel-bench.json" \
@@ -335,7 +362,7 @@ record() {  # record NAME RESULT EXIT SECONDS NOTE
 missing_for() {
   local m=$scratch/results/machine.txt
   case "$1" in
-    suite|kernel-bench) [ -f "$here/bench/suite.yaml" ] || echo "bench/suite.yaml is not in the bundle" ;;
+    suite|kernel-bench|tune) [ -f "$here/bench/suite.yaml" ] || echo "bench/suite.yaml is not in the bundle" ;;
     sanitizer) command -v compute-sanitizer >/dev/null || echo "compute-sanitizer is not on PATH" ;;
     hf-check) grep -q '^torch: [0-9]' "$m" && grep -q '^transformers: [0-9]' "$m" || echo "python3 has no usable torch and transformers" ;;
     torch-compile) grep -q '^torch: [0-9]' "$m" || echo "python3 has no usable torch" ;;
@@ -412,6 +439,7 @@ run_step smoke 90 20
 run_step gpu-tests 90 20
 run_step corpus 150 30
 run_step suite 170 40
+run_step tune 170 90
 run_step kernel-bench 45 15
 run_step sanitizer 90 20
 run_step hf-check 60 20

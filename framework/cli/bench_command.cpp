@@ -74,15 +74,6 @@ struct BenchFlags {
   bool dry_run = false;
 };
 
-std::vector<std::string> split_ids(const std::string& s) {
-  std::vector<std::string> ids;
-  std::stringstream ss(s);
-  std::string id;
-  while (std::getline(ss, id, ','))
-    if (!id.empty()) ids.push_back(id);
-  return ids;
-}
-
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 
@@ -543,7 +534,7 @@ int bench_command(int argc, char** argv, int first) {
 
   auto suite = load_suite(flags.suite);
   if (!suite) return report(std::cerr, suite.error());
-  auto selected = select_entries(*suite, flags.tier, split_ids(flags.entries));
+  auto selected = select_entries(*suite, flags.tier, split_entry_ids(flags.entries));
   if (!selected) {
     report(std::cerr, selected.error());
     return kExitUsage;
@@ -551,7 +542,6 @@ int bench_command(int argc, char** argv, int first) {
 
   auto session = open_session(global, std::cerr);
   if (!session) return kExitError;
-  if (!open_tuning_replay(*session, tune_db, std::cerr)) return kExitError;
   const Registry& registry = session->host.registry();
   if (!registry.has(ComponentKind::Target, "cuda")) {
     std::cerr << "error: tessera bench: the cuda target plugin is not installed\n";
@@ -561,6 +551,7 @@ int bench_command(int argc, char** argv, int first) {
   if (!pipeline_reaches_target(*session, *target, "tessera bench", std::cerr)) return kExitUsage;
 
   if (flags.dry_run) {
+    if (!open_tuning_replay(*session, tune_db, std::cerr)) return kExitError;
     TargetOptions to;
     to.arch = global.arch.empty() ? session->device->arch : global.arch;
     to.device = session->device;
@@ -578,8 +569,10 @@ int bench_command(int argc, char** argv, int first) {
     std::cerr << "error: tessera bench needs a GPU: " << why << " (--dry-run compiles the suite without one)\n";
     return kExitError;
   }
-  const TargetOptions to = target_options(*session, *target, global.arch, flags.cache_dir);
   const std::optional<DeviceDesc> hw = target->query_device();
+  if (timing && hw) adopt_gpu_device(*session, hw->name, std::cerr);  // compile for the GPU that times it
+  if (!open_tuning_replay(*session, tune_db, std::cerr)) return kExitError;
+  const TargetOptions to = target_options(*session, *target, global.arch, flags.cache_dir);
   const std::string driver_name =
       hw ? hw->name : flags.target + " target (" + session->device->name + "'s description)";
   // The peaks: --device when given, else the table's entry for this GPU, else the session's device.

@@ -402,20 +402,4 @@ ReportFiles write_bench_report(const ReportContext& ctx, const std::vector<Tesse
   return {doc.dump(2) + "\n", md.str()};
 }
 
-const DeviceDesc* device_for_driver_name(const DeviceTable& table, const std::string& driver_name) {
-  auto squash = [](const std::string& s) {
-    std::string o;
-    for (char c : s)
-      if (c != ' ' && c != '-' && c != '_') o += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return o;
-  };
-  const std::string name = squash(driver_name);
-  const DeviceDesc* best = nullptr;
-  for (const DeviceDesc& d : table.all()) {
-    const std::string s = squash(d.name);
-    if (!s.empty() && name.find(s) != std::string::npos && (!best || s.size() > squash(best->name).size())) best = &d;
-  }
-  return best;
-}
-
 }  // namespace tessera::cli

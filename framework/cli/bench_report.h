@@ -87,8 +87,4 @@ struct ReportFiles {
 ReportFiles write_bench_report(const ReportContext& context, const std::vector<TesseraResult>& rows,
                                const Baseline& baseline);
 
-// The device table's entry for a GPU the driver names `driver_name` ("NVIDIA H100 80GB HBM3"):
-// the one whose short name appears in it, ignoring case, spaces and dashes; nullptr when none does.
-const DeviceDesc* device_for_driver_name(const DeviceTable& table, const std::string& driver_name);
-
 }  // namespace tessera::cli

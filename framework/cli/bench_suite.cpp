@@ -295,4 +295,13 @@ Expected<std::vector<const SuiteEntry*>> select_entries(const Suite& suite, cons
   return selected;
 }
 
+std::vector<std::string> split_entry_ids(const std::string& s) {
+  std::vector<std::string> ids;
+  std::stringstream ss(s);
+  std::string id;
+  while (std::getline(ss, id, ','))
+    if (!id.empty()) ids.push_back(id);
+  return ids;
+}
+
 }  // namespace tessera::cli

@@ -62,4 +62,7 @@ Expected<Suite> load_suite(const std::string& path);
 Expected<std::vector<const SuiteEntry*>> select_entries(const Suite& suite, const std::string& tier,
                                                         const std::vector<std::string>& ids);
 
+// "a,b,,c" -> {a, b, c}: the --entries list of bench and tune.
+std::vector<std::string> split_entry_ids(const std::string& s);
+
 }  // namespace tessera::cli

@@ -1,6 +1,7 @@
 // Shared command-line plumbing: global flags, plugin discovery, pipeline and device selection.
 #include "cli_session.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -151,6 +152,7 @@ std::unique_ptr<Session> open_session(const GlobalFlags& flags, std::ostream& er
   s->devices = std::move(*table);
   const std::string& dev = s->pipeline.target.device;
   const std::string& arch = s->pipeline.target.arch;
+  s->device_named = !dev.empty() || !arch.empty();
   s->device = !dev.empty() ? s->devices.find(dev) : !arch.empty() ? s->devices.find_by_arch(arch) : s->devices.find("h100");
   if (!s->device) {
     std::string known;
@@ -159,6 +161,32 @@ std::unique_ptr<Session> open_session(const GlobalFlags& flags, std::ostream& er
     return nullptr;
   }
   return s;
+}
+
+const DeviceDesc* device_for_driver_name(const DeviceTable& table, const std::string& driver_name) {
+  auto squash = [](const std::string& s) {
+    std::string o;
+    for (char c : s)
+      if (c != ' ' && c != '-' && c != '_') o += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return o;
+  };
+  const std::string name = squash(driver_name);
+  const DeviceDesc* best = nullptr;
+  for (const DeviceDesc& d : table.all()) {
+    const std::string s = squash(d.name);
+    if (!s.empty() && name.find(s) != std::string::npos && (!best || s.size() > squash(best->name).size())) best = &d;
+  }
+  return best;
+}
+
+void adopt_gpu_device(Session& s, const std::string& driver_name, std::ostream& err) {
+  if (s.device_named) return;
+  if (const DeviceDesc* d = device_for_driver_name(s.devices, driver_name)) {
+    s.device = d;
+    return;
+  }
+  err << "note: '" << driver_name << "' is not in data/devices.yaml; compiling for " << s.device->name
+      << "'s description (--device NAME names another)\n";
 }
 
 int emit_output(const GlobalFlags& flags, const std::string& text, std::ostream& err) {

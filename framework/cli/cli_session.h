@@ -54,6 +54,9 @@ struct Session {
   PipelineSpec pipeline;
   DeviceTable devices;
   const DeviceDesc* device = nullptr;
+  // Whether --device, --arch or the pipeline named the device; when none did, a command that runs
+  // on a GPU compiles for the GPU present (adopt_gpu_device).
+  bool device_named = false;
   DType dtype = DType::F32;
   // --tune-db FILE: the tuned decisions every lowering of this invocation replays (tuning_replay.h).
   std::shared_ptr<TuningReplay> tuning_replay;
@@ -63,6 +66,16 @@ struct Session {
 // pipeline (validated), the device table and the selected device. Errors are printed to `err`.
 // Returns nullptr on failure.
 std::unique_ptr<Session> open_session(const GlobalFlags& flags, std::ostream& err, bool need_pipeline = true);
+
+// The device table's entry for a GPU the driver names `driver_name` ("NVIDIA H100 80GB HBM3"):
+// the one whose short name appears in it, ignoring case, spaces and dashes; nullptr when none does.
+const DeviceDesc* device_for_driver_name(const DeviceTable& table, const std::string& driver_name);
+
+// A command about to run on the GPU the driver names `driver_name` compiles for that GPU's table
+// entry unless the device was named (Session::device_named): heuristics and tuning records then
+// describe the GPU the kernels run on, not the default H100. A GPU missing from the table keeps
+// the session's device and prints a note to `err` saying so.
+void adopt_gpu_device(Session& s, const std::string& driver_name, std::ostream& err);
 
 // Writes `text` to -o FILE or stdout.
 int emit_output(const GlobalFlags& flags, const std::string& text, std::ostream& err);

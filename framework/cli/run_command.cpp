@@ -189,10 +189,11 @@ int run_command(int argc, char** argv, int first) {
   }
   auto session = open_session(flags, std::cerr);
   if (!session) return kExitError;
-  if (!open_tuning_replay(*session, tune_db, std::cerr)) return kExitError;
   int exit_code = kExitOk;
   auto target = pick_target(session->host.registry(), target_name, "tessera run", exit_code);
   if (!target) return exit_code;
+  if (std::optional<DeviceDesc> hw = target->query_device()) adopt_gpu_device(*session, hw->name, std::cerr);
+  if (!open_tuning_replay(*session, tune_db, std::cerr)) return kExitError;
   if (vm.count("bench") && target->name() != "cuda") {
     std::cerr << "error: tessera run --bench: timing needs the cuda target; '" << target->name()
               << "' checks results only\n";

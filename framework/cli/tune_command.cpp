@@ -16,6 +16,7 @@
 #include <mutex>
 #include <thread>
 
+#include "bench_suite.h"
 #include "cli_session.h"
 #include "commands.h"
 #include "compile_program.h"
@@ -181,6 +182,7 @@ int tune_command(int argc, char** argv, int first) {
   std::string shard = "0/1";
   std::string measurer_name = "cost-model";
   std::string calibrate;
+  std::string suite_path, suite_tier = "quick", suite_entries;
   double gpu_timeout_s = 30;
   int gpu_iterations = 20;
   TuningBudget budget;
@@ -198,6 +200,9 @@ int tune_command(int argc, char** argv, int first) {
       ("measurer", po::value(&measurer_name)->value_name("cost-model|gpu"), "how trials are scored: cost-model (the analytic model of docs/cost-model.md, the default) or gpu (each candidate checked against the reference, then timed on the GPU in a worker process; docs/tuning-gpu-measurer.md)")
       ("gpu-timeout", po::value(&gpu_timeout_s)->value_name("S"), "--measurer gpu: kill a candidate's worker after S seconds, a failed trial (default 30)")
       ("iterations", po::value(&gpu_iterations)->value_name("N"), "--measurer gpu: timed runs per candidate after warm-up (default 20)")
+      ("suite", po::value(&suite_path)->value_name("FILE"), "tune the programs of a benchmark suite (bench/suite.yaml) instead of one program: the distinct kernels of every selected entry, each tuned once")
+      ("tier", po::value(&suite_tier)->value_name("quick|full"), "--suite: the entries of this tier (default quick)")
+      ("entries", po::value(&suite_entries)->value_name("ID,..."), "--suite: only these entries")
       ("calibrate", po::value(&calibrate)->value_name("RESULTS"), "fit the cost model's coefficients to GPU measurements instead of tuning (writes -o FILE)");
   add_model_options(desc, src.model);
   add_global_options(desc, flags);
@@ -205,11 +210,20 @@ int tune_command(int argc, char** argv, int first) {
   po::variables_map vm;
   if (auto code = parse_command_line(args, desc, model_positional(), vm,
                                      "tessera tune -c EXPR [--tune-db FILE] [--trials N] [options]\n"
+                                     "       tessera tune --suite FILE [--tier quick|full] [--entries ID,...] [options]\n"
                                      "       tessera tune MODEL [--layer N] [--seq-len S | --decode --cache-len C] [options]\n"
                                      "       tessera tune --calibrate RESULTS -o FILE"))
     return *code;
   if (!calibrate.empty()) return calibrate_cost_model_command(flags, calibrate);
 
+  if (!suite_path.empty() && (!src.expr.empty() || !src.file.empty() || !src.from_ir.empty() || !src.model.model.empty())) {
+    std::cerr << "error: tessera tune --suite tunes the suite's programs; give it or a program (-c, -f, --from-ir, MODEL), not both\n";
+    return kExitUsage;
+  }
+  if (suite_path.empty() && (vm.count("tier") || vm.count("entries"))) {
+    std::cerr << "error: tessera tune: --tier and --entries select entries of --suite FILE\n";
+    return kExitUsage;
+  }
   if (!parse_shard(shard, budget.shard_index, budget.shard_count)) {
     std::cerr << "error: tessera tune --shard must be I/N with 0 <= I < N, got '" << shard << "'\n";
     return kExitUsage;
@@ -282,9 +296,6 @@ int tune_command(int argc, char** argv, int first) {
                 << ec.message() << "\n";
       return kExitError;
     }
-    Expected<CostModel> model = CostModel::load_default();
-    if (!model) return report(std::cerr, model.error());
-    prior = std::make_unique<CostModelMeasurer>(std::move(*model), *session->device);
     gpu_options.worker_command = {self, "measure-worker"};
     for (const std::string& plugin : flags.plugins) {
       gpu_options.worker_command.push_back("--plugin");
@@ -300,6 +311,10 @@ int tune_command(int argc, char** argv, int first) {
       return kExitError;
     }
     gpu_options.arch = flags.arch.empty() ? gpu->arch : flags.arch;
+    adopt_gpu_device(*session, gpu->name, std::cerr);  // tasks compile for, and records name, the GPU measured
+    Expected<CostModel> model = CostModel::load_default();
+    if (!model) return report(std::cerr, model.error());
+    prior = std::make_unique<CostModelMeasurer>(std::move(*model), *session->device);
     gpu_compiler = session->host.registry().make_target("cuda");
     gpu_options.compiler = gpu_compiler.get();
     gpu_options.gpu_lock = &gpu_lock;
@@ -307,27 +322,71 @@ int tune_command(int argc, char** argv, int first) {
   }
   const std::string measurer_label = cost_model ? std::string(cost_model->name()) : "gpu";
 
-  auto graph = load_program(*session, src, std::cerr);
-  if (!graph) return kExitUsage;
-  if (graph->stage() > Dialect::Loop) {
-    std::cerr << "error: tessera tune: the program is already in " << dialect_name(graph->stage())
-              << " IR; tuning starts from the kernels as they enter the tile stage\n";
-    return kExitUsage;
+  // One program's tasks: the program to the end of the loop stage, then its distinct kernels.
+  auto tasks_of = [&](const ProgramSource& program) -> std::optional<std::vector<TuningTaskGraph>> {
+    auto graph = load_program(*session, program, std::cerr);
+    if (!graph) return std::nullopt;
+    if (graph->stage() > Dialect::Loop) {
+      std::cerr << "error: tessera tune: the program is already in " << dialect_name(graph->stage())
+                << " IR; tuning starts from the kernels as they enter the tile stage\n";
+      return std::nullopt;
+    }
+    RunnerOptions ro;
+    ro.stop_after = Dialect::Loop;
+    ro.device = session->device;
+    ro.verbosity = 0;
+    std::ostringstream sink;
+    ro.out = &sink;
+    ro.err = &std::cerr;
+    DiagnosticEngine diags;
+    if (Status st = PipelineRunner(session->host.registry(), session->pipeline, ro).run(*graph, diags); !st) {
+      std::cerr << diags.render_all();
+      report(std::cerr, st.error());
+      return std::nullopt;
+    }
+    Expected<std::vector<TuningTaskGraph>> found = extract_tuning_tasks(*graph);
+    if (!found) {
+      report(std::cerr, found.error());
+      return std::nullopt;
+    }
+    return std::move(*found);
+  };
+  std::optional<std::vector<TuningTaskGraph>> tasks;
+  if (suite_path.empty()) {
+    tasks = tasks_of(src);
+    if (!tasks) return kExitUsage;
+  } else {
+    // A suite: every entry's tasks, a kernel several entries share tuned once with their weights
+    // summed (the records replay for every entry: they are keyed by the kernel, not the program).
+    Expected<Suite> suite = load_suite(suite_path);
+    if (!suite) return report(std::cerr, suite.error());
+    Expected<std::vector<const SuiteEntry*>> selected = select_entries(*suite, suite_tier, split_entry_ids(suite_entries));
+    if (!selected) {
+      report(std::cerr, selected.error());
+      return kExitUsage;
+    }
+    tasks.emplace();
+    for (const SuiteEntry* e : *selected) {
+      ProgramSource program;
+      program.expr = e->program;
+      program.label = "<" + e->id + ">";
+      std::optional<std::vector<TuningTaskGraph>> found = tasks_of(program);
+      if (!found) {
+        std::cerr << "error: tessera tune --suite: entry '" << e->id << "' does not compile (above)\n";
+        return kExitUsage;
+      }
+      for (TuningTaskGraph& t : *found) {
+        auto same = std::find_if(tasks->begin(), tasks->end(),
+                                 [&](const TuningTaskGraph& o) { return o.task.hash == t.task.hash; });
+        if (same != tasks->end()) {
+          same->task.weight += t.task.weight;
+          continue;
+        }
+        t.task.name = e->id + "/" + t.task.name;
+        tasks->push_back(std::move(t));
+      }
+    }
   }
-  RunnerOptions ro;
-  ro.stop_after = Dialect::Loop;
-  ro.device = session->device;
-  ro.verbosity = 0;
-  std::ostringstream sink;
-  ro.out = &sink;
-  ro.err = &std::cerr;
-  DiagnosticEngine diags;
-  if (Status st = PipelineRunner(session->host.registry(), session->pipeline, ro).run(*graph, diags); !st) {
-    std::cerr << diags.render_all();
-    return report(std::cerr, st.error());
-  }
-  Expected<std::vector<TuningTaskGraph>> tasks = extract_tuning_tasks(*graph);
-  if (!tasks) return report(std::cerr, tasks.error());
   if (tasks->empty()) {
     std::cerr << "error: tessera tune: the program has no kernels to tune\n";
     return kExitUsage;

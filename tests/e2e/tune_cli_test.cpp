@@ -82,6 +82,44 @@ TEST(TuneCli, AModelTunesEachDistinctKernelOnce) {
       << compile.err;
 }
 
+// A suite's entries share kernels: one task per distinct kernel over every selected entry, named
+// after the first entry that has it, weighted by all of them; --entries selects.
+TEST(TuneCli, ASuiteTunesEachSharedKernelOnce) {
+  TempDir dir;
+  auto entry = [](const std::string& id, const std::string& family, const std::string& program) {
+    return "  - id: " + id + "\n    family: " + family +
+           "\n    model: TinyLlama-1.1B\n    phase: prefill\n    seq: 32\n    kv: 0\n    dtype: f32\n"
+           "    tiers: [quick, full]\n    program: |\n      " + program + "\n";
+  };
+  const std::string suite =
+      dir.write("suite.yaml", "version: 1\nentries:\n" + entry("a-norm", "norm", kRmsNorm) +
+                                  entry("b-norm", "norm", kRmsNorm) +
+                                  entry("c-softmax", "softmax", "torch.softmax(torch.randn(8, 512), dim=-1)"));
+  const std::string db = dir.path() + "/s.db";
+  CliResult tune = run_cli({"tune", "--suite", suite, "--tune-db", db, "--trials", "16"});
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  EXPECT_NE(tune.err.find("tune: 3 kernels, 2 distinct;"), std::string::npos) << tune.err;
+  EXPECT_NE(tune.err.find("] a-norm/rms_norm (x2): "), std::string::npos) << tune.err;
+  EXPECT_NE(tune.err.find("] c-softmax/softmax (x1): "), std::string::npos) << tune.err;
+  CliResult list = run_cli({"db", "list", db});
+  EXPECT_NE(list.out.find("a-norm/rms_norm"), std::string::npos) << list.out;
+  // The second entry's kernel replays the first entry's record.
+  CliResult compile = run_cli({"compile", "-c", kRmsNorm, "--tune-db", db});
+  EXPECT_NE(compile.err.find("tuned decisions for 1 of 1 kernels"), std::string::npos) << compile.err;
+
+  CliResult one = run_cli({"tune", "--suite", suite, "--entries", "c-softmax", "--tune-db", dir.path() + "/c.db",
+                           "--trials", "8"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.err.find("tune: 1 kernels, 1 distinct;"), std::string::npos) << one.err;
+
+  CliResult both = run_cli({"tune", "--suite", suite, "-c", kRmsNorm, "--tune-db", db});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("give it or a program"), std::string::npos) << both.err;
+  CliResult unknown = run_cli({"tune", "--suite", suite, "--entries", "d-nothing", "--tune-db", db});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("d-nothing"), std::string::npos) << unknown.err;
+}
+
 TEST(TuneCli, VerboseListsEveryTrialWithItsDecisions) {
   TempDir dir;
   CliResult tune =

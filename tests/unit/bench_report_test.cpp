@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/cli/bench_report.h"
+#include "framework/cli/cli_session.h"
 #include "support/cli_runner.h"
 
 namespace tessera::cli {

@@ -675,6 +675,11 @@ TEST_F(CudaEmitterTest, EveryElementwiseFunctionEmitsAndCompilesInF64AndIntegers
       EXPECT_EQ(op->source.find("expf("), std::string::npos) << "f64 arithmetic in float:\n" << op->source;
     } else {
       EXPECT_NE(op->source.find("tessera_floor_divide(in0, 3)"), std::string::npos) << op->source;
+      // Integer accumulators combine as integers: a float operand would round int64 sums past 2^24
+      // (found on the GPU: Int32SumIsExact was off by thousands).
+      for (const char* text : {"acc0 += in0;", "acc0 *= in0;", "acc0 = max(acc0, in0);", "acc0 = min(acc0, in0);"})
+        EXPECT_NE(op->source.find(text), std::string::npos) << text << " is missing:\n" << op->source;
+      EXPECT_EQ(op->source.find("acc0 += (float)"), std::string::npos) << "integer accumulation in float:\n" << op->source;
     }
     expect_compiles(k.g, "every elementwise function in " + name);
   }

@@ -10,8 +10,8 @@
 //                                                   Combine(acc0, op=add)
 // A `# reduce` loop is followed by one `Combine(acc, op=OP)` per accumulator it accumulates into
 // that is initialized outside it (OP = the Accum op), so every thread then holds the full result;
-// a `# free` loop just splits its iterations (no Combine). Loops nested inside stay serial per
-// thread. Top-level writes (outside any loop) are wrapped in `if t == 0:` so one thread writes.
+// a `# free` loop just splits its iterations (no Combine); a free loop of one iteration is not a
+// loop to share: its body is treated as top level. Loops nested inside stay serial per thread. Top-level writes (outside any loop) are wrapped in `if t == 0:` so one thread writes.
 // Knob THREADS (32, 64, .., 1024; those <= device.max_threads_per_block): threads per block.
 //   Heuristic: the next power of two >= (longest top-level loop trip count / 8), clamped to
 //   [device.warp_size, device.max_threads_per_block / 4] (RMSNorm over 2048 gets 256).
@@ -103,6 +103,15 @@ class Striding {
       }
       flush_writes();
       if (const auto* loop = s.as<Loop>()) {
+        // A free loop of one iteration (a size-1 output axis) is no loop to share: its body is
+        // the top level (striding it would give the whole epilogue to thread 0; found on a GPU as
+        // decode RMSNorm over 4096 taking 35 us).
+        if (loop->role == LoopRole::Free && loop->begin.is(ExprKind::Int) && loop->end.is(ExprKind::Int) &&
+            loop->end.int_value() - loop->begin.int_value() == 1) {
+          for (Stmt& inner : rewrite(substitute_and_simplify(loop->body, {{loop->var, loop->begin}}, {})))
+            out.push_back(std::move(inner));
+          continue;
+        }
         Expr begin = simplify(loop->begin + Expr::var(thread_));
         out.push_back(StridedLoop{loop->var, begin, loop->end, Expr::int_(threads_), loop->role, 0, loop->body});
         if (loop->role == LoopRole::Reduce)

@@ -225,6 +225,17 @@ std::string CudaEmitter::store_text(const Buffer& b, const Printed& v) {
 }
 
 std::string CudaEmitter::combine(CombineFn op, const std::string& a, const std::string& b, DType t) {
+  // Integers combine as integers: the float spellings (fmaxf, float arithmetic) would round int64
+  // sums past 2^24.
+  if (!dtype_is_float(t)) {
+    switch (op) {
+      case CombineFn::Add: return a + " + " + b;
+      case CombineFn::Mul: return a + " * " + b;
+      case CombineFn::Max: return "max(" + a + ", " + b + ")";
+      case CombineFn::Min: return "min(" + a + ", " + b + ")";
+    }
+    TESSERA_UNREACHABLE("a CombineFn value is one of the declared combine functions");
+  }
   const Ty ty = t == DType::F64 ? Ty::Double : Ty::Float;
   return call_fn(fn_info(op).fn, {Printed{a, kAtom, ty}, Printed{b, kAtom, ty}});
 }

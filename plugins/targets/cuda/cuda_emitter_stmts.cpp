@@ -131,19 +131,18 @@ Status CudaEmitter::emit_init(const Stmt& s, const Init* st) {
 }
 
 Status CudaEmitter::emit_accum(const Stmt& s, const Accum* st) {
-  Printed v = value(st->value);
   if (!names_.count(st->acc)) return error_at(s, "accumulator '" + st->acc + "' is not initialized here");
+  auto acc_type = value_types_.find(st->acc);
+  const DType t = acc_type == value_types_.end() ? DType::F32 : acc_type->second;
+  // The value in the accumulator's own arithmetic: an integer accumulator adds integers exactly.
+  Printed v = arg(st->value, t);
   std::string target = st->acc;
   for (const Expr& i : st->index) target += "[" + index(i).text + "]";
   switch (st->op) {
     case CombineFn::Add: line(target + " += " + v.text + ";"); break;
     case CombineFn::Mul: line(target + " *= " + v.text + ";"); break;
     case CombineFn::Max:
-    case CombineFn::Min: {
-      auto acc_type = value_types_.find(st->acc);
-      line(target + " = " + combine(st->op, target, v.text, acc_type == value_types_.end() ? DType::F32 : acc_type->second) + ";");
-      break;
-    }
+    case CombineFn::Min: line(target + " = " + combine(st->op, target, v.text, t) + ";"); break;
   }
   return Status::ok();
 }
