@@ -224,7 +224,7 @@ if [ "${1:-}" = "--run-step" ]; then
       budget=$(( ${GPU_RUN_STEP_SECONDS:-150} - 60 ))
       echo "== tessera tune --suite --measurer gpu (timeout ${budget} s): $tune_entries"
       timeout -k 5 "$budget" "${tessera[@]}" tune --suite "$here/bench/suite.yaml" --entries "$tune_entries" \
-        --measurer gpu --tune-db "$GPU_RUN_RESULTS/tune.db" --time-budget 12 --patience 24 || rc=1
+        --measurer gpu --tune-db "$GPU_RUN_RESULTS/tune.db" --jobs 4 --time-budget 25 --patience 16 || rc=1
       "${tessera[@]}" db list "$GPU_RUN_RESULTS/tune.db" > "$GPU_RUN_RESULTS/tune-db.txt" 2>&1
       echo "== tessera bench --tune-db on the tuned entries"
       "${tessera[@]}" bench --suite "$here/bench/suite.yaml" --tier quick --entries "$tune_entries" \
@@ -439,7 +439,7 @@ run_step smoke 90 20
 run_step gpu-tests 90 20
 run_step corpus 150 30
 run_step suite 170 40
-run_step tune 170 90
+run_step tune 200 90
 run_step kernel-bench 45 15
 run_step sanitizer 90 20
 run_step hf-check 60 20
