@@ -68,6 +68,7 @@ std::optional<Contraction> contraction_at(const Body& body, size_t i, const std:
       continue;
     ContractionOperand op;
     op.buffer = load->buffer;
+    op.rank = load->index.size();
     for (size_t d = 0; d < load->index.size(); ++d)
       if (uses(ExprList{load->index[d]}, k_vars)) op.k_dims.push_back(d);
     for (const std::string& axis : tile_axes)
@@ -95,6 +96,16 @@ std::optional<Contraction> contraction_at(const Body& body, size_t i, const std:
   }
   return c;
 }
+
+}  // namespace
+
+bool streams_rows_of_b(const Contraction& c) {
+  const ContractionOperand& b = c.b();
+  return c.m_axes.empty() && !c.chunked() && c.k_extent() >= kRowStreamMinK && b.rank > 0 &&
+         b.k_dims == std::vector<size_t>{b.rank - 1};
+}
+
+namespace {
 
 void find_in(const Body& body, std::vector<size_t>& guards, const std::vector<std::string>& tile_axes,
              std::vector<Contraction>& out) {

@@ -25,7 +25,10 @@
 //     operands are reused across outputs), or a top-level `# free` loop whose trips times the
 //     innermost iterations of its body reach warp_size * warp_size, or of warp_size trips after
 //     a top-level reduction of warp_size iterations (a reduction's epilogue over the row, or
-//     split_reduce's share of it, long enough to busy a block); otherwise the next power of two >= E, clamped to
+//     split_reduce's share of it, long enough to busy a block), or for a GEMV that streams rows
+//     of B (streams_rows_of_b in tessera/ir/contraction.h: nn.Linear at M=1, whose weight rows
+//     the block's threads then read with wide coalesced loads instead of each thread walking
+//     one row); otherwise the next power of two >= E, clamped to
 //     [warp_size, T], T = max_threads_per_block / 4, halved (not below warp_size) while a kernel
 //     whose work is 1 MB or more (outputs times the innermost iterations of the body, 4 bytes
 //     each) would get fewer blocks than device.sm_count; not for a contraction tiled in rows,
@@ -400,7 +403,8 @@ class LaunchGeometryPass final : public TilePass {
       bn_heuristic = kLargeTileColumnsPerWarp * warp;  // register_tile divides it to warp_size columns
     else if (tiles_rows)
       bn_heuristic = warp;  // a 2-D block tile: BM = comfortable / warp rows share each B slab
-    else if (!is_row_reduction(tile, device))
+    else if (!is_row_reduction(tile, device) &&
+             std::none_of(contractions.begin(), contractions.end(), [](const Contraction& c) { return streams_rows_of_b(c); }))
       bn_heuristic = std::min(std::max(next_pow2(inner.extent), warp), comfortable);
     Expected<int64_t> bn = ctx.choose_int("BN", node, bn_candidates, bn_heuristic);
     if (!bn) return std::move(bn).error();

@@ -27,7 +27,8 @@
 //   accumulators are read before the epilogue.
 // Knob SPLITK (1 = off, else 2..128, powers of two dividing e-b and leaving at least 16 steps per
 //   split). Asked only for kernels with a contraction. Heuristic: estimate the blocks the outputs
-//   alone give (one block per 256 outputs, launch_geometry's largest block); when that is below
+//   alone give (one block per 256 outputs, launch_geometry's largest block; one per output for a
+//   GEMV that streams rows of B, streams_rows_of_b in tessera/ir/contraction.h); when that is below
 //   device.sm_count, K is at least 512 and the operands hold 1 MB or more, the smallest S that
 //   gives every SM a block while each split keeps at least 16 steps of K (the partial sums,
 //   2 * S * 4 bytes per output written and read back, stay at most half the K * 2 bytes of bf16
@@ -243,7 +244,8 @@ class SplitMatmulKPass final : public Pass {
     }
     int64_t outputs = 1;
     for (const TileAxis& a : tile->axes) outputs *= a.extent;
-    const int64_t blocks = (outputs + kOutputsPerBlock - 1) / kOutputsPerBlock;
+    // A GEMV streaming rows of B gets a block per output (launch_geometry's BN = 1).
+    const int64_t blocks = streams_rows_of_b(p.c) ? outputs : (outputs + kOutputsPerBlock - 1) / kOutputsPerBlock;
     const int64_t sms = ctx.device().sm_count;
     // The operands' bytes, each read once: a kernel that moves less than 1 MB is over before a
     // second kernel's launch would pay off.

@@ -27,12 +27,16 @@
 // body that accumulates nothing (staging copies, the scaled row of a norm, elementwise tails) are
 // rewritten the same way with each thread taking K consecutive elements per step
 // (`StridedLoop(v = t; < N/K; += T)`, lane j at v * K + j): all elements are still handled once,
-// by possibly different threads.
+// by possibly different threads. So are thread-strided `# reduce` loops all of whose loads become
+// vector loads (a GEMV's weight row and activations, a norm's unstaged row): each thread's partial
+// sum then covers other elements, so the sum's order, and its rounding, changes as it does with
+// another thread count.
 // Knob WIDTH (1, 2, 4, 8; heuristic: the widest K some loop of the kernel can take, so 16-byte
 //   accesses: 4 x f32, 8 x bf16/f16; asked only for kernels with a loop it can rewrite): K. A loop
 //   that cannot take the chosen K is skipped.
 // Accepts: Kernel IR (KernelOp nodes; other nodes are left alone).
-// Guarantees: the kernel computes the same values in the same order; vector accesses are aligned as
+// Guarantees: the kernel computes the same values in the same order (but for thread-strided
+//   reduce loops, above); vector accesses are aligned as
 //   docs/ir.md requires; unroll requests are divided by K (dropped when K does not divide them); the
 //   body is canonically named.
 // Tests: tests/golden/vectorize_loads/ and tests/unit/vectorize_loads_test.cpp.
@@ -305,22 +309,38 @@ class BodyWalker final : public StmtMutator {
  private:
   // A thread-strided loop `StridedLoop(v = t; < N; += T)` whose start t takes every value of
   // [0, T) over the block (the threads partition [0, N)) and whose straight-line body accumulates
-  // nothing: each thread takes K consecutive elements per step instead, `StridedLoop(v = t; < N/K;
-  // += T)` with lane j at v * K + j, so its contiguous accesses become vector accesses. Every element
-  // is still handled exactly once; which thread handles it changes, which no such body observes
-  // (no Accum; shared-memory data is exchanged across barriers only). nullopt: left as it is.
+  // nothing, or is a `# reduce` loop all of whose loads vectorize: each thread takes K consecutive
+  // elements per step instead, `StridedLoop(v = t; < N/K; += T)` with lane j at v * K + j, so its
+  // contiguous accesses become vector accesses. Every element is still handled exactly once; which
+  // thread handles it changes, which a body without Accum does not observe (shared-memory data is
+  // exchanged across barriers only) and a reduce loop observes only as the order of its sum (the
+  // Combine after it adds the threads' partial sums). nullopt: left as it is.
   std::optional<Stmt> walk_strided(const StridedLoop& sl, const RangeMap& ranges) {
     const Expr step = simplify(sl.step, ranges);
     const std::optional<Interval> start = bound_of(sl.begin, ranges);
     if (!step.is(ExprKind::Int) || !sl.end.is(ExprKind::Int) || !start || start->lo != 0 ||
         start->hi != step.int_value() - 1)
       return std::nullopt;
-    for (const Stmt& st : sl.body)
-      if (st.is<Accum>() || st.is<Init>()) return std::nullopt;
+    bool accumulates = false;
+    for (const Stmt& st : sl.body) {
+      if (st.is<Init>()) return std::nullopt;
+      accumulates = accumulates || st.is<Accum>();
+    }
+    if (accumulates && sl.role != LoopRole::Reduce) return std::nullopt;
     const Loop as_loop{sl.var, Expr::int_(0), sl.end, sl.role, sl.unroll, sl.body};
+    // A `# reduce` loop: every load must become a vector load (global rows read K at a time); a
+    // scalar load left at v * K + j would be a K-way strided gather (bank conflicts in shared
+    // memory), worse than the loop as it is.
+    auto usable = [&](const LoopPlan& p) {
+      if (!p.why_not.empty()) return false;
+      if (!accumulates) return true;
+      for (size_t i = 0; i < sl.body.size(); ++i)
+        if (sl.body[i].is<Load>() && !p.vector_stmts.count(i)) return false;
+      return true;
+    };
     if (k_ == 1) {
       for (int64_t k : {8, 4, 2}) {
-        if (vec_.plan(as_loop, k, ranges).why_not.empty()) {
+        if (usable(vec_.plan(as_loop, k, ranges))) {
           widest = std::max(widest, k);
           break;
         }
@@ -328,7 +348,7 @@ class BodyWalker final : public StmtMutator {
       return std::nullopt;
     }
     LoopPlan p = vec_.plan(as_loop, k_, ranges);
-    if (!p.why_not.empty()) return std::nullopt;
+    if (!usable(p)) return std::nullopt;
     Loop rewritten = vec_.rewrite(as_loop, k_, p, ranges);
     return Stmt(StridedLoop{sl.var, sl.begin, rewritten.end, sl.step, sl.role, rewritten.unroll, rewritten.body});
   }

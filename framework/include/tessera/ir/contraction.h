@@ -27,6 +27,7 @@ namespace tessera {
 
 struct ContractionOperand {
   std::string buffer;
+  size_t rank = 0;                 // dimensions of its index
   std::vector<size_t> k_dims;      // index dimensions that use k
   std::vector<std::string> axes;   // Tile axes the index uses, in Tile order
 };
@@ -51,6 +52,14 @@ struct Contraction {
   const ContractionOperand& b() const { return operands[b_index]; }
   size_t a_index = 0, b_index = 1;
 };
+
+// A GEMV that streams rows of B along K: no M axis, K not chunked and at least kRowStreamMinK
+// long, and B's index uses k in its last dimension alone (nn.Linear at M=1: `x[k] * w[n, k]`), so
+// each output reads one contiguous row of B that no other output reads. Its schedule is a block per output (launch_geometry's
+// BN = 1) whose threads share the row with wide coalesced loads, not a thread per output walking
+// a column of rows (a strided gather); split_matmul_k counts such blocks.
+bool streams_rows_of_b(const Contraction& c);
+constexpr int64_t kRowStreamMinK = 256;  // 8 elements per lane of a warp: shorter rows keep a thread each
 
 // Every contraction of `tile`, in textual order.
 std::vector<Contraction> find_contractions(const Tile& tile);
