@@ -16,8 +16,10 @@
 #   tune          tessera tune --suite --measurer gpu on the quick tier's memory-bound and decode
 #                 entries, then bench --tune-db on them; and the cost model calibrated to the suite's
 #                 kernel times (cost_model.yaml)
+#   memory-bound  bench/memory-bound.yaml (the memory-bound issue's RMSNorm, softmax, SwiGLU product
+#                 and RoPE sizes, f32 and bf16) against eager PyTorch and torch.compile
 #   kernel-bench  tessera_kernel_bench on a short list, L2 flushed
-#   sanitizer     compute-sanitizer memcheck, racecheck and initcheck on four small programs
+#   sanitizer     compute-sanitizer memcheck, racecheck and initcheck on five small programs
 #   hf-check      bench/hf_check.py --target cuda: tiny Llama/Qwen2/Qwen3 against transformers
 #   torch-compile torch.compile columns for a few small entries, with the time that is left
 # Each step runs under its own timeout, bounded by the time left; one that would get less than its
@@ -32,7 +34,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 self="$here/$(basename "$0")"
-all_steps="probe smoke gpu-tests corpus suite tune kernel-bench sanitizer hf-check torch-compile"
+all_steps="probe smoke gpu-tests corpus suite tune memory-bound kernel-bench sanitizer hf-check torch-compile"
 
 # The programs of the smoke and sanitizer steps (bundle.sh pre-builds their kernels: --list-programs).
 smoke_programs=(
@@ -46,6 +48,7 @@ sanitizer_programs=(
   "nn.RMSNorm(2048)(torch.randn(1, 4, 2048))"  # cp.async staging
   "F.scaled_dot_product_attention(torch.randn(1, 4, 16, 32), torch.randn(1, 2, 16, 32), torch.randn(1, 2, 16, 32), is_causal=True, enable_gqa=True)"
   "torch.softmax(torch.randn(4, 1024, dtype=torch.bfloat16), dim=-1)"
+  "nn.Linear(4096, 1024, bias=False)(torch.randn(1, 4096))"  # a decode GEMV: a block per row, 16-byte loads
 )
 # Suite entries: the quick tier without the giant ones (7B/8B decoder layers and lm_heads: minutes
 # of parameter generation and GB of IO each); the kernel-bench and torch.compile steps' short lists.
@@ -232,6 +235,9 @@ if [ "${1:-}" = "--run-step" ]; then
         --baseline-mode none --io-limit 2 --iterations 20 || rc=1
       echo "gpu-run tune: $(grep -h '^tune: [0-9]* trials in' "$GPU_RUN_RESULTS/logs/tune.log" 2>/dev/null | tail -1 | cut -c1-150)"
       exit $rc ;;
+    memory-bound)
+      exec "${tessera[@]}" bench --suite "$here/bench/memory-bound.yaml" --tier full \
+        --out "$GPU_RUN_RESULTS/memory-bound" "${cache[@]}" --baseline-mode default --io-limit 4 --iterations 20 ;;
     kernel-bench)
       exec "$here/bin/tessera_kernel_bench" --suite "$here/bench/suite.yaml" --entries "$kernel_bench_entries" \
         "${cache[@]}" --flush-l2 --benchmark_min_time=0.05 --benchmark_out="$GPU_RUN_RESULTS/kernel-bench.json" \
@@ -258,7 +264,7 @@ if [ "${1:-}" = "--run-step" ]; then
 fi
 
 # ---- the driver
-usage() { sed -n '2,31p' "$self" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -uo pipefail/p' "$self" | sed '$d' | sed 's/^# \{0,1\}//'; }
 deadline=500
 entries=""
 steps="$all_steps"
@@ -363,6 +369,7 @@ missing_for() {
   local m=$scratch/results/machine.txt
   case "$1" in
     suite|kernel-bench|tune) [ -f "$here/bench/suite.yaml" ] || echo "bench/suite.yaml is not in the bundle" ;;
+    memory-bound) [ -f "$here/bench/memory-bound.yaml" ] || echo "bench/memory-bound.yaml is not in the bundle" ;;
     sanitizer) command -v compute-sanitizer >/dev/null || echo "compute-sanitizer is not on PATH" ;;
     hf-check) grep -q '^torch: [0-9]' "$m" && grep -q '^transformers: [0-9]' "$m" || echo "python3 has no usable torch and transformers" ;;
     torch-compile) grep -q '^torch: [0-9]' "$m" || echo "python3 has no usable torch" ;;
@@ -440,6 +447,7 @@ run_step gpu-tests 90 20
 run_step corpus 150 30
 run_step suite 170 40
 run_step tune 200 90
+run_step memory-bound 150 60
 run_step kernel-bench 45 15
 run_step sanitizer 90 20
 run_step hf-check 60 20

@@ -30,7 +30,7 @@ TEST(Cli, MainJobPrintsTheCudaKernelOfRmsNorm) {
             std::string::npos)
       << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '{') - std::count(r.out.begin(), r.out.end(), '}'), 0) << r.out;
-  for (const char* piece : {"__shared__ __align__(16) float x_smem[2048];", "cp.async.ca.shared.global",
+  for (const char* piece : {"__shared__ __align__(16) float x_smem[2048];", "cp.async.cg.shared.global",
                             "__shfl_xor_sync(0xffffffff, acc0, 16, 32)", "rsqrtf(",
                             "*reinterpret_cast<float4*>(&rms_norm[a1 * 2048 + a4 * 4]) = make_float4(v10, v12, v14, v16);"}) {
     EXPECT_NE(r.out.find(piece), std::string::npos) << piece << "\n" << r.out;

@@ -248,15 +248,38 @@ TEST_F(MaterializeTest, AsyncStageGuardsOnlyTheTail) {
             "a0 = threadIdx.x\n"
             "a1 = blockIdx.x % 8\n"
             "a2 = blockIdx.x / 8\n"
-            "StridedLoop(a3 = a0; < 64; += 64):\n"
-            "  if a2 * 64 + a3 < 100:\n"
-            "    CpAsyncCopy(x_smem[a3], x[a1, a2 * 64 + a3], bytes=4)\n"
+            "StridedLoop(a3 = a0; < 16; += 64):\n"
+            "  if a2 * 64 + a3 * 4 < 100:\n"
+            "    CpAsyncCopy(x_smem[a3 * 4], x[a1, a2 * 64 + a3 * 4], bytes=16)\n"
             "CpAsyncCommit()\n"
             "CpAsyncWait(keep=0)\n"
             "Sync()\n"
             "if a2 * 64 + a0 < 100:\n"
             "  in0 = load x_smem[a0]\n"
             "  y[a1, a2 * 64 + a0] = in0\n");
+}
+
+// A copy moves 16 bytes when the row length and the slab start allow it (the first element's
+// guard then guards all four), else 8, else one element: 100, 98 and 99 columns of f32.
+TEST_F(MaterializeTest, AsyncCopiesAreAsWideAsTheRowsAlignmentAllows) {
+  for (const auto& [columns, copy] :
+       std::vector<std::pair<int64_t, std::string>>{{100, "CpAsyncCopy(x_smem[a3 * 4], x[a1, a2 * 64 + a3 * 4], bytes=16)"},
+                                                    {98, "CpAsyncCopy(x_smem[a3 * 2], x[a1, a2 * 64 + a3 * 2], bytes=8)"},
+                                                    {99, "CpAsyncCopy(x_smem[a3], x[a1, a2 * 64 + a3], bytes=4)"}}) {
+    Body tile = {Stage{"x_smem", "x", {var("a1"), var("a2") * 64}, {SlabDim{"a3", 64, 1}}, StageTransport::Async, 0},
+                 AsyncWait{0},
+                 Cond{var("a2") * 64 + var("a0") < lit(columns),
+                      {Load{"in0", "x_smem", {var("a0")}},
+                       Write{"y", {var("a1"), var("a2") * 64 + var("a0")}, var("in0")}},
+                      {}}};
+    Graph g = one_tile({Tile{{TileAxis{"a0", 64, AxisBinding::Thread}, TileAxis{"a1", 8, AxisBinding::Block},
+                              TileAxis{"a2", 2, AxisBinding::Block}},
+                             tile}},
+                       {8, columns});
+    ASSERT_TRUE(materialize(g));
+    const std::string text = print_body(kernel_of(g)->body);
+    EXPECT_NE(text.find(copy), std::string::npos) << columns << " columns:\n" << text;
+  }
 }
 
 // A ring Stage whose slot may leave 0..slots-1 would write past its slab: an error naming it.
@@ -275,7 +298,7 @@ TEST_F(MaterializeTest, RejectsARingSlotThatMayLeaveTheRing) {
   ASSERT_TRUE(materialize(g));
   const std::string text = print_body(kernel_of(g)->body);
   EXPECT_NE(text.find("Smem x_smem: f32[2, 32] slots=2\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("CpAsyncCopy(x_smem[a2 % 2, a3], x[a1, a2 * 32 + a3], bytes=4)"), std::string::npos) << text;
+  EXPECT_NE(text.find("CpAsyncCopy(x_smem[a2 % 2, a3 * 4], x[a1, a2 * 32 + a3 * 4], bytes=16)"), std::string::npos) << text;
   Status v = verify_graph(g, Dialect::Kernel);
   EXPECT_TRUE(v) << v.message();
 }

@@ -19,7 +19,11 @@
 //                              Sync()
 //       Stage (async)          the same loop issuing CpAsyncCopy(x_smem[coords], x[..], bytes=elem
 //                              size), then CpAsyncCommit() after the last Stage of a run of
-//                              consecutive async Stages (one cp.async group per slab of every operand)
+//                              consecutive async Stages (one cp.async group per slab of every operand);
+//                              each trip copies W elements of 16 (else 8) bytes in all when the slab's
+//                              innermost dim is the source's last, W divides its extent (pad included),
+//                              the source's last dim and the first element's source index (so a guard
+//                              on the first element guards all W)
 //       Stage with slots = S   the Smem gets a leading dimension S (and slots=S); the copies write
 //                              x_smem[slot, coords] (an error when the slot's bound leaves 0..S-1);
 //                              the Tile IR loads already index the slot
@@ -318,6 +322,27 @@ class KernelBuilder {
                                     "thread of the block must reach it");
   }
 
+  // A Stage copy's source index at slab coordinates `coords`, and its guard (left undefined when
+  // the bounds say no index leaves the source).
+  void build_source_index(const Stage& st, const TensorType& type, const Scope& scope, const RangeMap& ranges,
+                          const ExprList& coords, ExprList& src_index, Expr& guard) {
+    for (int64_t j = 0; j < type.rank(); ++j) {
+      Expr idx = rename(st.origin[static_cast<size_t>(j)], scope);
+      for (size_t k = 0; k < st.slab.size(); ++k)
+        if (st.slab[k].source_dim == j) idx = idx + coords[k];
+      idx = simplify(idx, ranges);
+      src_index.push_back(idx);
+      // Guard only where the bound says the index may leave the source: tails past the end, and
+      // slabs that start before it (a load the kernel guards by a predicate, e.g. cat's `x[a - 6]`).
+      std::optional<Interval> b = bound_of(idx, ranges);
+      auto require = [&guard](Expr in_bounds) {
+        guard = guard.defined() ? Expr::binary(ExprKind::And, guard, in_bounds) : in_bounds;
+      };
+      if (!b || b->lo < 0) require(Expr::int_(0) <= idx);
+      if (!b || b->hi >= type.dim(j)) require(idx < Expr::int_(type.dim(j)));
+    }
+  }
+
   Status lower_stage(const Stage& st, const Stmt& self, Scope& scope, Body& out) {
     TESSERA_TRY(check_collective(self, scope));
     if (st.transport == StageTransport::Tma) {
@@ -350,36 +375,54 @@ class KernelBuilder {
     buffer.slots = st.slots;
     TESSERA_TRY(declare_smem(std::move(buffer)));
 
-    // The copy loop: f walks the slab row-major, one element per thread per trip.
+    // The copy loop: f walks the slab row-major, `width` elements per thread per trip. An async
+    // copy moves up to 16 bytes at once when the slab's rows are contiguous in the source and
+    // both ends stay aligned.
     std::string f = fresh(st.dst + "_flat");
-    RangeMap ranges = scope.ranges;
-    ranges[f] = Interval{0, elems - 1};
-    ExprList coords(st.slab.size());
-    int64_t stride = 1;
-    for (size_t k = st.slab.size(); k-- > 0;) {
-      Expr c = Expr::var(f) / stride;
-      if (k > 0) c = c % st.slab[k].extent;
-      coords[k] = simplify(c, ranges);
-      stride *= st.slab[k].extent;
-    }
-    ExprList src_index;
+    const int64_t elem_bytes = dtype_bytes(type.dtype);
+    const SlabDim& inner = st.slab.back();
+    int64_t width = 1;
+    if (st.transport == StageTransport::Async && inner.source_dim == type.rank() - 1)
+      for (int64_t w : {16 / elem_bytes, 8 / elem_bytes}) {
+        const int64_t row = inner.extent + st.pad;  // the Smem's innermost extent
+        if (w > 1 && inner.extent % w == 0 && row % w == 0 && type.dim(type.rank() - 1) % w == 0 &&
+            kSmemAlign % (w * elem_bytes) == 0 && st.align % (w * elem_bytes) == 0) {
+          width = w;
+          break;
+        }
+      }
+    RangeMap ranges;
+    ExprList coords(st.slab.size()), src_index;
     Expr guard;
-    for (int64_t j = 0; j < type.rank(); ++j) {
-      Expr idx = rename(st.origin[static_cast<size_t>(j)], scope);
-      for (size_t k = 0; k < st.slab.size(); ++k)
-        if (st.slab[k].source_dim == j) idx = idx + coords[k];
-      idx = simplify(idx, ranges);
-      src_index.push_back(idx);
-      // Guard only where the bound says the index may leave the source: tails past the end, and
-      // slabs that start before it (a load the kernel guards by a predicate, e.g. cat's `x[a - 6]`).
-      std::optional<Interval> b = bound_of(idx, ranges);
-      auto require = [&guard](Expr in_bounds) {
-        guard = guard.defined() ? Expr::binary(ExprKind::And, guard, in_bounds) : in_bounds;
-      };
-      if (!b || b->lo < 0) require(Expr::int_(0) <= idx);
-      if (!b || b->hi >= type.dim(j)) require(idx < Expr::int_(type.dim(j)));
+    auto build = [&](int64_t w) {
+      ranges = scope.ranges;
+      ranges[f] = Interval{0, elems / w - 1};
+      coords.assign(st.slab.size(), Expr());
+      src_index.clear();
+      guard = Expr();
+      const Expr first = w == 1 ? Expr::var(f) : Expr::var(f) * Expr::int_(w);  // the trip's first element
+      int64_t stride = 1;
+      for (size_t k = st.slab.size(); k-- > 0;) {
+        Expr c = first / stride;
+        if (k > 0) c = c % st.slab[k].extent;
+        coords[k] = simplify(c, ranges);
+        stride *= st.slab[k].extent;
+      }
+      build_source_index(st, type, scope, ranges, coords, src_index, guard);
+    };
+    build(width);
+    // A wide copy needs its first element's source index to be a multiple of the width: with the
+    // source's last dimension a multiple of it too, the group is then inside the source exactly
+    // when its first element is, so the first element's guard guards the group.
+    if (width > 1) {
+      const Expr rem = simplify(src_index.back() % Expr::int_(width), ranges);
+      if (!rem.is(ExprKind::Int) || rem.int_value() != 0) {
+        width = 1;
+        build(1);
+      }
     }
-    ExprList dst_index = coords;
+
+      ExprList dst_index = coords;
     if (st.slots > 1) {
       Expr slot = simplify(rename(st.slot, scope), scope.ranges);
       std::optional<Interval> b = bound_of(slot, scope.ranges);
@@ -390,7 +433,7 @@ class KernelBuilder {
     }
     Body copy;
     if (st.transport == StageTransport::Async) {
-      copy.push_back(CpAsyncCopy{st.dst, dst_index, st.buffer, src_index, dtype_bytes(type.dtype)});
+      copy.push_back(CpAsyncCopy{st.dst, dst_index, st.buffer, src_index, width * elem_bytes});
     } else {  // sync, buffered: the data is visible after the Stage
       std::string value = fresh("in_" + st.dst);
       copy.push_back(Load{value, st.buffer, src_index, ValueType::scalar(type.dtype)});
@@ -399,7 +442,7 @@ class KernelBuilder {
     if (guard.defined()) copy = {Cond{guard, std::move(copy), {}}};
 
     if (scope.in_loop && first_of_stage_run_) out.push_back(Sync{});
-    out.push_back(StridedLoop{f, tid_, Expr::int_(elems), Expr::int_(threads_), LoopRole::None, 0, std::move(copy)});
+    out.push_back(StridedLoop{f, tid_, Expr::int_(elems / width), Expr::int_(threads_), LoopRole::None, 0, std::move(copy)});
     if (st.transport == StageTransport::Async) {
       if (commit_after_stage_) out.push_back(CpAsyncCommit{});
     } else {
