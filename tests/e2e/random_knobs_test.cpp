@@ -50,6 +50,11 @@ constexpr bool kUnderSanitizers = false;
 constexpr bool kUnderSanitizers = false;
 #endif
 constexpr int kSimulatedSchedules = kUnderSanitizers ? kSampledSchedules / 2 : kSampledSchedules;
+// The op corpus (105 programs) under the sanitizers simulates 3 of its 10 sampled schedules per
+// program: they check memory safety and defined behaviour of the passes and the simulator, which
+// three schedules per program exercise, while the release half checks all ten against the
+// reference (CI's 40-minute budget; docs/sanitizers.md).
+constexpr int kCorpusSampledSchedules = kUnderSanitizers ? 3 : kSampledSchedules;
 // How many of a program's `schedules` sampled schedules are simulated.
 constexpr uint64_t simulated(int schedules) {
   return static_cast<uint64_t>(kUnderSanitizers ? (schedules + 1) / 2 : schedules);
@@ -154,11 +159,11 @@ TEST_P(RandomKnobsTest, HeuristicScheduleMatchesReference) { check(GetParam().te
 
 TEST_P(RandomKnobsTest, SampledSchedulesMatchReference) {
   int with_arrays = 0;
-  for (uint64_t seed = 1; seed <= kSampledSchedules; ++seed) {
+  for (uint64_t seed = 1; seed <= kCorpusSampledSchedules; ++seed) {
     with_arrays += check(GetParam().text, seed);
     if (HasFailure()) return;
   }
-  if (register_tiled_family(GetParam().name)) {
+  if (!kUnderSanitizers && register_tiled_family(GetParam().name)) {
     EXPECT_GT(with_arrays, 0) << "no sampled schedule register-tiled " << GetParam().name;
   }
 }
