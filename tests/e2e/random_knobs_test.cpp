@@ -168,7 +168,8 @@ TEST_P(RandomKnobsTest, SampledSchedulesMatchReference) {
   }
 }
 
-// Half-precision storage: 2-byte slabs stay synchronous (cp.async moves 4 bytes at least) and
+// Half-precision storage: 2-byte slabs move by cp.async in groups of 4 to 16 bytes (or synchronously
+// where a group's start is not provably aligned) and
 // every load and store converts.
 TEST_P(RandomKnobsTest, Bf16AndF16SchedulesMatchReference) {
   check(GetParam().text, std::nullopt, DType::BF16);

@@ -259,6 +259,32 @@ TEST_F(MaterializeTest, AsyncStageGuardsOnlyTheTail) {
             "  y[a1, a2 * 64 + a0] = in0\n");
 }
 
+// bf16 slabs: cp.async moves 4 bytes at least, so an async Stage of 2-byte elements copies 8 at a
+// time where the slab start is aligned, and one element at a time, synchronously, where it is not
+// (the run's wait and Sync are then its barrier).
+TEST_F(MaterializeTest, HalfPrecisionAsyncStagesGroupOrFallBackToPlainCopies) {
+  for (const auto& [offset, copy] : std::vector<std::pair<int64_t, std::string>>{
+           {0, "CpAsyncCopy(x_smem[a3 * 8], x[a1, a2 * 64 + a3 * 8], bytes=16)"},
+           {1, "bf16 in0 = load x[a1, a2 * 64 + a3 + 1]\n  x_smem[a3] = in0"}}) {
+    Body tile = {Stage{"x_smem", "x", {var("a1"), var("a2") * 64 + lit(offset)}, {SlabDim{"a3", 64, 1}},
+                       StageTransport::Async, 0},
+                 AsyncWait{0}};
+    Graph g;
+    g.add("x", std::make_unique<InputOp>(), {}, TensorType{{8, 192}, DType::BF16});
+    auto op = std::make_unique<TileOp>();
+    op->name = "k_y";
+    op->body = {Tile{{TileAxis{"a0", 64, AxisBinding::Thread}, TileAxis{"a1", 8, AxisBinding::Block},
+                      TileAxis{"a2", 2, AxisBinding::Block}},
+                     tile}};
+    g.add("y", std::move(op), {"x"}, ir_fixtures::f32({8, 128}));
+    g.outputs() = {"y"};
+    ASSERT_TRUE(materialize(g)) << print_graph(g);
+    const std::string text = print_body(kernel_of(g)->body);
+    EXPECT_NE(text.find(copy), std::string::npos) << "offset " << offset << ":\n" << text;
+    if (offset == 1) EXPECT_EQ(text.find("CpAsyncCopy"), std::string::npos) << text;
+  }
+}
+
 // A copy moves 16 bytes when the row length and the slab start allow it (the first element's
 // guard then guards all four), else 8, else one element: 100, 98 and 99 columns of f32.
 TEST_F(MaterializeTest, AsyncCopiesAreAsWideAsTheRowsAlignmentAllows) {

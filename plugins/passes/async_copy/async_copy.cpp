@@ -7,8 +7,9 @@
 //     x_smem = Stage(x, ...)             x_smem = Stage(x, ...) async
 //     acc0 = init(0.0)             ->    AsyncWait(keep=0)
 //                                        acc0 = init(0.0)
-// Only Stages of elements of 4 bytes or more switch: cp.async moves 4, 8 or 16 bytes, so a slab of
-//   f16 / bf16 elements stays synchronous (until copies are vectorized).
+// Stages of elements of 4 bytes or more switch; cp.async moves 4, 8 or 16 bytes, so a slab of f16 /
+//   bf16 elements switches only when its rows can move in groups of two or more elements
+//   (AsyncCandidate; materialize forms the groups).
 // Accepts: Tile IR; nodes without such sync Stages are left alone.
 // Knob ASYNC (bool). Heuristic: true when the device's arch (ctx.device().arch, sm_XY) is sm_80 or
 //   newer, where cp.async exists. Below sm_80 the pass skips every node with a reason and asks
@@ -47,16 +48,27 @@ std::optional<int> arch_number(const std::string& arch) {
 
 bool is_sync(const Stage& s) { return s.transport == StageTransport::Sync; }
 
-// The smallest cp.async moves 4 bytes: one element of a 4- or 8-byte dtype.
+// The smallest cp.async moves 4 bytes: one element of a 4- or 8-byte dtype, or two of a 2-byte one.
 constexpr int kMinAsyncCopyBytes = 4;
 
-// Whether a Stage may switch to cp.async: synchronous, with elements cp.async can move one by one.
+// Whether a Stage may switch to cp.async: synchronous, with elements cp.async can move one by one,
+// or 2-byte elements whose slab rows could move in groups of 4 bytes or more (the innermost slab
+// dim runs along the source's last dim, and it, its padded row and the source's last dim have an
+// even length). materialize groups them; one whose start it cannot prove aligned is copied
+// synchronously, the run's AsyncWait then being its barrier.
 class AsyncCandidate {
  public:
   explicit AsyncCandidate(const Graph& g) : graph_(g) {}
   bool operator()(const Stage& s) const {
     const Node* source = graph_.find(s.buffer);
-    return is_sync(s) && source != nullptr && dtype_bytes(source->type.dtype) >= kMinAsyncCopyBytes;
+    if (!is_sync(s) || source == nullptr || s.slab.empty()) return false;
+    const int64_t bytes = dtype_bytes(source->type.dtype);
+    if (bytes >= kMinAsyncCopyBytes) return true;
+    const TensorType& t = source->type;
+    const SlabDim& inner = s.slab.back();
+    const int64_t group = kMinAsyncCopyBytes / bytes;
+    return inner.source_dim == t.rank() - 1 && inner.extent % group == 0 && (inner.extent + s.pad) % group == 0 &&
+           t.dim(t.rank() - 1) % group == 0;
   }
 
  private:

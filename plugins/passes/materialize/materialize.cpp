@@ -20,10 +20,12 @@
 //       Stage (async)          the same loop issuing CpAsyncCopy(x_smem[coords], x[..], bytes=elem
 //                              size), then CpAsyncCommit() after the last Stage of a run of
 //                              consecutive async Stages (one cp.async group per slab of every operand);
-//                              each trip copies W elements of 16 (else 8) bytes in all when the slab's
+//                              each trip copies W elements of 16 (else 8, else 4) bytes in all when the slab's
 //                              innermost dim is the source's last, W divides its extent (pad included),
 //                              the source's last dim and the first element's source index (so a guard
-//                              on the first element guards all W)
+//                              on the first element guards all W); a Stage of 2-byte elements that
+//                              cannot group to 4 bytes is copied synchronously (the run's wait and
+//                              Sync are its barrier)
 //       Stage with slots = S   the Smem gets a leading dimension S (and slots=S); the copies write
 //                              x_smem[slot, coords] (an error when the slot's bound leaves 0..S-1);
 //                              the Tile IR loads already index the slot
@@ -381,15 +383,13 @@ class KernelBuilder {
     std::string f = fresh(st.dst + "_flat");
     const int64_t elem_bytes = dtype_bytes(type.dtype);
     const SlabDim& inner = st.slab.back();
-    int64_t width = 1;
+    std::vector<int64_t> widths;  // the group sizes the slab's shape allows, widest first
     if (st.transport == StageTransport::Async && inner.source_dim == type.rank() - 1)
-      for (int64_t w : {16 / elem_bytes, 8 / elem_bytes}) {
+      for (int64_t w : {16 / elem_bytes, 8 / elem_bytes, 4 / elem_bytes}) {
         const int64_t row = inner.extent + st.pad;  // the Smem's innermost extent
         if (w > 1 && inner.extent % w == 0 && row % w == 0 && type.dim(type.rank() - 1) % w == 0 &&
-            kSmemAlign % (w * elem_bytes) == 0 && st.align % (w * elem_bytes) == 0) {
-          width = w;
-          break;
-        }
+            kSmemAlign % (w * elem_bytes) == 0 && st.align % (w * elem_bytes) == 0)
+          widths.push_back(w);
       }
     RangeMap ranges;
     ExprList coords(st.slab.size()), src_index;
@@ -410,17 +410,19 @@ class KernelBuilder {
       }
       build_source_index(st, type, scope, ranges, coords, src_index, guard);
     };
-    build(width);
     // A wide copy needs its first element's source index to be a multiple of the width: with the
     // source's last dimension a multiple of it too, the group is then inside the source exactly
     // when its first element is, so the first element's guard guards the group.
-    if (width > 1) {
-      const Expr rem = simplify(src_index.back() % Expr::int_(width), ranges);
-      if (!rem.is(ExprKind::Int) || rem.int_value() != 0) {
-        width = 1;
-        build(1);
+    int64_t width = 1;
+    for (int64_t w : widths) {
+      build(w);
+      const Expr rem = simplify(src_index.back() % Expr::int_(w), ranges);
+      if (rem.is(ExprKind::Int) && rem.int_value() == 0) {
+        width = w;
+        break;
       }
     }
+    if (width == 1) build(1);
 
       ExprList dst_index = coords;
     if (st.slots > 1) {
@@ -432,7 +434,11 @@ class KernelBuilder {
       dst_index.insert(dst_index.begin(), slot);
     }
     Body copy;
-    if (st.transport == StageTransport::Async) {
+    // cp.async moves 4 bytes at least: an async Stage of 2-byte elements whose start could not be
+    // proven aligned for a group is copied synchronously (the run's AsyncWait lowers to a wait and
+    // a Sync, which is then its barrier).
+    const bool async_copy = st.transport == StageTransport::Async && width * elem_bytes >= 4;
+    if (async_copy) {
       copy.push_back(CpAsyncCopy{st.dst, dst_index, st.buffer, src_index, width * elem_bytes});
     } else {  // sync, buffered: the data is visible after the Stage
       std::string value = fresh("in_" + st.dst);
