@@ -9,6 +9,11 @@
 
 namespace tessera::cli {
 
+// The serial-thread warning: a thread with at least this many FLOPs and this many times the
+// average of the kernel's threads.
+constexpr double kSerialThreadFlops = 4096;
+constexpr double kSerialThreadRatio = 8;
+
 namespace {
 
 
@@ -123,6 +128,15 @@ std::vector<std::string> kernel_report_warnings(const KernelReport& r, const Dev
                   std::to_string(d.sm_count) + " SMs");
   if (r.bytes > kLargeKernelBytes && r.bytes > 2 * r.min_bytes)
     out.push_back("moves " + grouped(r.bytes) + " B, more than twice its minimum " + grouped(r.min_bytes) + " B");
+  // One thread doing the block's work (a loop left serial over a whole row): its latency, not the
+  // roofline, sets the time. Found on a GPU: a decode RMSNorm's epilogue on thread 0 took 35 us
+  // against a bound of 0.01 us.
+  const double threads = static_cast<double>(r.blocks() * r.threads_per_block());
+  const double average = threads > 0 ? r.flops / threads : 0;
+  if (r.busiest_thread_flops >= kSerialThreadFlops && r.busiest_thread_flops > kSerialThreadRatio * average)
+    out.push_back("its busiest thread runs " + grouped(static_cast<int64_t>(r.busiest_thread_flops)) + " FLOPs, " +
+                  significant(r.busiest_thread_flops / std::max(average, 1.0), 3) + "x the average of its " +
+                  grouped(static_cast<int64_t>(threads)) + " threads: the work is not spread over the block");
   return out;
 }
 

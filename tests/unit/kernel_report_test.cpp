@@ -313,6 +313,59 @@ TEST(KernelReportTest, WarningsForFewBlocksAndForMovingTwiceTheMinimum) {
   EXPECT_TRUE(kernel_report_warnings(synthetic(200, 900000, 1000), h100()).empty()) << "a tiny kernel";
 }
 
+// The decode RMSNorm as cooperative_reduce once scheduled it: the epilogue's outer size-1 loop was
+// strided over the threads, so thread 0 scaled all 4096 columns (35 us on an H200 against a
+// roofline bound of 0.01 us). Its busiest thread runs 4096 x 2 multiplies plus its share of the
+// reduction; the fixed schedule spreads them, and no warning appears.
+constexpr const char* kSerialEpilogue = R"(x: (1, 1, 4096) float32
+p_weight: (4096,) float32
+
+kernel k_rms_norm_reduce  grid=(1, 1, 1) block=(256, 1, 1)  inputs: x, p_weight  outputs: rms_norm: (1, 1, 4096) float32
+  Smem acc0_smem: f32[8]
+  a0 = threadIdx.x
+  acc0 = init(0.0)
+  StridedLoop(a1 = a0; < 4096; += 256):  # reduce
+    in0 = load x[0, 0, a1]
+    v0 = mul(in0, in0)
+    acc0 <- add(acc0, v0)
+  if a0 % 32 == 0:
+    acc0_smem[a0 / 32] = acc0
+  Sync()
+  TreeHalve(acc0_smem, tid=a0, n=8, op=add)
+  in1 = load acc0_smem[0]
+  v1 = rsqrt(in1)
+  StridedLoop(a2 = a0; < 1; += 256):  # free
+    for a3 in 0..4096:  # free
+      in2 = load x[0, 0, a3]
+      v2 = mul(in2, v1)
+      in3 = load p_weight[a3]
+      v3 = mul(v2, in3)
+      rms_norm[0, 0, a3] = v3
+
+return rms_norm
+)";
+
+TEST(KernelReportTest, ABusiestThreadFarAboveTheAverageIsWarnedAbout) {
+  const KernelReport serial = report_of(kSerialEpilogue, "rms_norm");
+  // Thread 0: 16 reduce steps of 2, 3 tree halvings, the rsqrt, then 4096 columns of 2 multiplies.
+  EXPECT_EQ(serial.busiest_thread_flops, 16 * 2 + 3 + 1 + 4096 * 2);
+  const std::vector<std::string> warnings = cli::kernel_report_warnings(serial, h100());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("its busiest thread runs 8,228 FLOPs"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("the work is not spread over the block"), std::string::npos) << warnings[0];
+
+  std::string spread = kSerialEpilogue;
+  const std::string from = "  StridedLoop(a2 = a0; < 1; += 256):  # free\n    for a3 in 0..4096:  # free\n";
+  const std::string to = "  StridedLoop(a3 = a0; < 4096; += 256):  # free\n    for a2 in 0..1:  # free\n";
+  ASSERT_NE(spread.find(from), std::string::npos);
+  spread.replace(spread.find(from), from.size(), to);
+  const KernelReport fixed = report_of(spread, "rms_norm");
+  EXPECT_EQ(fixed.busiest_thread_flops, 16 * 2 + 3 + 1 + 16 * 2);
+  EXPECT_TRUE(cli::kernel_report_warnings(fixed, h100()).empty());
+  // The RMSNorm of the other tests: every thread does its share.
+  EXPECT_TRUE(cli::kernel_report_warnings(report_of(kRmsNorm, "rms_norm"), h100()).empty());
+}
+
 TEST(KernelReportTest, SideBySidePairsKernelsAndTotals) {
   const std::vector<cli::ReportBlock> a = {{"head A"}, {"k1", "  x"}, {"total A"}};
   const std::vector<cli::ReportBlock> b = {{"head B"}, {"k1", "  yy", "  z"}, {"k2"}, {"total B"}};

@@ -666,6 +666,7 @@ struct KernelFigures {
   std::vector<int64_t> touched;  // per buffer: the distinct inputs in input order, then the output
   std::vector<FlopCount> flops_by_kind;
   bool flops_exact = true;
+  double busiest_thread_flops = 0;
 };
 
 std::vector<const Node*> buffer_nodes(const Graph& g, const Node& n, Status& status) {
@@ -684,6 +685,53 @@ std::vector<const Node*> buffer_nodes(const Graph& g, const Node& n, Status& sta
   return out;
 }
 
+// The busiest thread's FLOPs (KernelReport::busiest_thread_flops): each statement counted as the
+// walker counts it for one thread, each loop at its largest per-thread trip count under `ranges`
+// (the largest end - begin over the threads, divided by the step).
+double busiest_thread_flops(const Body& body, RangeMap& ranges) {
+  double total = 0;
+  for (const Stmt& s : body) {
+    if (const auto* a = s.as<Assign>()) {
+      if (a->op != ElementwiseFn::Identity && a->op != ElementwiseFn::Cast) total += a->type.lanes;
+    } else if (s.is<Accum>()) {
+      total += 1;
+    } else if (const auto* t = s.as<TreeHalve>()) {
+      int64_t steps = 0;  // halvings a thread may combine in: one per power of two below count
+      for (int64_t half = 1; half < t->count; half *= 2) ++steps;
+      total += static_cast<double>(steps);
+    } else if (const auto* let = s.as<Let>()) {
+      if (std::optional<Interval> b = bound_of(let->value, ranges)) ranges[let->var] = *b;
+      else ranges.erase(let->var);
+    } else if (s.is<Loop>() || s.is<StridedLoop>()) {
+      const auto* l = s.as<Loop>();
+      const auto* sl = s.as<StridedLoop>();
+      const Expr& begin = l ? l->begin : sl->begin;
+      const Expr& end = l ? l->end : sl->end;
+      const std::string& var = l ? l->var : sl->var;
+      const Body& inner = l ? l->body : sl->body;
+      int64_t step = 1;
+      if (sl) {
+        std::optional<Interval> st = bound_of(sl->step, ranges);
+        step = st && st->lo > 0 ? st->lo : 1;
+      }
+      // The span end - begin as one expression keeps what they share (a chunk loop's
+      // `c * C + t .. c * C + C`): its largest value over the threads bounds the trips.
+      std::optional<Interval> b = bound_of(begin, ranges), e = bound_of(end, ranges);
+      std::optional<Interval> span = bound_of(simplify(end - begin, ranges), ranges);
+      if (!b || !e || !span) continue;  // unknown bounds: the walker's flops_exact already says so
+      const int64_t trips = span->hi > 0 ? (span->hi + step - 1) / step : 0;
+      if (trips == 0) continue;
+      RangeMap body_ranges = ranges;
+      body_ranges[var] = Interval{b->lo, e->hi - 1};
+      total += static_cast<double>(trips) * busiest_thread_flops(inner, body_ranges);
+    } else if (const auto* c = s.as<Cond>()) {
+      RangeMap then_ranges = ranges, else_ranges = ranges;
+      total += std::max(busiest_thread_flops(c->then_body, then_ranges), busiest_thread_flops(c->else_body, else_ranges));
+    }
+  }
+  return total;
+}
+
 KernelFigures figures_of(const Graph& g, const Node& n, const KernelOp& k, const std::vector<const Node*>& buffers) {
   KernelReport scratch;
   scratch.grid = k.grid;
@@ -694,6 +742,13 @@ KernelFigures figures_of(const Graph& g, const Node& n, const KernelOp& k, const
   for (const Node* b : buffers) f.touched.push_back(touched_elements(walker.buffers().at(b->id())));
   f.flops_by_kind = std::move(scratch.flops_by_kind);
   f.flops_exact = scratch.flops_exact;
+  RangeMap launch;
+  const char* dims[] = {"x", "y", "z"};
+  for (size_t d = 0; d < 3 && d < k.block.size() && d < k.grid.size(); ++d) {
+    launch["threadIdx." + std::string(dims[d])] = Interval{0, k.block[d] - 1};
+    launch["blockIdx." + std::string(dims[d])] = Interval{0, k.grid[d] - 1};
+  }
+  f.busiest_thread_flops = busiest_thread_flops(k.body, launch);
   return f;
 }
 
@@ -708,6 +763,7 @@ KernelReport assemble(const Graph& g, const Node& n, const KernelOp& k, const st
   r.static_smem = k.dynamic_smem == 0 ? smem_layout_bytes(k.body) : 0;
   r.flops_by_kind = f.flops_by_kind;
   r.flops_exact = f.flops_exact;
+  r.busiest_thread_flops = f.busiest_thread_flops;
   for (const FlopCount& c : r.flops_by_kind) r.flops += c.count;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Node& buf = *buffers[i];

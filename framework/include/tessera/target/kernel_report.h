@@ -63,6 +63,10 @@ struct KernelReport {
   std::vector<FlopCount> flops_by_kind;
   double flops = 0;
   bool flops_exact = true;
+  // The busiest thread's FLOPs (counted as flops is), an upper bound: every loop at its largest
+  // trip count for any thread, a condition's larger branch. Far above flops / threads, the work is
+  // not spread over the block (one thread walking a whole row); no roofline shows that.
+  double busiest_thread_flops = 0;
 
   int64_t blocks() const;
   int64_t threads_per_block() const;
