@@ -67,15 +67,6 @@ struct Args {
   std::vector<char*> rest;  // argv[0] and everything for Google Benchmark
 };
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 // Takes this program's flags out of argv (`--flag VALUE` or `--flag=VALUE`); the rest is Google
 // Benchmark's. Returns an error message for a flag without its value or a bad number.
 std::optional<std::string> parse_args(int argc, char** argv, Args& a) {
@@ -106,7 +97,7 @@ std::optional<std::string> parse_args(int argc, char** argv, Args& a) {
     if (name == "-c") a.exprs.push_back(value);
     else if (name == "--suite") a.suite = value;
     else if (name == "--tier") a.tier = value;
-    else if (name == "--entries") for (std::string& id : split_commas(value)) a.entries.push_back(id);
+    else if (name == "--entries") for (std::string& id : tessera::cli::split_entry_ids(value)) a.entries.push_back(id);
     else if (name == "--pipeline") a.flags.pipeline = value;
     else if (name == "--arch") a.flags.arch = value;
     else if (name == "--device") a.flags.device = value;
