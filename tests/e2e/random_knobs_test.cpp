@@ -19,6 +19,7 @@
 
 #include "support/built_plugins.h"
 #include "support/program_corpus.h"
+#include "support/sanitizer_build.h"
 #include "tessera/eval/constant_data.h"
 #include "tessera/eval/reference_evaluator.h"
 #include "tessera/frontend/frontend.h"
@@ -38,21 +39,11 @@ constexpr int kSampledSchedules = 10;
 
 // Under the sanitizers (about 25 times slower) the matmul and online-softmax tests simulate half
 // of their sampled schedules; the tests that count what the samples chose compile all of them.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderSanitizers = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kUnderSanitizers = true;
-#else
-constexpr bool kUnderSanitizers = false;
-#endif
-#else
-constexpr bool kUnderSanitizers = false;
-#endif
+using test::kUnderSanitizers;
 constexpr int kSimulatedSchedules = kUnderSanitizers ? kSampledSchedules / 2 : kSampledSchedules;
-// The op corpus (105 programs) under the sanitizers simulates 3 of its 10 sampled schedules per
-// program: they check memory safety and defined behaviour of the passes and the simulator, which
-// three schedules per program exercise, while the release half checks all ten against the
+// The op corpus under the sanitizers: a third of its programs (test::sanitizer_share), each with 3
+// of its 10 sampled schedules: they check the passes and the simulator for memory errors and
+// undefined behaviour, while the release half checks every program and schedule against the
 // reference (CI's 40-minute budget; docs/sanitizers.md).
 constexpr int kCorpusSampledSchedules = kUnderSanitizers ? 3 : kSampledSchedules;
 // How many of a program's `schedules` sampled schedules are simulated.
@@ -653,7 +644,7 @@ TEST_F(ValuePassCoverageTest, CorpusProgramsExerciseHoistingAndSubexpressionElim
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::differential_corpus()),
+INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::sanitizer_share(test::differential_corpus())),
                          [](const auto& info) { return test::corpus_test_name(info.param); });
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "tessera/pass/pass_context.h"
 #include "support/built_plugins.h"
 #include "support/program_corpus.h"
+#include "support/sanitizer_build.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -160,7 +161,7 @@ TEST_P(TilePassesCorpusTest, EveryPinnedBNIsFullyBoundAndSimulatesCorrectly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, TilePassesCorpusTest, ::testing::ValuesIn(test::differential_corpus()),
+INSTANTIATE_TEST_SUITE_P(Corpus, TilePassesCorpusTest, ::testing::ValuesIn(test::sanitizer_share(test::differential_corpus())),
                          [](const auto& info) { return test::corpus_test_name(info.param); });
 
 // ---- tileify ----
