@@ -223,11 +223,14 @@ if [ "${1:-}" = "--run-step" ]; then
         echo "gpu-run tune: no suite report to calibrate the cost model from (the suite step did not run)"
       fi
       # Tuning, with what is left of the step minus the tuned bench's 60 s; the database keeps every
-      # task finished before a timeout.
+      # task finished before a timeout. A GPU trial costs about 0.8 s (a worker per candidate), so
+      # the budget is trials (6 per task at least, 120 in all), not a short time budget, which on
+      # the first run left most tasks one trial (bench/results/h200-2026-11-28, run 2).
       budget=$(( ${GPU_RUN_STEP_SECONDS:-150} - 60 ))
       echo "== tessera tune --suite --measurer gpu (timeout ${budget} s): $tune_entries"
       timeout -k 5 "$budget" "${tessera[@]}" tune --suite "$here/bench/suite.yaml" --entries "$tune_entries" \
-        --measurer gpu --tune-db "$GPU_RUN_RESULTS/tune.db" --jobs 4 --time-budget 25 --patience 16 || rc=1
+        --measurer gpu --tune-db "$GPU_RUN_RESULTS/tune.db" --jobs 4 --min-trials 6 --trials 120 --patience 8 \
+        --time-budget $(( budget - 20 )) || rc=1
       "${tessera[@]}" db list "$GPU_RUN_RESULTS/tune.db" > "$GPU_RUN_RESULTS/tune-db.txt" 2>&1
       echo "== tessera bench --tune-db on the tuned entries"
       "${tessera[@]}" bench --suite "$here/bench/suite.yaml" --tier quick --entries "$tune_entries" \
