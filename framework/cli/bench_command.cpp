@@ -572,7 +572,7 @@ int bench_command(int argc, char** argv, int first) {
   const std::optional<DeviceDesc> hw = target->query_device();
   if (timing && hw) adopt_gpu_device(*session, hw->name, std::cerr);  // compile for the GPU that times it
   if (!open_tuning_replay(*session, tune_db, std::cerr)) return kExitError;
-  const TargetOptions to = target_options(*session, *target, global.arch, flags.cache_dir);
+  const TargetOptions to = target_options(*session, hw, global.arch, flags.cache_dir);
   const std::string driver_name =
       hw ? hw->name : flags.target + " target (" + session->device->name + "'s description)";
   // The peaks: --device when given, else the table's entry for this GPU, else the session's device.

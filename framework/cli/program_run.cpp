@@ -111,14 +111,13 @@ Status lower_for_target(const Session& s, const Target& target, RunnerOptions op
   return st;
 }
 
-TargetOptions target_options(const Session& s, const Target& target, const std::string& arch_flag,
+TargetOptions target_options(const Session& s, const std::optional<DeviceDesc>& gpu, const std::string& arch_flag,
                              const std::string& cache_dir_flag) {
   TargetOptions to;
   to.arch = arch_flag.empty() ? s.device->arch : arch_flag;
   to.device = s.device;
   to.cache_dir = default_cache_dir(cache_dir_flag);
-  if (arch_flag.empty())
-    if (std::optional<DeviceDesc> hw = target.query_device()) to.arch = hw->arch;  // the GPU's own arch
+  if (arch_flag.empty() && gpu) to.arch = gpu->arch;  // the GPU's own arch
   return to;
 }
 

@@ -5,6 +5,7 @@
 
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,10 @@ bool pipeline_reaches_target(const Session& s, const Target& target, const std::
 Status lower_for_target(const Session& s, const Target& target, RunnerOptions options, Graph& graph,
                         Graph* kernel_ir, std::ostream& err);
 
-// The target options of a run: --arch when given, else the GPU's own arch (cuda), else the device
+// The target options of a run: --arch when given, else the GPU's own arch (`gpu`: what the caller's
+// Target::query_device() returned, queried once since it opens the driver), else the device
 // description's.
-TargetOptions target_options(const Session& s, const Target& target, const std::string& arch_flag,
+TargetOptions target_options(const Session& s, const std::optional<DeviceDesc>& gpu, const std::string& arch_flag,
                              const std::string& cache_dir_flag);
 
 // One output compared with the reference.

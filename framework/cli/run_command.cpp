@@ -192,7 +192,8 @@ int run_command(int argc, char** argv, int first) {
   int exit_code = kExitOk;
   auto target = pick_target(session->host.registry(), target_name, "tessera run", exit_code);
   if (!target) return exit_code;
-  if (std::optional<DeviceDesc> hw = target->query_device()) adopt_gpu_device(*session, hw->name, std::cerr);
+  const std::optional<DeviceDesc> gpu = target->query_device();  // opens the driver: once
+  if (gpu) adopt_gpu_device(*session, gpu->name, std::cerr);
   if (!open_tuning_replay(*session, tune_db, std::cerr)) return kExitError;
   if (vm.count("bench") && target->name() != "cuda") {
     std::cerr << "error: tessera run --bench: timing needs the cuda target; '" << target->name()
@@ -262,7 +263,7 @@ int run_command(int argc, char** argv, int first) {
     }
   }
 
-  TargetOptions to = target_options(*session, *target, flags.arch, cache_dir);
+  TargetOptions to = target_options(*session, gpu, flags.arch, cache_dir);
   if (kernel_reports) {
     if (!*kernel_reports) return report(std::cerr, kernel_reports->error());
     // The registers come from compiling the kernels (the cache makes the run's own build free);

@@ -279,6 +279,13 @@ int64_t innermost_iterations(const Body& body) {
   return work;
 }
 
+bool stage_rows_group(const Stage& s, const TensorType& source, int64_t w) {
+  if (s.slab.empty() || source.rank() == 0 || w < 1) return false;
+  const SlabDim& inner = s.slab.back();
+  return inner.source_dim == source.rank() - 1 && inner.extent % w == 0 && (inner.extent + s.pad) % w == 0 &&
+         source.dim(source.rank() - 1) % w == 0;
+}
+
 Expr combine_identity(CombineFn op, DType dtype) {
   const bool integral = !dtype_is_float(dtype);
   const auto lowest = [&]() -> int64_t {

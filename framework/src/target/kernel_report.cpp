@@ -187,20 +187,25 @@ struct Point {
 };
 constexpr int64_t kUnbound = std::numeric_limits<int64_t>::min();
 
+// The ranges a kernel's body starts from: the hardware indices of its launch and its scalar
+// parameters' declared ranges.
+RangeMap launch_ranges(const KernelOp& k) {
+  RangeMap ranges;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t bsize = i < static_cast<int>(k.block.size()) ? k.block[static_cast<size_t>(i)] : 1;
+    const int64_t gsize = i < static_cast<int>(k.grid.size()) ? k.grid[static_cast<size_t>(i)] : 1;
+    ranges[kHardwareVars[i]] = Interval{0, std::max<int64_t>(bsize, 1) - 1};
+    ranges[kHardwareVars[3 + i]] = Interval{0, std::max<int64_t>(gsize, 1) - 1};
+  }
+  for (const KernelParam& p : k.params)
+    if (p.kind == ParamKind::Scalar && p.range) ranges[p.name] = *p.range;
+  return ranges;
+}
+
 class KernelWalker {
  public:
   KernelWalker(const Graph& g, const Node& n, const KernelOp& k, KernelReport& r)
-      : g_(g), kernel_(k), report_(r) {
-    const std::vector<int64_t>& grid = k.grid;
-    const std::vector<int64_t>& block = k.block;
-    for (int i = 0; i < 3; ++i) {
-      const int64_t bsize = i < static_cast<int>(block.size()) ? block[static_cast<size_t>(i)] : 1;
-      const int64_t gsize = i < static_cast<int>(grid.size()) ? grid[static_cast<size_t>(i)] : 1;
-      ranges_[kHardwareVars[i]] = Interval{0, std::max<int64_t>(bsize, 1) - 1};
-      ranges_[kHardwareVars[3 + i]] = Interval{0, std::max<int64_t>(gsize, 1) - 1};
-    }
-    for (const KernelParam& p : k.params)
-      if (p.kind == ParamKind::Scalar && p.range) ranges_[p.name] = *p.range;
+      : g_(g), kernel_(k), report_(r), ranges_(launch_ranges(k)) {
     for (const std::string& in : n.inputs)
       if (const Node* src = g.find(in)) buffers_[in].shape = src->type.shape;
     buffers_[n.id()].shape = n.type.shape;
@@ -742,12 +747,7 @@ KernelFigures figures_of(const Graph& g, const Node& n, const KernelOp& k, const
   for (const Node* b : buffers) f.touched.push_back(touched_elements(walker.buffers().at(b->id())));
   f.flops_by_kind = std::move(scratch.flops_by_kind);
   f.flops_exact = scratch.flops_exact;
-  RangeMap launch;
-  const char* dims[] = {"x", "y", "z"};
-  for (size_t d = 0; d < 3 && d < k.block.size() && d < k.grid.size(); ++d) {
-    launch["threadIdx." + std::string(dims[d])] = Interval{0, k.block[d] - 1};
-    launch["blockIdx." + std::string(dims[d])] = Interval{0, k.grid[d] - 1};
-  }
+  RangeMap launch = launch_ranges(k);
   f.busiest_thread_flops = busiest_thread_flops(k.body, launch);
   return f;
 }

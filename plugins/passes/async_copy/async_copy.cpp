@@ -63,12 +63,7 @@ class AsyncCandidate {
     const Node* source = graph_.find(s.buffer);
     if (!is_sync(s) || source == nullptr || s.slab.empty()) return false;
     const int64_t bytes = dtype_bytes(source->type.dtype);
-    if (bytes >= kMinAsyncCopyBytes) return true;
-    const TensorType& t = source->type;
-    const SlabDim& inner = s.slab.back();
-    const int64_t group = kMinAsyncCopyBytes / bytes;
-    return inner.source_dim == t.rank() - 1 && inner.extent % group == 0 && (inner.extent + s.pad) % group == 0 &&
-           t.dim(t.rank() - 1) % group == 0;
+    return bytes >= kMinAsyncCopyBytes || stage_rows_group(s, source->type, kMinAsyncCopyBytes / bytes);
   }
 
  private:

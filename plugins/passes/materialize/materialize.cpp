@@ -382,15 +382,12 @@ class KernelBuilder {
     // both ends stay aligned.
     std::string f = fresh(st.dst + "_flat");
     const int64_t elem_bytes = dtype_bytes(type.dtype);
-    const SlabDim& inner = st.slab.back();
     std::vector<int64_t> widths;  // the group sizes the slab's shape allows, widest first
-    if (st.transport == StageTransport::Async && inner.source_dim == type.rank() - 1)
-      for (int64_t w : {16 / elem_bytes, 8 / elem_bytes, 4 / elem_bytes}) {
-        const int64_t row = inner.extent + st.pad;  // the Smem's innermost extent
-        if (w > 1 && inner.extent % w == 0 && row % w == 0 && type.dim(type.rank() - 1) % w == 0 &&
-            kSmemAlign % (w * elem_bytes) == 0 && st.align % (w * elem_bytes) == 0)
+    if (st.transport == StageTransport::Async)
+      for (int64_t w : {16 / elem_bytes, 8 / elem_bytes, 4 / elem_bytes})
+        if (w > 1 && stage_rows_group(st, type, w) && kSmemAlign % (w * elem_bytes) == 0 &&
+            st.align % (w * elem_bytes) == 0)
           widths.push_back(w);
-      }
     RangeMap ranges;
     ExprList coords(st.slab.size()), src_index;
     Expr guard;

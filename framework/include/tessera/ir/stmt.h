@@ -285,6 +285,13 @@ struct Stage {
   }
 };
 
+// Whether a Stage of a `source` tensor can copy its slab rows in groups of `w` consecutive
+// elements: its innermost slab dim runs along the source's last dim, and `w` divides that dim's
+// extent, the padded row the Smem holds and the source's last dimension. (Whether a group's start
+// is aligned depends on the origin: the lowering proves that where it places the copy.) async_copy
+// asks it to know whether a 2-byte slab can use cp.async; materialize to pick the copy width.
+bool stage_rows_group(const Stage& s, const TensorType& source, int64_t w);
+
 // `Combine(acc0, op=add)`: the threads of `scope` (block | warp) combine their partial accumulators.
 struct Combine {
   std::string acc;
