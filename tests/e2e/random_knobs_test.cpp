@@ -37,19 +37,18 @@ namespace {
 
 constexpr int kSampledSchedules = 10;
 
-// Under the sanitizers (about 25 times slower) the matmul and online-softmax tests simulate half
-// of their sampled schedules; the tests that count what the samples chose compile all of them.
+// Under the sanitizers (about 25 times slower) the matmul, reduction and online-softmax tests
+// simulate a third of their sampled schedules (test::sanitizer_count); the tests that count what
+// the samples chose compile all of them.
 using test::kUnderSanitizers;
-constexpr int kSimulatedSchedules = kUnderSanitizers ? kSampledSchedules / 2 : kSampledSchedules;
+constexpr int kSimulatedSchedules = test::sanitizer_count(kSampledSchedules);
 // The op corpus under the sanitizers: a third of its programs (test::sanitizer_share), each with 3
 // of its 10 sampled schedules: they check the passes and the simulator for memory errors and
 // undefined behaviour, while the release half checks every program and schedule against the
 // reference (CI's 40-minute budget; docs/sanitizers.md).
 constexpr int kCorpusSampledSchedules = kUnderSanitizers ? 3 : kSampledSchedules;
 // How many of a program's `schedules` sampled schedules are simulated.
-constexpr uint64_t simulated(int schedules) {
-  return static_cast<uint64_t>(kUnderSanitizers ? (schedules + 1) / 2 : schedules);
-}
+constexpr uint64_t simulated(int schedules) { return static_cast<uint64_t>(test::sanitizer_count(schedules)); }
 
 class RandomKnobsTest : public test::BuiltPluginsTest,
                             public ::testing::WithParamInterface<test::CorpusProgram> {
@@ -332,7 +331,7 @@ class SplitReduceProgramTest : public SplitReduceTest {};
 TEST_P(SplitReduceProgramTest, SampledSplitsMatchReferenceInEveryDtype) {
   const ReductionProgram& p = reduction_program(GetParam().name);
   check(p.text, std::nullopt);
-  for (uint64_t seed = 1; seed <= static_cast<uint64_t>(p.schedules); ++seed) {
+  for (uint64_t seed = 1; seed <= simulated(p.schedules); ++seed) {
     check(p.text, seed);
     if (HasFailure()) return;
   }

@@ -31,4 +31,8 @@ std::vector<T> sanitizer_share(const std::vector<T>& all) {
   return out;
 }
 
+// How many of `n` random cases (sampled schedules, generated expressions) a test runs: all of them
+// in Release, the first third (at least one) under the sanitizers.
+constexpr int sanitizer_count(int n) { return kUnderSanitizers ? (n + 2) / 3 : n; }
+
 }  // namespace tessera::test

@@ -22,6 +22,7 @@
 #include "tessera/pass/pass_context.h"
 #include "support/built_plugins.h"
 #include "support/program_corpus.h"
+#include "support/sanitizer_build.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -175,7 +176,7 @@ class DecomposeTestCorpus : public DecomposeTest, public ::testing::WithParamInt
 
 TEST_P(DecomposeTestCorpus, MatchesReference) { expect_matches_reference(GetParam().text); }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, DecomposeTestCorpus, ::testing::ValuesIn(test::differential_corpus()),
+INSTANTIATE_TEST_SUITE_P(Corpus, DecomposeTestCorpus, ::testing::ValuesIn(test::sanitizer_share(test::differential_corpus())),
                          [](const auto& info) { return test::corpus_test_name(info.param); });
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "tessera/pass/pass_context.h"
 #include "support/built_plugins.h"
 #include "support/program_corpus.h"
+#include "support/sanitizer_build.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -369,7 +370,7 @@ class FuseTestCorpus : public FuseTest, public ::testing::WithParamInterface<tes
 
 TEST_P(FuseTestCorpus, MatchesReference) { expect_matches_reference(GetParam().text); }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, FuseTestCorpus, ::testing::ValuesIn(test::differential_corpus()),
+INSTANTIATE_TEST_SUITE_P(Corpus, FuseTestCorpus, ::testing::ValuesIn(test::sanitizer_share(test::differential_corpus())),
                          [](const auto& info) { return test::corpus_test_name(info.param); });
 
 }  // namespace

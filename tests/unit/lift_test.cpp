@@ -23,6 +23,7 @@
 #include "tessera/pass/runner.h"
 #include "support/built_plugins.h"
 #include "support/program_corpus.h"
+#include "support/sanitizer_build.h"
 #include "tessera/plugin/plugin_host.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -287,7 +288,7 @@ class LiftTestCorpus : public LiftTest, public ::testing::WithParamInterface<tes
 
 TEST_P(LiftTestCorpus, MatchesReference) { expect_matches_reference(GetParam().text); }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, LiftTestCorpus, ::testing::ValuesIn(test::differential_corpus()),
+INSTANTIATE_TEST_SUITE_P(Corpus, LiftTestCorpus, ::testing::ValuesIn(test::sanitizer_share(test::differential_corpus())),
                          [](const auto& info) { return test::corpus_test_name(info.param); });
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 #include "support/built_plugins.h"
 #include "support/nvrtc_check.h"
+#include "support/sanitizer_build.h"
 #include "tessera/eval/constant_data.h"
 #include "tessera/eval/reference_evaluator.h"
 #include "tessera/ir/parser.h"
@@ -662,7 +663,8 @@ TEST_P(RegisterTileCorpusTest, TiledCudaCompilesWithNvrtc) {
 
 INSTANTIATE_TEST_SUITE_P(
     Families, RegisterTileCorpusTest,
-    ::testing::Values("x=torch.randn(64,128); w=torch.randn(128,96); torch.matmul(x, w)",
+    ::testing::ValuesIn(test::sanitizer_share(std::vector<const char*>{
+                      "x=torch.randn(64,128); w=torch.randn(128,96); torch.matmul(x, w)",
                       "x=torch.randn(16,64); bias=torch.randn(64); w=torch.randn(64,16); "
                       "torch.relu(torch.matmul(x + bias, w))",
                       "nn.Linear(33, 7)(torch.randn(2, 5, 33))",
@@ -672,7 +674,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "import torch.nn.functional as F; q=torch.randn(1,4,7,16); k=torch.randn(1,2,9,16); "
                       "v=torch.randn(1,2,9,8); F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)",
                       "import torch.nn.functional as F; q=torch.randn(2,3,5,8); k=torch.randn(2,3,5,8); "
-                      "v=torch.randn(2,3,5,8); F.scaled_dot_product_attention(q, k, v, scale=0.3)"));
+                      "v=torch.randn(2,3,5,8); F.scaled_dot_product_attention(q, k, v, scale=0.3)"})));
 
 // Programs with rows under the large block tile (128 x 64 outputs, 4 x 8 per thread), tails
 // included: f32[8][4] arrays in Kernel IR, 256 threads per block, sim agrees with the reference.
@@ -707,13 +709,14 @@ TEST_P(RegisterTile2DCorpusTest, LargeTileMakesTwoDimensionalArraysAndSimulatesL
 
 INSTANTIATE_TEST_SUITE_P(
     Families, RegisterTile2DCorpusTest,
-    ::testing::Values("x=torch.randn(33,129); w=torch.randn(129,77); torch.matmul(x, w)",
+    ::testing::ValuesIn(test::sanitizer_share(std::vector<const char*>{
+                      "x=torch.randn(33,129); w=torch.randn(129,77); torch.matmul(x, w)",
                       "x=torch.randn(130,64); w=torch.randn(64,256); torch.matmul(x, w)",
                       "a=torch.randn(3,70,40); b=torch.randn(3,40,130); torch.bmm(a, b)",
                       "nn.Linear(48, 140)(torch.randn(2, 50, 48))",
                       "import torch.nn.functional as F; x=torch.randn(1,70,64); wg=torch.randn(64,133); "
                       "wu=torch.randn(64,133); F.silu(torch.matmul(x,wg))*torch.matmul(x,wu)",
-                      "x=torch.randn(66,96); w=torch.randn(96,160); r=torch.randn(66,160); torch.matmul(x, w) + r"));
+                      "x=torch.randn(66,96); w=torch.randn(96,160); r=torch.randn(66,160); torch.matmul(x, w) + r"})));
 
 #ifdef TESSERA_HAVE_CUDA
 TEST_F(RegisterTileTest, LargeTileMatmulCudaCompilesWithNvrtc) {
