@@ -492,7 +492,7 @@ Graph one_statement_kernel(Body body, Shape out_shape = {4}) {
 
 TEST_F(CudaEmitterTest, TmaAndMbarrierAreReportedNotMistranslated) {
   Graph g = one_statement_kernel(
-      {Smem{"x_smem", DType::F32, {4}}, MbarrierInit{"bar0", 1}, TmaLoad{"x_smem", "tmap_x", {i(0)}, "bar0"}});
+      {Smem{"x_smem", DType::F32, {4}}, MbarrierInit{"bar0", 1}, TmaLoad{"x_smem", {}, "tmap_x", {i(0)}, "bar0", Expr::int_(0)}});
   KernelParam tmap;
   tmap.name = "tmap_x";
   tmap.kind = ParamKind::TensorMap;
@@ -504,7 +504,7 @@ TEST_F(CudaEmitterTest, TmaAndMbarrierAreReportedNotMistranslated) {
                    "by emit_cuda yet"),
             std::string::npos)
       << e;
-  e = emit_error(one_statement_kernel({TmaLoad{"x_smem", "tmap_x", {i(0)}, "bar0"}}));
+  e = emit_error(one_statement_kernel({TmaLoad{"x_smem", {}, "tmap_x", {i(0)}, "bar0", Expr::int_(0)}}));
   EXPECT_NE(e.find("TmaLoad is not supported by emit_cuda yet"), std::string::npos) << e;
 }
 

@@ -41,9 +41,9 @@ inline Body every_stmt_kind_body() {
       CpAsyncCopy{"x_smem", {lit(0), var("a0")}, "x", {var("a1") * 2048 + var("a0")}, 4});
   tile_body.push_back(CpAsyncCommit{});
   tile_body.push_back(CpAsyncWait{0});
-  tile_body.push_back(MbarrierArrive{"bar0", 8192});
-  tile_body.push_back(TmaLoad{"x_smem", "tmap_x", {lit(0), var("a1")}, "bar0"});
-  tile_body.push_back(MbarrierWait{"bar0", lit(0)});
+  tile_body.push_back(MbarrierArrive{"bar0", Expr::int_(0), 8192});
+  tile_body.push_back(TmaLoad{"x_smem", {}, "tmap_x", {lit(0), var("a1")}, "bar0", Expr::int_(0)});
+  tile_body.push_back(MbarrierWait{"bar0", lit(0), lit(0)});
   tile_body.push_back(Sync{});
   tile_body.push_back(WarpShuffle{"v1", val("acc0"), ShuffleMode::Xor, 16, 32});
   tile_body.push_back(TreeHalve{"acc0_smem", var("a0"), 256, CombineFn::Add});

@@ -224,8 +224,8 @@ Graph kernel_abi_graph() {
       Let{"a2", var("blockIdx.x") * 32 + var("a0")},
       Smem{"x_smem", DType::F32, {64}},
       MbarrierInit{"bar0", 1},
-      Cond{Expr::binary(ExprKind::Eq, var("a0"), lit(0)), {MbarrierArrive{"bar0", 256}, TmaLoad{"x_smem", "tmap_x", {lit(0), row}, "bar0"}}, {}},
-      MbarrierWait{"bar0", lit(0)},
+      Cond{Expr::binary(ExprKind::Eq, var("a0"), lit(0)), {MbarrierArrive{"bar0", Expr::int_(0), 256}, TmaLoad{"x_smem", {}, "tmap_x", {lit(0), row}, "bar0", Expr::int_(0)}}, {}},
+      MbarrierWait{"bar0", lit(0), lit(0)},
       Load{"in0", "x_smem", {var("a2")}},
       Assign{"v0", ElementwiseFn::Mul, {val("in0"), val("scale")}},
       Cond{var("a2") < var("steps"), {Write{"y", {var("a1"), var("a2")}, val("v0")}}, {}}};

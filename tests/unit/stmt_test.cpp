@@ -316,7 +316,7 @@ TEST(StmtPrinter, DefaultsArePrintedOnlyWhenTheyDiffer) {
   EXPECT_EQ(print_stmt(Stage{"s", "x", {lit(0)}, {SlabDim{"a1", 8, 0}}, StageTransport::Tma, 1}),
             "s = Stage(x, origin=(0), slab=(a1:8@0)) tma pad=1\n");
   EXPECT_EQ(print_stmt(Combine{"acc0", CombineFn::Max, CombineScope::Block}), "Combine(acc0, op=max)\n");
-  EXPECT_EQ(print_stmt(MbarrierArrive{"bar0", 0}), "MbarrierArrive(bar0)\n");
+  EXPECT_EQ(print_stmt(MbarrierArrive{"bar0", Expr::int_(0), 0}), "MbarrierArrive(bar0)\n");
   EXPECT_EQ(print_stmt(Cond{var("a0") < lit(1), {Sync{}}, {}}), "if a0 < 1:\n  Sync()\n");
   EXPECT_EQ(print_stmt(Stmt()), "<undefined statement>\n");
 }

@@ -745,6 +745,35 @@ class GraphReader {
         TESSERA_TRY(c.expect_word("box"));
         TESSERA_TRY(c.expect("="));
         TESSERA_ASSIGN_OR_RETURN(p.tensor_map.box, int_tuple(c));
+        // Optional fields, in the printed order.
+        while (c.accept(",")) {
+          c.skip_spaces();
+          size_t field_col = c.pos();
+          TESSERA_ASSIGN_OR_RETURN(std::string field, c.name("a tensor-map field (swizzle, oob, element_strides)"));
+          TESSERA_TRY(c.expect("="));
+          if (field == "swizzle") {
+            c.skip_spaces();
+            size_t col = c.pos();
+            const std::string word = c.word();
+            std::optional<SmemSwizzle> sw = parse_spelling<SmemSwizzle>(word);
+            if (!sw || word.empty())
+              return c.error_at(col, std::max<size_t>(word.size(), 1),
+                                "expected " + std::string(StmtEnumTable<SmemSwizzle>::what) + ", not '" + word + "'");
+            p.tensor_map.swizzle = *sw;
+          } else if (field == "oob") {
+            c.skip_spaces();
+            size_t col = c.pos();
+            TESSERA_ASSIGN_OR_RETURN(std::string word, c.name("an out-of-bounds fill (zero, nan)"));
+            std::optional<TensorMapOobFill> fill = parse_oob_fill(word);
+            if (!fill) return c.error_at(col, word.size(), "unknown out-of-bounds fill '" + word + "' (zero, nan)");
+            p.tensor_map.oob_fill = *fill;
+          } else if (field == "element_strides") {
+            TESSERA_ASSIGN_OR_RETURN(p.tensor_map.element_strides, int_tuple(c));
+          } else {
+            return c.error_at(field_col, field.size(),
+                              "unknown tensor-map field '" + field + "' (swizzle, oob, element_strides)");
+          }
+        }
         TESSERA_TRY(c.expect(")"));
       } else {
         bool is_const = c.accept_word("const");

@@ -1,6 +1,8 @@
 // The line splitter and line cursor of the IR text parser (see ir_text_reader.h).
 #include "ir_text_reader.h"
 
+#include <cctype>
+
 #include <charconv>
 
 namespace tessera::ir_text {
@@ -100,6 +102,16 @@ Expected<std::string> LineCursor::name(std::string_view what) {
       break;
     }
   }
+  std::string out(t.substr(pos_, end - pos_));
+  pos_ = end;
+  return out;
+}
+
+std::string LineCursor::word() {
+  skip_spaces();
+  const std::string_view t = line_->text;
+  size_t end = pos_;
+  while (end < t.size() && (std::isalnum(static_cast<unsigned char>(t[end])) != 0 || t[end] == '_')) ++end;
   std::string out(t.substr(pos_, end - pos_));
   pos_ = end;
   return out;

@@ -56,6 +56,9 @@ class LineCursor {
   Expected<std::string> name(std::string_view what);
   Expected<int64_t> integer(std::string_view what);  // optionally negative
   Expected<uint64_t> unsigned_integer(std::string_view what);
+  // A word of letters, digits and '_' (a spelling that may start with a digit, like `128B`);
+  // empty, consuming nothing, when none follows.
+  std::string word();
   // The rest of the line, stripped of surrounding spaces (and consumed).
   std::string_view take_rest();
 

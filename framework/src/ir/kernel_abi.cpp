@@ -27,6 +27,26 @@ std::optional<ParamKind> parse_param_kind(std::string_view s) {
 
 bool is_scalar_param_type(DType t) { return t == DType::I32 || t == DType::I64 || t == DType::F32; }
 
+std::string_view oob_fill_name(TensorMapOobFill f) {
+  switch (f) {
+    case TensorMapOobFill::Zero: return "zero";
+    case TensorMapOobFill::Nan: return "nan";
+  }
+  return "zero";
+}
+
+std::optional<TensorMapOobFill> parse_oob_fill(std::string_view s) {
+  for (TensorMapOobFill f : {TensorMapOobFill::Zero, TensorMapOobFill::Nan})
+    if (oob_fill_name(f) == s) return f;
+  return std::nullopt;
+}
+
+int64_t TensorMapSpec::smem_elements() const {
+  int64_t n = 1;
+  for (size_t d = 0; d < box.size(); ++d) n *= (box[d] + element_stride(d) - 1) / element_stride(d);
+  return n;
+}
+
 std::string KernelParam::str() const {
   std::string dtype_text(dtype_short_name(dtype));
   switch (kind) {
@@ -37,9 +57,16 @@ std::string KernelParam::str() const {
       return text;
     }
     case ParamKind::TensorMap: {
-      std::string box;
-      for (size_t i = 0; i < tensor_map.box.size(); ++i) box += (i ? ", " : "") + std::to_string(tensor_map.box[i]);
-      return name + ": tensor_map(" + tensor_map.buffer + ", box=(" + box + "))";
+      auto tuple = [](const std::vector<int64_t>& v) {
+        std::string t;
+        for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + std::to_string(v[i]);
+        return "(" + t + ")";
+      };
+      std::string text = name + ": tensor_map(" + tensor_map.buffer + ", box=" + tuple(tensor_map.box);
+      if (tensor_map.swizzle != SmemSwizzle::None) text += ", swizzle=" + std::string(spelling(tensor_map.swizzle));
+      if (tensor_map.oob_fill != TensorMapOobFill::Zero) text += ", oob=" + std::string(oob_fill_name(tensor_map.oob_fill));
+      if (!tensor_map.element_strides.empty()) text += ", element_strides=" + tuple(tensor_map.element_strides);
+      return text + ")";
     }
   }
   return name;

@@ -99,7 +99,12 @@ json params_to_json(const std::vector<KernelParam>& params) {
   json out = json::array();
   for (const KernelParam& p : params) {
     json tmap = nullptr;
-    if (p.kind == ParamKind::TensorMap) tmap = {{"buffer", p.tensor_map.buffer}, {"box", p.tensor_map.box}};
+    if (p.kind == ParamKind::TensorMap)
+      tmap = {{"buffer", p.tensor_map.buffer},
+              {"box", p.tensor_map.box},
+              {"swizzle", std::string(spelling(p.tensor_map.swizzle))},
+              {"oob_fill", std::string(oob_fill_name(p.tensor_map.oob_fill))},
+              {"element_strides", p.tensor_map.element_strides}};
     out.push_back({{"name", p.name},
                    {"kind", std::string(param_kind_name(p.kind))},
                    {"dtype", std::string(dtype_short_name(p.dtype))},
@@ -525,6 +530,13 @@ class JsonReader {
       ObjectReader spec(*this, *tmap, tmap_path);
       TESSERA_TRY(spec.required("buffer", out.tensor_map.buffer));
       TESSERA_TRY(spec.required("box", out.tensor_map.box));
+      TESSERA_TRY(spec.optional("swizzle", out.tensor_map.swizzle));
+      std::string fill(oob_fill_name(out.tensor_map.oob_fill));
+      TESSERA_TRY(spec.optional("oob_fill", fill));
+      std::optional<TensorMapOobFill> parsed = parse_oob_fill(fill);
+      if (!parsed) return malformed(child_path(tmap_path, "oob_fill"), "'" + fill + "' is not an out-of-bounds fill (zero, nan)");
+      out.tensor_map.oob_fill = *parsed;
+      TESSERA_TRY(spec.optional("element_strides", out.tensor_map.element_strides));
       TESSERA_TRY(spec.finish());
     }
     return obj.finish();

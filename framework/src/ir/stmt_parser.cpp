@@ -224,6 +224,17 @@ class StmtReader {
     return out;
   }
 
+  // `bar` (slot 0) or `bar[e]` (a slot of a barrier ring).
+  Status barrier_ref(std::string& barrier, Expr& slot) {
+    TESSERA_ASSIGN_OR_RETURN(barrier, buffer_use());
+    if (!c_.accept("[")) return Status::ok();
+    TESSERA_ASSIGN_OR_RETURN(ExprList e, read_expr_list(c_, ']', body_.limits_, depth_, &body_.names_));
+    if (e.size() != 1) return c_.expected("one slot index in '" + barrier + "[...]'");
+    TESSERA_TRY(c_.expect("]"));
+    slot = std::move(e[0]);
+    return Status::ok();
+  }
+
   // `(e, e)` (an origin, coordinates).
   Expected<ExprList> expr_tuple() {
     TESSERA_TRY(c_.expect("("));
@@ -288,16 +299,12 @@ class StmtReader {
   // A swizzle spelling: `none`, or a width that starts with a digit (`128B`), so not a name.
   Expected<SmemSwizzle> swizzle_spelling() {
     c_.skip_spaces();
-    const std::string_view text = c_.line().text;
     const size_t start = c_.pos();
-    size_t end = start;
-    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
-    const std::string word(text.substr(start, end - start));
+    const std::string word = c_.word();
     std::optional<SmemSwizzle> value = parse_spelling<SmemSwizzle>(word);
     if (!value || word.empty())
       return c_.error_at(start, std::max<size_t>(word.size(), 1),
                          "expected " + std::string(StmtEnumTable<SmemSwizzle>::what) + ", not '" + word + "'");
-    c_.reset(end);
     return *value;
   }
 
@@ -704,6 +711,9 @@ class StmtReader {
     TESSERA_TRY(c_.expect_word("TmaLoad"));
     TESSERA_TRY(c_.expect("("));
     TESSERA_ASSIGN_OR_RETURN(s.dst, buffer_use());
+    if (c_.peek("[")) {
+      TESSERA_ASSIGN_OR_RETURN(s.dst_index, index());
+    }
     TESSERA_TRY(c_.expect(","));
     TESSERA_ASSIGN_OR_RETURN(s.desc, buffer_use());
     TESSERA_TRY(c_.expect(","));
@@ -713,7 +723,7 @@ class StmtReader {
     TESSERA_TRY(c_.expect(","));
     TESSERA_TRY(c_.expect_word("mbar"));
     TESSERA_TRY(c_.expect("="));
-    TESSERA_ASSIGN_OR_RETURN(s.barrier, buffer_use());
+    TESSERA_TRY(barrier_ref(s.barrier, s.barrier_slot));
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
     return Stmt(std::move(s));
@@ -726,6 +736,9 @@ class StmtReader {
     TESSERA_TRY(c_.expect_word("MbarrierInit"));
     TESSERA_TRY(c_.expect("("));
     TESSERA_ASSIGN_OR_RETURN(s.count, int_field("count"));
+    if (c_.accept(",")) {
+      TESSERA_ASSIGN_OR_RETURN(s.slots, int_field("slots"));
+    }
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
     declare_buffer(s.name);
@@ -736,7 +749,7 @@ class StmtReader {
     MbarrierArrive s;
     TESSERA_TRY(c_.expect_word("MbarrierArrive"));
     TESSERA_TRY(c_.expect("("));
-    TESSERA_ASSIGN_OR_RETURN(s.barrier, buffer_use());
+    TESSERA_TRY(barrier_ref(s.barrier, s.barrier_slot));
     if (c_.accept(",")) {
       TESSERA_ASSIGN_OR_RETURN(s.tx_bytes, int_field("tx"));
     }
@@ -749,7 +762,7 @@ class StmtReader {
     MbarrierWait s;
     TESSERA_TRY(c_.expect_word("MbarrierWait"));
     TESSERA_TRY(c_.expect("("));
-    TESSERA_ASSIGN_OR_RETURN(s.barrier, buffer_use());
+    TESSERA_TRY(barrier_ref(s.barrier, s.barrier_slot));
     TESSERA_TRY(c_.expect(","));
     TESSERA_TRY(c_.expect_word("phase"));
     TESSERA_TRY(c_.expect("="));

@@ -22,6 +22,12 @@ std::string access(const std::string& buffer, const ExprList& index) {
   return buffer + "[" + join(index) + "]";
 }
 
+// `bar` for slot 0 (the only slot of a single barrier), `bar[s]` for a slot of a barrier ring.
+std::string barrier_ref(const std::string& barrier, const Expr& slot) {
+  if (slot.kind() == ExprKind::Int && slot.int_value() == 0) return barrier;
+  return barrier + "[" + slot.str() + "]";
+}
+
 // `  # reduce, unroll 4`, or nothing when there is neither a role nor an unroll request.
 std::string loop_comment(LoopRole role, int64_t unroll) {
   std::vector<std::string> parts;
@@ -156,19 +162,21 @@ class StmtPrinter {
     line("CpAsyncWait(keep=" + std::to_string(s.keep) + ")");
   }
   void print_kind(const TmaLoad& s) {
-    line("TmaLoad(" + s.dst + ", " + s.desc + ", coords=(" + join(s.coords) +
-         "), mbar=" + s.barrier + ")");
+    line("TmaLoad(" + (s.dst_index.empty() ? s.dst : access(s.dst, s.dst_index)) + ", " + s.desc + ", coords=(" +
+         join(s.coords) + "), mbar=" + barrier_ref(s.barrier, s.barrier_slot) + ")");
   }
   void print_kind(const MbarrierInit& s) {
-    line(s.name + " = MbarrierInit(count=" + std::to_string(s.count) + ")");
+    std::string text = s.name + " = MbarrierInit(count=" + std::to_string(s.count);
+    if (s.slots != 1) text += ", slots=" + std::to_string(s.slots);
+    line(text + ")");
   }
   void print_kind(const MbarrierArrive& s) {
-    std::string text = "MbarrierArrive(" + s.barrier;
+    std::string text = "MbarrierArrive(" + barrier_ref(s.barrier, s.barrier_slot);
     if (s.tx_bytes != 0) text += ", tx=" + std::to_string(s.tx_bytes);
     line(text + ")");
   }
   void print_kind(const MbarrierWait& s) {
-    line("MbarrierWait(" + s.barrier + ", phase=" + s.phase.str() + ")");
+    line("MbarrierWait(" + barrier_ref(s.barrier, s.barrier_slot) + ", phase=" + s.phase.str() + ")");
   }
   void print_kind(const WarpShuffle& s) {
     line(typed(s.type, s.dst) + " = WarpShuffle(" + s.src.str() + ", " + std::string(spelling(s.mode)) + ", " + std::to_string(s.offset) +

@@ -705,6 +705,24 @@ Status verify_params(const Graph& g, const Node& n, const std::vector<KernelPara
         if (p.dtype != buffer->type.dtype)
           return node_error(n, what + " has dtype " + std::string(dtype_short_name(p.dtype)) + " but '" +
                                    spec.buffer + "' is " + std::string(dtype_short_name(buffer->type.dtype)));
+        if (!spec.element_strides.empty()) {
+          if (spec.element_strides.size() != spec.box.size())
+            return node_error(n, what + " needs one element stride per box dimension");
+          for (int64_t st : spec.element_strides)
+            if (st < 1 || st > 8) return node_error(n, what + " has an element stride outside 1..8");
+        }
+        if (spec.oob_fill == TensorMapOobFill::Nan && !dtype_is_float(p.dtype))
+          return node_error(n, what + " fills out-of-bounds elements with NaN, which needs a float buffer");
+        // The hardware's limits on the box's inner row: a multiple of 16 bytes, and within the
+        // swizzle span when swizzled.
+        const int64_t inner_bytes = spec.box.back() * dtype_bytes(p.dtype);
+        if (inner_bytes % 16 != 0)
+          return node_error(n, what + " has an inner box row of " + std::to_string(inner_bytes) +
+                                   " bytes, which is not a multiple of 16");
+        const int64_t span = swizzle_span_bytes(spec.swizzle);
+        if (span > 0 && inner_bytes > span)
+          return node_error(n, what + " has an inner box row of " + std::to_string(inner_bytes) + " bytes, wider than its " +
+                                   std::string(spelling(spec.swizzle)) + " swizzle");
         break;
       }
     }

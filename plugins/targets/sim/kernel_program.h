@@ -11,6 +11,7 @@
 #include "tessera/eval/tensor_value.h"
 #include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/graph.h"
+#include "tessera/ir/kernel_abi.h"
 #include "tessera/ir/stmt.h"
 #include "tessera/support/status.h"
 
@@ -60,6 +61,8 @@ struct SimStmt {
   ShuffleMode mode = ShuffleMode::Xor;
   int64_t count = 0;             // CpAsyncWait keep, CpAsyncCopy elements, TreeHalve n, shuffle offset
   int64_t width = 32;            // WarpShuffle
+  int barrier = -1;              // Mbarrier*, TmaLoad: the barrier ring (KernelProgram::barriers)
+  int tensor_map = -1;           // TmaLoad: the tensor map (KernelProgram::tensor_maps)
   std::vector<SimStmt> body, else_body;
 };
 
@@ -68,6 +71,24 @@ struct SmemDecl {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   int64_t slots = 1;  // > 1: a ring of slabs, shape[0] the slot (named in race reports)
+  int64_t align = kSmemAlign;
+  SmemSwizzle swizzle = SmemSwizzle::None;
+};
+
+// The mbarriers one MbarrierInit declares: `slots` barriers, each completing a phase after `count`
+// arrivals and the transaction bytes they announced.
+struct BarrierDecl {
+  std::string name;
+  int64_t count = 1;
+  int64_t slots = 1;
+};
+
+// A tensor-map parameter a TmaLoad names: what a copy reads (the global buffer `buffer`, an index
+// into the kernel's globals) and how its box lands in shared memory.
+struct TensorMapDecl {
+  std::string name;
+  TensorMapSpec spec;
+  int buffer = -1;
 };
 
 // A global buffer: one of the kernel node's inputs (read-only) or its output (the node id).
@@ -96,6 +117,8 @@ struct ScalarBinding {
 struct KernelProgram {
   std::vector<SimStmt> body;
   std::vector<SmemDecl> smem;
+  std::vector<BarrierDecl> barriers;
+  std::vector<TensorMapDecl> tensor_maps;
   std::vector<std::pair<int, double>> scalar_slots;  // (register slot, value)
   int slot_count = kHardwareSlots;
   int temp_count = 0;

@@ -30,12 +30,29 @@ enum class ParamKind : uint8_t { Buffer, Scalar, TensorMap };
 std::string_view param_kind_name(ParamKind k);  // "buffer", "scalar", "tensor_map"
 std::optional<ParamKind> parse_param_kind(std::string_view s);
 
+// What a TMA copy writes for the box's elements outside the buffer: zeros, or NaN (the driver's
+// "NaN request zero FMA" fill; float buffers only).
+enum class TensorMapOobFill : uint8_t { Zero, Nan };
+std::string_view oob_fill_name(TensorMapOobFill f);  // "zero", "nan"
+std::optional<TensorMapOobFill> parse_oob_fill(std::string_view s);
+
 // The host-side description of a tensor map: which global buffer it covers and the box (tile) one
 // TMA copy moves, outermost dimension first like the buffer's shape. The launch owns it: the
 // runtime encodes it (cuTensorMapEncodeTiled) with the buffer's address before every launch.
+// The box lands in shared memory row-major, ceil(box[d] / element_strides[d]) elements along each
+// dimension, in `swizzle`: with a 32/64/128-byte swizzle, the 16-byte chunk c of each 128-byte
+// line r of the box lands at chunk c ^ (r % 2, 4 or 8) (the consumer's loads XOR to match), and
+// the inner box row is at most the swizzle span.
 struct TensorMapSpec {
   std::string buffer;
   std::vector<int64_t> box;
+  SmemSwizzle swizzle = SmemSwizzle::None;
+  TensorMapOobFill oob_fill = TensorMapOobFill::Zero;
+  std::vector<int64_t> element_strides;  // per dimension, 1..8, outermost first; empty: all 1
+  // The stride of dimension `d` (1 when element_strides is empty).
+  int64_t element_stride(size_t d) const { return element_strides.empty() ? 1 : element_strides[d]; }
+  // The elements one copy writes to shared memory (the box with its element strides applied).
+  int64_t smem_elements() const;
   bool operator==(const TensorMapSpec&) const = default;
 };
 
@@ -49,7 +66,8 @@ struct KernelParam {
   TensorMapSpec tensor_map;         // tensor map only
 
   // "x: const f32*", "y: f32*", "pos: i32 in [0, 2047]", "scale: f32",
-  // "tmap_x: tensor_map(x, box=(1, 64))".
+  // "tmap_x: tensor_map(x, box=(1, 64))", "tmap_w: tensor_map(w, box=(64, 32), swizzle=128B, oob=nan,
+  // element_strides=(1, 2))" (fields at their defaults are left out).
   std::string str() const;
   bool operator==(const KernelParam&) const = default;
 };

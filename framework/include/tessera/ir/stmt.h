@@ -375,46 +375,66 @@ struct CpAsyncWait {
   template <class S, class F> static void reflect(S& s, F&& f) { f("keep", s.keep, FieldRole::Data); }
 };
 
-// `TmaLoad(x_smem, tmap_x, coords=(0, a1), mbar=bar0)`: `desc` names a tensor-map parameter of
-// the kernel (KernelParam); the host object it stands for belongs to the launch, not the body.
+// `TmaLoad(x_smem[s, 0, 0], tmap_x, coords=(0, a1), mbar=bar_x[s])`: the issuing thread starts a
+// Tensor Memory Accelerator copy of the tensor map's box at element `coords` (outermost first)
+// into `dst` from `dst_index` (empty: from its first element; the box lands there contiguously, in
+// the tensor map's swizzle), completing as transaction bytes on barrier `barrier[barrier_slot]`.
+// `desc` names a tensor-map parameter of the kernel (KernelParam); the host object it stands for
+// belongs to the launch, not the body.
 struct TmaLoad {
-  std::string dst, desc;
+  std::string dst;
+  ExprList dst_index;
+  std::string desc;
   ExprList coords;
   std::string barrier;
+  Expr barrier_slot = Expr::int_(0);
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("dst", s.dst, FieldRole::UseBuffer);
+    f("dst_index", s.dst_index, FieldRole::Data);
     f("desc", s.desc, FieldRole::UseTensorMap);
     f("coords", s.coords, FieldRole::Data);
     f("barrier", s.barrier, FieldRole::UseBuffer);
+    f("barrier_slot", s.barrier_slot, FieldRole::Data);
   }
 };
 
-// `bar0 = MbarrierInit(count=1)`
+// `bar0 = MbarrierInit(count=1)`, `bar_x = MbarrierInit(count=1, slots=2)`: `slots` barriers in
+// shared memory (one per slot of a ring), each expecting `count` arrivals per phase, in phase 0.
 struct MbarrierInit {
   std::string name;
   int64_t count = 1;
+  int64_t slots = 1;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("name", s.name, FieldRole::DefBuffer);
     f("count", s.count, FieldRole::Data);
+    f("slots", s.slots, FieldRole::Data);
   }
 };
 
-// `MbarrierArrive(bar0, tx=8192)`: arrive, expecting `tx` bytes of transactions (0 = plain arrive)
+// `MbarrierArrive(bar0, tx=8192)`, `MbarrierArrive(bar_x[s], tx=8192)`: arrive on barrier
+// `barrier[barrier_slot]`, expecting `tx` more bytes of transactions in its current phase (0 = a
+// plain arrive).
 struct MbarrierArrive {
   std::string barrier;
+  Expr barrier_slot = Expr::int_(0);
   int64_t tx_bytes = 0;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("barrier", s.barrier, FieldRole::UseBuffer);
+    f("barrier_slot", s.barrier_slot, FieldRole::Data);
     f("tx_bytes", s.tx_bytes, FieldRole::Data);
   }
 };
 
-// `MbarrierWait(bar0, phase=0)`
+// `MbarrierWait(bar0, phase=0)`, `MbarrierWait(bar_x[s], phase=k / 2 % 2)`: wait until the phase
+// of parity `phase` of barrier `barrier[barrier_slot]` has completed (all its arrivals and
+// transaction bytes); the copies it tracked are then visible to the waiting thread.
 struct MbarrierWait {
   std::string barrier;
+  Expr barrier_slot = Expr::int_(0);
   Expr phase;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("barrier", s.barrier, FieldRole::UseBuffer);
+    f("barrier_slot", s.barrier_slot, FieldRole::Data);
     f("phase", s.phase, FieldRole::Data);
   }
 };

@@ -27,6 +27,26 @@ enum class ShuffleMode : uint8_t { Xor, Down, Up, Idx };
 // the 16-byte chunks of each 32/64/128-byte row XORed with the row index within the swizzle atom.
 enum class SmemSwizzle : uint8_t { None, B32, B64, B128 };
 
+// The widest row a swizzle covers (a TMA box's inner row may not exceed it; 0 without a swizzle).
+constexpr int64_t swizzle_span_bytes(SmemSwizzle s) {
+  switch (s) {
+    case SmemSwizzle::None: return 0;
+    case SmemSwizzle::B32: return 32;
+    case SmemSwizzle::B64: return 64;
+    case SmemSwizzle::B128: return 128;
+  }
+  return 0;
+}
+
+// Where byte `offset` (from a base aligned to 8 spans) of a swizzled buffer lives: its 16-byte
+// chunk index within the 128-byte line is XORed with the line index modulo 2, 4 or 8 (32, 64,
+// 128-byte swizzle), as the TMA unit writes and the PTX ISA's swizzle modes define.
+constexpr int64_t swizzle_byte_offset(SmemSwizzle s, int64_t offset) {
+  const int64_t bits = s == SmemSwizzle::B32 ? 1 : s == SmemSwizzle::B64 ? 2 : s == SmemSwizzle::B128 ? 3 : 0;
+  const int64_t mask = (int64_t{1} << bits) - 1;
+  return offset ^ (((offset >> 7) & mask) << 4);
+}
+
 template <class E> struct StmtEnumTable;
 
 template <> struct StmtEnumTable<AxisBinding> {
