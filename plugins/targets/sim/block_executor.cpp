@@ -51,7 +51,7 @@ class BlockExecutor {
         regs_(static_cast<size_t>(program.slot_count), std::vector<double>(static_cast<size_t>(lanes_), 0.0)),
         temps_(static_cast<size_t>(program.temp_count), std::vector<double>(static_cast<size_t>(lanes_), 0.0)),
         fault_(static_cast<size_t>(lanes_), 0),
-        shared_(program.smem, lanes_, [this](int lane) { return thread_str(lane); }) {
+        shared_(program.smem, program.barriers, lanes_, [this](int lane) { return thread_str(lane); }) {
     for (int l = 0; l < lanes_; ++l) {
       regs_[kThreadIdxX][static_cast<size_t>(l)] = static_cast<double>(l % op.block[0]);
       regs_[kThreadIdxY][static_cast<size_t>(l)] = static_cast<double>((l / op.block[0]) % op.block[1]);
@@ -80,7 +80,11 @@ class BlockExecutor {
     std::fill(regs_[kBlockIdxY].begin(), regs_[kBlockIdxY].end(), static_cast<double>(by));
     std::fill(regs_[kBlockIdxZ].begin(), regs_[kBlockIdxZ].end(), static_cast<double>(bz));
     shared_.reset();
-    return run_body(program_.body, Mask(static_cast<size_t>(lanes_), 1));
+    TESSERA_TRY(run_body(program_.body, Mask(static_cast<size_t>(lanes_), 1)));
+    if (std::string err = shared_.finish_block(); !err.empty())
+      return make_error("sim: kernel " + op_.name + " (node " + node_.id() + "): block " + dim3_str(bx, by, bz) + ": " + err)
+          .at_node(node_.id());
+    return Status::ok();
   }
 
  private:
@@ -433,6 +437,72 @@ class BlockExecutor {
     return Status::ok();
   }
 
+  // A TMA copy per issuing lane: the tensor map's box at `coords` (element strides applied; elements
+  // outside the buffer filled with zero or NaN) lands row-major from the destination element, each
+  // byte offset swizzled as the tensor map says, tracked by the barrier slot.
+  Status run_tma_load(const SimStmt& s, const Mask& mask) {
+    const TensorMapDecl& map = program_.tensor_maps[static_cast<size_t>(s.tensor_map)];
+    const TensorMapSpec& spec = map.spec;
+    const GlobalBuffer& src = globals_[static_cast<size_t>(map.buffer)];
+    const std::vector<int64_t>& src_dims = global_dims_[static_cast<size_t>(map.buffer)];
+    const SmemDecl& dst = shared_.decl(s.buffer.index);
+    const int64_t elem = dtype_bytes(dst.dtype);
+    const int64_t rank = static_cast<int64_t>(spec.box.size());
+    std::vector<int64_t> extent(static_cast<size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d)
+      extent[static_cast<size_t>(d)] = (spec.box[static_cast<size_t>(d)] + spec.element_stride(static_cast<size_t>(d)) - 1) /
+                                       spec.element_stride(static_cast<size_t>(d));
+    const int64_t elements = spec.smem_elements();
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> coords, eval_all(s.src_index, mask, s));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> dst_index, eval_all(s.index, mask, s));
+    TESSERA_ASSIGN_OR_RETURN(const double* slot, eval(s.exprs[0], mask, s));
+    const double fill = spec.oob_fill == TensorMapOobFill::Nan ? std::nan("") : 0.0;
+    for (int l = 0; l < lanes_; ++l) {
+      if (!mask[static_cast<size_t>(l)]) continue;
+      const auto bar_slot = static_cast<int64_t>(slot[l]);
+      if (std::string err = shared_.check_barrier_slot(s.barrier, bar_slot); !err.empty()) return fail(s, l, err);
+      int64_t base = 0;
+      if (!dst_index.empty()) {
+        TESSERA_ASSIGN_OR_RETURN(base, offset_of(s, s.buffer, dst_index, l, 0));
+      }
+      // The copy's shared-memory address must be 128-byte aligned (the buffer's own alignment is
+      // at least that when the kernel compiler accepted its swizzle; offsets are checked here).
+      if (base * elem % 128 != 0)
+        return fail(s, l, "the TMA destination " + shared_.element_str(s.buffer.index, base) + " is " +
+                              std::to_string(base * elem) + " bytes into '" + dst.name + "', not a multiple of 128");
+      if (base + elements > shared_.size(s.buffer.index))
+        return fail(s, l, "the TMA box of " + std::to_string(elements) + " elements from " +
+                              shared_.element_str(s.buffer.index, base) + " runs past the end of '" + dst.name + "'");
+      std::vector<int64_t> at(static_cast<size_t>(rank), 0);
+      for (int64_t i = 0; i < elements; ++i) {
+        // Box element i, row-major over the strided extents -> its global coordinates.
+        int64_t rest = i, src_flat = 0;
+        bool inside = true;
+        for (int64_t d = rank; d-- > 0;) {
+          at[static_cast<size_t>(d)] = rest % extent[static_cast<size_t>(d)];
+          rest /= extent[static_cast<size_t>(d)];
+        }
+        for (int64_t d = 0; d < rank; ++d) {
+          const double c0 = coords[static_cast<size_t>(d)][l];
+          const int64_t c = static_cast<int64_t>(c0) + at[static_cast<size_t>(d)] * spec.element_stride(static_cast<size_t>(d));
+          inside = inside && c >= 0 && c < src_dims[static_cast<size_t>(d)];
+          src_flat = src_flat * src_dims[static_cast<size_t>(d)] + (inside ? c : 0);
+        }
+        double v = fill;
+        if (inside) {
+          const double stored = src.value->data[static_cast<size_t>(src_flat)];
+          const DType dt = src.value->type.dtype;
+          v = !dtype_is_float(dt) ? conform_to_dtype(stored, dt) : dt == DType::F64 ? stored : round_to_storage(stored, dt);
+        }
+        const int64_t byte = swizzle_byte_offset(spec.swizzle, (base + i) * elem);
+        std::string err = shared_.issue_tma_element(s.buffer.index, byte / elem, l, s, v, s.barrier, bar_slot);
+        if (!err.empty()) return fail(s, l, err);
+      }
+      shared_.tma_bytes(s.barrier, bar_slot, elements * elem);
+    }
+    return Status::ok();
+  }
+
   Status check_vector_alignment(const SimStmt& s, const std::vector<const double*>& index, int lane, size_t k) {
     double last = index.back()[lane];
     if (std::fmod(last, static_cast<double>(k)) != 0.0)
@@ -568,15 +638,40 @@ class BlockExecutor {
         }
         return Status::ok();
       }
+      case StmtKind::MbarrierInit: {
+        // Thread 0 initializes, then the block synchronizes (the emitted code's fence and barrier).
+        TESSERA_TRY(require_full_block(s, mask));
+        if (std::string err = shared_.init_barrier(s.barrier); !err.empty()) return fail(s, -1, err);
+        shared_.barrier();
+        return Status::ok();
+      }
+      case StmtKind::MbarrierArrive: {
+        TESSERA_ASSIGN_OR_RETURN(const double* slot, eval(s.exprs[0], mask, s));
+        for (size_t l = 0; l < n; ++l) {
+          if (!mask[l]) continue;
+          std::string err = shared_.check_barrier_slot(s.barrier, static_cast<int64_t>(slot[l]));
+          if (err.empty()) err = shared_.arrive(s.barrier, static_cast<int64_t>(slot[l]), s.count);
+          if (!err.empty()) return fail(s, static_cast<int>(l), err);
+        }
+        return Status::ok();
+      }
+      case StmtKind::MbarrierWait: {
+        TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> v, eval_all(s.exprs, mask, s));
+        for (size_t l = 0; l < n; ++l) {
+          if (!mask[l]) continue;
+          const auto slot = static_cast<int64_t>(v[0][l]);
+          std::string err = shared_.check_barrier_slot(s.barrier, slot);
+          if (err.empty()) err = shared_.wait_barrier(s.barrier, slot, static_cast<int64_t>(v[1][l]), static_cast<int>(l));
+          if (!err.empty()) return fail(s, static_cast<int>(l), err);
+        }
+        return Status::ok();
+      }
+      case StmtKind::TmaLoad: return run_tma_load(s, mask);
       // The kernel compiler rejects these, so a compiled program never holds them.
       case StmtKind::Tile:
       case StmtKind::Stage:
       case StmtKind::Combine:
-      case StmtKind::AsyncWait:
-      case StmtKind::TmaLoad:
-      case StmtKind::MbarrierInit:
-      case StmtKind::MbarrierArrive:
-      case StmtKind::MbarrierWait: return fail(s, -1, "the simulator does not execute this statement");
+      case StmtKind::AsyncWait: return fail(s, -1, "the simulator does not execute this statement");
     }
     return fail(s, -1, "the simulator does not execute this statement");
   }

@@ -311,7 +311,7 @@ class KernelCompiler {
         if (lookup_smem(st->name) >= 0) return error(s, "shared buffer '" + st->name + "' is declared twice");
         for (int64_t d : st->shape)
           if (d <= 0) return error(s, "shared buffer '" + st->name + "' has a non-positive dimension");
-        program_.smem.push_back(SmemDecl{st->name, st->dtype, st->shape, st->slots});
+        program_.smem.push_back(SmemDecl{st->name, st->dtype, st->shape, st->slots, st->align, st->swizzle});
         break;
       }
       case StmtKind::Sync:
@@ -388,11 +388,70 @@ class KernelCompiler {
         TESSERA_TRY(compile_exprs(st->values, s, c.exprs));
         break;
       }
-      case StmtKind::TmaLoad:
-      case StmtKind::MbarrierInit:
-      case StmtKind::MbarrierArrive:
-      case StmtKind::MbarrierWait:
-        return error(s, "the simulator does not execute " + std::string(stmt_kind_name(s.kind())));
+      case StmtKind::MbarrierInit: {
+        const auto* st = s.as<MbarrierInit>();
+        if (!top_level) return error(s, "MbarrierInit must be at the top level of the kernel body (every thread reaches it)");
+        if (lookup_barrier(st->name) >= 0) return error(s, "barrier '" + st->name + "' is initialized twice");
+        if (st->count < 1 || st->slots < 1) return error(s, "a barrier needs count >= 1 and slots >= 1");
+        c.barrier = static_cast<int>(program_.barriers.size());
+        program_.barriers.push_back(BarrierDecl{st->name, st->count, st->slots});
+        break;
+      }
+      case StmtKind::MbarrierArrive: {
+        const auto* st = s.as<MbarrierArrive>();
+        TESSERA_ASSIGN_OR_RETURN(c.barrier, resolve_barrier(st->barrier, s));
+        if (st->tx_bytes < 0) return error(s, "tx must be non-negative");
+        c.count = st->tx_bytes;
+        TESSERA_TRY(compile_exprs({st->barrier_slot}, s, c.exprs));
+        break;
+      }
+      case StmtKind::MbarrierWait: {
+        const auto* st = s.as<MbarrierWait>();
+        TESSERA_ASSIGN_OR_RETURN(c.barrier, resolve_barrier(st->barrier, s));
+        TESSERA_TRY(compile_exprs({st->barrier_slot, st->phase}, s, c.exprs));
+        break;
+      }
+      case StmtKind::TmaLoad: {
+        const auto* st = s.as<TmaLoad>();
+        TESSERA_ASSIGN_OR_RETURN(c.barrier, resolve_barrier(st->barrier, s));
+        c.buffer = BufferRef{true, lookup_smem(st->dst)};
+        if (c.buffer.index < 0) return error(s, "'" + st->dst + "' is not a declared Smem buffer (TMA copies into shared memory)");
+        const SmemDecl& dst = program_.smem[static_cast<size_t>(c.buffer.index)];
+        if (!st->dst_index.empty() && st->dst_index.size() != dst.shape.size())
+          return error(s, "indexes '" + st->dst + "' with " + std::to_string(st->dst_index.size()) +
+                              " index expression(s) but it has rank " + std::to_string(dst.shape.size()));
+        for (size_t i = 0; i < op_.params.size(); ++i) {
+          const KernelParam& p = op_.params[i];
+          if (p.kind != ParamKind::TensorMap || p.name != st->desc) continue;
+          TensorMapDecl map{p.name, p.tensor_map, -1};
+          for (size_t g = 0; g < globals_.size(); ++g)
+            if (globals_[g].name == p.tensor_map.buffer) map.buffer = static_cast<int>(g);
+          if (map.buffer < 0) return error(s, "tensor map '" + p.name + "' covers '" + p.tensor_map.buffer + "', not a buffer of the kernel");
+          c.tensor_map = static_cast<int>(program_.tensor_maps.size());
+          program_.tensor_maps.push_back(std::move(map));
+        }
+        if (c.tensor_map < 0) return error(s, "'" + st->desc + "' is not a tensor-map parameter of the kernel");
+        const TensorMapDecl& map = program_.tensor_maps.back();
+        const TensorType& src = globals_[static_cast<size_t>(map.buffer)].value->type;
+        if (src.dtype != dst.dtype)
+          return error(s, "copies " + std::string(dtype_short_name(src.dtype)) + " elements into the " +
+                              std::string(dtype_short_name(dst.dtype)) + " buffer '" + dst.name + "'");
+        if (st->coords.size() != map.spec.box.size())
+          return error(s, "gives " + std::to_string(st->coords.size()) + " coordinates for a box of rank " +
+                              std::to_string(map.spec.box.size()));
+        if (map.spec.swizzle != dst.swizzle)
+          return error(s, "lands the box in the tensor map's " + std::string(spelling(map.spec.swizzle)) + " swizzle, but '" +
+                              dst.name + "' is declared swizzle=" + std::string(spelling(dst.swizzle)));
+        // The swizzle pattern follows address bits up to 8 swizzle spans: the buffer must start
+        // on such a boundary for the pattern the consumer's loads assume.
+        if (const int64_t span = swizzle_span_bytes(dst.swizzle); span > 0 && dst.align % (8 * span) != 0)
+          return error(s, "'" + dst.name + "' is aligned to " + std::to_string(dst.align) + " bytes; its " +
+                              std::string(spelling(dst.swizzle)) + " swizzle needs " + std::to_string(8 * span));
+        TESSERA_TRY(compile_exprs(st->dst_index, s, c.index));
+        TESSERA_TRY(compile_exprs(st->coords, s, c.src_index));
+        TESSERA_TRY(compile_exprs({st->barrier_slot}, s, c.exprs));
+        break;
+      }
       case StmtKind::Tile:
       case StmtKind::Stage:
       case StmtKind::Combine:
@@ -400,6 +459,17 @@ class KernelCompiler {
         TESSERA_UNREACHABLE("compile_kernel refuses kinds outside Kernel IR (first_stmt_outside) before compiling");
     }
     return c;
+  }
+
+  Expected<int> resolve_barrier(const std::string& name, const Stmt& s) const {
+    const int b = lookup_barrier(name);
+    if (b < 0) return error(s, "'" + name + "' is not a barrier an MbarrierInit above declared");
+    return b;
+  }
+  int lookup_barrier(const std::string& name) const {
+    for (size_t i = 0; i < program_.barriers.size(); ++i)
+      if (program_.barriers[i].name == name) return static_cast<int>(i);
+    return -1;
   }
 
   int lookup_smem(const std::string& name) const {

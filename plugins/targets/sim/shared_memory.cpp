@@ -7,8 +7,13 @@
 
 namespace tessera::sim {
 
-SharedMemory::SharedMemory(const std::vector<SmemDecl>& decls, int lanes, std::function<std::string(int)> thread_name)
-    : copies_(static_cast<size_t>(lanes)), thread_name_(std::move(thread_name)) {
+SharedMemory::SharedMemory(const std::vector<SmemDecl>& decls, const std::vector<BarrierDecl>& barriers, int lanes,
+                           std::function<std::string(int)> thread_name)
+    : copies_(static_cast<size_t>(lanes)), thread_name_(std::move(thread_name)), barrier_decls_(barriers), lanes_(lanes) {
+  for (const BarrierDecl& b : barriers) {
+    barrier_base_.push_back(static_cast<int64_t>(barriers_.size()));
+    for (int64_t i = 0; i < b.slots; ++i) barriers_.push_back(BarrierSlot{});
+  }
   for (const SmemDecl& d : decls) {
     int64_t n = 1;
     for (int64_t e : d.shape) n *= e;
@@ -22,6 +27,7 @@ void SharedMemory::reset() {
     t.open.clear();
     t.committed.clear();
   }
+  for (BarrierSlot& b : barriers_) b = BarrierSlot{};
   ++epoch_;
 }
 
@@ -46,15 +52,25 @@ SharedMemory::Element& SharedMemory::touch(int buffer, int64_t flat) {
     e.writer = -1;
     e.reader0 = e.reader1 = -1;
     e.writer_stmt = nullptr;
+    e.landed_barrier = -1;  // a barrier orders the landing before every later access
   }
   return e;
 }
 
 std::string SharedMemory::read(int buffer, int64_t flat, int lane, double& value) {
   Element& e = touch(buffer, flat);
+  if (e.pending > 0 && e.tma_pending)
+    return "read before its barrier phase completes: " + element_str(buffer, flat) + " has a TMA copy in flight";
   if (e.pending > 0)
     return "read before cp.async wait: " + element_str(buffer, flat) + " has a cp.async copy in flight";
   if (!e.initialized) return "reads uninitialized shared element " + element_str(buffer, flat);
+  if (e.landed_barrier >= 0 && barriers_[static_cast<size_t>(e.landed_barrier)].observed[static_cast<size_t>(lane)] < e.landed_phase) {
+    int ring = 0;
+    while (ring + 1 < static_cast<int>(barrier_base_.size()) && barrier_base_[static_cast<size_t>(ring + 1)] <= e.landed_barrier) ++ring;
+    return "reads " + element_str(buffer, flat) + ", which a TMA copy completing on " +
+           barrier_str(ring, e.landed_barrier - barrier_base_[static_cast<size_t>(ring)]) +
+           " wrote, without waiting on that barrier's phase (or a Sync() after a thread that did)";
+  }
   if (e.writer >= 0 && e.writer != lane)
     return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
            stmt_text(*e.writer_stmt->source) + "`) and this thread reads it with no Sync() in between";
@@ -67,7 +83,8 @@ std::string SharedMemory::read(int buffer, int64_t flat, int lane, double& value
 std::string SharedMemory::write(int buffer, int64_t flat, int lane, const SimStmt& at, double value) {
   Element& e = touch(buffer, flat);
   if (e.pending > 0)
-    return "writes " + element_str(buffer, flat) + " while a cp.async copy into it is in flight";
+    return "writes " + element_str(buffer, flat) + " while a " + (e.tma_pending ? "TMA" : "cp.async") +
+           " copy into it is in flight";
   if (e.writer >= 0 && e.writer != lane)
     return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
            stmt_text(*e.writer_stmt->source) + "`) and this thread writes it with no Sync() in between";
@@ -75,6 +92,11 @@ std::string SharedMemory::write(int buffer, int64_t flat, int lane, const SimStm
   if (other_reader >= 0)
     return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(other_reader) +
            " read it and this thread writes it with no Sync() in between";
+  if (e.landed_barrier >= 0) {
+    if (barriers_[static_cast<size_t>(e.landed_barrier)].observed[static_cast<size_t>(lane)] < e.landed_phase)
+      return "writes " + element_str(buffer, flat) + ", which a TMA copy wrote, without waiting on its barrier's phase";
+    e.landed_barrier = -1;
+  }
   e.writer = lane;
   e.writer_stmt = &at;
   e.initialized = true;
@@ -87,6 +109,7 @@ std::string SharedMemory::issue_copy(int buffer, int64_t flat, int lane, const S
   Element& e = touch(buffer, flat);
   if (e.pending > 0)
     return "starts a cp.async into " + element_str(buffer, flat) + " while another copy into it is in flight";
+  if (e.landed_barrier >= 0) e.landed_barrier = -1;
   // The copy may land at any moment until its wait returns, so it conflicts with every access by
   // another thread since the last barrier, as a write would (a slot refilled before its readers
   // passed a Sync()).
@@ -118,6 +141,116 @@ std::string SharedMemory::wait_copies(int lane, int64_t keep) {
     }
     t.committed.pop_front();
   }
+  return {};
+}
+
+// ---- mbarriers and TMA ------------------------------------------------------------------------
+
+std::string SharedMemory::barrier_str(int barrier, int64_t slot) const {
+  const BarrierDecl& d = barrier_decls_[static_cast<size_t>(barrier)];
+  return d.slots > 1 ? d.name + "[" + std::to_string(slot) + "]" : d.name;
+}
+
+std::string SharedMemory::check_barrier_slot(int barrier, int64_t slot) const {
+  const BarrierDecl& d = barrier_decls_[static_cast<size_t>(barrier)];
+  if (slot >= 0 && slot < d.slots) return {};
+  return "barrier slot " + std::to_string(slot) + " of '" + d.name + "' is outside its " + std::to_string(d.slots) +
+         " slot(s)";
+}
+
+std::string SharedMemory::init_barrier(int barrier) {
+  const BarrierDecl& d = barrier_decls_[static_cast<size_t>(barrier)];
+  for (int64_t i = 0; i < d.slots; ++i) {
+    BarrierSlot& b = slot_of(barrier, i);
+    if (!b.copies.empty()) return "initializes " + barrier_str(barrier, i) + " while a TMA copy it tracks is in flight";
+    b = BarrierSlot{};
+    b.initialized = true;
+    b.arrivals_missing = d.count;
+    b.observed.assign(static_cast<size_t>(lanes_), 0);
+  }
+  return {};
+}
+
+std::string SharedMemory::arrive(int barrier, int64_t slot, int64_t tx) {
+  BarrierSlot& b = slot_of(barrier, slot);
+  if (!b.initialized) return "arrives on " + barrier_str(barrier, slot) + " before its MbarrierInit";
+  if (b.arrivals_missing == 0)
+    return "arrives on " + barrier_str(barrier, slot) + " after all " +
+           std::to_string(barrier_decls_[static_cast<size_t>(barrier)].count) +
+           " arrivals of its current phase (no thread waited for the phase to complete)";
+  --b.arrivals_missing;
+  b.tx_announced += tx;
+  return {};
+}
+
+std::string SharedMemory::issue_tma_element(int buffer, int64_t flat, int lane, const SimStmt& at, double value,
+                                            int barrier, int64_t slot) {
+  BarrierSlot& b = slot_of(barrier, slot);
+  if (!b.initialized) return "starts a TMA copy tracked by " + barrier_str(barrier, slot) + " before its MbarrierInit";
+  Element& e = touch(buffer, flat);
+  if (e.pending > 0)
+    return "starts a TMA copy into " + element_str(buffer, flat) + " while another copy into it is in flight";
+  // The copy may land at any moment until its phase completes: it conflicts with every access by
+  // another thread since the last barrier (a slot refilled while its readers may still read it).
+  if (e.writer >= 0 && e.writer != lane)
+    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
+           stmt_text(*e.writer_stmt->source) + "`) and this thread refills it with a TMA copy with no Sync() in between";
+  int other_reader = e.reader0 >= 0 && e.reader0 != lane ? e.reader0 : e.reader1;
+  if (other_reader >= 0)
+    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(other_reader) +
+           " read it and this thread refills it with a TMA copy with no Sync() in between";
+  ++e.pending;
+  e.tma_pending = true;
+  b.copies.push_back(PendingCopy{buffer, flat, value, &at});
+  return {};
+}
+
+void SharedMemory::tma_bytes(int barrier, int64_t slot, int64_t bytes) { slot_of(barrier, slot).tx_issued += bytes; }
+
+std::string SharedMemory::wait_barrier(int barrier, int64_t slot, int64_t parity, int lane) {
+  BarrierSlot& b = slot_of(barrier, slot);
+  if (!b.initialized) return "waits on " + barrier_str(barrier, slot) + " before its MbarrierInit";
+  if (parity != 0 && parity != 1) return "waits for phase parity " + std::to_string(parity) + ", which is neither 0 nor 1";
+  if (b.phases % 2 == parity) {  // the phase waited for is the current one: it must complete now
+    const std::string what = "waits on " + barrier_str(barrier, slot) + " for its phase of parity " +
+                             std::to_string(parity) + ", which cannot complete (in CUDA the block would hang): ";
+    if (b.arrivals_missing > 0)
+      return what + std::to_string(b.arrivals_missing) + " of " +
+             std::to_string(barrier_decls_[static_cast<size_t>(barrier)].count) + " arrivals are missing";
+    if (b.tx_announced != b.tx_issued)
+      return what + "its arrivals announced " + std::to_string(b.tx_announced) + " transaction bytes and its TMA copies move " +
+             std::to_string(b.tx_issued);
+    const int64_t flat_slot = barrier_base_[static_cast<size_t>(barrier)] + slot;
+    ++b.phases;
+    for (const PendingCopy& c : b.copies) {
+      Element& e = touch(c.buffer, c.flat);
+      --e.pending;
+      e.tma_pending = false;
+      e.initialized = true;
+      e.writer = -1;  // written by the copy engine: visible to the phase's waiters, no thread owns it
+      e.writer_stmt = nullptr;
+      e.landed_barrier = static_cast<int32_t>(flat_slot);
+      e.landed_phase = b.phases;
+      Buffer& buf = buffers_[static_cast<size_t>(c.buffer)];
+      buf.data[static_cast<size_t>(c.flat)] = round_to_storage(c.value, buf.decl.dtype);
+    }
+    b.copies.clear();
+    b.arrivals_missing = barrier_decls_[static_cast<size_t>(barrier)].count;
+    b.tx_announced = b.tx_issued = 0;
+  }
+  int64_t& seen = b.observed[static_cast<size_t>(lane)];
+  seen = std::max(seen, b.phases);
+  return {};
+}
+
+std::string SharedMemory::finish_block() const {
+  for (size_t r = 0; r < barrier_decls_.size(); ++r)
+    for (int64_t i = 0; i < barrier_decls_[r].slots; ++i) {
+      const BarrierSlot& b = barriers_[static_cast<size_t>(barrier_base_[r] + i)];
+      if (!b.copies.empty())
+        return "the block ends with a TMA copy into " + element_str(b.copies.front().buffer, b.copies.front().flat) +
+               " in flight (no thread waited on " + barrier_str(static_cast<int>(r), i) + ")";
+    }
   return {};
 }
 

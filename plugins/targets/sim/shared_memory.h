@@ -9,7 +9,16 @@
 //     thread); reading or writing an element with a copy still in flight is an error, and so is
 //     issuing a copy into an element another thread read or wrote since the last Sync() (the copy
 //     may land at once: a ring slot refilled while its readers may still read it);
-//   * a ring-buffered Smem (slots > 1) is named with its slot in every report.
+//   * a ring-buffered Smem (slots > 1) is named with its slot in every report;
+//   * mbarriers and TMA copies: a TMA copy's elements are in flight from the copy until the
+//     phase of its barrier slot completes (all `count` arrivals in, and the transaction bytes the
+//     arrivals announced equal to the bytes of the copies tracked); the phase completes at the
+//     first wait for it, where the copies land (visible to every thread that waited on that phase,
+//     and to every thread after the next Sync()). A wait for a phase that cannot complete (an
+//     arrival or copy missing, or bytes announced that no copy moves) is an error, as is reading
+//     an element whose copy is in flight, reading a landed element without having waited on its
+//     phase, refilling an element another thread accessed since the last Sync(), and ending the
+//     block with a copy in flight.
 // Every check returns an error message ("" when the access is fine); the block executor adds the
 // kernel, statement and thread.
 #pragma once
@@ -27,7 +36,8 @@ namespace tessera::sim {
 class SharedMemory {
  public:
   // `thread_name(lane)` spells a thread of the block for messages, e.g. "(3, 0, 0)".
-  SharedMemory(const std::vector<SmemDecl>& decls, int lanes, std::function<std::string(int)> thread_name);
+  SharedMemory(const std::vector<SmemDecl>& decls, const std::vector<BarrierDecl>& barriers, int lanes,
+               std::function<std::string(int)> thread_name);
 
   // A new block: every element uninitialized, no access history, no copies in flight.
   void reset();
@@ -47,6 +57,24 @@ class SharedMemory {
   void commit_copies(int lane);
   std::string wait_copies(int lane, int64_t keep);
 
+  // MbarrierInit (every thread of the block; the block synchronizes after it): every slot of
+  // barrier ring `barrier` starts phase 0 expecting its count of arrivals.
+  std::string init_barrier(int barrier);
+  // An arrival by `lane` on slot `slot`, announcing `tx` more bytes of transactions.
+  std::string arrive(int barrier, int64_t slot, int64_t tx);
+  // One element of a TMA copy tracked by `barrier`'s slot `slot` (`value` was read when the copy
+  // was issued; the caller adds the copy's bytes with tma_bytes once per copy).
+  std::string issue_tma_element(int buffer, int64_t flat, int lane, const SimStmt& at, double value, int barrier,
+                                int64_t slot);
+  void tma_bytes(int barrier, int64_t slot, int64_t bytes);
+  // `lane` waits for the phase of parity `parity` of the slot: completes it first when it is the
+  // current phase (an error when it cannot complete), then records that the lane observed it.
+  std::string wait_barrier(int barrier, int64_t slot, int64_t parity, int lane);
+  // "" when the slot index is inside the ring; else the error.
+  std::string check_barrier_slot(int barrier, int64_t slot) const;
+  // The block's end: an error when a TMA copy is still in flight.
+  std::string finish_block() const;
+
  private:
   struct Element {
     uint64_t epoch = 0;           // the barrier epoch the access history below belongs to
@@ -54,6 +82,9 @@ class SharedMemory {
     int32_t reader0 = -1, reader1 = -1;  // up to two distinct lanes that read it in that epoch
     bool initialized = false;
     int32_t pending = 0;          // cp.async copies in flight into it
+    bool tma_pending = false;     // the copy in flight is a TMA copy
+    int32_t landed_barrier = -1;  // this epoch: the barrier slot (flat) whose phase landed it, or -1
+    int64_t landed_phase = 0;     // ... and the phase count it landed at
     const SimStmt* writer_stmt = nullptr;
   };
   struct Buffer {
@@ -71,12 +102,29 @@ class SharedMemory {
     std::vector<PendingCopy> open;
     std::deque<std::vector<PendingCopy>> committed;
   };
+  struct BarrierSlot {
+    bool initialized = false;
+    int64_t arrivals_missing = 0;  // in the current phase
+    int64_t tx_announced = 0;      // bytes the current phase's arrivals announced
+    int64_t tx_issued = 0;         // bytes of the copies it tracks
+    int64_t phases = 0;            // completed phases (the current phase's parity is phases % 2)
+    std::vector<PendingCopy> copies;
+    std::vector<int64_t> observed;  // per lane: the phases it has seen complete
+  };
+  BarrierSlot& slot_of(int barrier, int64_t slot) {
+    return barriers_[static_cast<size_t>(barrier_base_[static_cast<size_t>(barrier)] + slot)];
+  }
+  std::string barrier_str(int barrier, int64_t slot) const;
 
   Element& touch(int buffer, int64_t flat);
 
   std::vector<Buffer> buffers_;
   std::vector<ThreadCopies> copies_;  // per lane
   std::function<std::string(int)> thread_name_;
+  std::vector<BarrierDecl> barrier_decls_;
+  std::vector<int64_t> barrier_base_;  // per barrier ring: its first slot in barriers_
+  std::vector<BarrierSlot> barriers_;
+  int lanes_;
   uint64_t epoch_ = 1;
 };
 
