@@ -286,6 +286,38 @@ bool stage_rows_group(const Stage& s, const TensorType& source, int64_t w) {
          source.dim(source.rank() - 1) % w == 0;
 }
 
+Expected<std::vector<int64_t>> stage_tma_box(const Stage& s, const TensorType& source) {
+  const int64_t rank = source.rank();
+  if (rank < 1 || rank > 5) return make_error("a TMA copy reads a tensor of rank 1 to 5, not " + std::to_string(rank));
+  if (s.slab.empty()) return make_error("the slab has no dims");
+  if (s.pad != 0) return make_error("the slab's rows are padded (a TMA box lands unpadded)");
+  std::vector<int64_t> box(static_cast<size_t>(rank), 1);
+  int64_t previous = -1;
+  for (const SlabDim& d : s.slab) {
+    if (d.source_dim <= previous || d.source_dim >= rank)
+      return make_error("the slab's dims do not follow the source's dim order (a TMA box lands row-major)");
+    previous = d.source_dim;
+    if (d.extent < 1 || d.extent > 256 || d.extent > source.dim(d.source_dim))
+      return make_error("slab dim " + d.axis + " spans " + std::to_string(d.extent) +
+                        " elements; a TMA box dim spans 1 to min(256, the source's size)");
+    box[static_cast<size_t>(d.source_dim)] = d.extent;
+  }
+  const int64_t elem = dtype_bytes(source.dtype);
+  const int64_t inner = box.back() * elem;
+  if (inner % 16 != 0) return make_error("the box's inner row is " + std::to_string(inner) + " bytes, not a multiple of 16");
+  if (const int64_t span = swizzle_span_bytes(s.swizzle); span > 0 && inner > span)
+    return make_error("the box's inner row (" + std::to_string(inner) + " bytes) is wider than the " +
+                      std::string(spelling(s.swizzle)) + " swizzle");
+  if (rank > 1 && source.dim(rank - 1) * elem % 16 != 0)
+    return make_error("the source's rows are " + std::to_string(source.dim(rank - 1) * elem) +
+                      " bytes apart, not a multiple of 16");
+  int64_t slab_bytes = elem;
+  for (int64_t b : box) slab_bytes *= b;
+  if (s.slots > 1 && slab_bytes % 128 != 0)
+    return make_error("the ring's slabs are " + std::to_string(slab_bytes) + " bytes apart, not a multiple of 128");
+  return box;
+}
+
 Expr combine_identity(CombineFn op, DType dtype) {
   const bool integral = !dtype_is_float(dtype);
   const auto lowest = [&]() -> int64_t {

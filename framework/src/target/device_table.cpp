@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -233,6 +234,16 @@ const std::vector<std::string>& known_archs() {
   static const std::vector<std::string> archs = {"sm_80", "sm_86", "sm_89", "sm_90",
                                                  "sm_90a", "sm_100", "sm_120"};
   return archs;
+}
+
+std::optional<int> arch_number(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return std::nullopt;
+  int value = 0;
+  const char* first = arch.data() + 3;
+  const char* last = arch.data() + arch.size();
+  auto [end, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || end == first) return std::nullopt;
+  return value;
 }
 
 bool is_known_arch(const std::string& arch) {

@@ -17,7 +17,6 @@
 // Guarantees: same values; the wait comes before any statement that could read the buffers.
 //   Names canonical.
 // Tests: tests/golden/async_copy/, tests/unit/smem_passes_test.cpp.
-#include <charconv>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,23 +27,13 @@
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
+#include "tessera/target/device.h"
 
 namespace tessera {
 namespace {
 
 // cp.async (LDGSTS) arrived with compute capability 8.0.
 constexpr int kFirstAsyncCopyArch = 80;
-
-// "sm_90a" -> 90; nullopt when the text is not sm_<digits>.
-std::optional<int> arch_number(const std::string& arch) {
-  if (arch.rfind("sm_", 0) != 0) return std::nullopt;
-  int value = 0;
-  const char* first = arch.data() + 3;
-  const char* last = arch.data() + arch.size();
-  auto [end, ec] = std::from_chars(first, last, value);
-  if (ec != std::errc() || end == first) return std::nullopt;
-  return value;
-}
 
 bool is_sync(const Stage& s) { return s.transport == StageTransport::Sync; }
 

@@ -26,6 +26,16 @@
 //                              on the first element guards all W); a Stage of 2-byte elements that
 //                              cannot group to 4 bytes is copied synchronously (the run's wait and
 //                              Sync are its barrier)
+//       Stage (tma)            one box copy (stage_tma_box): the kernel gets a tensor-map parameter
+//                              `tmap_<source>: tensor_map(source, box=(..), swizzle=..)` and a barrier
+//                              ring `bar_<dst> = MbarrierInit(count=1, slots=S)` after the Smem
+//                              (aligned to 128 bytes, or 8 swizzle spans); [Sync() as above];
+//                              `if tid == 0: MbarrierArrive(bar[slot], tx=slab bytes);
+//                              TmaLoad(dst[slot, 0, ..], tmap, coords=origin, mbar=bar[slot])`;
+//                              after the run's last tma Stage, `MbarrierWait(bar[slot], phase=
+//                              fill / S % 2)` per Stage, `fill` the Stage's fill count from its
+//                              enclosing loops (constant trip counts, no condition around it; an
+//                              error otherwise, and when a ring's slot is not fill % S)
 //       Stage with slots = S   the Smem gets a leading dimension S (and slots=S); the copies write
 //                              x_smem[slot, coords] (an error when the slot's bound leaves 0..S-1);
 //                              the Tile IR loads already index the slot
@@ -46,12 +56,14 @@
 //   alone). Errors (naming the node): a PARALLEL axis ("run launch_geometry before materialize"),
 //   an unknown binding, more threads than device().max_threads_per_block, shared memory above
 //   device().smem_per_block (the opt-in maximum), a collective statement (Stage, Combine, AsyncWait) under a
-//   thread-dependent loop or condition, a tma Stage, a Combine over T threads that is neither a power
+//   thread-dependent loop or condition, a tma Stage whose slab no box copy moves or whose fills
+//   cannot be counted (above), a Combine over T threads that is neither a power
 //   of two below 32 nor a multiple of 32, an accumulation into an accumulator after its block Combine.
 // Guarantees: the result verifies as Kernel IR and computes what the Tile IR means (docs/ir.md).
 //   No knobs; same input, same output bytes.
 // Tests: tests/golden/materialize/ (printouts) and tests/unit/materialize_test.cpp (errors, decodes,
 //   verification on the corpus).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,6 +72,7 @@
 #include <vector>
 
 #include "tessera/ir/graph.h"
+#include "tessera/ir/kernel_abi.h"
 #include "tessera/ir/uniformity.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
@@ -92,10 +105,20 @@ class ExprRenamer final : public StmtMutator {
 };
 
 // What holds while lowering one statement list.
+// A loop around the statement being lowered, as a TMA Stage counts its fills: `var` from `begin`
+// by 1, `trips` times (0 when not a constant count, or a StridedLoop).
+struct LoopFrame {
+  std::string var;
+  Expr begin;
+  int64_t trips = 0;
+};
+
 struct Scope {
   RangeMap ranges;                        // integer ranges of the axes in scope
   std::map<std::string, Expr> renames;    // acc -> its combined value, after a block Combine
   bool in_loop = false;                   // inside a Loop/StridedLoop (collectives repeat)
+  bool in_cond = false;                   // inside a Cond (a TMA Stage's fill count is unknown)
+  std::vector<LoopFrame> loops;           // outermost first
   UniformityScope uniformity = UniformityScope::kernel_top();  // block-wide names; thread-dependent control
 };
 
@@ -196,6 +219,7 @@ class KernelBuilder {
     }
 
     Body body = smem_;
+    body.insert(body.end(), barriers_.begin(), barriers_.end());
     body.insert(body.end(), lets.begin(), lets.end());
     body.insert(body.end(), before.begin(), before.end());
     body.insert(body.end(), inside.begin(), inside.end());
@@ -205,6 +229,7 @@ class KernelBuilder {
     op->name = tile_op_.name;
     op->grid = {blocks, 1, 1};
     op->block = {threads, 1, 1};
+    op->params = tensor_maps_;
     if (smem_bytes > ctx_.device().smem_per_block_static) op->dynamic_smem = smem_bytes;
     op->body = canonicalize_names(body);
     return op;
@@ -219,6 +244,8 @@ class KernelBuilder {
       // commit follows its last Stage, so AsyncWait(keep=N) counts slabs.
       const auto* next = i + 1 < in.size() ? in[i + 1].as<Stage>() : nullptr;
       commit_after_stage_ = next == nullptr || next->transport != StageTransport::Async;
+      // A run of consecutive TMA Stages issues every copy before the first wait.
+      wait_after_stage_ = next == nullptr || next->transport != StageTransport::Tma;
       // One barrier before a run of Stages in a loop covers every buffer the run refills.
       first_of_stage_run_ = i == 0 || !in[i - 1].is<Stage>();
       TESSERA_TRY(lower_stmt(in[i], scope, out));
@@ -276,6 +303,8 @@ class KernelBuilder {
     Expr begin = rename(st.begin, scope), end = rename(st.end, scope);
     Scope inner = nested(scope, {begin, end}, st.var);
     inner.in_loop = true;
+    const Expr trips = simplify(end - begin, scope.ranges);
+    inner.loops.push_back(LoopFrame{st.var, begin, trips.is(ExprKind::Int) ? std::max<int64_t>(trips.int_value(), 0) : 0});
     bind_range(inner, st.var, begin, end);
     Body body;
     TESSERA_TRY(lower_body(st.body, inner, body));
@@ -287,6 +316,7 @@ class KernelBuilder {
     Expr begin = rename(st.begin, scope), end = rename(st.end, scope), step = rename(st.step, scope);
     Scope inner = nested(scope, {begin, end, step}, st.var);
     inner.in_loop = true;
+    inner.loops.push_back(LoopFrame{st.var, begin, 0});
     bind_range(inner, st.var, begin, end);
     Body body;
     TESSERA_TRY(lower_body(st.body, inner, body));
@@ -297,6 +327,7 @@ class KernelBuilder {
   Status lower_cond(const Cond& st, Scope& scope, Body& out) {
     Expr cond = rename(st.cond, scope);
     Scope then_scope = nested(scope, {cond}), else_scope = nested(scope, {cond});
+    then_scope.in_cond = else_scope.in_cond = true;
     Body then_body, else_body;
     TESSERA_TRY(lower_body(st.then_body, then_scope, then_body));
     TESSERA_TRY(lower_body(st.else_body, else_scope, else_body));
@@ -347,12 +378,9 @@ class KernelBuilder {
 
   Status lower_stage(const Stage& st, const Stmt& self, Scope& scope, Body& out) {
     TESSERA_TRY(check_collective(self, scope));
-    if (st.transport == StageTransport::Tma) {
-      return ctx_.error_at(node_, "`" + first_line(self) +
-                                      "`: materialize does not lower tma stages yet");
-    }
     const Node* src = g_.find(st.buffer);
     if (src == nullptr) return ctx_.error_at(node_, "Stage reads unknown buffer " + st.buffer);
+    if (st.transport == StageTransport::Tma) return lower_tma_stage(st, self, src->type, scope, out);
     const TensorType& type = src->type;
     if (st.origin.size() != static_cast<size_t>(type.rank())) {
       return ctx_.error_at(node_, "`" + first_line(self) + "`: the origin has " +
@@ -450,6 +478,80 @@ class KernelBuilder {
       if (commit_after_stage_) out.push_back(CpAsyncCommit{});
     } else {
       out.push_back(Sync{});
+    }
+    return Status::ok();
+  }
+
+  // A TMA Stage: thread 0 announces the slab's bytes on the Stage's barrier (one per ring slot)
+  // and starts the box copy; every thread waits for the barrier's phase after the last Stage of
+  // the run. The phase parity counts the Stage's fills: fill n of a ring of S slots lands in slot
+  // n % S, whose barrier completes its phase n / S (parity n / S % 2).
+  Status lower_tma_stage(const Stage& st, const Stmt& self, const TensorType& type, Scope& scope, Body& out) {
+    auto refuse = [&](const std::string& why) {
+      return ctx_.error_at(node_, "`" + first_line(self) + "`: a tma Stage " + why);
+    };
+    Expected<std::vector<int64_t>> box = stage_tma_box(st, type);
+    if (!box) return refuse("cannot be one TMA copy: " + box.error().message);
+    if (scope.in_cond) return refuse("under a condition cannot count its fills (its barrier's phase)");
+    Expr fill = Expr::int_(0);
+    for (const LoopFrame& l : scope.loops) {
+      if (l.trips <= 0) return refuse("inside loop " + l.var + " cannot count its fills: the loop needs a constant trip count and step 1");
+      fill = fill * Expr::int_(l.trips) + (Expr::var(l.var) - l.begin);
+    }
+    fill = simplify(fill, scope.ranges);
+    Expr slot = simplify(rename(st.slot, scope), scope.ranges);
+    if (st.slots > 1 && !structurally_equal(slot, simplify(fill % Expr::int_(st.slots), scope.ranges)))
+      return refuse("fills slot " + slot.str() + " of its ring, not its fill count " + fill.str() + " modulo " +
+                    std::to_string(st.slots));
+    const Expr parity = simplify(fill / Expr::int_(st.slots) % Expr::int_(2), scope.ranges);
+
+    // The buffer: the slab (and the ring's slot dim), aligned for the copy and its swizzle.
+    std::vector<int64_t> shape;
+    int64_t elems = 1;
+    for (const SlabDim& d : st.slab) {
+      shape.push_back(d.extent);
+      elems *= d.extent;
+    }
+    if (st.slots > 1) shape.insert(shape.begin(), st.slots);
+    Smem buffer{st.dst, type.dtype, shape};
+    buffer.align = std::max({st.align, int64_t{128}, 8 * swizzle_span_bytes(st.swizzle)});
+    buffer.swizzle = st.swizzle;
+    buffer.slots = st.slots;
+    TESSERA_TRY(declare_smem(std::move(buffer)));
+
+    // One tensor map and one barrier ring per staged buffer, however many Stages fill it.
+    auto [names, fresh_dst] = tma_names_.try_emplace(st.dst);
+    if (fresh_dst) {
+      names->second.first = fresh_buffer("tmap_" + st.buffer);
+      used_buffers_.insert(names->second.first);
+      names->second.second = fresh_buffer("bar_" + st.dst);
+      used_buffers_.insert(names->second.second);
+      KernelParam map;
+      map.name = names->second.first;
+      map.kind = ParamKind::TensorMap;
+      map.dtype = type.dtype;
+      map.tensor_map = TensorMapSpec{st.buffer, *box, st.swizzle, TensorMapOobFill::Zero, {}};
+      tensor_maps_.push_back(std::move(map));
+      barriers_.push_back(MbarrierInit{names->second.second, 1, st.slots});
+    }
+    const std::string& tmap = names->second.first;
+    const std::string& bar = names->second.second;
+
+    ExprList coords;
+    for (const Expr& o : st.origin) coords.push_back(simplify(rename(o, scope), scope.ranges));
+    ExprList dst_index(st.slab.size(), Expr::int_(0));
+    if (st.slots > 1) dst_index.insert(dst_index.begin(), slot);
+    const Expr bar_slot = st.slots > 1 ? slot : Expr::int_(0);
+
+    if (scope.in_loop && first_of_stage_run_) out.push_back(Sync{});  // last fill's readers are done
+    out.push_back(Cond{Expr::binary(ExprKind::Eq, tid_, Expr::int_(0)),
+                       {MbarrierArrive{bar, bar_slot, elems * dtype_bytes(type.dtype)},
+                        TmaLoad{st.dst, dst_index, tmap, coords, bar, bar_slot}},
+                       {}});
+    pending_waits_.push_back(MbarrierWait{bar, bar_slot, parity});
+    if (wait_after_stage_) {
+      for (Stmt& w : pending_waits_) out.push_back(std::move(w));
+      pending_waits_.clear();
     }
     return Status::ok();
   }
@@ -570,6 +672,11 @@ class KernelBuilder {
   Body smem_;
   int counter_ = 0;
   bool commit_after_stage_ = true;  // the Stage being lowered ends its run of async Stages
+  bool wait_after_stage_ = true;    // the Stage being lowered ends its run of TMA Stages
+  Body pending_waits_;              // the barrier waits of the TMA Stages of the current run
+  std::map<std::string, std::pair<std::string, std::string>> tma_names_;  // staged buffer -> (tensor map, barrier)
+  std::vector<KernelParam> tensor_maps_;  // the kernel's tensor-map parameters, in order of first use
+  Body barriers_;                         // their MbarrierInits (top level, after the Smem)
   bool first_of_stage_run_ = true;  // the Stage being lowered starts a run of Stages
 };
 

@@ -8,7 +8,8 @@
 // in its scope), the lanes 0..warp_size-1 are decoded into the THREAD axes (the first-listed axis
 // fastest), loop variables take their first value, every other variable is 0, and the addresses
 // land in 32 banks of 4 bytes; a bank's conflict degree is the number of distinct words it serves.
-// Accepts: Tile IR; kernels whose Stages are all 1-D are skipped with a reason.
+// Accepts: Tile IR; kernels whose Stages are all 1-D are skipped with a reason. tma Stages are never
+//   padded (a TMA box lands unpadded) and their loads are not scored.
 // Knob PAD (int; candidates 0, 1, 2, 4, 8 whose padded Stages still fit together in
 //   device.smem_per_block, each counted with the alignment padding it may need,
 //   smem_footprint_bytes). Heuristic: the smallest pad with the fewest conflicts (summed
@@ -54,6 +55,10 @@ class StagedAccessCollector final : public StmtVisitor {
   std::vector<StagedAccess> accesses;
 
   void visit_Stage(const Stage& s) override {
+    if (s.transport == StageTransport::Tma) {  // the box lands unpadded (a swizzle spreads its banks)
+      latest_.erase(s.dst);
+      return;
+    }
     StagedAccess a;
     a.stage = &s;
     if (const Node* src = g_.find(s.buffer)) a.elem_bytes = dtype_bytes(src->type.dtype);
@@ -139,7 +144,7 @@ class PadRows final : public StmtMutator {
  public:
   explicit PadRows(int64_t pad) : pad_(pad) {}
   Stmt mutate_Stage(const Stage& s, const Stmt& self) override {
-    if (s.slab.size() < 2) return self;
+    if (s.slab.size() < 2 || s.transport == StageTransport::Tma) return self;
     Stage padded = s;
     padded.pad = pad_;
     return padded;

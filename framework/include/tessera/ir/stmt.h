@@ -30,6 +30,7 @@
 #include "tessera/ir/expr.h"
 #include "tessera/ir/stmt_enums.h"
 #include "tessera/ir/type.h"
+#include "tessera/support/status.h"
 
 namespace tessera {
 
@@ -291,6 +292,14 @@ struct Stage {
 // is aligned depends on the origin: the lowering proves that where it places the copy.) async_copy
 // asks it to know whether a 2-byte slab can use cp.async; materialize to pick the copy width.
 bool stage_rows_group(const Stage& s, const TensorType& source, int64_t w);
+
+// The box a TMA copy of a Stage's slab moves from its `source` tensor (one size per source dim,
+// outermost first: the slab's extent along it, 1 where no slab dim runs), or why no TMA copy can
+// move the slab as the Stage lays it out: its slab dims not in the source's dim order, a pad, a
+// box dim over 256, an inner box row not a multiple of 16 bytes or wider than the Stage's swizzle,
+// a source row stride not a multiple of 16 bytes, ring slabs not 128 bytes apart, or a source of
+// rank above 5. tma_copy asks it to offer the transport; materialize to lower it.
+Expected<std::vector<int64_t>> stage_tma_box(const Stage& s, const TensorType& source);
 
 // `Combine(acc0, op=add)`: the threads of `scope` (block | warp) combine their partial accumulators.
 struct Combine {

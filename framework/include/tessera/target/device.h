@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ class DeviceTable {
 
 // Known CUDA architectures: sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_120.
 bool is_known_arch(const std::string& arch);
+// The compute capability an arch names, as a number ("sm_90a" -> 90); nullopt when the text is not
+// sm_<digits>. Passes compare it with the first arch of a feature (cp.async 80, TMA 90).
+std::optional<int> arch_number(const std::string& arch);
 const std::vector<std::string>& known_archs();
 
 }  // namespace tessera

@@ -1,0 +1,120 @@
+// tma_copy: moves staged slabs with the Tensor Memory Accelerator on devices that have it (sm_90+).
+//
+// Rewrites: in every body of a Tile kernel, each synchronous Stage whose slab one TMA box copy can
+// move (stage_tma_box, ir/stmt.h: slab dims in the source's dim order, no pad, box dims up to 256,
+// inner rows a multiple of 16 bytes, source rows 16-byte aligned, rank up to 5) switches to the
+// `tma` transport; nothing else changes. The data is visible exactly where it was before:
+// materialize lowers a tma Stage to one thread announcing the slab's bytes on the Stage's mbarrier
+// and starting the box copy, and every thread waiting for the barrier's phase after the run of
+// Stages (docs/ir.md, "TMA and mbarriers"):
+//     x_smem = Stage(x, origin=(a2, 0), slab=(a3:256@1))   ->   ... slab=(a3:256@1)) tma
+// It runs before async_copy, which then leaves the tma Stages alone; double_buffer, pad_smem and
+// pipeline_k_outer do too (a ring, padding and the software pipeline are cp.async's for now).
+// Accepts: Tile IR; nodes without such Stages are left alone. A Stage under a condition, or inside
+//   a loop without a constant trip count, stays synchronous (materialize counts a Stage's fills to
+//   know its barrier's phase).
+// Knob TMA (bool). Heuristic: false. TMA copies the slabs with one thread and no registers, but the
+//   software pipeline (pipeline_k_outer) overlaps only cp.async copies with compute today, so the
+//   default schedule keeps cp.async until TMA stages pipeline too; the tuner may choose TMA. Below
+//   sm_90 the pass skips every node with a reason and asks nothing.
+// Guarantees: same values; names canonical.
+// Tests: tests/golden/tma_copy/, tests/unit/tma_copy_test.cpp (TMA schedules simulated against the
+//   reference, and their CUDA compiled with NVRTC for sm_90).
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+#include "tessera/target/device.h"
+
+namespace tessera {
+namespace {
+
+// The Tensor Memory Accelerator arrived with compute capability 9.0.
+constexpr int kFirstTmaArch = 90;
+
+// The Stages of a body that may switch: synchronous ones one box copy can move, outside
+// conditions, inside loops materialize can count (constant trip counts: their bounds literal).
+class TmaCandidates final : public StmtMutator {
+ public:
+  TmaCandidates(const Graph& g, bool rewrite) : graph_(g), rewrite_(rewrite) {}
+  int found = 0;
+
+  Stmt mutate_Stage(const Stage& s, const Stmt& self) override {
+    if (!countable_ || s.transport != StageTransport::Sync) return self;
+    const Node* source = graph_.find(s.buffer);
+    if (source == nullptr || !stage_tma_box(s, source->type)) return self;
+    ++found;
+    if (!rewrite_) return self;
+    Stage tma = s;
+    tma.transport = StageTransport::Tma;
+    return tma;
+  }
+  Stmt mutate_Loop(const Loop& s, const Stmt& self) override {
+    const bool constant = s.begin.is(ExprKind::Int) && s.end.is(ExprKind::Int);
+    return nested(constant, [&] { return StmtMutator::mutate_Loop(s, self); });
+  }
+  Stmt mutate_StridedLoop(const StridedLoop& s, const Stmt& self) override {
+    return nested(false, [&] { return StmtMutator::mutate_StridedLoop(s, self); });
+  }
+  Stmt mutate_Cond(const Cond& s, const Stmt& self) override {
+    return nested(false, [&] { return StmtMutator::mutate_Cond(s, self); });
+  }
+
+ private:
+  template <class F> Stmt nested(bool countable, F&& f) {
+    const bool outer = countable_;
+    countable_ = outer && countable;
+    Stmt out = f();
+    countable_ = outer;
+    return out;
+  }
+
+  const Graph& graph_;
+  bool rewrite_;
+  bool countable_ = true;
+};
+
+class TmaCopyPass final : public TilePass {
+ public:
+  std::string_view name() const override { return "tma_copy"; }
+  std::string_view summary() const override { return "copy staged slabs with the Tensor Memory Accelerator on sm_90 and newer"; }
+  std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  std::vector<KnobSpec> knobs() const override {
+    return {KnobSpec{"TMA", KnobType::Bool, {}, std::nullopt, "copy sync Stages with TMA box copies completing on mbarriers"}};
+  }
+
+  Status run_on_tile(Node& node, const TileOp& tile_op, const Tile&, PassContext& ctx) override {
+    const Graph& g = ctx.graph();
+    TmaCandidates finder(g, /*rewrite=*/false);
+    finder.mutate_body(tile_op.body);
+    if (finder.found == 0) return Status::ok();
+    const std::string& arch = ctx.device().arch;
+    std::optional<int> number = arch_number(arch);
+    if (!number || *number < kFirstTmaArch) {
+      ctx.skip(node, "device arch '" + arch + "' has no Tensor Memory Accelerator (needs sm_90 or newer)");
+      return Status::ok();
+    }
+    TESSERA_ASSIGN_OR_RETURN(bool tma, ctx.choose_bool("TMA", node, false));
+    if (!tma) return Status::ok();
+    TmaCandidates rewriter(g, /*rewrite=*/true);
+    auto op = std::make_unique<TileOp>(tile_op);
+    op->body = canonicalize_names(rewriter.mutate_body(tile_op.body));
+    node.op = std::move(op);
+    return Status::ok();
+  }
+};
+
+void register_tma_copy(Registry& r) {
+  r.add_pass("tma_copy", [] { return std::make_unique<TmaCopyPass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("tma_copy", "1.0.0", ::tessera::register_tma_copy)
