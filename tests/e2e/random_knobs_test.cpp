@@ -18,6 +18,7 @@
 #include <string>
 
 #include "support/built_plugins.h"
+#include "support/nvrtc_check.h"
 #include "support/program_corpus.h"
 #include "support/sanitizer_build.h"
 #include "tessera/eval/constant_data.h"
@@ -132,6 +133,13 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
     return std::nullopt;
   }
 
+  // Pins `pass`.`knob` to `value` in every later lowering of this test.
+  void pin(const std::string& pass, const std::string& knob, AttrValue value) {
+    for (auto& [stage, entries] : pipeline_.stages)
+      for (PassEntry& e : entries)
+        if (e.name == pass) e.pins.push_back(KnobPin{knob, value, {}});
+  }
+
   PipelineSpec pipeline_;
   const DeviceDesc* device_ = nullptr;
   Graph last_lowered_;  // the Kernel IR of the last successful check
@@ -189,6 +197,73 @@ const MatmulProgram kMatmulPrograms[] = {
 };
 
 class MatmulScheduleTest : public RandomKnobsTest {};
+
+// TMA (tma_copy pinned on, on the h100): matmul-shaped programs whose K slabs one box copy moves
+// run with tma Stages in every dtype, under the heuristic schedule and sampled ones, against the
+// reference on the simulator (which checks every barrier phase and copy, shared_memory.h).
+class TmaScheduleTest : public RandomKnobsTest {
+ protected:
+  // The TmaLoad statements of the last lowered graph.
+  int tma_loads() const {
+    struct Counter final : StmtVisitor {
+      int loads = 0;
+      void visit_TmaLoad(const TmaLoad&) override { ++loads; }
+    } counter;
+    for (const Node* n : last_lowered_.nodes())
+      if (const auto* k = n->op_as<KernelOp>()) counter.visit(k->body);
+    return counter.loads;
+  }
+};
+
+constexpr const char* kTmaPrograms[] = {
+    "x=torch.randn(64,256); w=torch.randn(256,96); x @ w",
+    "nn.Linear(128, 64)(torch.randn(2, 16, 128))",
+    "x=torch.randn(2,64,96); w=torch.randn(2,96,64); torch.bmm(x, w)",
+    "import torch.nn.functional as F; x=torch.randn(1,70,64); wg=torch.randn(64,128); wu=torch.randn(64,128); "
+    "F.silu(torch.matmul(x,wg))*torch.matmul(x,wu)",
+};
+
+TEST_F(TmaScheduleTest, PinnedTmaSchedulesMatchTheReferenceInEveryDtype) {
+  pin("tma_copy", "TMA", AttrValue(true));
+  for (const char* text : kTmaPrograms) {
+    SCOPED_TRACE(text);
+    int with_tma = 0;
+    for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+      check(text, std::nullopt, dtype);
+      if (HasFailure()) return;
+      with_tma += tma_loads() > 0;
+    }
+    for (uint64_t seed = 1; seed <= static_cast<uint64_t>(test::sanitizer_count(4)); ++seed) {
+      check(text, seed);
+      if (HasFailure()) return;
+    }
+    EXPECT_EQ(with_tma, 3) << "the heuristic schedule of some dtype copies no slab with TMA";
+  }
+}
+
+#ifdef TESSERA_HAVE_CUDA
+// The same schedules as CUDA: every kernel with a TMA copy compiles with NVRTC for sm_90 (and, with
+// its copies trapping below sm_90, for sm_80).
+TEST_F(TmaScheduleTest, PinnedTmaSchedulesCompileWithNvrtc) {
+  pin("tma_copy", "TMA", AttrValue(true));
+  int compiled = 0;
+  for (const char* text : kTmaPrograms) {
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      Graph g = trace(text, dtype);
+      ASSERT_FALSE(HasFailure()) << text;
+      Status st = lower(g, pipeline_, Dialect::Cuda, device_);
+      ASSERT_TRUE(st) << text << ":\n" << st.error().render();
+      for (const Node* n : g.nodes()) {
+        const auto* op = n->op_as<CudaOp>();
+        if (op == nullptr || op->source.find("cp.async.bulk.tensor") == std::string::npos) continue;
+        for (const char* arch : {"sm_90", "sm_80"}) EXPECT_EQ(test::nvrtc_compile(*op, arch), "") << text << " " << arch;
+        ++compiled;
+      }
+    }
+  }
+  EXPECT_GT(compiled, 0);
+}
+#endif
 
 const MatmulProgram& matmul_program(const std::string& name) {
   for (const MatmulProgram& p : kMatmulPrograms)
@@ -415,11 +490,6 @@ const OnlineSoftmaxProgram kOnlineSoftmaxPrograms[] = {
 
 class OnlineSoftmaxTest : public RandomKnobsTest {
  protected:
-  void pin(const std::string& pass, const std::string& knob, AttrValue value) {
-    for (auto& [stage, entries] : pipeline_.stages)
-      for (PassEntry& e : entries)
-        if (e.name == pass) e.pins.push_back(KnobPin{knob, value, {}});
-  }
 
   // Kernels of the last lowered graph that fuse_online_softmax rewrote (its ONLINE knob True).
   int online_kernels() const {

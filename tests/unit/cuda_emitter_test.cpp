@@ -1,6 +1,7 @@
 // Tests of the cuda plugin: the emit_cuda pass on hand-built Kernel IR (exact source text of small
 // kernels, dtype conversions, floor division, literals, vector accesses, shuffles, errors naming
-// the node and statement, determinism), the cuda target's "no driver" answer, and NVRTC compiles
+// the node and statement, determinism; TMA copies and mbarriers as sm_90 PTX, checked on the
+// simulator first), the cuda target's "no driver" answer, and NVRTC compiles
 // of every emitted kernel for sm_90 and sm_80 (skipped with a reason when the CUDA toolkit is
 // absent) — for the hand-built kernels here and, once the default pipeline reaches Kernel IR, for
 // every program of the differential corpus.
@@ -15,9 +16,11 @@
 
 #include "support/built_plugins.h"
 #include "support/nvrtc_check.h"
+#include "tessera/eval/tensor_value.h"
 #include "tessera/frontend/frontend.h"
 #include "tessera/ir/elementwise_fn.h"
 #include "tessera/ir/graph.h"
+#include "tessera/ir/parser.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/pass/pipeline.h"
@@ -490,22 +493,67 @@ Graph one_statement_kernel(Body body, Shape out_shape = {4}) {
   return std::move(k.g);
 }
 
-TEST_F(CudaEmitterTest, TmaAndMbarrierAreReportedNotMistranslated) {
-  Graph g = one_statement_kernel(
-      {Smem{"x_smem", DType::F32, {4}}, MbarrierInit{"bar0", 1}, TmaLoad{"x_smem", {}, "tmap_x", {i(0)}, "bar0", Expr::int_(0)}});
+// A kernel with a tensor-map parameter `tmap_x` over input x (shape `x_shape`) with box `box`.
+Graph tma_kernel(Body body, Shape x_shape, std::vector<int64_t> box, SmemSwizzle swizzle = SmemSwizzle::None,
+                 Shape out_shape = {4}) {
+  KernelGraph k;
+  k.input("x", std::move(x_shape));
+  k.kernel("y", {"x"}, f32(std::move(out_shape)), "k_y", {1, 1, 1}, {32, 1, 1}, std::move(body));
   KernelParam tmap;
   tmap.name = "tmap_x";
   tmap.kind = ParamKind::TensorMap;
-  tmap.tensor_map = TensorMapSpec{"x", {4}};
-  g.find("y")->op_as<KernelOp>()->params.push_back(tmap);
-  std::string e = emit_error(std::move(g));
-  EXPECT_NE(e.find("at node 'y'"), std::string::npos) << e;
-  EXPECT_NE(e.find("kernel k_y, statement `bar0 = MbarrierInit(count=1)`: MbarrierInit is not supported "
-                   "by emit_cuda yet"),
-            std::string::npos)
-      << e;
-  e = emit_error(one_statement_kernel({TmaLoad{"x_smem", {}, "tmap_x", {i(0)}, "bar0", Expr::int_(0)}}));
-  EXPECT_NE(e.find("TmaLoad is not supported by emit_cuda yet"), std::string::npos) << e;
+  tmap.tensor_map.buffer = "x";
+  tmap.tensor_map.box = std::move(box);
+  tmap.tensor_map.swizzle = swizzle;
+  k.g.find("y")->op_as<KernelOp>()->params.push_back(tmap);
+  return std::move(k.g);
+}
+
+TEST_F(CudaEmitterTest, TmaAndMbarrierErrorsNameTheStatement) {
+  const Smem smem{"x_smem", DType::F32, {32}, 128};
+  const MbarrierInit bar{"bar0", 1, 2};
+  const TmaLoad load{"x_smem", {}, "tmap_x", {i(0)}, "bar0", i(0)};
+  struct Case {
+    Body body;
+    const char* message;
+    SmemSwizzle swizzle = SmemSwizzle::None;
+  };
+  TmaLoad unknown_map = load;
+  unknown_map.desc = "tmap_w";
+  TmaLoad two_coords = load;
+  two_coords.coords = {i(0), i(0)};
+  TmaLoad into_global = load;
+  into_global.dst = "x";
+  TmaLoad bad_slot = load;
+  bad_slot.barrier_slot = i(2);
+  Smem unaligned = smem;
+  unaligned.align = 16;
+  Smem halves = smem;
+  halves.dtype = DType::F16;
+  Smem swizzled = smem;
+  swizzled.swizzle = SmemSwizzle::B128;
+  swizzled.align = 1024;
+  const std::vector<Case> cases = {
+      {{smem, bar, unknown_map}, "'tmap_w' is not a tensor-map parameter of the kernel"},
+      {{smem, bar, two_coords}, "gives 2 coordinates for a box of rank 1"},
+      {{smem, bar, into_global}, "'x' is not a declared Smem buffer (TMA copies into shared memory)"},
+      {{smem, load}, "'bar0' is not a barrier an MbarrierInit above declared"},
+      {{smem, bar, bad_slot}, "barrier slot 2 of 'bar0' is outside its 2 slot(s)"},
+      {{unaligned, bar, load}, "'x_smem' is aligned to 16 bytes; a TMA destination needs 128"},
+      {{halves, bar, load}, "copies f32 elements into the f16 buffer 'x_smem'"},
+      {{smem, bar, load}, "lands the box in the tensor map's 32B swizzle, but 'x_smem' is declared swizzle=none",
+       SmemSwizzle::B32},
+      {{swizzled, bar, load}, "lands the box in the tensor map's none swizzle, but 'x_smem' is declared swizzle=128B"},
+      {{MbarrierInit{"bar0", 0, 1}}, "statement `bar0 = MbarrierInit(count=0)`: count must be in 1..1048575"},
+      {{bar, MbarrierArrive{"bar0", i(0), -4}}, "tx must be in 0..1048575"},
+      {{Cond{i(1), {bar}, {}}}, "MbarrierInit must be at the top level of the kernel body"},
+      {{bar, MbarrierInit{"bar0", 1, 1}}, "buffer 'bar0' is declared twice"},
+  };
+  for (const Case& c : cases) {
+    std::string e = emit_error(tma_kernel(c.body, {64}, {32}, c.swizzle));
+    EXPECT_NE(e.find("at node 'y'"), std::string::npos) << e;
+    EXPECT_NE(e.find(c.message), std::string::npos) << "expected: " << c.message << "\ngot: " << e;
+  }
 }
 
 TEST_F(CudaEmitterTest, BadStatementsAreErrorsNamingNodeAndStatement) {
@@ -682,6 +730,144 @@ TEST_F(CudaEmitterTest, EveryElementwiseFunctionEmitsAndCompilesInF64AndIntegers
       EXPECT_EQ(op->source.find("acc0 += (float)"), std::string::npos) << "integer accumulation in float:\n" << op->source;
     }
     expect_compiles(k.g, "every elementwise function in " + name);
+  }
+}
+
+// ---- TMA and mbarriers -------------------------------------------------------------------------
+
+// Two 8 x 32 f32 boxes of x (rows 0..7 and 8..15) in the 128-byte swizzle, each in its slot of a
+// two-slot ring tracked by its own barrier: y[r, c] = x[r, c] + x[r + 8, c], the loads undoing the
+// swizzle (the chunk q of row r lands at chunk q ^ r, tests/unit/sim_tma_test.cpp).
+const char* kSwizzledRing = R"(x: (16, 32) float32
+
+kernel k_y  grid=(1, 1, 1) block=(32, 1, 1)  inputs: x  outputs: y: (8, 32) float32  params: tmap_x: tensor_map(x, box=(8, 32), swizzle=128B)
+  Smem x_smem: f32[2, 8, 32] slots=2 align=1024 swizzle=128B
+  bar = MbarrierInit(count=1, slots=2)
+  a0 = threadIdx.x
+  if a0 == 0:
+    for k in 0..2:
+      MbarrierArrive(bar[k], tx=1024)
+      TmaLoad(x_smem[k, 0, 0], tmap_x, coords=(k * 8, 0), mbar=bar[k])
+  for k in 0..2:
+    MbarrierWait(bar[k], phase=0)
+  for a1 in 0..8:
+    in0 = load x_smem[0, a1, (a0 / 4 ^ a1 % 8) * 4 + a0 % 4]
+    in1 = load x_smem[1, a1, (a0 / 4 ^ a1 % 8) * 4 + a0 % 4]
+    v0 = add(in0, in1)
+    y[a1, a0] = v0
+
+return y
+)";
+
+TEST_F(CudaEmitterTest, TmaLoadsAndMbarriersEmitSm90PtxThatNvrtcCompiles) {
+  Expected<Graph> parsed = parse_graph(kSwizzledRing, "<swizzled ring>");
+  ASSERT_TRUE(parsed) << parsed.error().render();
+  // The kernel is right: the simulator (which checks phases, transaction bytes and the swizzle)
+  // computes x[r] + x[r + 8].
+  std::unique_ptr<Target> sim = host_->registry().make_target("sim");
+  ASSERT_NE(sim, nullptr);
+  TensorValue x = TensorValue::filled(TensorType{{16, 32}, DType::F32});
+  for (size_t e = 0; e < x.data.size(); ++e) x.data[e] = static_cast<double>(e);
+  Expected<TargetRun> run = sim->execute(*parsed, {{"x", x}}, TargetOptions{});
+  ASSERT_TRUE(run) << run.error().render();
+  for (int64_t r = 0; r < 8; ++r)
+    for (int64_t c = 0; c < 32; ++c)
+      ASSERT_EQ(run->outputs.at("y").data[static_cast<size_t>(r * 32 + c)], 2.0 * (r * 32 + c) + 256) << r << ", " << c;
+
+  Graph g = std::move(*parsed);
+  Status s = emit(g);
+  ASSERT_TRUE(s) << s.message();
+  const auto* op = g.find("y")->op_as<CudaOp>();
+  ASSERT_NE(op, nullptr);
+  const std::string& src = op->source;
+  for (const char* text : {
+           "void k_y(const float* __restrict__ x, float* __restrict__ y, const __grid_constant__ CUtensorMap tmap_x) {\n",
+           "  __shared__ __align__(1024) float x_smem[512];  // [2, 8, 32]\n"
+           "  __shared__ __align__(8) unsigned long long bar[2];\n"
+           "#if __CUDA_ARCH__ >= 900\n"
+           "  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {\n"
+           "    for (int tessera_b = 0; tessera_b < 2; ++tessera_b)\n"
+           "      asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: "
+           "\"r\"((unsigned)__cvta_generic_to_shared(&bar[tessera_b])), \"r\"(1) : \"memory\");\n"
+           "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
+           "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+           "  }\n"
+           "#else\n"
+           "  __trap();  // TMA and mbarriers need sm_90\n"
+           "#endif\n"
+           "  __syncthreads();\n",
+           // The arrival announcing the box's bytes, then the copy: coordinates innermost first.
+           "      asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: "
+           "\"r\"((unsigned)__cvta_generic_to_shared(&bar[k])), \"r\"(1024) : \"memory\");\n",
+           "      asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+           "[%0], [%1, {%2, %3}], [%4];\" :: \"r\"((unsigned)__cvta_generic_to_shared(&x_smem[k * 256])), "
+           "\"l\"(&tmap_x), \"r\"(0), \"r\"((int)(k * 8)), \"r\"((unsigned)__cvta_generic_to_shared(&bar[k])) : "
+           "\"memory\");\n",
+           "#if __CUDA_ARCH__ >= 900\n"
+           "    for (unsigned tessera_done = 0; !tessera_done;) {\n"
+           "      asm volatile(\"{\\n .reg .pred p;\\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n "
+           "selp.u32 %0, 1, 0, p;\\n}\\n\" : \"=r\"(tessera_done) : "
+           "\"r\"((unsigned)__cvta_generic_to_shared(&bar[k])), \"r\"(0) : \"memory\");\n"
+           "    }\n"
+           "#else\n"
+           "    __trap();  // TMA and mbarriers need sm_90\n"
+           "#endif\n"})
+    EXPECT_NE(src.find(text), std::string::npos) << "missing:\n" << text << "\nin:\n" << src;
+  EXPECT_EQ(src.find("not supported"), std::string::npos) << src;
+  expect_compiles(g, "the swizzled TMA ring");
+}
+
+// Every box rank (1..5) gives its cp.async.bulk.tensor.<rank>d with the coordinates innermost first;
+// a plain arrive (tx=0) and a phase that is an expression; Smem in dynamic shared memory next to
+// the static barriers.
+TEST_F(CudaEmitterTest, TmaLoadsOfEveryRankAndDynamicSharedMemoryCompile) {
+  for (size_t rank = 1; rank <= 5; ++rank) {
+    Shape x_shape(rank - 1, 2);
+    x_shape.push_back(64);
+    std::vector<int64_t> box(rank - 1, 1);
+    box.push_back(64);
+    ExprList coords;
+    for (size_t d = 0; d < rank; ++d) coords.push_back(Expr::int_(static_cast<int64_t>(10 + d)));
+    Graph g = tma_kernel({Smem{"x_smem", DType::F32, {64}, 128},
+                          MbarrierInit{"bar0", 2},
+                          Let{"a0", v("threadIdx.x")},
+                          Cond{v("a0") < i(1),
+                               {MbarrierArrive{"bar0", i(0), 256},
+                                TmaLoad{"x_smem", {}, "tmap_x", coords, "bar0", i(0)},
+                                MbarrierArrive{"bar0", i(0), 0}},
+                               {}},
+                          MbarrierWait{"bar0", i(0), v("a0") / 64 % 2},
+                          Load{"in0", "x_smem", {v("a0")}},
+                          Write{"y", {v("a0")}, v("in0")}},
+                         x_shape, box, SmemSwizzle::None, {32});
+    if (rank == 2) g.find("y")->op_as<KernelOp>()->dynamic_smem = 256;
+    Status s = emit(g);
+    ASSERT_TRUE(s) << rank << ": " << s.message();
+    const std::string& src = g.find("y")->op_as<CudaOp>()->source;
+    std::string braces, operands;
+    for (size_t d = 0; d < rank; ++d) {
+      braces += (d ? ", %" : "%") + std::to_string(2 + d);
+      operands += ", \"r\"(" + std::to_string(10 + rank - 1 - d) + ")";  // innermost first
+    }
+    const std::string copy = "cp.async.bulk.tensor." + std::to_string(rank) +
+                             "d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {" + braces + "}], [%" +
+                             std::to_string(2 + rank) + "];\" :: \"r\"((unsigned)__cvta_generic_to_shared(&x_smem[0])), "
+                             "\"l\"(&tmap_x)" + operands + ", \"r\"(";
+    EXPECT_NE(src.find(copy), std::string::npos) << copy << "\n" << src;
+    EXPECT_NE(src.find("mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"((unsigned)__cvta_generic_to_shared(&bar0[0])), "
+                       "\"r\"(2)"),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"((unsigned)__cvta_generic_to_shared(&bar0[0])) "
+                       ": \"memory\");"),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("\"r\"((unsigned)(a0 / 64 % 2))"), std::string::npos) << src;
+    if (rank == 2) {
+      EXPECT_NE(src.find("extern __shared__ __align__(128) unsigned char tessera_smem[];"), std::string::npos) << src;
+      EXPECT_NE(src.find("__shared__ __align__(8) unsigned long long bar0[1];"), std::string::npos) << src;
+    }
+    expect_compiles(g, "a TMA box of rank " + std::to_string(rank));
   }
 }
 

@@ -215,7 +215,7 @@ Graph kernel_abi_graph() {
   KernelParam pos{"pos", ParamKind::Scalar, DType::I32, false, Interval{0, 7}, {}};
   KernelParam scale{"scale", ParamKind::Scalar, DType::F32, false, std::nullopt, {}};
   KernelParam steps{"steps", ParamKind::Scalar, DType::I64, false, std::nullopt, {}};
-  KernelParam tmap{"tmap_x", ParamKind::TensorMap, DType::F32, false, std::nullopt, TensorMapSpec{"x", {1, 64}}};
+  KernelParam tmap{"tmap_x", ParamKind::TensorMap, DType::F32, false, std::nullopt, TensorMapSpec{"x", {1, 64}, SmemSwizzle::None, TensorMapOobFill::Zero, {}}};
   op->params = {pos, scale, steps, tmap};
   Expr row = (var("a1") + var("pos")) % 8;
   op->body = {

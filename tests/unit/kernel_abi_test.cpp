@@ -1,12 +1,17 @@
 // Tests of the kernel ABI (docs/ir.md "Kernel parameters and launch", docs/targets.md): typed
 // scalar and tensor-map parameters, 2-D grids, cluster dims and dynamic shared memory through the
 // printer, JSON, the verifier, emit_cuda (+ NVRTC for sm_90), the sim target and the cuda runtime's
-// argument packing (LaunchArgs, tensor-map encoding), plus RMSNorm over a 64 KB row, which needs
+// argument packing (LaunchArgs, tensor-map encoding with its swizzle, fill and element strides,
+// and the stand-in driver's checks of those arguments), plus RMSNorm over a 64 KB row, which needs
 // dynamic shared memory. One test runs both kernels on a GPU through the cuda target and skips
 // with the driver's reason where there is none.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -30,6 +35,9 @@
 #include "tessera/plugin/registry.h"
 #include "tessera/target/target.h"
 
+#if TESSERA_HAVE_CUDA && defined(TESSERA_FAKE_CUDA_DIR)
+#include <cuda.h>
+#endif
 
 namespace tessera {
 namespace {
@@ -50,7 +58,8 @@ KernelParam tensor_map(const std::string& name, const std::string& buffer, std::
   KernelParam p;
   p.name = name;
   p.kind = ParamKind::TensorMap;
-  p.tensor_map = TensorMapSpec{buffer, std::move(box)};
+  p.tensor_map.buffer = buffer;
+  p.tensor_map.box = std::move(box);
   return p;
 }
 
@@ -449,6 +458,122 @@ TEST(LaunchArgsTest, EncodesATensorMapInnermostFirst) {
             std::string::npos)
       << narrow.error().message;
 }
+
+TEST(LaunchArgsTest, EncodesTheSwizzleFillAndElementStrides) {
+  KernelParam p = tensor_map("tmap_w", "w", {64, 32});
+  p.tensor_map.swizzle = SmemSwizzle::B128;
+  p.tensor_map.oob_fill = TensorMapOobFill::Nan;
+  p.tensor_map.element_strides = {1, 2};
+  Expected<TensorMapEncoding> e = encode_tensor_map(p, TensorType{{256, 512}, DType::F32}, 0x20000);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->box_dim, (std::vector<uint32_t>{32, 64}));
+  EXPECT_EQ(e->element_strides, (std::vector<uint32_t>{2, 1}));  // innermost first, like the dims
+  EXPECT_EQ(e->swizzle, SmemSwizzle::B128);
+  EXPECT_EQ(e->oob_fill, TensorMapOobFill::Nan);
+  // The defaults: no swizzle, zeros outside the buffer, every element.
+  e = encode_tensor_map(tensor_map("tmap_w", "w", {64, 32}), TensorType{{256, 512}, DType::F32}, 0x20000);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->element_strides, (std::vector<uint32_t>{1, 1}));
+  EXPECT_EQ(e->swizzle, SmemSwizzle::None);
+  EXPECT_EQ(e->oob_fill, TensorMapOobFill::Zero);
+  // Each swizzle takes an inner row up to its span: 32 bytes for 32B, 64 for 64B.
+  for (auto [swizzle, widest] : {std::pair{SmemSwizzle::B32, int64_t{8}}, std::pair{SmemSwizzle::B64, int64_t{16}}}) {
+    p.tensor_map.swizzle = swizzle;
+    p.tensor_map.box = {64, widest};
+    EXPECT_TRUE(encode_tensor_map(p, TensorType{{256, 512}, DType::F32}, 0x20000)) << spelling(swizzle);
+    p.tensor_map.box = {64, widest * 2};
+    EXPECT_FALSE(encode_tensor_map(p, TensorType{{256, 512}, DType::F32}, 0x20000)) << spelling(swizzle);
+  }
+
+  // What the driver would refuse, with the parameter named.
+  struct Case {
+    std::function<void(KernelParam&)> change;
+    DType dtype;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {[](KernelParam& q) { q.tensor_map.box = {8, 64}; }, DType::F32,
+       "kernel argument tmap_w: tensor_map(w, box=(8, 64), swizzle=128B): the box's inner row (256 bytes) is wider "
+       "than its 128B swizzle's 128-byte span"},
+      {[](KernelParam& q) { q.tensor_map.element_strides = {1, 9}; }, DType::F32,
+       "tmap_w: tensor_map(w, box=(64, 32), swizzle=128B, element_strides=(1, 9)): the element stride of dimension 1 (9) "
+       "is not in 1..8"},
+      {[](KernelParam& q) { q.tensor_map.element_strides = {0, 1}; }, DType::F32,
+       "the element stride of dimension 0 (0) is not in 1..8"},
+      {[](KernelParam& q) { q.tensor_map.element_strides = {2}; }, DType::F32,
+       "element_strides needs one stride per dimension of the buffer"},
+      {[](KernelParam& q) { q.tensor_map.oob_fill = TensorMapOobFill::Nan; }, DType::I32,
+       "tmap_w: tensor_map(w, box=(64, 32), swizzle=128B, oob=nan): the NaN fill needs a floating-point buffer, not i32"},
+  };
+  for (const Case& c : cases) {
+    KernelParam q = tensor_map("tmap_w", "w", {64, 32});
+    q.tensor_map.swizzle = SmemSwizzle::B128;
+    c.change(q);
+    Expected<TensorMapEncoding> refused = encode_tensor_map(q, TensorType{{256, 512}, c.dtype}, 0x20000);
+    ASSERT_FALSE(refused) << c.message;
+    EXPECT_NE(refused.error().message.find(c.message), std::string::npos) << refused.error().message;
+  }
+}
+
+#if TESSERA_HAVE_CUDA && defined(TESSERA_FAKE_CUDA_DIR)
+// The stand-in driver (tests/support/fake_cuda) checks cuTensorMapEncodeTiled's arguments as the
+// driver does: what encode_tensor_map produces passes, each out-of-range argument is refused. Run in
+// a child process, which loads the fake by its path.
+TEST(LaunchArgsTest, TheFakeDriverChecksTensorMapArgumentsLikeTheDriver) {
+  auto check = [] {
+    void* lib = dlopen(TESSERA_FAKE_CUDA_DIR "/libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) std::_Exit(2);
+    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+    void* init = nullptr;
+    void* encode = nullptr;
+    get_proc("cuInit", &init, CUDA_VERSION, 0, nullptr);
+    get_proc("cuTensorMapEncodeTiled", &encode, CUDA_VERSION, 0, nullptr);
+    if (!init || !encode) std::_Exit(3);
+    reinterpret_cast<decltype(&::cuInit)>(init)(0);
+    const auto encode_tiled = reinterpret_cast<decltype(&::cuTensorMapEncodeTiled)>(encode);
+
+    KernelParam p = tensor_map("tmap_w", "w", {8, 32});
+    p.tensor_map.swizzle = SmemSwizzle::B128;
+    p.tensor_map.oob_fill = TensorMapOobFill::Nan;
+    p.tensor_map.element_strides = {2, 1};
+    Expected<TensorMapEncoding> e = encode_tensor_map(p, TensorType{{64, 512}, DType::F32}, 0x20000);
+    if (!e) std::_Exit(4);
+    CUtensorMap map;
+    auto call = [&](CUtensorMapDataType type, const std::vector<uint32_t>& box, const std::vector<uint32_t>& strides,
+                    CUtensorMapSwizzle swizzle, CUtensorMapFloatOOBfill fill) {
+      return encode_tiled(&map, type, e->rank, reinterpret_cast<void*>(e->address), e->global_dim.data(),
+                          e->global_strides.data(), box.data(), strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                          CU_TENSOR_MAP_L2_PROMOTION_NONE, fill);
+    };
+    const auto f32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32, i32 = CU_TENSOR_MAP_DATA_TYPE_INT32;
+    const auto sw128 = CU_TENSOR_MAP_SWIZZLE_128B;
+    const auto nan = CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+    int failures = 0;
+    auto expect = [&](CUresult got, CUresult want, const char* what) {
+      if (got != want) {
+        std::fprintf(stderr, "%s: got %d, want %d\n", what, static_cast<int>(got), static_cast<int>(want));
+        ++failures;
+      }
+    };
+    expect(call(f32, e->box_dim, e->element_strides, sw128, nan), CUDA_SUCCESS, "the encoding");
+    expect(call(f32, e->box_dim, {1, 9}, sw128, nan), CUDA_ERROR_INVALID_VALUE, "element stride 9");
+    expect(call(f32, e->box_dim, {0, 1}, sw128, nan), CUDA_ERROR_INVALID_VALUE, "element stride 0");
+    expect(call(f32, e->box_dim, e->element_strides, static_cast<CUtensorMapSwizzle>(CU_TENSOR_MAP_SWIZZLE_128B + 1), nan),
+           CUDA_ERROR_INVALID_VALUE, "a swizzle past 128B");
+    expect(call(f32, e->box_dim, e->element_strides, sw128, static_cast<CUtensorMapFloatOOBfill>(nan + 1)),
+           CUDA_ERROR_INVALID_VALUE, "an oob fill past NaN");
+    expect(call(f32, {64, 8}, e->element_strides, sw128, nan), CUDA_ERROR_INVALID_VALUE, "a 256-byte row in 128B");
+    expect(call(f32, {64, 8}, e->element_strides, CU_TENSOR_MAP_SWIZZLE_NONE, nan), CUDA_SUCCESS, "no swizzle");
+    expect(call(f32, {2, 8}, e->element_strides, CU_TENSOR_MAP_SWIZZLE_NONE, nan), CUDA_ERROR_INVALID_VALUE,
+           "an 8-byte row");
+    expect(call(i32, e->box_dim, e->element_strides, sw128, nan), CUDA_ERROR_INVALID_VALUE, "NaN fill of i32");
+    expect(call(i32, e->box_dim, e->element_strides, sw128, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), CUDA_SUCCESS, "zero fill of i32");
+    std::_Exit(failures == 0 ? 0 : 1);
+  };
+  EXPECT_EXIT(check(), ::testing::ExitedWithCode(0), "");
+}
+#endif
 
 // ---- RMSNorm over a 64 KB row: dynamic shared memory ----------------------------------------
 

@@ -200,7 +200,13 @@ std::optional<int64_t> static_smem_bytes(const std::string& source) {
     rest.remove_prefix(11);
     if (rest.substr(0, 10) == "__align__(") rest.remove_prefix(std::min(rest.size(), rest.find(") ") + 2));
     std::optional<int64_t> element_bytes;
+    static constexpr std::string_view kBarrier = "unsigned long long ";  // an mbarrier (MbarrierInit)
+    if (rest.substr(0, kBarrier.size()) == kBarrier) {
+      element_bytes = 8;
+      rest.remove_prefix(kBarrier.size());
+    }
     for (DType t : kAll) {
+      if (element_bytes) break;
       const std::string type = std::string(dtype_cuda_name(t)) + " ";
       if (rest.substr(0, type.size()) == type) {
         element_bytes = dtype_bytes(t);

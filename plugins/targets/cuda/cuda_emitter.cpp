@@ -15,6 +15,10 @@
 // write whose value type is the buffer's dtype moves the element as it is; otherwise it converts
 // through float.
 //
+// Inline PTX (cp.async runs, and the sm_90 TMA copies and mbarriers, each under an architecture
+// guard; tensor-map params are `const __grid_constant__ CUtensorMap`) is described in
+// cuda_emitter_ptx.cpp.
+//
 // This file: the kernel as a whole (checks, signature and kernel ABI, buffers, the preamble,
 // errors) and emit_cuda_kernel; cuda_emitter_impl.h lists the other files.
 #include "cuda_emitter_impl.h"
@@ -79,6 +83,7 @@ Expected<CudaOp> CudaEmitter::emit() {
           return error("tensor-map parameter '" + p.name + "' cannot be a C identifier here");
         used_cnames_.insert(p.name);
         params.push_back("const __grid_constant__ CUtensorMap " + p.name);
+        tensor_maps_[p.name] = p;
         uses_tensor_map = true;
         break;
     }

@@ -4,7 +4,8 @@
 //                           preamble helpers, errors, and emit_cuda_kernel
 //   cuda_emitter_exprs.cpp  expressions and the C types of values
 //   cuda_emitter_stmts.cpp  statements, one emit_<kind> per statement kind
-//   cuda_emitter_ptx.cpp    inline PTX (cp.async runs under their architecture guard)
+//   cuda_emitter_ptx.cpp    inline PTX: cp.async runs under their architecture guard, and the
+//                           sm_90 TMA copies and mbarriers (MbarrierInit / Arrive / Wait, TmaLoad)
 #pragma once
 
 #include <algorithm>
@@ -46,6 +47,14 @@ struct Buffer {
   int64_t elements = 1;
   bool shared = false;
   bool writable = false;
+  int64_t align = 0;                         // Smem: the declared alignment in bytes
+  SmemSwizzle swizzle = SmemSwizzle::None;   // Smem: the declared swizzle (what a TmaLoad must match)
+};
+
+// The mbarriers one MbarrierInit declares: a static `__shared__ unsigned long long cname[slots]`.
+struct Barrier {
+  std::string cname;
+  int64_t slots = 1;
 };
 
 // Preamble pieces, emitted only when used, in this order.
@@ -316,6 +325,18 @@ class CudaEmitter {
   // cp.async on sm_80+, an ordinary (synchronous) copy below, where commit and wait have nothing
   // to wait for.
   Status emit_cp_async_run(const Body& b, size_t begin, size_t end);
+
+  // TMA and mbarriers (sm_90 PTX), each under `#if __CUDA_ARCH__ >= 900` with a `__trap()` below:
+  // a TMA kernel built for an older architecture compiles, and fails loudly if it runs.
+  Status emit_mbarrier_init(const Stmt& s, const MbarrierInit& st);
+  Status emit_mbarrier_arrive(const Stmt& s, const MbarrierArrive& st);
+  Status emit_mbarrier_wait(const Stmt& s, const MbarrierWait& st);
+  Status emit_tma_load(const Stmt& s, const TmaLoad& st);
+  // `(unsigned)__cvta_generic_to_shared(&bar[slot])` for barrier `name`'s `slot` (a problem is
+  // recorded for checked() when `name` is not an MbarrierInit above, or a constant slot is outside it).
+  std::string barrier_address(const std::string& name, const Expr& slot);
+  // Emits `lines` between `#if __CUDA_ARCH__ >= 900` and `#else __trap(); #endif`.
+  void sm90_only(const std::vector<std::string>& lines);
   Status emit_tree_halve(const Stmt& s, const TreeHalve& st);
 
   // The text written to an element of `b`: a value of the buffer's dtype as it is, anything else
@@ -334,6 +355,8 @@ class CudaEmitter {
   const KernelOp& op_;
   CudaEmitLimits limits_;
   std::map<std::string, Buffer> buffers_;
+  std::map<std::string, Barrier> barriers_;          // by MbarrierInit name
+  std::map<std::string, KernelParam> tensor_maps_;   // tensor-map params by name
   std::set<std::string> used_cnames_;
   std::map<std::string, Ty> names_;  // scalar names bound in the current scope
   std::map<std::string, DType> value_types_;  // SSA values (and accumulators) -> their dtype

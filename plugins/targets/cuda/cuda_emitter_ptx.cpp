@@ -1,5 +1,29 @@
-// CudaEmitter, inline PTX: runs of cp.async copies, commits and waits, emitted together under one
-// architecture guard with a plain-copy fallback (cuda_emitter_impl.h).
+// CudaEmitter, inline PTX (cuda_emitter_impl.h):
+//  * runs of cp.async copies, commits and waits, emitted together under one architecture guard
+//    (sm_80) with a plain-copy fallback;
+//  * the Tensor Memory Accelerator and mbarriers of sm_90, one architecture guard per statement
+//    whose fallback is `__trap()` (no plain-code equivalent is attempted: a TMA kernel built for an
+//    older architecture compiles, and fails loudly if launched, never computing garbage):
+//      MbarrierInit    `__shared__ __align__(8) unsigned long long bar[slots];`, then thread
+//                      (0, 0, 0) runs `mbarrier.init.shared::cta.b64` on each slot with the count,
+//                      `fence.mbarrier_init.release.cluster` and `fence.proxy.async.shared::cta`;
+//                      `__syncthreads()` (outside the guard) publishes the barriers to the block.
+//                      Top level only. The barriers are static shared memory even in a kernel whose
+//                      Smem arrays are dynamic.
+//      MbarrierArrive  `mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], tx;` (tx > 0) or
+//                      `mbarrier.arrive.shared::cta.b64 _, [bar];` (tx = 0).
+//      MbarrierWait    a loop on `mbarrier.try_wait.parity.shared::cta.b64` until the phase of the
+//                      given parity has completed.
+//      TmaLoad         `cp.async.bulk.tensor.<rank>d.shared::cluster.global.mbarrier::complete_tx::bytes
+//                      [dst], [tmap, {c_inner, ..., c_outer}], [bar];`: the coordinates innermost
+//                      first as 32-bit ints, the tensor map by the generic address of its
+//                      `__grid_constant__` parameter.
+//    Errors name the statement, for what the hardware or the sim target would refuse: an unknown
+//    tensor map or barrier, a map over no buffer of the kernel, a destination that is not an Smem
+//    array of the covered buffer's dtype, aligned to 128 bytes (8 swizzle spans when swizzled) and
+//    declared in the map's swizzle, a coordinate count other than the box's rank (1..5), a constant
+//    barrier slot outside the ring, an MbarrierInit below the top level or with a count outside
+//    1..2^20-1, a tx outside 0..2^20-1.
 #include "cuda_emitter_impl.h"
 
 namespace tessera::cuda_emit {
@@ -44,6 +68,133 @@ Status CudaEmitter::emit_cp_async_run(const Body& b, size_t begin, size_t end) {
     for (const std::string& l : sync_lines) line(l);
   }
   directive("#endif");
+  return Status::ok();
+}
+
+void CudaEmitter::sm90_only(const std::vector<std::string>& lines) {
+  directive("#if __CUDA_ARCH__ >= 900");
+  for (const std::string& l : lines) line(l);
+  directive("#else");
+  line("__trap();  // TMA and mbarriers need sm_90");
+  directive("#endif");
+}
+
+std::string CudaEmitter::barrier_address(const std::string& name, const Expr& slot) {
+  auto it = barriers_.find(name);
+  if (it == barriers_.end()) {
+    expr_problem("'" + name + "' is not a barrier an MbarrierInit above declared");
+    return "0u";
+  }
+  const Barrier& b = it->second;
+  if (slot.is(ExprKind::Int) && (slot.int_value() < 0 || slot.int_value() >= b.slots))
+    expr_problem("barrier slot " + std::to_string(slot.int_value()) + " of '" + name + "' is outside its " +
+                 std::to_string(b.slots) + " slot(s)");
+  return "(unsigned)__cvta_generic_to_shared(&" + b.cname + "[" + index(slot).text + "])";
+}
+
+Status CudaEmitter::emit_mbarrier_init(const Stmt& s, const MbarrierInit& st) {
+  if (buffers_.count(st.name) || barriers_.count(st.name))
+    return error_at(s, "buffer '" + st.name + "' is declared twice");
+  // The hardware's arrival count is 20 bits.
+  if (st.count < 1 || st.count > (1 << 20) - 1) return error_at(s, "count must be in 1..1048575");
+  if (st.slots < 1) return error_at(s, "slots must be at least 1");
+  Barrier b;
+  b.cname = c_name_for(st.name);
+  b.slots = st.slots;
+  // Static shared memory of its own (8-byte words), counted with the static arrays.
+  smem_bytes_ = (smem_bytes_ + 7) / 8 * 8 + 8 * st.slots;
+  line("__shared__ __align__(8) unsigned long long " + b.cname + "[" + std::to_string(st.slots) + "];");
+  const std::string count = std::to_string(st.count);
+  std::vector<std::string> lines = {"if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {"};
+  auto init = [&](const std::string& slot) {
+    return "asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"((unsigned)__cvta_generic_to_shared(&" +
+           b.cname + "[" + slot + "])), \"r\"(" + count + ") : \"memory\");";
+  };
+  if (st.slots == 1) {
+    lines.push_back("  " + init("0"));
+  } else {
+    lines.push_back("  for (int tessera_b = 0; tessera_b < " + std::to_string(st.slots) + "; ++tessera_b)");
+    lines.push_back("    " + init("tessera_b"));
+  }
+  lines.push_back("  asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");");
+  lines.push_back("  asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+  lines.push_back("}");
+  sm90_only(lines);
+  line("__syncthreads();");
+  barriers_[st.name] = std::move(b);
+  return Status::ok();
+}
+
+Status CudaEmitter::emit_mbarrier_arrive(const Stmt& s, const MbarrierArrive& st) {
+  if (st.tx_bytes < 0 || st.tx_bytes > (1 << 20) - 1) return error_at(s, "tx must be in 0..1048575");
+  const std::string bar = barrier_address(st.barrier, st.barrier_slot);
+  TESSERA_TRY(checked(s));
+  if (st.tx_bytes == 0)
+    sm90_only({"asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(" + bar + ") : \"memory\");"});
+  else
+    sm90_only({"asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(" + bar + "), \"r\"(" +
+               std::to_string(st.tx_bytes) + ") : \"memory\");"});
+  return Status::ok();
+}
+
+Status CudaEmitter::emit_mbarrier_wait(const Stmt& s, const MbarrierWait& st) {
+  const std::string bar = barrier_address(st.barrier, st.barrier_slot);
+  if (!st.phase.defined()) return error_at(s, "missing phase expression");
+  const Printed phase = index(st.phase);
+  TESSERA_TRY(checked(s));
+  sm90_only({"for (unsigned tessera_done = 0; !tessera_done;) {",
+             "  asm volatile(\"{\\n .reg .pred p;\\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n "
+             "selp.u32 %0, 1, 0, p;\\n}\\n\" : \"=r\"(tessera_done) : \"r\"(" +
+                 bar + "), \"r\"(" +
+                 (st.phase.is(ExprKind::Int) ? phase.text : "(unsigned)" + wrap(phase, phase.prec > kUnary)) +
+                 ") : \"memory\");",
+             "}"});
+  return Status::ok();
+}
+
+Status CudaEmitter::emit_tma_load(const Stmt& s, const TmaLoad& st) {
+  auto map_it = tensor_maps_.find(st.desc);
+  if (map_it == tensor_maps_.end()) return error_at(s, "'" + st.desc + "' is not a tensor-map parameter of the kernel");
+  const TensorMapSpec& spec = map_it->second.tensor_map;
+  const size_t rank = spec.box.size();
+  if (rank < 1 || rank > 5) return error_at(s, "a TMA box has rank 1 to 5, not " + std::to_string(rank));
+  if (st.coords.size() != rank)
+    return error_at(s, "gives " + std::to_string(st.coords.size()) + " coordinates for a box of rank " +
+                           std::to_string(rank));
+  auto src = buffers_.find(spec.buffer);
+  if (src == buffers_.end() || src->second.shared)
+    return error_at(s, "tensor map '" + st.desc + "' covers '" + spec.buffer + "', not a buffer of the kernel");
+  const Buffer* dst = buffer(st.dst);
+  TESSERA_TRY(checked(s));
+  if (!dst->shared) return error_at(s, "'" + st.dst + "' is not a declared Smem buffer (TMA copies into shared memory)");
+  if (dst->dtype != src->second.dtype)
+    return error_at(s, "copies " + std::string(dtype_short_name(src->second.dtype)) + " elements into the " +
+                           std::string(dtype_short_name(dst->dtype)) + " buffer '" + st.dst + "'");
+  if (spec.swizzle != dst->swizzle)
+    return error_at(s, "lands the box in the tensor map's " + std::string(spelling(spec.swizzle)) + " swizzle, but '" +
+                           st.dst + "' is declared swizzle=" + std::string(spelling(dst->swizzle)));
+  const int64_t span = swizzle_span_bytes(spec.swizzle);
+  const int64_t needed = std::max<int64_t>(128, 8 * span);
+  if (dst->align % needed != 0)
+    return error_at(s, "'" + st.dst + "' is aligned to " + std::to_string(dst->align) + " bytes; a TMA destination" +
+                           (span > 0 ? " in the " + std::string(spelling(spec.swizzle)) + " swizzle" : std::string()) +
+                           " needs " + std::to_string(needed));
+  const std::string to = st.dst_index.empty() ? dst->cname + "[0]" : element(*dst, st.dst_index);
+  const std::string bar = barrier_address(st.barrier, st.barrier_slot);
+  std::vector<std::string> coords;  // innermost first
+  for (size_t k = rank; k-- > 0;) {
+    if (!st.coords[k].defined()) return error_at(s, "missing coordinate expression");
+    const Printed c = index(st.coords[k]);
+    coords.push_back("\"r\"(" + (st.coords[k].is(ExprKind::Int) ? c.text : "(int)" + wrap(c, c.prec > kUnary)) + ")");
+  }
+  TESSERA_TRY(checked(s));
+  std::vector<std::string> slots;
+  for (size_t k = 0; k < rank; ++k) slots.push_back("%" + std::to_string(2 + k));
+  const std::string bar_operand = "%" + std::to_string(2 + rank);
+  sm90_only({"asm volatile(\"cp.async.bulk.tensor." + std::to_string(rank) +
+             "d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {" + join(slots, ", ") + "}], [" +
+             bar_operand + "];\" :: \"r\"((unsigned)__cvta_generic_to_shared(&" + to + ")), \"l\"(&" + st.desc + "), " +
+             join(coords, ", ") + ", \"r\"(" + bar + ") : \"memory\");"});
   return Status::ok();
 }
 

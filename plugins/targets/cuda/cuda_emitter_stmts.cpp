@@ -1,5 +1,6 @@
 // CudaEmitter, statements: one emit_<kind> per Kernel IR statement kind, loops and their ranges,
-// vector loads and stores, tree reductions (cuda_emitter_impl.h).
+// vector loads and stores, tree reductions (cuda_emitter_impl.h). The inline-PTX kinds (cp.async,
+// TMA, mbarriers) are dispatched here and emitted in cuda_emitter_ptx.cpp.
 #include "cuda_emitter_impl.h"
 
 namespace tessera::cuda_emit {
@@ -30,6 +31,8 @@ Status CudaEmitter::emit_body(const Body& b, bool top_level) {
       continue;
     }
     if (b[i].is<Smem>() && !top_level) return error_at(b[i], "Smem must be at the top level of the body");
+    if (b[i].is<MbarrierInit>() && !top_level)
+      return error_at(b[i], "MbarrierInit must be at the top level of the kernel body (every thread reaches it)");
     TESSERA_TRY(emit(b[i]));
     TESSERA_TRY(checked(b[i]));
     ++i;
@@ -64,11 +67,10 @@ Status CudaEmitter::emit(const Stmt& s) {
       Body run{s};
       return emit_cp_async_run(run, 0, 1);
     }
-    case StmtKind::TmaLoad:
-    case StmtKind::MbarrierInit:
-    case StmtKind::MbarrierArrive:
-    case StmtKind::MbarrierWait:
-      return error_at(s, std::string(stmt_kind_name(s.kind())) + " is not supported by emit_cuda yet");
+    case StmtKind::TmaLoad: return emit_tma_load(s, *s.as<TmaLoad>());
+    case StmtKind::MbarrierInit: return emit_mbarrier_init(s, *s.as<MbarrierInit>());
+    case StmtKind::MbarrierArrive: return emit_mbarrier_arrive(s, *s.as<MbarrierArrive>());
+    case StmtKind::MbarrierWait: return emit_mbarrier_wait(s, *s.as<MbarrierWait>());
     case StmtKind::Tile:
     case StmtKind::Stage:
     case StmtKind::Combine:
@@ -200,7 +202,8 @@ Status CudaEmitter::emit_let(const Stmt& s, const Let* st) {
 }
 
 Status CudaEmitter::emit_smem(const Stmt& s, const Smem* st) {
-  if (buffers_.count(st->name)) return error_at(s, "buffer '" + st->name + "' is declared twice");
+  if (buffers_.count(st->name) || barriers_.count(st->name))
+    return error_at(s, "buffer '" + st->name + "' is declared twice");
   Buffer b;
   b.dtype = st->dtype;
   b.shape = st->shape;
@@ -209,6 +212,8 @@ Status CudaEmitter::emit_smem(const Stmt& s, const Smem* st) {
     b.elements *= d;
   }
   b.shared = b.writable = true;
+  b.align = st->align;
+  b.swizzle = st->swizzle;
   b.cname = c_name_for(st->name);
   use_dtype(b.dtype);
   // Counted like smem_layout: each array starts at the next multiple of its alignment.

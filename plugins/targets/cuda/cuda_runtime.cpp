@@ -10,7 +10,8 @@
 // by a synchronize so a fault names its kernel; outputs are downloaded and converted back.
 // Arguments follow CudaOp::params (LaunchArgs, launch_args.h): buffers' device addresses, scalars
 // from the caller converted to their types, tensor maps encoded with cuTensorMapEncodeTiled from
-// their buffer's address when the kernel loads. A kernel with cluster dims launches through
+// their buffer's address when the kernel loads (box, element strides, swizzle and out-of-bounds
+// fill from the param's TensorMapSpec, checked by encode_tensor_map first). A kernel with cluster dims launches through
 // cuLaunchKernelEx with the cluster-dimension attribute.
 // Timing: see docs/targets.md "### Benchmarking" (CUDA events, warm-up until the median is stable,
 // optional CUDA graph replay and L2 flush; a graph the driver will not capture or instantiate falls
@@ -47,6 +48,24 @@ double median_of(std::vector<double> v) {
 }
 
 std::string kernel_what(const Node& n, const CudaOp& op) { return "kernel " + op.name + ", node " + n.id(); }
+
+// A tensor map's swizzle and out-of-bounds fill in the driver's enums.
+CUtensorMapSwizzle cu_swizzle(SmemSwizzle s) {
+  switch (s) {
+    case SmemSwizzle::None: return CU_TENSOR_MAP_SWIZZLE_NONE;
+    case SmemSwizzle::B32: return CU_TENSOR_MAP_SWIZZLE_32B;
+    case SmemSwizzle::B64: return CU_TENSOR_MAP_SWIZZLE_64B;
+    case SmemSwizzle::B128: return CU_TENSOR_MAP_SWIZZLE_128B;
+  }
+  return CU_TENSOR_MAP_SWIZZLE_NONE;  // unreachable for a valid swizzle
+}
+CUtensorMapFloatOOBfill cu_oob_fill(TensorMapOobFill f) {
+  switch (f) {
+    case TensorMapOobFill::Zero: return CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;  // the box's outside reads as zeros
+    case TensorMapOobFill::Nan: return CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+  }
+  return CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE;  // unreachable for a valid fill
+}
 
 // Elements per host-to-device copy of a constant (8 MB as doubles): bounds the host memory an
 // upload holds, whatever the tensor's size.
@@ -376,8 +395,8 @@ Expected<std::unique_ptr<CudaRuntime::Loaded>> CudaRuntime::load(const Graph& g,
         TESSERA_CU(cu, tensor_map_encode_tiled, what + ", tensor map " + p.name, &map,
                    kTypes[static_cast<int>(e->data_type)], e->rank, reinterpret_cast<void*>(e->address),
                    e->global_dim.data(), e->global_strides.data(), e->box_dim.data(), e->element_strides.data(),
-                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, cu_swizzle(e->swizzle), CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                   cu_oob_fill(e->oob_fill));
         static_assert(sizeof(CUtensorMap) == sizeof(TensorMapBytes));
         std::memcpy(values.tensor_maps[p.name].opaque.data(), &map, sizeof map);
       }

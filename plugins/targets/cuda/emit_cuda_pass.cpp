@@ -8,9 +8,9 @@
 // are carved from), and params = kernel_signature: the node's input buffers in input order, its
 // output, then the KernelOp's scalar and tensor-map parameters.
 // Accepts: a graph whose compute nodes are Kernel IR (CudaOp nodes are left alone, so running it
-// twice is running it once). A node of another dialect, a Tile IR statement, an unknown function
-// or op, and TMA / mbarrier statements (not supported yet) are errors naming the node and the
-// statement; so is static shared memory beyond the device's smem_per_block_static, dynamic shared
+// twice is running it once). TMA copies and mbarriers become sm_90 PTX (cuda_emitter_ptx.cpp;
+// `__trap()` below sm_90). A node of another dialect, a Tile IR statement, an unknown function
+// or op are errors naming the node and the statement; so is static shared memory beyond the device's smem_per_block_static, dynamic shared
 // memory beyond its smem_per_block, or a block beyond its max_threads_per_block.
 // Guarantees: the source has exactly the semantics of docs/ir.md "Kernel IR" (the sim target is
 // the oracle) and compiles with NVRTC for sm_80 and newer; the output is deterministic. No knobs.

@@ -106,9 +106,16 @@ Expected<TensorMapEncoding> encode_tensor_map(const KernelParam& param, const Te
     case DType::F64: e.data_type = TensorMapEncoding::DataType::Float64; break;
   }
   const uint64_t elem = static_cast<uint64_t>(dtype_bytes(buffer.dtype));
+  if (!spec.element_strides.empty() && spec.element_strides.size() != rank)
+    return param_error(param, "element_strides needs one stride per dimension of the buffer");
+  if (spec.oob_fill == TensorMapOobFill::Nan && !dtype_is_float(buffer.dtype))
+    return param_error(param, "the NaN fill needs a floating-point buffer, not " +
+                                  std::string(dtype_short_name(buffer.dtype)));
   if (address % 16 != 0) return param_error(param, "the buffer's address is not 16-byte aligned");
   e.rank = static_cast<uint32_t>(rank);
   e.address = address;
+  e.swizzle = spec.swizzle;
+  e.oob_fill = spec.oob_fill;
   uint64_t stride = elem;
   for (size_t k = 0; k < rank; ++k) {
     const size_t d = rank - 1 - k;  // innermost first
@@ -119,7 +126,11 @@ Expected<TensorMapEncoding> encode_tensor_map(const KernelParam& param, const Te
                                     std::to_string(size) + ")");
     e.global_dim.push_back(static_cast<uint64_t>(size));
     e.box_dim.push_back(static_cast<uint32_t>(box));
-    e.element_strides.push_back(1);
+    const int64_t element_stride = spec.element_stride(d);
+    if (element_stride < 1 || element_stride > 8)
+      return param_error(param, "the element stride of dimension " + std::to_string(d) + " (" +
+                                    std::to_string(element_stride) + ") is not in 1..8");
+    e.element_strides.push_back(static_cast<uint32_t>(element_stride));
     if (k > 0) {
       if (stride % 16 != 0)
         return param_error(param, "the stride of dimension " + std::to_string(d) + " (" + std::to_string(stride) +
@@ -128,9 +139,13 @@ Expected<TensorMapEncoding> encode_tensor_map(const KernelParam& param, const Te
     }
     stride *= static_cast<uint64_t>(size);
   }
-  if (e.box_dim[0] * elem % 16 != 0)
-    return param_error(param, "the box's inner row (" + std::to_string(e.box_dim[0] * elem) +
-                                  " bytes) is not a multiple of 16");
+  const uint64_t inner = e.box_dim[0] * elem;
+  if (inner % 16 != 0)
+    return param_error(param, "the box's inner row (" + std::to_string(inner) + " bytes) is not a multiple of 16");
+  if (const int64_t span = swizzle_span_bytes(spec.swizzle); span > 0 && inner > static_cast<uint64_t>(span))
+    return param_error(param, "the box's inner row (" + std::to_string(inner) + " bytes) is wider than its " +
+                                  std::string(spelling(spec.swizzle)) + " swizzle's " + std::to_string(span) +
+                                  "-byte span");
   return e;
 }
 

@@ -1,7 +1,7 @@
 // LaunchArgs: the argument block of one kernel launch, laid out from the kernel's typed params
 // (CudaOp::params) the way cuLaunchKernel's kernelParams wants it: one pointer per argument, each
 // pointing at the argument's bytes. TensorMapEncoding: the arguments of cuTensorMapEncodeTiled for
-// a tensor-map param. Both are plain data without the driver, so they are unit-tested on machines
+// a tensor-map param (dims, box, element strides, swizzle and out-of-bounds fill). Both are plain data without the driver, so they are unit-tested on machines
 // without a GPU (tests/unit/cuda_runtime_test.cpp). Private to the cuda plugin.
 #pragma once
 
@@ -63,7 +63,8 @@ class LaunchArgs {
 };
 
 // cuTensorMapEncodeTiled's arguments for a tensor map over a row-major buffer of type `buffer`
-// at `address`, in the driver's order: innermost dimension first.
+// at `address`, in the driver's order: innermost dimension first. The interleave and L2 promotion
+// are always NONE.
 struct TensorMapEncoding {
   enum class DataType { Float32, Float16, BFloat16, Int32, Int64, UInt8, Float64 };
   DataType data_type = DataType::Float32;
@@ -72,11 +73,18 @@ struct TensorMapEncoding {
   std::vector<uint64_t> global_dim;      // elements per dimension, innermost first
   std::vector<uint64_t> global_strides;  // bytes, for dimensions 1..rank-1 (rank - 1 entries)
   std::vector<uint32_t> box_dim;         // innermost first
-  std::vector<uint32_t> element_strides; // all 1: every element of the box
+  std::vector<uint32_t> element_strides; // innermost first, 1..8 (the spec's, reversed; all 1 when it has none)
+  // The spec's swizzle: CU_TENSOR_MAP_SWIZZLE_NONE / _32B / _64B / _128B.
+  SmemSwizzle swizzle = SmemSwizzle::None;
+  // The spec's fill: Zero is CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE (the driver fills zeros), Nan is
+  // CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA.
+  TensorMapOobFill oob_fill = TensorMapOobFill::Zero;
 };
 
-// Checks what the driver requires (rank 1..5, box dims 1..256 within the buffer, 16-byte aligned
-// address and strides, inner box row a multiple of 16 bytes) and errors naming the parameter.
+// Checks what the driver requires (rank 1..5, box dims 1..256 within the buffer, element strides
+// 1..8, one per dimension, 16-byte aligned address and strides, inner box row a multiple of 16
+// bytes and, with a swizzle, at most the swizzle's span of 32/64/128 bytes, the NaN fill only for
+// a floating-point buffer) and errors naming the parameter.
 Expected<TensorMapEncoding> encode_tensor_map(const KernelParam& param, const TensorType& buffer, uint64_t address);
 
 }  // namespace tessera

@@ -8,8 +8,11 @@
 // zeros cuMemAlloc gave it). Time is a counter: each launch advances it by 1 µs and each memset by
 // 0.5 µs, so an event pair around N launches reads N µs.
 // Launches are refused as the driver refuses them (a zero or over-1024-thread shape, dynamic shared
-// memory past 48 KB without the function's opt-in attribute at least that large), and CUDA graph
-// capture is not supported (the runtime then times plain launches).
+// memory past 48 KB without the function's opt-in attribute at least that large), and so are tensor
+// maps (cuTensorMapEncodeTiled: enum values out of range, rank, box dims 1..256, element strides
+// 1..8, alignments, the inner box row a multiple of 16 bytes and within the swizzle's span, the NaN
+// fill of an integer type); CUDA graph capture is not supported (the runtime then times plain
+// launches).
 // Opt-in misbehaviour, for the tests of the GPU measurer's watchdog (tests/unit/
 // gpu_measurer_test.cpp), read from the environment by this library only:
 //   FAKE_CUDA_HANG_ON_LAUNCH=1   cuLaunchKernel never returns (a kernel that hangs the GPU);
@@ -31,6 +34,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -259,11 +263,46 @@ CUresult fake_launch_kernel_ex(const CUlaunchConfig* c, CUfunction f, void** par
   return fake_launch_kernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
                             c->sharedMemBytes, c->hStream, params, extra);
 }
-CUresult fake_tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                      const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                      CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+// The arguments as the driver checks them (the subset the cuda plugin uses: plain element types,
+// Hopper's swizzles): an argument the driver would refuse is CUDA_ERROR_INVALID_VALUE. The
+// descriptor it writes is all zeros.
+CUresult fake_tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* address,
+                                      const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                      const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
+                                      CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                      CUtensorMapFloatOOBfill fill) {
   FAKE_LOCK;
   need_init("cuTensorMapEncodeTiled");
+  if (map == nullptr || dims == nullptr || box == nullptr || element_strides == nullptr ||
+      (rank > 1 && strides == nullptr))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (type < CU_TENSOR_MAP_DATA_TYPE_UINT8 || type > CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) return CUDA_ERROR_INVALID_VALUE;
+  if (rank < 1 || rank > 5) return CUDA_ERROR_INVALID_VALUE;
+  if (interleave < CU_TENSOR_MAP_INTERLEAVE_NONE || interleave > CU_TENSOR_MAP_INTERLEAVE_32B) return CUDA_ERROR_INVALID_VALUE;
+  if (swizzle < CU_TENSOR_MAP_SWIZZLE_NONE || swizzle > CU_TENSOR_MAP_SWIZZLE_128B) return CUDA_ERROR_INVALID_VALUE;
+  if (l2 < CU_TENSOR_MAP_L2_PROMOTION_NONE || l2 > CU_TENSOR_MAP_L2_PROMOTION_L2_256B) return CUDA_ERROR_INVALID_VALUE;
+  if (fill < CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE || fill > CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
+    return CUDA_ERROR_INVALID_VALUE;
+  static const cuuint64_t kBytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2};  // UINT8 .. BFLOAT16
+  const cuuint64_t elem = kBytes[type];
+  const bool is_float = type >= CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  if (fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA && !is_float) return CUDA_ERROR_INVALID_VALUE;
+  if (reinterpret_cast<uintptr_t>(address) % 16 != 0) return CUDA_ERROR_INVALID_VALUE;
+  for (cuuint32_t d = 0; d < rank; ++d) {
+    if (dims[d] == 0 || dims[d] > (cuuint64_t{1} << 32)) return CUDA_ERROR_INVALID_VALUE;
+    if (box[d] == 0 || box[d] > 256) return CUDA_ERROR_INVALID_VALUE;
+    if (element_strides[d] == 0 || element_strides[d] > 8) return CUDA_ERROR_INVALID_VALUE;
+    if (d > 0 && (strides[d - 1] % 16 != 0 || strides[d - 1] >= (cuuint64_t{1} << 40))) return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (interleave == CU_TENSOR_MAP_INTERLEAVE_NONE) {
+    const cuuint64_t inner = box[0] * elem;
+    if (inner % 16 != 0) return CUDA_ERROR_INVALID_VALUE;
+    const cuuint64_t span = swizzle == CU_TENSOR_MAP_SWIZZLE_32B   ? 32
+                            : swizzle == CU_TENSOR_MAP_SWIZZLE_64B  ? 64
+                            : swizzle == CU_TENSOR_MAP_SWIZZLE_128B ? 128
+                                                                    : 0;
+    if (span > 0 && inner > span) return CUDA_ERROR_INVALID_VALUE;
+  }
   std::memset(map, 0, sizeof *map);
   return CUDA_SUCCESS;
 }
