@@ -199,19 +199,26 @@ const MatmulProgram kMatmulPrograms[] = {
 class MatmulScheduleTest : public RandomKnobsTest {};
 
 // TMA (tma_copy pinned on, on the h100): matmul-shaped programs whose K slabs one box copy moves
-// run with tma Stages in every dtype, under the heuristic schedule and sampled ones, against the
-// reference on the simulator (which checks every barrier phase and copy, shared_memory.h).
+// run with tma Stages in every dtype, ring-buffered and software-pipelined by the heuristic, under
+// the heuristic schedule and sampled ones, against the reference on the simulator (which checks
+// every barrier phase and copy, shared_memory.h).
 class TmaScheduleTest : public RandomKnobsTest {
  protected:
-  // The TmaLoad statements of the last lowered graph.
-  int tma_loads() const {
-    struct Counter final : StmtVisitor {
-      int loads = 0;
-      void visit_TmaLoad(const TmaLoad&) override { ++loads; }
-    } counter;
+  // The TmaLoad statements of the last lowered graph, and its barrier rings of 2 or more slots.
+  int tma_loads() const { return count().loads; }
+  int barrier_rings() const { return count().rings; }
+
+ private:
+  struct Counter final : StmtVisitor {
+    int loads = 0, rings = 0;
+    void visit_TmaLoad(const TmaLoad&) override { ++loads; }
+    void visit_MbarrierInit(const MbarrierInit& s) override { rings += s.slots > 1; }
+  };
+  Counter count() const {
+    Counter counter;
     for (const Node* n : last_lowered_.nodes())
       if (const auto* k = n->op_as<KernelOp>()) counter.visit(k->body);
-    return counter.loads;
+    return counter;
   }
 };
 
@@ -227,12 +234,16 @@ TEST_F(TmaScheduleTest, PinnedTmaSchedulesMatchTheReferenceInEveryDtype) {
   pin("tma_copy", "TMA", AttrValue(true));
   for (const char* text : kTmaPrograms) {
     SCOPED_TRACE(text);
-    int with_tma = 0;
+    int with_tma = 0, pipelined = 0;
     for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
       check(text, std::nullopt, dtype);
       if (HasFailure()) return;
       with_tma += tma_loads() > 0;
+      pipelined += barrier_rings() > 0;
     }
+    // The heuristic rings and pipelines the TMA slabs (double_buffer, pipeline_k_outer) wherever it
+    // cuts K into slabs (not the bmm's K of 96 in bf16/f16, which stays one slab).
+    EXPECT_GT(pipelined, 0) << "no dtype's heuristic schedule pipelines its TMA slabs";
     for (uint64_t seed = 1; seed <= static_cast<uint64_t>(test::sanitizer_count(4)); ++seed) {
       check(text, seed);
       if (HasFailure()) return;

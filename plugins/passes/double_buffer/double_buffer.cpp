@@ -11,7 +11,8 @@
 //       in0 = load x_smem[a1, a4]                        in0 = load x_smem[a3 % 2, a1, a4]
 // Alone this changes only where slabs live; pipeline_k_outer then fills slot k+S-1 while slot k is
 // read. A buffer qualifies only when every Stage and every load of it lies in that loop (one
-// shared array, one shape). Stages already in a ring and tma Stages are left alone.
+// shared array, one shape). Stages already in a ring are left alone, and so are tma Stages whose
+// slabs would not stay 128 bytes apart (each slot is one box copy, stage_tma_box).
 // Accepts: Tile IR; kernels without such a loop are left alone (nothing asked).
 // Knob BUFFERS (int; candidates 1..4, 1 = off, those whose rings fit in device.smem_per_block
 //   together with the kernel's other Stages, each counted with its alignment padding,
@@ -19,7 +20,7 @@
 //   whose shared memory per block still lets as many blocks reside on an SM as the threads allow
 //   (device.max_threads_per_sm / threads per block, capped by device.max_blocks_per_sm: the
 //   occupancy launch_geometry planned), counting device.smem_reserved_per_block; 1 when no ring fits
-//   or when none of the ring's Stages is async (synchronous copies cannot overlap the step).
+//   or when none of the ring's Stages is async or tma (synchronous copies cannot overlap the step).
 //   Without a candidate above 1 the node is skipped with a reason and nothing is asked.
 // Guarantees: same values (each slab is read from the slot it was staged to); names canonical.
 // Tests: tests/golden/double_buffer/, tests/unit/ring_stage_test.cpp (the IR), and the matmul corpus
@@ -74,7 +75,7 @@ struct RingLoop {
 // The slab loops of a kernel body (at any depth) and their ring candidates.
 class RingLoopFinder final : public StmtVisitor {
  public:
-  explicit RingLoopFinder(const BufferUses& kernel) : kernel_(kernel) {}
+  RingLoopFinder(const Graph& g, const BufferUses& kernel) : graph_(g), kernel_(kernel) {}
   void visit_Loop(const Loop& s) override {
     RingLoop ring{&s, {}};
     if (s.role == LoopRole::Reduce && s.begin.is(ExprKind::Int) && s.end.is(ExprKind::Int) &&
@@ -88,8 +89,7 @@ class RingLoopFinder final : public StmtVisitor {
         for (const Expr& o : stage->origin) follows_k |= mentions(o, s.var);
         const bool all_here =
             kernel_.stages.at(stage->dst).size() == 1 && inside.loads[stage->dst] == loads_of(stage->dst);
-        if (follows_k && all_here && stage->slots == 1 && stage->transport != StageTransport::Tma)
-          ring.buffers.insert(stage->dst);
+        if (follows_k && all_here && stage->slots == 1 && ringable(*stage)) ring.buffers.insert(stage->dst);
       }
     }
     if (!ring.buffers.empty()) {
@@ -101,10 +101,19 @@ class RingLoopFinder final : public StmtVisitor {
   std::vector<RingLoop> loops;
 
  private:
+  // A tma Stage's ring slots must stay one box copy each (stage_tma_box: 128 bytes apart).
+  bool ringable(const Stage& s) const {
+    if (s.transport != StageTransport::Tma) return true;
+    const Node* source = graph_.find(s.buffer);
+    Stage ring = s;
+    ring.slots = 2;
+    return source != nullptr && static_cast<bool>(stage_tma_box(ring, source->type));
+  }
   int64_t loads_of(const std::string& buffer) const {
     auto it = kernel_.loads.find(buffer);
     return it == kernel_.loads.end() ? 0 : it->second;
   }
+  const Graph& graph_;
   const BufferUses& kernel_;
 };
 
@@ -172,7 +181,7 @@ class DoubleBufferPass final : public TilePass {
     const Graph& g = ctx.graph();
     BufferUses uses;
     uses.visit(tile_op.body);
-    RingLoopFinder finder(uses);
+    RingLoopFinder finder(g, uses);
     finder.visit(tile_op.body);
     if (finder.loops.empty()) return Status::ok();
 
@@ -206,7 +215,8 @@ class DoubleBufferPass final : public TilePass {
     bool overlappable = false;
     for (const auto& [name, stages] : uses.stages)
       if (ringed.count(name))
-        for (const Stage* s : stages) overlappable |= s->transport == StageTransport::Async;
+        for (const Stage* s : stages)
+          overlappable |= s->transport == StageTransport::Async || s->transport == StageTransport::Tma;
     std::vector<int64_t> candidates = {1};
     int64_t heuristic = 1;
     for (int64_t b = 2; b <= std::min(kMaxBuffers, min_trips); ++b) {

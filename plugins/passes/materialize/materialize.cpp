@@ -31,15 +31,18 @@
 //                              ring `bar_<dst> = MbarrierInit(count=1, slots=S)` after the Smem
 //                              (aligned to 128 bytes, or 8 swizzle spans); [Sync() as above];
 //                              `if tid == 0: MbarrierArrive(bar[slot], tx=slab bytes);
-//                              TmaLoad(dst[slot, 0, ..], tmap, coords=origin, mbar=bar[slot])`;
-//                              after the run's last tma Stage, `MbarrierWait(bar[slot], phase=
-//                              fill / S % 2)` per Stage, `fill` the Stage's fill count from its
-//                              enclosing loops (constant trip counts, no condition around it; an
-//                              error otherwise, and when a ring's slot is not fill % S)
+//                              TmaLoad(dst[slot, 0, ..], tmap, coords=origin, mbar=bar[slot])`
+//                              (`&& n < trips` for a ring's fill n that may run past the slabs of
+//                              its loop: a pipeline's run-ahead is not issued).
+//                              Its fill count n: from a ring's slot `n % S`, else from the enclosing
+//                              loops (constant trip counts, no condition around it; an error otherwise)
 //       Stage with slots = S   the Smem gets a leading dimension S (and slots=S); the copies write
 //                              x_smem[slot, coords] (an error when the slot's bound leaves 0..S-1);
 //                              the Tile IR loads already index the slot
 //       AsyncWait(keep=N)      CpAsyncWait(keep=N) (N groups = N slabs may stay in flight); Sync()
+//                              (only the waits below when every Stage is tma); for each tma-staged
+//                              buffer filled in scope (latest fill n): MbarrierWait(bar[(n - N) % S],
+//                              phase=(n - N) / S % 2), the phase of the slab N fills back
 //       Combine(acc, op)       xor butterfly `v = WarpShuffle(acc, xor, k, width=W)`,
 //                              `acc <- op(acc, v)` for k = 16, 8, .., 1 (k < W, W = min(T, 32));
 //                              for a block Combine with T > 32 the warp totals then go through
@@ -113,12 +116,21 @@ struct LoopFrame {
   int64_t trips = 0;
 };
 
+// The latest fill of a TMA-staged buffer in scope: which barrier ring tracks it, and the fill
+// count (its slab's number from 0), so an AsyncWait can name the slot and phase of a slab.
+struct TmaFill {
+  std::string barrier;
+  int64_t slots = 1;
+  Expr fill;
+};
+
 struct Scope {
   RangeMap ranges;                        // integer ranges of the axes in scope
   std::map<std::string, Expr> renames;    // acc -> its combined value, after a block Combine
   bool in_loop = false;                   // inside a Loop/StridedLoop (collectives repeat)
   bool in_cond = false;                   // inside a Cond (a TMA Stage's fill count is unknown)
   std::vector<LoopFrame> loops;           // outermost first
+  std::map<std::string, TmaFill> tma_fills;  // staged buffer -> its latest TMA fill, not yet waited for
   UniformityScope uniformity = UniformityScope::kernel_top();  // block-wide names; thread-dependent control
 };
 
@@ -244,8 +256,6 @@ class KernelBuilder {
       // commit follows its last Stage, so AsyncWait(keep=N) counts slabs.
       const auto* next = i + 1 < in.size() ? in[i + 1].as<Stage>() : nullptr;
       commit_after_stage_ = next == nullptr || next->transport != StageTransport::Async;
-      // A run of consecutive TMA Stages issues every copy before the first wait.
-      wait_after_stage_ = next == nullptr || next->transport != StageTransport::Tma;
       // One barrier before a run of Stages in a loop covers every buffer the run refills.
       first_of_stage_run_ = i == 0 || !in[i - 1].is<Stage>();
       TESSERA_TRY(lower_stmt(in[i], scope, out));
@@ -260,11 +270,7 @@ class KernelBuilder {
     switch (s.kind()) {
       case StmtKind::Stage: return lower_stage(*s.as<Stage>(), s, scope, out);
       case StmtKind::Combine: return lower_combine(*s.as<Combine>(), s, scope, out);
-      case StmtKind::AsyncWait:
-        TESSERA_TRY(check_collective(s, scope));
-        out.push_back(CpAsyncWait{s.as<AsyncWait>()->keep});
-        out.push_back(Sync{});
-        return Status::ok();
+      case StmtKind::AsyncWait: return lower_async_wait(*s.as<AsyncWait>(), s, scope, out);
       case StmtKind::Loop: return lower_loop(*s.as<Loop>(), scope, out);
       case StmtKind::StridedLoop: return lower_strided_loop(*s.as<StridedLoop>(), scope, out);
       case StmtKind::Cond: return lower_cond(*s.as<Cond>(), scope, out);
@@ -331,6 +337,10 @@ class KernelBuilder {
     Body then_body, else_body;
     TESSERA_TRY(lower_body(st.then_body, then_scope, then_body));
     TESSERA_TRY(lower_body(st.else_body, else_scope, else_body));
+    // A TMA fill under a (uniform) condition is still the buffer's latest: a later AsyncWait names
+    // its slab by the fill count, whether or not this trip issued it.
+    for (const Scope* branch : {&then_scope, &else_scope})
+      for (const auto& [buffer, fill] : branch->tma_fills) scope.tma_fills[buffer] = fill;
     out.push_back(Cond{cond, std::move(then_body), std::move(else_body)});
     return Status::ok();
   }
@@ -381,6 +391,7 @@ class KernelBuilder {
     const Node* src = g_.find(st.buffer);
     if (src == nullptr) return ctx_.error_at(node_, "Stage reads unknown buffer " + st.buffer);
     if (st.transport == StageTransport::Tma) return lower_tma_stage(st, self, src->type, scope, out);
+    async_stages_ |= st.transport == StageTransport::Async;
     const TensorType& type = src->type;
     if (st.origin.size() != static_cast<size_t>(type.rank())) {
       return ctx_.error_at(node_, "`" + first_line(self) + "`: the origin has " +
@@ -483,27 +494,35 @@ class KernelBuilder {
   }
 
   // A TMA Stage: thread 0 announces the slab's bytes on the Stage's barrier (one per ring slot)
-  // and starts the box copy; every thread waits for the barrier's phase after the last Stage of
-  // the run. The phase parity counts the Stage's fills: fill n of a ring of S slots lands in slot
-  // n % S, whose barrier completes its phase n / S (parity n / S % 2).
+  // and starts the box copy. The next AsyncWait(keep=N) waits for fill F - N of the buffer, F this
+  // Stage's fill count: fill n of a ring of S slots lands in slot n % S, whose barrier completes its
+  // phase n / S then (parity n / S % 2). A ring's Stage fills slot `n % S` (double_buffer and
+  // pipeline_k_outer write it so), which gives n; a single buffer counts its fills from the
+  // enclosing loops (constant trip counts, no condition around it).
   Status lower_tma_stage(const Stage& st, const Stmt& self, const TensorType& type, Scope& scope, Body& out) {
     auto refuse = [&](const std::string& why) {
       return ctx_.error_at(node_, "`" + first_line(self) + "`: a tma Stage " + why);
     };
     Expected<std::vector<int64_t>> box = stage_tma_box(st, type);
     if (!box) return refuse("cannot be one TMA copy: " + box.error().message);
-    if (scope.in_cond) return refuse("under a condition cannot count its fills (its barrier's phase)");
-    Expr fill = Expr::int_(0);
-    for (const LoopFrame& l : scope.loops) {
-      if (l.trips <= 0) return refuse("inside loop " + l.var + " cannot count its fills: the loop needs a constant trip count and step 1");
-      fill = fill * Expr::int_(l.trips) + (Expr::var(l.var) - l.begin);
-    }
-    fill = simplify(fill, scope.ranges);
     Expr slot = simplify(rename(st.slot, scope), scope.ranges);
-    if (st.slots > 1 && !structurally_equal(slot, simplify(fill % Expr::int_(st.slots), scope.ranges)))
-      return refuse("fills slot " + slot.str() + " of its ring, not its fill count " + fill.str() + " modulo " +
-                    std::to_string(st.slots));
-    const Expr parity = simplify(fill / Expr::int_(st.slots) % Expr::int_(2), scope.ranges);
+    Expr fill = Expr::int_(0);
+    if (st.slots > 1) {
+      // The slot as written (the ranges may fold `n % S` to `n` where n < S).
+      const Expr written = simplify(rename(st.slot, scope));
+      if (!written.is(ExprKind::Mod) || !structurally_equal(written.operand(1), Expr::int_(st.slots)))
+        return refuse("fills slot " + written.str() + " of its ring of " + std::to_string(st.slots) +
+                      ", not a fill count modulo " + std::to_string(st.slots));
+      fill = simplify(written.operand(0), scope.ranges);
+    } else {
+      if (scope.in_cond) return refuse("under a condition cannot count its fills (its barrier's phase)");
+      for (const LoopFrame& l : scope.loops) {
+        if (l.trips <= 0)
+          return refuse("inside loop " + l.var + " cannot count its fills: the loop needs a constant trip count and step 1");
+        fill = fill * Expr::int_(l.trips) + (Expr::var(l.var) - l.begin);
+      }
+      fill = simplify(fill, scope.ranges);
+    }
 
     // The buffer: the slab (and the ring's slot dim), aligned for the copy and its swizzle.
     std::vector<int64_t> shape;
@@ -543,16 +562,38 @@ class KernelBuilder {
     if (st.slots > 1) dst_index.insert(dst_index.begin(), slot);
     const Expr bar_slot = st.slots > 1 ? slot : Expr::int_(0);
 
+    // A ring's Stage inside a loop of n trips fills that loop's slabs 0..n-1: a fill count past
+    // them (a pipeline running ahead of its last slab) is not issued, as nothing would wait for it
+    // before the block ends (the guard appears only where the ranges cannot prove it).
+    Expr issue = Expr::binary(ExprKind::Eq, tid_, Expr::int_(0));
+    if (st.slots > 1 && !scope.loops.empty() && scope.loops.back().trips > 0) {
+      const int64_t n = scope.loops.back().trips;
+      std::optional<Interval> b = bound_of(fill, scope.ranges);
+      if (!b || b->hi >= n) issue = Expr::binary(ExprKind::And, issue, fill < Expr::int_(n));
+    }
     if (scope.in_loop && first_of_stage_run_) out.push_back(Sync{});  // last fill's readers are done
-    out.push_back(Cond{Expr::binary(ExprKind::Eq, tid_, Expr::int_(0)),
+    out.push_back(Cond{issue,
                        {MbarrierArrive{bar, bar_slot, elems * dtype_bytes(type.dtype)},
                         TmaLoad{st.dst, dst_index, tmap, coords, bar, bar_slot}},
                        {}});
-    pending_waits_.push_back(MbarrierWait{bar, bar_slot, parity});
-    if (wait_after_stage_) {
-      for (Stmt& w : pending_waits_) out.push_back(std::move(w));
-      pending_waits_.clear();
+    scope.tma_fills[st.dst] = TmaFill{bar, st.slots, fill};
+    return Status::ok();
+  }
+
+  // AsyncWait(keep=N): the cp.async groups but the newest N (CpAsyncWait, then a barrier), and for
+  // every TMA-staged buffer filled in scope, the barrier phase of its fill F - N (F its latest).
+  Status lower_async_wait(const AsyncWait& st, const Stmt& self, Scope& scope, Body& out) {
+    TESSERA_TRY(check_collective(self, scope));
+    for (const auto& [buffer, f] : scope.tma_fills) {
+      const Expr waited = simplify(f.fill - Expr::int_(st.keep), scope.ranges);
+      const Expr slot = f.slots > 1 ? simplify(waited % Expr::int_(f.slots), scope.ranges) : Expr::int_(0);
+      out.push_back(MbarrierWait{f.barrier, slot, simplify(waited / Expr::int_(f.slots) % Expr::int_(2), scope.ranges)});
     }
+    const bool tma_only = !scope.tma_fills.empty() && !async_stages_;
+    scope.tma_fills.clear();
+    if (tma_only) return Status::ok();  // the waits make the slabs visible to every thread
+    out.push_back(CpAsyncWait{st.keep});
+    out.push_back(Sync{});
     return Status::ok();
   }
 
@@ -672,8 +713,7 @@ class KernelBuilder {
   Body smem_;
   int counter_ = 0;
   bool commit_after_stage_ = true;  // the Stage being lowered ends its run of async Stages
-  bool wait_after_stage_ = true;    // the Stage being lowered ends its run of TMA Stages
-  Body pending_waits_;              // the barrier waits of the TMA Stages of the current run
+  bool async_stages_ = false;       // some Stage of the kernel is async (its AsyncWaits wait for cp.async)
   std::map<std::string, std::pair<std::string, std::string>> tma_names_;  // staged buffer -> (tensor map, barrier)
   std::vector<KernelParam> tensor_maps_;  // the kernel's tensor-map parameters, in order of first use
   Body barriers_;                         // their MbarrierInits (top level, after the Smem)

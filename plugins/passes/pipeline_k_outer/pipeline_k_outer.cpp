@@ -1,7 +1,8 @@
-// pipeline_k_outer: software-pipelines a K slab loop whose slabs are staged into a ring with cp.async.
+// pipeline_k_outer: software-pipelines a K slab loop whose slabs are staged into a ring with cp.async
+// or TMA.
 //
 // Rewrites: a slab loop `for k in b..e:  # reduce` (literal bounds, n = e - b >= 2 trips) whose body
-// is: its async Stages, each a ring of B >= 2 slots filled at slot (k - b) % B (double_buffer), then
+// is: its async or tma Stages, each a ring of B >= 2 slots filled at slot (k - b) % B (double_buffer), then
 // AsyncWait(keep=0), then statements without collectives (the step loop that reads the slot), so
 // that S = STAGES slabs are in flight:
 //     prologue   for k in b..b+S-1:         the Stages of slab k: S-1 cp.async groups
@@ -13,7 +14,9 @@
 //                  <step of slab k>
 // The epilogue is the loop's last S-1 trips: their slabs k+S-1 lie past K, so every copy of them
 // is skipped by the copy's bounds guard and the group is empty (a commit with no copies, as CUDA
-// allows), and the waits drain the real slabs one by one with the same keep. Tail slabs (K not a
+// allows), and the waits drain the real slabs one by one with the same keep. A tma Stage of such a
+// slab is not issued at all (materialize issues a ring's fills only up to its loop's trip count),
+// and the wait names slab k all the same (the fill count k+S-1 minus keep). Tail slabs (K not a
 // multiple of BK) keep their guarded bounds: the step is copied unchanged, and materialize guards
 // the copies of a slab that leaves the source.
 // Accepts: Tile IR; kernels without such a loop are left alone (nothing asked).
@@ -57,7 +60,8 @@ std::optional<PipelineShape> pipeline_shape(const Loop& s) {
   for (; i < s.body.size(); ++i) {
     const auto* st = s.body[i].as<Stage>();
     if (st == nullptr) break;
-    if (st->transport != StageTransport::Async || st->slots < 2) return std::nullopt;
+    if ((st->transport != StageTransport::Async && st->transport != StageTransport::Tma) || st->slots < 2)
+      return std::nullopt;
     // Slab k in slot (k - b) % B, as double_buffer fills the ring: slabs k+1..k+B-1 are in other
     // slots, so S <= B slabs in flight never overwrite the one being read.
     const Expr ring_slot = simplify((Expr::var(s.var) - s.begin) % Expr::int_(st->slots));

@@ -3,20 +3,24 @@
 // Rewrites: in every body of a Tile kernel, each synchronous Stage whose slab one TMA box copy can
 // move (stage_tma_box, ir/stmt.h: slab dims in the source's dim order, no pad, box dims up to 256,
 // inner rows a multiple of 16 bytes, source rows 16-byte aligned, rank up to 5) switches to the
-// `tma` transport; nothing else changes. The data is visible exactly where it was before:
-// materialize lowers a tma Stage to one thread announcing the slab's bytes on the Stage's mbarrier
-// and starting the box copy, and every thread waiting for the barrier's phase after the run of
-// Stages (docs/ir.md, "TMA and mbarriers"):
-//     x_smem = Stage(x, origin=(a2, 0), slab=(a3:256@1))   ->   ... slab=(a3:256@1)) tma
-// It runs before async_copy, which then leaves the tma Stages alone; double_buffer, pad_smem and
-// pipeline_k_outer do too (a ring, padding and the software pipeline are cp.async's for now).
+// `tma` transport, and one `AsyncWait(keep=0)` follows each run of Stages that holds one (unless an
+// AsyncWait already follows it), so the data is visible exactly where it was before, as async_copy
+// does for cp.async. materialize lowers a tma Stage to one thread announcing the slab's bytes on
+// the Stage's mbarrier and starting the box copy, and the AsyncWait to every thread waiting for the
+// barrier phase of the slab it covers (docs/ir.md, "TMA and mbarriers"):
+//     x_smem = Stage(x, origin=(a2, 0), slab=(a3:256@1))   ->   x_smem = Stage(..., slab=(a3:256@1)) tma
+//     acc0 = init(0.0)                                         AsyncWait(keep=0)
+//                                                              acc0 = init(0.0)
+// It runs before async_copy, which then leaves the tma Stages alone; double_buffer rings them and
+// pipeline_k_outer pipelines them like cp.async Stages; pad_smem never pads them (a box lands
+// unpadded).
 // Accepts: Tile IR; nodes without such Stages are left alone. A Stage under a condition, or inside
 //   a loop without a constant trip count, stays synchronous (materialize counts a Stage's fills to
 //   know its barrier's phase).
-// Knob TMA (bool). Heuristic: false. TMA copies the slabs with one thread and no registers, but the
-//   software pipeline (pipeline_k_outer) overlaps only cp.async copies with compute today, so the
-//   default schedule keeps cp.async until TMA stages pipeline too; the tuner may choose TMA. Below
-//   sm_90 the pass skips every node with a reason and asks nothing.
+// Knob TMA (bool). Heuristic: false. TMA copies a slab with one thread and no registers, but the
+//   default schedules were measured with cp.async (bench/results/) and TMA ones have not run on a
+//   GPU yet; the tuner may choose TMA. Below sm_90 the pass skips every node with a reason and
+//   asks nothing.
 // Guarantees: same values; names canonical.
 // Tests: tests/golden/tma_copy/, tests/unit/tma_copy_test.cpp (TMA schedules simulated against the
 //   reference, and their CUDA compiled with NVRTC for sm_90).
@@ -40,20 +44,34 @@ constexpr int kFirstTmaArch = 90;
 
 // The Stages of a body that may switch: synchronous ones one box copy can move, outside
 // conditions, inside loops materialize can count (constant trip counts: their bounds literal).
+// With `rewrite`, switches them and adds the AsyncWaits; without, only counts them.
 class TmaCandidates final : public StmtMutator {
  public:
   TmaCandidates(const Graph& g, bool rewrite) : graph_(g), rewrite_(rewrite) {}
   int found = 0;
 
-  Stmt mutate_Stage(const Stage& s, const Stmt& self) override {
-    if (!countable_ || s.transport != StageTransport::Sync) return self;
-    const Node* source = graph_.find(s.buffer);
-    if (source == nullptr || !stage_tma_box(s, source->type)) return self;
-    ++found;
-    if (!rewrite_) return self;
-    Stage tma = s;
-    tma.transport = StageTransport::Tma;
-    return tma;
+  // Runs of Stages: the candidates switch, and an AsyncWait(keep=0) follows a run that switched.
+  Body mutate_body(const Body& b) override {
+    Body out;
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (!b[i].is<Stage>()) {
+        out.push_back(mutate(b[i]));
+        continue;
+      }
+      bool switched = false;
+      for (; i < b.size() && b[i].is<Stage>(); ++i) {
+        Stage s = *b[i].as<Stage>();
+        if (candidate(s)) {
+          ++found;
+          s.transport = rewrite_ ? StageTransport::Tma : s.transport;
+          switched = true;
+        }
+        out.push_back(s);
+      }
+      if (rewrite_ && switched && (i == b.size() || !b[i].is<AsyncWait>())) out.push_back(AsyncWait{0});
+      --i;  // the loop's ++i moves to the first statement after the run
+    }
+    return out;
   }
   Stmt mutate_Loop(const Loop& s, const Stmt& self) override {
     const bool constant = s.begin.is(ExprKind::Int) && s.end.is(ExprKind::Int);
@@ -67,6 +85,12 @@ class TmaCandidates final : public StmtMutator {
   }
 
  private:
+  bool candidate(const Stage& s) const {
+    if (!countable_ || s.transport != StageTransport::Sync) return false;
+    const Node* source = graph_.find(s.buffer);
+    return source != nullptr && static_cast<bool>(stage_tma_box(s, source->type));
+  }
+
   template <class F> Stmt nested(bool countable, F&& f) {
     const bool outer = countable_;
     countable_ = outer && countable;
