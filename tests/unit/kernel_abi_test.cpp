@@ -559,10 +559,8 @@ TEST(LaunchArgsTest, TheFakeDriverChecksTensorMapArgumentsLikeTheDriver) {
     expect(call(f32, e->box_dim, e->element_strides, sw128, nan), CUDA_SUCCESS, "the encoding");
     expect(call(f32, e->box_dim, {1, 9}, sw128, nan), CUDA_ERROR_INVALID_VALUE, "element stride 9");
     expect(call(f32, e->box_dim, {0, 1}, sw128, nan), CUDA_ERROR_INVALID_VALUE, "element stride 0");
-    expect(call(f32, e->box_dim, e->element_strides, static_cast<CUtensorMapSwizzle>(CU_TENSOR_MAP_SWIZZLE_128B + 1), nan),
-           CUDA_ERROR_INVALID_VALUE, "a swizzle past 128B");
-    expect(call(f32, e->box_dim, e->element_strides, sw128, static_cast<CUtensorMapFloatOOBfill>(nan + 1)),
-           CUDA_ERROR_INVALID_VALUE, "an oob fill past NaN");
+    // (An enum value outside the enum's range cannot be passed without undefined behaviour, which
+    // the sanitizer build reports, so the stand-in's range checks are not driven from here.)
     expect(call(f32, {64, 8}, e->element_strides, sw128, nan), CUDA_ERROR_INVALID_VALUE, "a 256-byte row in 128B");
     expect(call(f32, {64, 8}, e->element_strides, CU_TENSOR_MAP_SWIZZLE_NONE, nan), CUDA_SUCCESS, "no swizzle");
     expect(call(f32, {2, 8}, e->element_strides, CU_TENSOR_MAP_SWIZZLE_NONE, nan), CUDA_ERROR_INVALID_VALUE,
