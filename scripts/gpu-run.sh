@@ -9,6 +9,9 @@
 #   smoke         f32 and bf16 programs, RMSNorm over 16384 columns (64 KB of dynamic shared
 #                 memory), run --bench with CUDA-graph capture
 #   gpu-tests     the GPU tests of the test binary (the corpus is the next step's)
+#   tma           TMA schedules (--knob tma_copy.TMA=true; sm_90 and newer): matmuls in f32 and
+#                 bf16 against the reference, one under compute-sanitizer memcheck and racecheck,
+#                 and a 1024^3 f32 matmul timed with TMA and with the default cp.async schedule
 #   corpus        every op-corpus program on the GPU against the reference, in parallel processes
 #                 sharing one kernel cache; the first failures re-run with --check-intermediates
 #   suite         the suite against PyTorch eager (tessera bench; --entries, any suite ids; default:
@@ -34,7 +37,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 self="$here/$(basename "$0")"
-all_steps="probe smoke gpu-tests corpus suite tune memory-bound kernel-bench sanitizer hf-check torch-compile"
+all_steps="probe smoke gpu-tests tma corpus suite tune memory-bound kernel-bench sanitizer hf-check torch-compile"
 
 # The programs of the smoke and sanitizer steps (bundle.sh pre-builds their kernels: --list-programs).
 smoke_programs=(
@@ -50,6 +53,15 @@ sanitizer_programs=(
   "torch.softmax(torch.randn(4, 1024, dtype=torch.bfloat16), dim=-1)"
   "nn.Linear(4096, 1024, bias=False)(torch.randn(1, 4096))"  # a decode GEMV: a block per row, 16-byte loads
 )
+# The tma step's programs (ring-buffered, pipelined TMA slabs under the default heuristics) and the
+# matmul it times against the default schedule.
+tma_programs=(
+  "x=torch.randn(256,512); w=torch.randn(512,256); x @ w"
+  "x=torch.randn(256,1024, dtype=torch.bfloat16); w=torch.randn(1024,512, dtype=torch.bfloat16); x @ w"
+  "nn.Linear(1024, 512)(torch.randn(4, 64, 1024))"
+  "torch.bmm(torch.randn(4, 128, 256), torch.randn(4, 256, 128))"
+)
+tma_bench_program="x=torch.randn(1024,1024); w=torch.randn(1024,1024); x @ w"
 # Suite entries: the quick tier without the giant ones (7B/8B decoder layers and lm_heads: minutes
 # of parameter generation and GB of IO each); the kernel-bench and torch.compile steps' short lists.
 default_entries() {
@@ -205,6 +217,28 @@ if [ "${1:-}" = "--run-step" ]; then
       if grep -q '"result": "SKIPPED"' "$GPU_RUN_RESULTS/gpu-tests.json" 2>/dev/null; then
         echo "gpu-run: GPU tests were SKIPPED: the GPU is not usable by the test binary"; exit 1
       fi
+      exit $rc ;;
+    tma)
+      rc=0
+      tma=(--knob tma_copy.TMA=true)
+      for p in "${tma_programs[@]}"; do
+        echo "== tessera run --target cuda ${tma[*]} -c \"$p\""
+        "${tessera[@]}" run --target cuda "${cache[@]}" "${tma[@]}" -c "$p" || rc=1
+      done
+      if command -v compute-sanitizer >/dev/null; then
+        for tool in memcheck racecheck; do
+          echo "== compute-sanitizer --tool $tool: ${tma[*]} ${tma_programs[0]}"
+          compute-sanitizer --tool "$tool" --error-exitcode 9 "${tessera[@]}" run --target cuda "${cache[@]}" "${tma[@]}" \
+            -c "${tma_programs[0]}" || rc=1
+        done
+      else
+        echo "gpu-run tma: compute-sanitizer is not on PATH: the TMA schedule is not sanitized"
+      fi
+      for choice in true false; do
+        echo "== tessera run --target cuda --bench --knob tma_copy.TMA=$choice -c \"$tma_bench_program\""
+        "${tessera[@]}" run --target cuda "${cache[@]}" --bench --flush-l2 --iterations 20 --knob "tma_copy.TMA=$choice" \
+          --json "$GPU_RUN_RESULTS/tma-bench-$choice.json" -c "$tma_bench_program" || rc=1
+      done
       exit $rc ;;
     corpus)
       step_corpus; exit $? ;;
@@ -447,6 +481,7 @@ write_summary
 
 run_step smoke 90 20
 run_step gpu-tests 90 20
+run_step tma 60 20
 run_step corpus 150 30
 run_step suite 170 40
 run_step tune 200 90

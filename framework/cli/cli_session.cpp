@@ -19,6 +19,8 @@ void add_global_options(po::options_description& desc, GlobalFlags& flags) {
       ("dtype", po::value(&flags.dtype)->value_name("f32|bf16|f16"), "default dtype of created tensors")
       ("threads", po::value(&flags.threads)->value_name("N"), "kernel pass applications at once (default: the pipeline's threads, 1); same output for any N")
       ("plugin", po::value(&flags.plugins)->value_name("FILE")->composing(), "load an extra plugin (repeatable)")
+      ("knob", po::value(&flags.knobs)->value_name("PASS.KNOB=VALUE")->composing(),
+       "pin a knob over the pipeline's (repeatable; VALUE as in a pipeline file: true, 4, 'in0')")
       ("output,o", po::value(&flags.output)->value_name("FILE"), "write the output to FILE instead of stdout")
       ("help,h", "show this help")
       ("verbose,v", "-v: one line per pass on stderr; -vv: also a diff of every pass application on stdout");
@@ -113,6 +115,12 @@ std::unique_ptr<Session> open_session(const GlobalFlags& flags, std::ostream& er
     return nullptr;
   }
   s->pipeline = std::move(*spec);
+  for (const std::string& knob : flags.knobs) {
+    if (Status ks = pin_knob(s->pipeline, knob); !ks) {
+      report(err, ks.error());
+      return nullptr;
+    }
+  }
   for (size_t i = 0; i < s->pipeline.plugins.size(); ++i) {
     SourceLoc origin = i < s->pipeline.plugin_locs.size() ? s->pipeline.plugin_locs[i] : SourceLoc{};
     if (Status ps = s->host.load_file(s->pipeline.plugins[i], origin); !ps) {

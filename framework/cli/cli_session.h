@@ -30,6 +30,7 @@ struct GlobalFlags {
   std::string dtype = "f32";          // --dtype
   int threads = 0;                    // --threads N (0 = the pipeline's)
   std::vector<std::string> plugins;   // --plugin FILE (repeatable)
+  std::vector<std::string> knobs;     // --knob PASS.KNOB=VALUE (repeatable): pins over the pipeline's
   std::string output;                 // -o FILE
   int verbosity = 0;                  // -v / -vv
 };

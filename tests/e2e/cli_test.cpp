@@ -155,6 +155,35 @@ TEST(Cli, RunChecksALongHalfPrecisionSoftmaxAtItsPrecision) {
   EXPECT_NE(r.out.find("(786432 elements, rtol 0.00781)  ok\n"), std::string::npos) << r.out;
 }
 
+// --knob pins a knob over the pipeline's for one command, typed and checked as a pin in the file.
+TEST(Cli, KnobPinsAKnobOverThePipelineForOneCommand) {
+  const char* matmul = "x=torch.randn(64,256); w=torch.randn(256,96); x @ w";
+  auto r = run_cli({"compile", "-c", matmul, "--device", "h100", "--ir", "kernel", "--knob", "tma_copy.TMA=true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tma_copy.TMA=True (pinned)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TmaLoad("), std::string::npos) << r.out;
+  // A later --knob of the same knob wins; the pipeline's heuristic is back with TMA=false.
+  r = run_cli({"compile", "-c", matmul, "--device", "h100", "--ir", "kernel", "--knob", "tma_copy.TMA=true", "--knob",
+               "tma_copy.TMA=false"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("TmaLoad("), std::string::npos) << r.out;
+  r = run_cli({"run", "--target", "sim", "-c", matmul, "--device", "h100", "--knob", "tma_copy.TMA=true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  ok\n"), std::string::npos) << r.out;
+  const std::pair<const char*, const char*> bad[] = {
+      {"tma_copy.TMA=maybe", "--knob tma_copy.TMA=maybe: error: knob 'TMA' of pass 'tma_copy' expects bool, got 'maybe'"},
+      {"nosuch.X=1", "--knob nosuch.X=1: pipeline 'default' has no pass 'nosuch'"},
+      {"tma_copy", "--knob tma_copy: expected PASS.KNOB=VALUE"},
+      {"tma_copy.NOPE=1", "unknown knob 'NOPE' of pass 'tma_copy'"},
+  };
+  for (const auto& [knob, message] : bad) {
+    r = run_cli({"compile", "-c", matmul, "--ir", "tile", "--knob", knob});
+    EXPECT_EQ(r.exit_code, 1) << knob;
+    EXPECT_NE(r.err.find(message), std::string::npos) << knob << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
 TEST(Cli, RunExitCodesTellMismatchFromCompileError) {
   // f32 cannot match a double-precision reference to 1e-15: the output is reported, exit 1.
   auto r = run_cli({"run", "--target", "sim", "--rtol", "1e-15", "-c", kRmsNorm});

@@ -60,6 +60,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {11, "86a7761f074d4ab6", "bdd15c1b7554f2e"},  // ir/integer_evaluation.h (eval_integer, eval_integer_binary, floor_div); keyed decisions: tune/decision.h (DecisionKey, Decision, DecisionPoint, hash_mix, hash_text, hash_hex), ChoiceRequest by key and marker, RandomChoiceSource::draw; pass/kernel_identity.h (kernel_structural_hash); tune/tuner.h (TrialSpec, TrialResult, TrialRunner (run, estimate), TuneTask, TuneOptions, TuneBest, TaskSearch, Tuner::start); tune/measurer.h; tune/tuning_db.h (TuningKey, TuningRecord, TuningDb); tune/cost_model_measurer.h, target/cost_model.h, target/cost_model_calibration.h, target/warp_access.h; DeviceDesc::clock_mhz; RunnerOptions::start_after; PassContext key state
     {12, "b135268ff84a58af", "59424739f2900e54"},  // ContractionOperand::rank, streams_rows_of_b and kRowStreamMinK (ir/contraction.h): GEMVs that stream rows of B; KernelReport::busiest_thread_flops (target/kernel_report.h); stage_rows_group (ir/stmt.h)
     {13, "b135268ff84a58af", "87578bc6bf5bc74c"},  // TMA end to end: TmaLoad dst_index and barrier_slot, MbarrierInit slots, barrier slots on Arrive/Wait (ir/stmt.h); TensorMapSpec swizzle, oob_fill, element_strides (ir/kernel_abi.h); stage_tma_box (ir/stmt.h); swizzle_span_bytes, swizzle_byte_offset (ir/stmt_enums.h); arch_number (target/device.h)
+    {14, "b135268ff84a58af", "bd8373faf566e209"},  // pin_knob (pass/pipeline.h): --knob PASS.KNOB=VALUE
 };
 
 uint64_t fnv1a(const std::string& s) {

@@ -672,6 +672,34 @@ Expected<PipelineSpec> parse_pipeline(const std::string& yaml_text, const std::s
   return PipelineReader(yaml_text, file).read();
 }
 
+Status pin_knob(PipelineSpec& spec, const std::string& assignment) {
+  const std::string where = "--knob " + assignment;
+  auto bad = [&](const std::string& why) { return make_error(where + ": " + why); };
+  const size_t dot = assignment.find('.'), eq = assignment.find('=');
+  if (dot == std::string::npos || eq == std::string::npos || dot == 0 || eq <= dot + 1 || eq + 1 == assignment.size())
+    return bad("expected PASS.KNOB=VALUE (for example tma_copy.TMA=true)");
+  const std::string pass = assignment.substr(0, dot), knob = assignment.substr(dot + 1, eq - dot - 1);
+  // The value as a pipeline file spells it, read by the pipeline reader itself.
+  Expected<PipelineSpec> one = parse_pipeline(
+      "name: knob\nstages:\n  tile:\n    - " + pass + ": {" + knob + ": " + assignment.substr(eq + 1) + "}\n", where);
+  if (!one) return bad(one.error().message);
+  const std::vector<PassEntry>& entries = one->stages[Dialect::Tile];
+  if (entries.size() != 1 || entries[0].pins.size() != 1 || entries[0].name != pass || entries[0].pins[0].knob != knob)
+    return bad("expected PASS.KNOB=VALUE with one value (`auto` pins nothing)");
+  KnobPin pin = entries[0].pins[0];
+  pin.loc = SourceLoc{where, 0, 0, 1};  // not a line of the pipeline file
+  bool found = false;
+  for (auto& [stage, stage_entries] : spec.stages)
+    for (PassEntry& e : stage_entries) {
+      if (e.name != pass) continue;
+      std::erase_if(e.pins, [&](const KnobPin& p) { return p.knob == knob; });
+      e.pins.push_back(pin);
+      found = true;
+    }
+  if (!found) return bad("pipeline '" + spec.name + "' has no pass '" + pass + "'");
+  return Status::ok();
+}
+
 Expected<PipelineSpec> load_pipeline_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return make_error("cannot read pipeline file '" + path + "': no such file");

@@ -74,6 +74,13 @@ Expected<PipelineSpec> parse_pipeline(const std::string& yaml_text, const std::s
 Expected<PipelineSpec> load_pipeline_file(const std::string& path);
 Status validate_pipeline(const PipelineSpec& spec, const Registry& registry);
 
+// Pins a knob from the command line: `assignment` is PASS.KNOB=VALUE, VALUE spelled as in a
+// pipeline file (true, 4, 'in0,in1', [1, 2]), read by the same reader. Every entry of PASS in
+// `spec` gets the pin, replacing one of the same knob. Errors name the assignment (`--knob ...:`):
+// not of that form, a value the file syntax refuses, or a pipeline without PASS. Whether the knob
+// exists and takes the value is validate_pipeline's check, as for a pin in the file.
+Status pin_knob(PipelineSpec& spec, const std::string& assignment);
+
 // The effective pipeline as YAML: every pass with every knob (pinned values, or `auto`), the
 // target and tuner with defaults filled in. Parses back to an equal spec.
 std::string print_pipeline(const PipelineSpec& spec, const Registry& registry);
