@@ -252,13 +252,35 @@ TEST_F(TmaScheduleTest, PinnedTmaSchedulesMatchTheReferenceInEveryDtype) {
   }
 }
 
+// Rows staged whole by several TMA boxes (stage_tma_boxes: a first dim over 256 elements cut into
+// equal boxes): RMSNorm, softmax and log-softmax rows, in every dtype, against the reference.
+constexpr const char* kTmaRowPrograms[] = {
+    "nn.RMSNorm(2048)(torch.randn(4, 2048))",
+    "torch.softmax(torch.randn(8, 4096), dim=-1)",
+    "torch.log_softmax(torch.randn(3, 3072), dim=-1)",
+};
+
+TEST_F(TmaScheduleTest, RowsStagedByTmaBoxesMatchTheReferenceInEveryDtype) {
+  pin("tma_copy", "TMA", AttrValue(true));
+  for (const char* text : kTmaRowPrograms) {
+    SCOPED_TRACE(text);
+    for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+      check(text, std::nullopt, dtype);
+      if (HasFailure()) return;
+      EXPECT_GT(tma_loads(), 0) << dtype_short_name(dtype) << ": no row is staged by TMA";
+    }
+  }
+}
+
 #ifdef TESSERA_HAVE_CUDA
 // The same schedules as CUDA: every kernel with a TMA copy compiles with NVRTC for sm_90 (and, with
 // its copies trapping below sm_90, for sm_80).
 TEST_F(TmaScheduleTest, PinnedTmaSchedulesCompileWithNvrtc) {
   pin("tma_copy", "TMA", AttrValue(true));
   int compiled = 0;
-  for (const char* text : kTmaPrograms) {
+  std::vector<const char*> programs(std::begin(kTmaPrograms), std::end(kTmaPrograms));
+  programs.insert(programs.end(), std::begin(kTmaRowPrograms), std::end(kTmaRowPrograms));
+  for (const char* text : programs) {
     for (DType dtype : {DType::F32, DType::BF16}) {
       Graph g = trace(text, dtype);
       ASSERT_FALSE(HasFailure()) << text;

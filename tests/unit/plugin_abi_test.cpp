@@ -61,6 +61,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {12, "b135268ff84a58af", "59424739f2900e54"},  // ContractionOperand::rank, streams_rows_of_b and kRowStreamMinK (ir/contraction.h): GEMVs that stream rows of B; KernelReport::busiest_thread_flops (target/kernel_report.h); stage_rows_group (ir/stmt.h)
     {13, "b135268ff84a58af", "87578bc6bf5bc74c"},  // TMA end to end: TmaLoad dst_index and barrier_slot, MbarrierInit slots, barrier slots on Arrive/Wait (ir/stmt.h); TensorMapSpec swizzle, oob_fill, element_strides (ir/kernel_abi.h); stage_tma_box (ir/stmt.h); swizzle_span_bytes, swizzle_byte_offset (ir/stmt_enums.h); arch_number (target/device.h)
     {14, "b135268ff84a58af", "bd8373faf566e209"},  // pin_knob (pass/pipeline.h): --knob PASS.KNOB=VALUE
+    {15, "b135268ff84a58af", "c42c217fdc7c7d25"},  // stage_tma_boxes and TmaBoxes (ir/stmt.h) replace stage_tma_box: a slab of several TMA boxes
 };
 
 uint64_t fnv1a(const std::string& s) {

@@ -286,24 +286,46 @@ bool stage_rows_group(const Stage& s, const TensorType& source, int64_t w) {
          source.dim(source.rank() - 1) % w == 0;
 }
 
-Expected<std::vector<int64_t>> stage_tma_box(const Stage& s, const TensorType& source) {
+Expected<TmaBoxes> stage_tma_boxes(const Stage& s, const TensorType& source) {
   const int64_t rank = source.rank();
   if (rank < 1 || rank > 5) return make_error("a TMA copy reads a tensor of rank 1 to 5, not " + std::to_string(rank));
   if (s.slab.empty()) return make_error("the slab has no dims");
   if (s.pad != 0) return make_error("the slab's rows are padded (a TMA box lands unpadded)");
-  std::vector<int64_t> box(static_cast<size_t>(rank), 1);
+  const int64_t elem = dtype_bytes(source.dtype);
+  TmaBoxes out;
+  out.box.assign(static_cast<size_t>(rank), 1);
+  out.step_dim = s.slab.front().source_dim;
+  // The bytes of one box per element of the first dim: boxes of several first-dim elements each
+  // must be whole multiples of 128 bytes to land aligned one after another.
+  int64_t rest_bytes = elem;
+  for (size_t k = 1; k < s.slab.size(); ++k) rest_bytes *= s.slab[k].extent;
   int64_t previous = -1;
-  for (const SlabDim& d : s.slab) {
+  for (size_t k = 0; k < s.slab.size(); ++k) {
+    const SlabDim& d = s.slab[k];
     if (d.source_dim <= previous || d.source_dim >= rank)
       return make_error("the slab's dims do not follow the source's dim order (a TMA box lands row-major)");
     previous = d.source_dim;
-    if (d.extent < 1 || d.extent > 256 || d.extent > source.dim(d.source_dim))
-      return make_error("slab dim " + d.axis + " spans " + std::to_string(d.extent) +
-                        " elements; a TMA box dim spans 1 to min(256, the source's size)");
-    box[static_cast<size_t>(d.source_dim)] = d.extent;
+    if (d.extent < 1 || d.extent > source.dim(d.source_dim))
+      return make_error("slab dim " + d.axis + " spans " + std::to_string(d.extent) + " elements, outside the source");
+    int64_t extent = d.extent;
+    if (extent > 256) {
+      // The first dim may take several boxes: the fewest equal ones of at most 256 elements, each
+      // a multiple of 128 bytes.
+      extent = 0;
+      for (int64_t b = 256; b >= 1 && k == 0; --b)
+        if (d.extent % b == 0 && b * rest_bytes % 128 == 0) {
+          extent = b;
+          break;
+        }
+      if (extent == 0)
+        return make_error("slab dim " + d.axis + " spans " + std::to_string(d.extent) +
+                          " elements; a TMA box dim spans at most 256, and only the slab's first dim is cut into boxes"
+                          " (of equal sizes that tile it, 128-byte multiples)");
+      out.copies = d.extent / extent;
+    }
+    out.box[static_cast<size_t>(d.source_dim)] = extent;
   }
-  const int64_t elem = dtype_bytes(source.dtype);
-  const int64_t inner = box.back() * elem;
+  const int64_t inner = out.box.back() * elem;
   if (inner % 16 != 0) return make_error("the box's inner row is " + std::to_string(inner) + " bytes, not a multiple of 16");
   if (const int64_t span = swizzle_span_bytes(s.swizzle); span > 0 && inner > span)
     return make_error("the box's inner row (" + std::to_string(inner) + " bytes) is wider than the " +
@@ -311,11 +333,12 @@ Expected<std::vector<int64_t>> stage_tma_box(const Stage& s, const TensorType& s
   if (rank > 1 && source.dim(rank - 1) * elem % 16 != 0)
     return make_error("the source's rows are " + std::to_string(source.dim(rank - 1) * elem) +
                       " bytes apart, not a multiple of 16");
-  int64_t slab_bytes = elem;
-  for (int64_t b : box) slab_bytes *= b;
-  if (s.slots > 1 && slab_bytes % 128 != 0)
-    return make_error("the ring's slabs are " + std::to_string(slab_bytes) + " bytes apart, not a multiple of 128");
-  return box;
+  int64_t box_bytes = elem;
+  for (int64_t b : out.box) box_bytes *= b;
+  // Each box lands 128-byte aligned: the boxes of a slab, and the slabs of a ring.
+  if ((out.copies > 1 || s.slots > 1) && box_bytes % 128 != 0)
+    return make_error("the boxes are " + std::to_string(box_bytes) + " bytes, so the boxes of a slab or the slabs of a ring would not all start 128-byte aligned");
+  return out;
 }
 
 Expr combine_identity(CombineFn op, DType dtype) {

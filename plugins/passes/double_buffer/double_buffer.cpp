@@ -12,7 +12,7 @@
 // Alone this changes only where slabs live; pipeline_k_outer then fills slot k+S-1 while slot k is
 // read. A buffer qualifies only when every Stage and every load of it lies in that loop (one
 // shared array, one shape). Stages already in a ring are left alone, and so are tma Stages whose
-// slabs would not stay 128 bytes apart (each slot is one box copy, stage_tma_box).
+// slabs would not stay 128 bytes apart (each slot is one box copy, stage_tma_boxes).
 // Accepts: Tile IR; kernels without such a loop are left alone (nothing asked).
 // Knob BUFFERS (int; candidates 1..4, 1 = off, those whose rings fit in device.smem_per_block
 //   together with the kernel's other Stages, each counted with its alignment padding,
@@ -101,13 +101,13 @@ class RingLoopFinder final : public StmtVisitor {
   std::vector<RingLoop> loops;
 
  private:
-  // A tma Stage's ring slots must stay one box copy each (stage_tma_box: 128 bytes apart).
+  // A tma Stage's ring slots must stay one box copy each (stage_tma_boxes: 128 bytes apart).
   bool ringable(const Stage& s) const {
     if (s.transport != StageTransport::Tma) return true;
     const Node* source = graph_.find(s.buffer);
     Stage ring = s;
     ring.slots = 2;
-    return source != nullptr && static_cast<bool>(stage_tma_box(ring, source->type));
+    return source != nullptr && static_cast<bool>(stage_tma_boxes(ring, source->type));
   }
   int64_t loads_of(const std::string& buffer) const {
     auto it = kernel_.loads.find(buffer);

@@ -26,12 +26,14 @@
 //                              on the first element guards all W); a Stage of 2-byte elements that
 //                              cannot group to 4 bytes is copied synchronously (the run's wait and
 //                              Sync are its barrier)
-//       Stage (tma)            one box copy (stage_tma_box): the kernel gets a tensor-map parameter
+//       Stage (tma)            box copies (stage_tma_boxes): the kernel gets a tensor-map parameter
 //                              `tmap_<source>: tensor_map(source, box=(..), swizzle=..)` and a barrier
 //                              ring `bar_<dst> = MbarrierInit(count=1, slots=S)` after the Smem
 //                              (aligned to 128 bytes, or 8 swizzle spans); [Sync() as above];
 //                              `if tid == 0: MbarrierArrive(bar[slot], tx=slab bytes);
 //                              TmaLoad(dst[slot, 0, ..], tmap, coords=origin, mbar=bar[slot])`
+//                              (a slab of several boxes: the TmaLoad in `for b in 0..copies`, box b
+//                              at b boxes along the slab's first dim)
 //                              (`&& n < trips` for a ring's fill n that may run past the slabs of
 //                              its loop: a pipeline's run-ahead is not issued).
 //                              Its fill count n: from a ring's slot `n % S`, else from the enclosing
@@ -503,8 +505,8 @@ class KernelBuilder {
     auto refuse = [&](const std::string& why) {
       return ctx_.error_at(node_, "`" + first_line(self) + "`: a tma Stage " + why);
     };
-    Expected<std::vector<int64_t>> box = stage_tma_box(st, type);
-    if (!box) return refuse("cannot be one TMA copy: " + box.error().message);
+    Expected<TmaBoxes> boxes = stage_tma_boxes(st, type);
+    if (!boxes) return refuse("cannot be copied by TMA: " + boxes.error().message);
     Expr slot = simplify(rename(st.slot, scope), scope.ranges);
     Expr fill = Expr::int_(0);
     if (st.slots > 1) {
@@ -549,18 +551,32 @@ class KernelBuilder {
       map.name = names->second.first;
       map.kind = ParamKind::TensorMap;
       map.dtype = type.dtype;
-      map.tensor_map = TensorMapSpec{st.buffer, *box, st.swizzle, TensorMapOobFill::Zero, {}};
+      map.tensor_map = TensorMapSpec{st.buffer, boxes->box, st.swizzle, TensorMapOobFill::Zero, {}};
       tensor_maps_.push_back(std::move(map));
       barriers_.push_back(MbarrierInit{names->second.second, 1, st.slots});
     }
     const std::string& tmap = names->second.first;
     const std::string& bar = names->second.second;
 
+    // Box b of the slab's first dim starts b boxes along it, in the source and in the buffer.
+    const std::string b = fresh(st.dst + "_box");
+    const Expr step = boxes->copies > 1 ? Expr::var(b) * Expr::int_(boxes->box[static_cast<size_t>(boxes->step_dim)])
+                                        : Expr::int_(0);
+    RangeMap box_ranges = scope.ranges;
+    box_ranges[b] = Interval{0, boxes->copies - 1};
     ExprList coords;
-    for (const Expr& o : st.origin) coords.push_back(simplify(rename(o, scope), scope.ranges));
+    for (size_t d = 0; d < st.origin.size(); ++d) {
+      Expr o = rename(st.origin[d], scope);
+      if (static_cast<int64_t>(d) == boxes->step_dim) o = o + step;
+      coords.push_back(simplify(o, box_ranges));
+    }
     ExprList dst_index(st.slab.size(), Expr::int_(0));
+    dst_index[0] = simplify(step, box_ranges);
     if (st.slots > 1) dst_index.insert(dst_index.begin(), slot);
     const Expr bar_slot = st.slots > 1 ? slot : Expr::int_(0);
+    Body copy = {TmaLoad{st.dst, dst_index, tmap, coords, bar, bar_slot}};
+    if (boxes->copies > 1) copy = {Loop{b, Expr::int_(0), Expr::int_(boxes->copies), LoopRole::None, 0, std::move(copy)}};
+    copy.insert(copy.begin(), MbarrierArrive{bar, bar_slot, elems * dtype_bytes(type.dtype)});
 
     // A ring's Stage inside a loop of n trips fills that loop's slabs 0..n-1: a fill count past
     // them (a pipeline running ahead of its last slab) is not issued, as nothing would wait for it
@@ -572,10 +588,7 @@ class KernelBuilder {
       if (!b || b->hi >= n) issue = Expr::binary(ExprKind::And, issue, fill < Expr::int_(n));
     }
     if (scope.in_loop && first_of_stage_run_) out.push_back(Sync{});  // last fill's readers are done
-    out.push_back(Cond{issue,
-                       {MbarrierArrive{bar, bar_slot, elems * dtype_bytes(type.dtype)},
-                        TmaLoad{st.dst, dst_index, tmap, coords, bar, bar_slot}},
-                       {}});
+    out.push_back(Cond{issue, std::move(copy), {}});
     scope.tma_fills[st.dst] = TmaFill{bar, st.slots, fill};
     return Status::ok();
   }

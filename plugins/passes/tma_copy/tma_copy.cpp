@@ -1,7 +1,7 @@
 // tma_copy: moves staged slabs with the Tensor Memory Accelerator on devices that have it (sm_90+).
 //
 // Rewrites: in every body of a Tile kernel, each synchronous Stage whose slab one TMA box copy can
-// move (stage_tma_box, ir/stmt.h: slab dims in the source's dim order, no pad, box dims up to 256,
+// move (stage_tma_boxes, ir/stmt.h: slab dims in the source's dim order, no pad, box dims up to 256,
 // inner rows a multiple of 16 bytes, source rows 16-byte aligned, rank up to 5) switches to the
 // `tma` transport, and one `AsyncWait(keep=0)` follows each run of Stages that holds one (unless an
 // AsyncWait already follows it), so the data is visible exactly where it was before, as async_copy
@@ -88,7 +88,7 @@ class TmaCandidates final : public StmtMutator {
   bool candidate(const Stage& s) const {
     if (!countable_ || s.transport != StageTransport::Sync) return false;
     const Node* source = graph_.find(s.buffer);
-    return source != nullptr && static_cast<bool>(stage_tma_box(s, source->type));
+    return source != nullptr && static_cast<bool>(stage_tma_boxes(s, source->type));
   }
 
   template <class F> Stmt nested(bool countable, F&& f) {

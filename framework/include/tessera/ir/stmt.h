@@ -293,13 +293,23 @@ struct Stage {
 // asks it to know whether a 2-byte slab can use cp.async; materialize to pick the copy width.
 bool stage_rows_group(const Stage& s, const TensorType& source, int64_t w);
 
-// The box a TMA copy of a Stage's slab moves from its `source` tensor (one size per source dim,
-// outermost first: the slab's extent along it, 1 where no slab dim runs), or why no TMA copy can
-// move the slab as the Stage lays it out: its slab dims not in the source's dim order, a pad, a
-// box dim over 256, an inner box row not a multiple of 16 bytes or wider than the Stage's swizzle,
-// a source row stride not a multiple of 16 bytes, ring slabs not 128 bytes apart, or a source of
-// rank above 5. tma_copy asks it to offer the transport; materialize to lower it.
-Expected<std::vector<int64_t>> stage_tma_box(const Stage& s, const TensorType& source);
+// The TMA box copies that move a Stage's slab from its `source` tensor: `copies` boxes of `box`
+// (one size per source dim, outermost first: the slab's extent along it, 1 where no slab dim runs)
+// side by side along the slab's first dim (source dim `step_dim`), box b landing from slab index
+// b * box[step_dim] on. A first dim over 256 elements is cut into the fewest equal boxes of at most
+// 256 that tile it (2048 -> 8 boxes of 256); the others must fit one box.
+struct TmaBoxes {
+  std::vector<int64_t> box;
+  int64_t copies = 1;
+  int64_t step_dim = 0;
+};
+
+// The boxes, or why no TMA copies can move the slab as the Stage lays it out: its slab dims not in
+// the source's dim order, a pad, a slab dim over 256 that is not the first or that no box size up
+// to 256 tiles, an inner box row not a multiple of 16 bytes or wider than the Stage's swizzle, a
+// source row stride not a multiple of 16 bytes, ring slabs not 128 bytes apart, or a source of rank
+// above 5. tma_copy asks it to offer the transport; materialize to lower it.
+Expected<TmaBoxes> stage_tma_boxes(const Stage& s, const TensorType& source);
 
 // `Combine(acc0, op=add)`: the threads of `scope` (block | warp) combine their partial accumulators.
 struct Combine {
