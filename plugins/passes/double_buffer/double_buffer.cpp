@@ -12,7 +12,7 @@
 // Alone this changes only where slabs live; pipeline_k_outer then fills slot k+S-1 while slot k is
 // read. A buffer qualifies only when every Stage and every load of it lies in that loop (one
 // shared array, one shape). Stages already in a ring are left alone, and so are tma Stages whose
-// slabs would not stay 128 bytes apart (each slot is one box copy, stage_tma_boxes).
+// slabs would not stay 128 bytes apart (each slot lands by 128-byte aligned box copies, stage_tma_boxes).
 // Accepts: Tile IR; kernels without such a loop are left alone (nothing asked).
 // Knob BUFFERS (int; candidates 1..4, 1 = off, those whose rings fit in device.smem_per_block
 //   together with the kernel's other Stages, each counted with its alignment padding,
@@ -101,7 +101,7 @@ class RingLoopFinder final : public StmtVisitor {
   std::vector<RingLoop> loops;
 
  private:
-  // A tma Stage's ring slots must stay one box copy each (stage_tma_boxes: 128 bytes apart).
+  // A tma Stage's ring slots must stay box copies, 128 bytes apart (stage_tma_boxes).
   bool ringable(const Stage& s) const {
     if (s.transport != StageTransport::Tma) return true;
     const Node* source = graph_.find(s.buffer);

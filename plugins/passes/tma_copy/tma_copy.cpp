@@ -1,8 +1,9 @@
 // tma_copy: moves staged slabs with the Tensor Memory Accelerator on devices that have it (sm_90+).
 //
-// Rewrites: in every body of a Tile kernel, each synchronous Stage whose slab one TMA box copy can
-// move (stage_tma_boxes, ir/stmt.h: slab dims in the source's dim order, no pad, box dims up to 256,
-// inner rows a multiple of 16 bytes, source rows 16-byte aligned, rank up to 5) switches to the
+// Rewrites: in every body of a Tile kernel, each synchronous Stage whose slab TMA box copies can
+// move (stage_tma_boxes, ir/stmt.h: slab dims in the source's dim order, no pad, box dims up to 256
+// but the first slab dim, which may take several equal boxes, inner rows a multiple of 16 bytes,
+// source rows 16-byte aligned, rank up to 5) switches to the
 // `tma` transport, and one `AsyncWait(keep=0)` follows each run of Stages that holds one (unless an
 // AsyncWait already follows it), so the data is visible exactly where it was before, as async_copy
 // does for cp.async. materialize lowers a tma Stage to one thread announcing the slab's bytes on
@@ -42,7 +43,7 @@ namespace {
 // The Tensor Memory Accelerator arrived with compute capability 9.0.
 constexpr int kFirstTmaArch = 90;
 
-// The Stages of a body that may switch: synchronous ones one box copy can move, outside
+// The Stages of a body that may switch: synchronous ones box copies can move, outside
 // conditions, inside loops materialize can count (constant trip counts: their bounds literal).
 // With `rewrite`, switches them and adds the AsyncWaits; without, only counts them.
 class TmaCandidates final : public StmtMutator {
