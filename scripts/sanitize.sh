@@ -12,11 +12,12 @@
 # Any sanitizer report fails the test that produced it: undefined behaviour aborts
 # (-fno-sanitize-recover=all), ASan and LeakSanitizer exit non-zero (86, below); no report is
 # suppressed.
-# Seven groups run in the release half only: the tuner against exhaustive search over the op
+# Eight groups run in the release half only: the tuner against exhaustive search over the op
 # corpus (TunerCorpusTest: thousands of compiles), the tests whose work is NVRTC compiling every corpus
 # kernel and suite entry (NvrtcCorpusTest, bench_suite_dry_run) — NVRTC is not instrumented, runs
 # about 20x slower under ASan's allocator, and was half the sanitizer suite's time —,
-# gpu_run_rehearsal, which times a shell script's steps against a deadline, and the shipped models'
+# gpu_run_rehearsal, which times a shell script's steps against a deadline, gpu_bundle (the bundle
+# holds the benchmark binaries, which the sanitizer build leaves out), and the shipped models'
 # layer checks (HfCli.*LayerPassesItsCheckIn*: real-size layers simulated in three dtypes, 150 to
 # 210 s each under ASan, through code the tiny models' tests cover), and the random-schedule
 # reduction and softmax programs whose point is their size (2^20 and 2^24 elements, rows of
@@ -57,7 +58,7 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0:ex
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=86"
 exclude=()
 [[ ${all_tests} -eq 1 ]] ||
-  exclude=(-E '^(Corpus/NvrtcCorpusTest\.|TunerCorpusTest\.|bench_suite_dry_run$|gpu_run_rehearsal$|HfCli\.(ShippedModel|TinyLlama)LayerPassesItsCheckIn|Reductions/SplitReduceProgramTest\..*/(WholeTensorSum2e2[04]|Softmax262144)|Rows/OnlineSoftmaxProgramTest\..*/LogSoftmaxRowsOf65536|KernelReportTableTest\.|SplitReduceTest\.LargeReductionsFillEverySm$|MatmulScheduleTest\.DecodeProjectionFillsEverySm$|Cli\.RunChecksALongHalfPrecisionSoftmaxAtItsPrecision$)')
+  exclude=(-E '^(Corpus/NvrtcCorpusTest\.|TunerCorpusTest\.|bench_suite_dry_run$|gpu_run_rehearsal$|gpu_bundle$|HfCli\.(ShippedModel|TinyLlama)LayerPassesItsCheckIn|Reductions/SplitReduceProgramTest\..*/(WholeTensorSum2e2[04]|Softmax262144)|Rows/OnlineSoftmaxProgramTest\..*/LogSoftmaxRowsOf65536|KernelReportTableTest\.|SplitReduceTest\.LargeReductionsFillEverySm$|MatmulScheduleTest\.DecodeProjectionFillsEverySm$|Cli\.RunChecksALongHalfPrecisionSoftmaxAtItsPrecision$)')
 status=0
 ctest --test-dir build-sanitize --output-on-failure --no-tests=error -j "${jobs}" "${exclude[@]}" \
   --output-junit ctest-junit.xml || status=$?
