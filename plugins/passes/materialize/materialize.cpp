@@ -35,7 +35,8 @@
 //                              (a slab of several boxes: the TmaLoad in `for b in 0..copies`, box b
 //                              at b boxes along the slab's first dim)
 //                              (`&& n < trips` for a ring's fill n that may run past the slabs of
-//                              its loop: a pipeline's run-ahead is not issued).
+//                              its loop: a pipeline's run-ahead is not issued; the Stages of a run
+//                              with the same condition share one branch).
 //                              Its fill count n: from a ring's slot `n % S`, else from the enclosing
 //                              loops (constant trip counts, no condition around it; an error otherwise)
 //       Stage with slots = S   the Smem gets a leading dimension S (and slots=S); the copies write
@@ -588,6 +589,17 @@ class KernelBuilder {
       if (!b || b->hi >= n) issue = Expr::binary(ExprKind::And, issue, fill < Expr::int_(n));
     }
     if (scope.in_loop && first_of_stage_run_) out.push_back(Sync{});  // last fill's readers are done
+    // The Stages of a run that issue under the same condition share one branch.
+    if (!first_of_stage_run_ && !out.empty()) {
+      if (const auto* previous = out.back().as<Cond>();
+          previous != nullptr && previous->else_body.empty() && structurally_equal(previous->cond, issue)) {
+        Cond merged = *previous;
+        merged.then_body.insert(merged.then_body.end(), copy.begin(), copy.end());
+        out.back() = Stmt(std::move(merged));
+        scope.tma_fills[st.dst] = TmaFill{bar, st.slots, fill};
+        return Status::ok();
+      }
+    }
     out.push_back(Cond{issue, std::move(copy), {}});
     scope.tma_fills[st.dst] = TmaFill{bar, st.slots, fill};
     return Status::ok();
