@@ -105,21 +105,27 @@ std::string SharedMemory::write(int buffer, int64_t flat, int lane, const SimStm
   return {};
 }
 
+std::string SharedMemory::refill_race(const Element& e, int buffer, int64_t flat, int lane, std::string_view copy) const {
+  // An asynchronous copy may land at any moment until its wait, so it conflicts with every access
+  // by another thread since the last barrier, as a write would (a slot refilled before its readers
+  // passed a Sync()).
+  if (e.writer >= 0 && e.writer != lane)
+    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
+           stmt_text(*e.writer_stmt->source) + "`) and this thread refills it with " + std::string(copy) +
+           " with no Sync() in between";
+  const int other_reader = e.reader0 >= 0 && e.reader0 != lane ? e.reader0 : e.reader1;
+  if (other_reader >= 0)
+    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(other_reader) +
+           " read it and this thread refills it with " + std::string(copy) + " with no Sync() in between";
+  return {};
+}
+
 std::string SharedMemory::issue_copy(int buffer, int64_t flat, int lane, const SimStmt& at, double value) {
   Element& e = touch(buffer, flat);
   if (e.pending > 0)
     return "starts a cp.async into " + element_str(buffer, flat) + " while another copy into it is in flight";
   if (e.landed_barrier >= 0) e.landed_barrier = -1;
-  // The copy may land at any moment until its wait returns, so it conflicts with every access by
-  // another thread since the last barrier, as a write would (a slot refilled before its readers
-  // passed a Sync()).
-  if (e.writer >= 0 && e.writer != lane)
-    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
-           stmt_text(*e.writer_stmt->source) + "`) and this thread refills it with cp.async with no Sync() in between";
-  int other_reader = e.reader0 >= 0 && e.reader0 != lane ? e.reader0 : e.reader1;
-  if (other_reader >= 0)
-    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(other_reader) +
-           " read it and this thread refills it with cp.async with no Sync() in between";
+  if (std::string race = refill_race(e, buffer, flat, lane, "cp.async"); !race.empty()) return race;
   ++e.pending;
   copies_[static_cast<size_t>(lane)].open.push_back(PendingCopy{buffer, flat, value, &at});
   return {};
@@ -190,15 +196,7 @@ std::string SharedMemory::issue_tma_element(int buffer, int64_t flat, int lane, 
   Element& e = touch(buffer, flat);
   if (e.pending > 0)
     return "starts a TMA copy into " + element_str(buffer, flat) + " while another copy into it is in flight";
-  // The copy may land at any moment until its phase completes: it conflicts with every access by
-  // another thread since the last barrier (a slot refilled while its readers may still read it).
-  if (e.writer >= 0 && e.writer != lane)
-    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
-           stmt_text(*e.writer_stmt->source) + "`) and this thread refills it with a TMA copy with no Sync() in between";
-  int other_reader = e.reader0 >= 0 && e.reader0 != lane ? e.reader0 : e.reader1;
-  if (other_reader >= 0)
-    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(other_reader) +
-           " read it and this thread refills it with a TMA copy with no Sync() in between";
+  if (std::string race = refill_race(e, buffer, flat, lane, "a TMA copy"); !race.empty()) return race;
   ++e.pending;
   e.tma_pending = true;
   b.copies.push_back(PendingCopy{buffer, flat, value, &at});

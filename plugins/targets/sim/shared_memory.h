@@ -27,6 +27,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernel_program.h"
@@ -117,6 +118,9 @@ class SharedMemory {
   std::string barrier_str(int barrier, int64_t slot) const;
 
   Element& touch(int buffer, int64_t flat);
+  // The race an asynchronous copy (`copy`: "cp.async", "a TMA copy") into the element by `lane`
+  // would be, or "".
+  std::string refill_race(const Element& e, int buffer, int64_t flat, int lane, std::string_view copy) const;
 
   std::vector<Buffer> buffers_;
   std::vector<ThreadCopies> copies_;  // per lane
