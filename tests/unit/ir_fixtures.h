@@ -25,7 +25,8 @@ inline Body every_stmt_kind_body() {
   tile_body.push_back(Let{"a2", var("blockIdx.x")});
   tile_body.push_back(Init{"acc0", flt(0.0)});
   tile_body.push_back(
-      Stage{"x_stage", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a3", 2048, 2}}, StageTransport::Async, 4});
+      Stage{"x_stage", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a4", 4, 2, 512}, SlabDim{"a3", 512, 2}},
+            StageTransport::Async, 4});
   tile_body.push_back(AsyncWait{1});
   tile_body.push_back(StridedLoop{
       "a3",

@@ -49,6 +49,29 @@ TEST(TmaBoxes, ALongFirstDimIsCutIntoTheFewestEqualBoxes) {
   EXPECT_NE(b.error().message.find("128-byte multiples"), std::string::npos) << b.error().message;
 }
 
+// split_inner_for_swizzle's layout: 128 columns of a 32-row slab as 4 blocks of 32 columns
+// (`a5:4@1*32`), one 32x32 box per block, box b reading columns 32b.. and landing at block b.
+TEST(TmaBoxes, ColumnBlocksTakeOneBoxEach) {
+  Stage s = row_stage({{"a5", 4, 1, 32}, {"a4", 32, 0}, {"a6", 32, 1}});
+  s.swizzle = SmemSwizzle::B128;
+  Expected<TmaBoxes> b = stage_tma_boxes(s, f32({512, 512}));
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(b->box, (std::vector<int64_t>{32, 32}));
+  EXPECT_EQ(b->copies, 4);
+  EXPECT_EQ(b->step_dim, 1);
+  EXPECT_EQ(b->source_step, 32);
+  EXPECT_EQ(b->slab_step, 1);
+  // Blocks that are not the inner dim's extent apart, or reach past the source, are refused; so
+  // is a strided dim anywhere else.
+  EXPECT_FALSE(stage_tma_boxes(row_stage({{"a5", 4, 1, 64}, {"a4", 32, 0}, {"a6", 32, 1}}), f32({512, 512})));
+  Expected<TmaBoxes> wide = stage_tma_boxes(row_stage({{"a5", 8, 1, 32}, {"a4", 32, 0}, {"a6", 32, 1}}), f32({512, 128}));
+  ASSERT_FALSE(wide);
+  EXPECT_NE(wide.error().message.find("outside the source"), std::string::npos) << wide.error().message;
+  Expected<TmaBoxes> strided = stage_tma_boxes(row_stage({{"a4", 32, 0, 2}, {"a6", 32, 1}}), f32({512, 512}));
+  ASSERT_FALSE(strided);
+  EXPECT_NE(strided.error().message.find("steps 2"), std::string::npos) << strided.error().message;
+}
+
 TEST(TmaBoxes, WhatNoBoxCopyCanMoveIsRefusedWithTheReason) {
   auto why = [](const Stage& s, const TensorType& t) {
     Expected<TmaBoxes> b = stage_tma_boxes(s, t);

@@ -580,6 +580,9 @@ class StmtReader {
         TESSERA_ASSIGN_OR_RETURN(d.extent, c_.integer("a slab extent"));
         TESSERA_TRY(c_.expect("@"));
         TESSERA_ASSIGN_OR_RETURN(d.source_dim, c_.integer("a source dimension"));
+        if (c_.accept("*")) {
+          TESSERA_ASSIGN_OR_RETURN(d.stride, c_.integer("a slab stride"));
+        }
         s.slab.push_back(std::move(d));
       } while (c_.accept(","));
     }

@@ -122,7 +122,8 @@ class StmtPrinter {
   void print_kind(const Stage& s) {
     std::vector<std::string> slab;
     for (const SlabDim& d : s.slab) {
-      slab.push_back(d.axis + ":" + std::to_string(d.extent) + "@" + std::to_string(d.source_dim));
+      slab.push_back(d.axis + ":" + std::to_string(d.extent) + "@" + std::to_string(d.source_dim) +
+                     (d.stride != 1 ? "*" + std::to_string(d.stride) : ""));
     }
     std::string text = s.dst + " = Stage(" + s.buffer + ", origin=(" + join(s.origin) +
                        "), slab=(" + join(slab) + ")";

@@ -295,13 +295,30 @@ Expected<TmaBoxes> stage_tma_boxes(const Stage& s, const TensorType& source) {
   TmaBoxes out;
   out.box.assign(static_cast<size_t>(rank), 1);
   out.step_dim = s.slab.front().source_dim;
+  // A first dim of column blocks: the innermost source dim split as (blocks, columns).
+  const SlabDim& inner = s.slab.back();
+  const bool column_blocks = s.slab.size() >= 2 && s.slab.front().source_dim == inner.source_dim &&
+                             inner.stride == 1 && s.slab.front().stride == inner.extent;
+  const size_t first_boxed = column_blocks ? 1 : 0;
+  if (column_blocks) {
+    const SlabDim& blocks = s.slab.front();
+    if (inner.source_dim < 0 || inner.source_dim >= rank || blocks.extent * blocks.stride > source.dim(inner.source_dim))
+      return make_error("slab dims " + blocks.axis + " and " + inner.axis + " span " +
+                        std::to_string(blocks.extent * blocks.stride) + " elements, outside the source");
+    out.copies = blocks.extent;
+    out.source_step = blocks.stride;
+    out.slab_step = 1;
+  }
   // The bytes of one box per element of the first dim: boxes of several first-dim elements each
   // must be whole multiples of 128 bytes to land aligned one after another.
   int64_t rest_bytes = elem;
-  for (size_t k = 1; k < s.slab.size(); ++k) rest_bytes *= s.slab[k].extent;
+  for (size_t k = first_boxed + 1; k < s.slab.size(); ++k) rest_bytes *= s.slab[k].extent;
   int64_t previous = -1;
-  for (size_t k = 0; k < s.slab.size(); ++k) {
+  for (size_t k = first_boxed; k < s.slab.size(); ++k) {
     const SlabDim& d = s.slab[k];
+    if (d.stride != 1)
+      return make_error("slab dim " + d.axis + " steps " + std::to_string(d.stride) +
+                        " source elements (a TMA box is dense, but for a first dim of column blocks)");
     if (d.source_dim <= previous || d.source_dim >= rank)
       return make_error("the slab's dims do not follow the source's dim order (a TMA box lands row-major)");
     previous = d.source_dim;
@@ -322,13 +339,15 @@ Expected<TmaBoxes> stage_tma_boxes(const Stage& s, const TensorType& source) {
                           " elements; a TMA box dim spans at most 256, and only the slab's first dim is cut into boxes"
                           " (of equal sizes that tile it, 128-byte multiples)");
       out.copies = d.extent / extent;
+      out.source_step = out.slab_step = extent;
     }
     out.box[static_cast<size_t>(d.source_dim)] = extent;
   }
-  const int64_t inner = out.box.back() * elem;
-  if (inner % 16 != 0) return make_error("the box's inner row is " + std::to_string(inner) + " bytes, not a multiple of 16");
-  if (const int64_t span = swizzle_span_bytes(s.swizzle); span > 0 && inner > span)
-    return make_error("the box's inner row (" + std::to_string(inner) + " bytes) is wider than the " +
+  const int64_t inner_row = out.box.back() * elem;
+  if (inner_row % 16 != 0)
+    return make_error("the box's inner row is " + std::to_string(inner_row) + " bytes, not a multiple of 16");
+  if (const int64_t span = swizzle_span_bytes(s.swizzle); span > 0 && inner_row > span)
+    return make_error("the box's inner row (" + std::to_string(inner_row) + " bytes) is wider than the " +
                       std::string(spelling(s.swizzle)) + " swizzle");
   if (rank > 1 && source.dim(rank - 1) * elem % 16 != 0)
     return make_error("the source's rows are " + std::to_string(source.dim(rank - 1) * elem) +

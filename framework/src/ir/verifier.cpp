@@ -536,6 +536,10 @@ class BodyVerifier {
                     " bytes, so the array needs align=" + std::to_string(pattern) + " or more (it has align=" +
                     std::to_string(s.align) + ")");
       TESSERA_TRY(check_ring(s));
+      if constexpr (std::is_same_v<K, Stage>) {
+        for (const SlabDim& d : s.slab)
+          if (d.stride < 1) return fail("slab dim " + d.axis + " has stride " + std::to_string(d.stride) + " (at least 1)");
+      }
     }
     return Status::ok();
   }

@@ -375,7 +375,7 @@ class KernelBuilder {
     for (int64_t j = 0; j < type.rank(); ++j) {
       Expr idx = rename(st.origin[static_cast<size_t>(j)], scope);
       for (size_t k = 0; k < st.slab.size(); ++k)
-        if (st.slab[k].source_dim == j) idx = idx + coords[k];
+        if (st.slab[k].source_dim == j) idx = idx + coords[k] * Expr::int_(st.slab[k].stride);
       idx = simplify(idx, ranges);
       src_index.push_back(idx);
       // Guard only where the bound says the index may leave the source: tails past the end, and
@@ -559,10 +559,11 @@ class KernelBuilder {
     const std::string& tmap = names->second.first;
     const std::string& bar = names->second.second;
 
-    // Box b of the slab's first dim starts b boxes along it, in the source and in the buffer.
+    // Box b reads source_step * b elements along the step dim and lands slab_step * b along the
+    // slab's first dim.
     const std::string b = fresh(st.dst + "_box");
-    const Expr step = boxes->copies > 1 ? Expr::var(b) * Expr::int_(boxes->box[static_cast<size_t>(boxes->step_dim)])
-                                        : Expr::int_(0);
+    const Expr step = boxes->copies > 1 ? Expr::var(b) * Expr::int_(boxes->source_step) : Expr::int_(0);
+    const Expr landing = boxes->copies > 1 ? Expr::var(b) * Expr::int_(boxes->slab_step) : Expr::int_(0);
     RangeMap box_ranges = scope.ranges;
     box_ranges[b] = Interval{0, boxes->copies - 1};
     ExprList coords;
@@ -572,7 +573,7 @@ class KernelBuilder {
       coords.push_back(simplify(o, box_ranges));
     }
     ExprList dst_index(st.slab.size(), Expr::int_(0));
-    dst_index[0] = simplify(step, box_ranges);
+    dst_index[0] = simplify(landing, box_ranges);
     if (st.slots > 1) dst_index.insert(dst_index.begin(), slot);
     const Expr bar_slot = st.slots > 1 ? slot : Expr::int_(0);
     Body copy = {TmaLoad{st.dst, dst_index, tmap, coords, bar, bar_slot}};

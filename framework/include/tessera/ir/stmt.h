@@ -97,14 +97,20 @@ struct TileAxis {
 };
 
 // One dimension of a staged slab: `a2:2048@2` = axis a2 covers 2048 elements of source dim 2.
+// `a5:4@1*32`: 4 elements 32 apart along source dim 1 (stride 32, printed when not 1). Two dims
+// of one source dim split it: `slab=(a5:4@1*32, a4:32@0, a6:32@1)` holds 128 columns of a 32-row
+// slab as 4 blocks of 32 (split_inner_for_swizzle lays slabs out so); the source index along a
+// dim is the origin plus each of its slab dims' index times its stride.
 struct SlabDim {
   std::string axis;
   int64_t extent = 0;
   int64_t source_dim = 0;
+  int64_t stride = 1;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("axis", s.axis, FieldRole::Label);
     f("extent", s.extent, FieldRole::Data);
     f("source_dim", s.source_dim, FieldRole::Data);
+    f("stride", s.stride, FieldRole::Data);
   }
 };
 
@@ -295,20 +301,26 @@ bool stage_rows_group(const Stage& s, const TensorType& source, int64_t w);
 
 // The TMA box copies that move a Stage's slab from its `source` tensor: `copies` boxes of `box`
 // (one size per source dim, outermost first: the slab's extent along it, 1 where no slab dim runs)
-// side by side along the slab's first dim (source dim `step_dim`), box b landing from slab index
-// b * box[step_dim] on. A first dim over 256 elements is cut into the fewest equal boxes of at most
-// 256 that tile it (2048 -> 8 boxes of 256); the others must fit one box.
+// along the slab's first dim, box b reading from `b * source_step` source elements along source
+// dim `step_dim` past the origin and landing at index `b * slab_step` of the slab's first dim.
+// A first dim over 256 elements is cut into the fewest equal boxes of at most 256 that tile it
+// (2048 -> 8 boxes of 256, source_step = slab_step = 256); a first dim that splits the innermost
+// source dim (`slab=(a5:4@1*32, a4:32@0, a6:32@1)`, stride = the inner extent) takes one box per
+// block of columns (4 boxes of (32, 32), source_step 32, slab_step 1); the others fit one box.
 struct TmaBoxes {
   std::vector<int64_t> box;
   int64_t copies = 1;
   int64_t step_dim = 0;
+  int64_t source_step = 0;
+  int64_t slab_step = 0;
 };
 
 // The boxes, or why no TMA copies can move the slab as the Stage lays it out: its slab dims not in
-// the source's dim order, a pad, a slab dim over 256 that is not the first or that no box size up
-// to 256 tiles, an inner box row not a multiple of 16 bytes or wider than the Stage's swizzle, a
-// source row stride not a multiple of 16 bytes, ring slabs not 128 bytes apart, or a source of rank
-// above 5. tma_copy asks it to offer the transport; materialize to lower it.
+// the source's dim order (but a first dim splitting the innermost source dim, as above), a pad, a
+// slab dim over 256 that is not the first or that no box size up to 256 tiles, an inner box row not
+// a multiple of 16 bytes or wider than the Stage's swizzle, a source row stride not a multiple of
+// 16 bytes, ring slabs not 128 bytes apart, or a source of rank above 5. tma_copy asks it to offer
+// the transport; materialize to lower it.
 Expected<TmaBoxes> stage_tma_boxes(const Stage& s, const TensorType& source);
 
 // `Combine(acc0, op=add)`: the threads of `scope` (block | warp) combine their partial accumulators.

@@ -1,0 +1,111 @@
+// The staged-slab bank model (see staged_access.h).
+#include "tessera/target/staged_access.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+namespace tessera {
+namespace {
+
+// Shared memory is 32 banks of 4-byte words on every CUDA architecture Tessera targets.
+constexpr int64_t kBanks = 32;
+constexpr int64_t kBankBytes = 4;
+
+class StagedLoadCollector final : public StmtVisitor {
+ public:
+  explicit StagedLoadCollector(const Graph& g) : g_(g) {}
+  std::vector<StagedLoads> staged;
+
+  void visit_Stage(const Stage& s) override {
+    StagedLoads a;
+    a.stage = &s;
+    if (const Node* src = g_.find(s.buffer)) a.elem_bytes = dtype_bytes(src->type.dtype);
+    latest_[s.dst] = staged.size();
+    staged.push_back(std::move(a));
+  }
+  void visit_Load(const Load& s) override {
+    auto it = latest_.find(s.buffer);
+    if (it == latest_.end()) return;
+    ExprList index;
+    const size_t first = staged[it->second].stage->slots > 1 ? 1 : 0;
+    for (size_t d = first; d < s.index.size(); ++d) index.push_back(substitute(s.index[d], first_values_));
+    staged[it->second].loads.push_back(std::move(index));
+  }
+  void visit_Loop(const Loop& s) override { in_loop(s.var, s.begin, [&] { StmtVisitor::visit_Loop(s); }); }
+  void visit_StridedLoop(const StridedLoop& s) override {
+    in_loop(s.var, s.begin, [&] { StmtVisitor::visit_StridedLoop(s); });
+  }
+
+ private:
+  template <class F>
+  void in_loop(const std::string& var, const Expr& begin, F&& visit_body) {
+    std::map<std::string, Expr> saved = first_values_;
+    first_values_[var] = substitute(begin, first_values_);
+    visit_body();
+    first_values_ = std::move(saved);
+  }
+
+  const Graph& g_;
+  std::map<std::string, size_t> latest_;  // buffer -> its latest Stage in `staged`
+  std::map<std::string, Expr> first_values_;
+};
+
+}  // namespace
+
+std::vector<StagedLoads> collect_staged_loads(const Graph& g, const Body& body) {
+  StagedLoadCollector c(g);
+  c.visit(body);
+  return std::move(c.staged);
+}
+
+SlabLayout padded_slab_layout(const Stage& stage, int64_t elem_bytes, int64_t pad) {
+  const auto& slab = stage.slab;
+  std::vector<int64_t> strides(slab.size(), 1);
+  for (size_t d = slab.size(); d-- > 1;) strides[d - 1] = strides[d] * (slab[d].extent + (d + 1 == slab.size() ? pad : 0));
+  return [strides, elem_bytes](const std::vector<int64_t>& coords) {
+    int64_t element = 0;
+    for (size_t d = 0; d < coords.size() && d < strides.size(); ++d) element += coords[d] * strides[d];
+    return element * elem_bytes;
+  };
+}
+
+int64_t staged_load_conflicts(const StagedLoads& s, const SlabLayout& layout, const std::vector<TileAxis>& threads,
+                              int64_t warp_size) {
+  int64_t block_threads = 1;
+  for (const TileAxis& t : threads) block_threads *= t.extent;
+  int64_t worst = 1;
+  for (const ExprList& index : s.loads) {
+    std::map<int64_t, std::set<int64_t>> words_per_bank;
+    bool known = true;
+    for (int64_t lane = 0; known && lane < std::min(warp_size, block_threads); ++lane) {
+      std::map<std::string, Expr> values;
+      int64_t rest = lane;
+      for (const TileAxis& t : threads) {
+        values[t.name] = Expr::int_(rest % t.extent);
+        rest /= t.extent;
+      }
+      std::vector<int64_t> coords;
+      for (const Expr& i : index) {
+        Expr e = substitute(i, values);
+        std::map<std::string, Expr> zeros;
+        for (const std::string& v : free_vars(e)) zeros[v] = Expr::int_(0);
+        e = simplify(substitute(e, zeros));
+        if (!e.is(ExprKind::Int)) {
+          known = false;
+          break;
+        }
+        coords.push_back(e.int_value());
+      }
+      if (!known) break;
+      const int64_t word = layout(coords) / kBankBytes;
+      words_per_bank[word % kBanks].insert(word);
+    }
+    if (!known) continue;
+    for (const auto& [bank, words] : words_per_bank) worst = std::max<int64_t>(worst, words.size());
+  }
+  return worst;
+}
+
+}  // namespace tessera
