@@ -127,8 +127,10 @@ TEST_F(NvrtcBuildTest, LargeBlockTileKernelsBuildWithoutSpills) {
 }
 
 // The IR loads B's element of a column in each of the TM row replicas; with no store between them
-// in a k step, NVRTC keeps one load per column: the 4096^3 kernel's PTX (the k-step loop is not
-// unrolled) reads shared memory 8 + 4 times for its 8 x 4 multiply-adds, as docs/passes.md says.
+// in a k step, NVRTC keeps one load per column, and the thread's 4 adjacent columns
+// (permute_register_tile) are one 16-byte load: the 4096^3 kernel's PTX (the k-step loop is not
+// unrolled) reads shared memory 8 + 1 times for its 8 x 4 multiply-adds, one of them
+// ld.shared.v4.f32, as docs/passes.md says.
 TEST_F(NvrtcBuildTest, LargeBlockTileLoadsEachOperandOncePerRowAndColumn) {
   Graph g = lower_to_cuda("x=torch.randn(4096,4096); w=torch.randn(4096,4096); x @ w");
   auto built = target_->build(
@@ -141,7 +143,8 @@ TEST_F(NvrtcBuildTest, LargeBlockTileLoadsEachOperandOncePerRowAndColumn) {
       ++n;
     return n;
   };
-  EXPECT_EQ(count("ld.shared"), 12) << built->front().ptx;
+  EXPECT_EQ(count("ld.shared"), 9) << built->front().ptx;
+  EXPECT_EQ(count("ld.shared.v4.f32"), 1) << built->front().ptx;
   EXPECT_EQ(count("fma.rn.f32"), 32) << built->front().ptx;
 }
 

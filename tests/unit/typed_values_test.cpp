@@ -198,11 +198,11 @@ TEST(RegisterArrayTest, VerifierRejectsOutOfBoundsAndNonUnrolledIndices) {
   // An index by the axis of a loop that is not unrolled (its element would need a dynamic register).
   msg = verifier_error({let, init, Loop{"a1", I(0), I(4), LoopRole::Free, 0, {Accum{"acc0", CombineFn::Add, F(1.0), {A("a1"), I(0)}}}},
                         write_all()});
-  EXPECT_TRUE(contains(msg, "index 'a1' of acc0 is neither a constant nor the axis of an unrolled loop")) << msg;
+  EXPECT_TRUE(contains(msg, "index 'a1' of acc0 is neither a constant nor an expression of unrolled loops' axes")) << msg;
   // Reads are checked too.
   msg = verifier_error({let, init,
                         Loop{"a3", I(0), I(4), LoopRole::Free, 4, {Loop{"a4", I(0), I(8), LoopRole::Free, 0, {Write{"y", {A("a0") * 4 + A("a3"), A("a4")}, Expr::element("acc0", {A("a3"), A("a4")})}}}}}});
-  EXPECT_TRUE(contains(msg, "index 'a4' of acc0 is neither a constant nor the axis of an unrolled loop")) << msg;
+  EXPECT_TRUE(contains(msg, "index 'a4' of acc0 is neither a constant nor an expression of unrolled loops' axes")) << msg;
   // The wrong rank, and a whole array used as a scalar.
   msg = verifier_error({let, init, Accum{"acc0", CombineFn::Add, F(1.0), {I(0)}}, write_all()});
   EXPECT_TRUE(contains(msg, "accumulates into acc0 (f32[4][8]) with 1 index expression(s)")) << msg;

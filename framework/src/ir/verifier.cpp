@@ -222,8 +222,9 @@ class TypeVerifier final : public StmtVisitor {
     types_[name] = t;
   }
 
-  // Register arrays are read element by element, each index a constant in bounds or an axis of an
-  // unrolled loop (so every element is a register after unrolling).
+  // Register arrays are read element by element, each index a constant in bounds or an expression
+  // of unrolled loops' axes (`a3`, `a3 * 4 + 1` after vectorize_loads: every element is a register
+  // after unrolling).
   void check_array_index(const std::string& name, const ValueType& t, const ExprList& index) {
     for (size_t d = 0; d < index.size() && d < t.array.size(); ++d) {
       const Expr& i = index[d];
@@ -231,8 +232,10 @@ class TypeVerifier final : public StmtVisitor {
         if (i.int_value() < 0 || i.int_value() >= t.array[d])
           fail_at("index " + std::to_string(i.int_value()) + " of dimension " + std::to_string(d) + " of " + name +
                   " (" + t.str() + ") is out of bounds");
-      } else if (!(i.is(ExprKind::Var) && unrolled_.count(i.name()))) {
-        fail_at("index '" + i.str() + "' of " + name + " is neither a constant nor the axis of an unrolled loop");
+      } else {
+        const std::vector<std::string> vars = free_vars(i);
+        if (vars.empty() || !std::all_of(vars.begin(), vars.end(), [&](const std::string& v) { return unrolled_.count(v) > 0; }))
+          fail_at("index '" + i.str() + "' of " + name + " is neither a constant nor an expression of unrolled loops' axes");
       }
     }
   }

@@ -72,14 +72,18 @@ SlabLayout padded_slab_layout(const Stage& stage, int64_t elem_bytes, int64_t pa
 }
 
 int64_t staged_load_conflicts(const StagedLoads& s, const SlabLayout& layout, const std::vector<TileAxis>& threads,
-                              int64_t warp_size) {
+                              int64_t warp_size, int64_t access_bytes) {
   int64_t block_threads = 1;
   for (const TileAxis& t : threads) block_threads *= t.extent;
+  const int64_t lanes = std::min(warp_size, block_threads);
+  const int64_t words_per_lane = std::max<int64_t>(1, access_bytes / kBankBytes);
+  // A phase moves at most one 128-byte wavefront's worth of lanes: 32 scalar, 16 of 8 bytes, 8 of 16.
+  const int64_t phase_lanes = std::max<int64_t>(1, kBanks / words_per_lane);
   int64_t worst = 1;
   for (const ExprList& index : s.loads) {
-    std::map<int64_t, std::set<int64_t>> words_per_bank;
+    std::vector<int64_t> first_word;
     bool known = true;
-    for (int64_t lane = 0; known && lane < std::min(warp_size, block_threads); ++lane) {
+    for (int64_t lane = 0; known && lane < lanes; ++lane) {
       std::map<std::string, Expr> values;
       int64_t rest = lane;
       for (const TileAxis& t : threads) {
@@ -98,12 +102,18 @@ int64_t staged_load_conflicts(const StagedLoads& s, const SlabLayout& layout, co
         }
         coords.push_back(e.int_value());
       }
-      if (!known) break;
-      const int64_t word = layout(coords) / kBankBytes;
-      words_per_bank[word % kBanks].insert(word);
+      if (known) first_word.push_back(layout(coords) / kBankBytes);
     }
     if (!known) continue;
-    for (const auto& [bank, words] : words_per_bank) worst = std::max<int64_t>(worst, words.size());
+    for (size_t p = 0; p < first_word.size(); p += static_cast<size_t>(phase_lanes)) {
+      std::map<int64_t, std::set<int64_t>> words_per_bank;
+      for (size_t l = p; l < std::min(first_word.size(), p + static_cast<size_t>(phase_lanes)); ++l)
+        for (int64_t w = 0; w < words_per_lane; ++w) {
+          const int64_t word = first_word[l] + w;
+          words_per_bank[word % kBanks].insert(word);
+        }
+      for (const auto& [bank, words] : words_per_bank) worst = std::max<int64_t>(worst, words.size());
+    }
   }
   return worst;
 }

@@ -4,7 +4,9 @@
 // code (Load, Assign, Select, Init, Accum, Write only) becomes `for v in 0..N/K` whose body is the
 // old body replicated K times (lane j stands for old iteration `v * K + j`; names bound in the body
 // get a per-lane copy), in program order, except that
-//   - every load `x[.., c + v]` from a global f32, bf16 or f16 buffer whose K elements fit one
+//   - every load `x[.., c + v]` from a global f32, bf16 or f16 buffer (or, in a `Loop`, an
+//     shared array of those: a register tile's replicas of a staged slab, a thread's
+//     row of a broadcast slab) whose K elements fit one
 //     access of at most 16 bytes (f32: K <= 4; bf16/f16: K <= 8) (last index exactly `c + v`, `c` and the
 //     other indices free of v, `c` provably a multiple of K, last dim extent a multiple of K so the
 //     row start is aligned too) becomes one `(d0, .., dK-1) = loadK x[.., c + v * K]` where lane 0
@@ -16,7 +18,7 @@
 //       in0 = load x[a1, a2]        ->      (in0, in1, in2, in3) = load4 x[a1, a2 * 4]
 //       v0 = mul(in0, 2.0)                  v0 = mul(in0, 2.0)
 //       acc0 <- add(acc0, v0)               acc0 <- add(acc0, v0)   .. then lanes 1, 2, 3
-// Other accesses (shared memory, other dtypes, other index forms) are replicated as scalar
+// Other accesses (shared memory in thread-strided loops, other dtypes, other index forms) are replicated as scalar
 // accesses with v -> v * K + j. Accumulations keep their exact order, so results are bit-identical.
 // Safety: a loop is skipped (ctx.skip, with the reason) when its body holds any other statement
 // (Cond, nested loops, collectives, shuffles, Let), when a buffer is both loaded and written in it or
@@ -71,7 +73,15 @@ bool multiple_of(const Expr& e, int64_t k, const RangeMap& ranges) {
     bool operator()(const Expr& e) const {
       if (e.is(ExprKind::Int)) return e.int_value() % k == 0;
       if (e.is(ExprKind::Mul)) return (*this)(e.operand(0)) || (*this)(e.operand(1));
-      if (e.is(ExprKind::Add) || e.is(ExprKind::Sub)) return (*this)(e.operand(0)) && (*this)(e.operand(1));
+      if (e.is(ExprKind::Add) || e.is(ExprKind::Sub) || e.is(ExprKind::Mod)) return (*this)(e.operand(0)) && (*this)(e.operand(1));
+      // Bitwise: for a power-of-two k, the low bits of multiples stay zero (a swizzle's XOR).
+      if ((k & (k - 1)) == 0) {
+        if (e.is(ExprKind::Xor) || e.is(ExprKind::BitOr)) return (*this)(e.operand(0)) && (*this)(e.operand(1));
+        if (e.is(ExprKind::BitAnd)) return (*this)(e.operand(0)) || (*this)(e.operand(1));
+        if (e.is(ExprKind::Shl) && e.operand(1).is(ExprKind::Int))
+          return e.operand(1).int_value() >= 0 && e.operand(1).int_value() < 62 &&
+                 ((*this)(e.operand(0)) || (int64_t{1} << e.operand(1).int_value()) % k == 0);
+      }
       return false;
     }
   };
@@ -99,18 +109,34 @@ struct LoopPlan {
 
 class LoopVectorizer {
  public:
-  LoopVectorizer(const Graph& g, std::set<std::string> taken) : g_(g), taken_(std::move(taken)) {}
+  LoopVectorizer(const Graph& g, const Body& kernel_body, std::set<std::string> taken) : g_(g), taken_(std::move(taken)) {
+    for (const Stmt& s : kernel_body)
+      if (const auto* sm = s.as<Smem>()) smem_[sm->name] = *sm;
+  }
 
-  // Whether the access `buffer[index]` can be one aligned K-wide vector access over loop var v.
+  // Whether the access `buffer[index]` can be one aligned K-wide vector access over loop var v: a
+  // global buffer, or with `shared` a shared array (swizzled or not: the index is the physical one).
   bool vectorizable(const std::string& buffer, const ExprList& index, const std::string& v, int64_t k,
-                    const RangeMap& ranges) const {
-    const Node* node = g_.find(buffer);
-    if (node == nullptr || index.empty()) return false;
-    const DType t = node->type.dtype;
+                    const RangeMap& ranges, bool shared) const {
+    if (index.empty()) return false;
+    DType t = DType::F32;
+    std::vector<int64_t> shape;
+    if (const Node* node = g_.find(buffer)) {
+      t = node->type.dtype;
+      for (int64_t d = 0; d < node->type.rank(); ++d) shape.push_back(node->type.dim(d));
+    } else if (auto it = smem_.find(buffer); shared && it != smem_.end()) {
+      // A swizzle permutes whole 16-byte chunks, and the index is already the permuted one: K
+      // aligned consecutive elements (K * size <= 16) lie in one chunk.
+      if (it->second.align < k * dtype_bytes(it->second.dtype)) return false;
+      t = it->second.dtype;
+      shape = it->second.shape;
+    } else {
+      return false;
+    }
     if (t != DType::F32 && t != DType::BF16 && t != DType::F16) return false;
     if (k * dtype_bytes(t) > 16) return false;  // the widest access is 16 bytes (uint4 / float4)
-    if (node->type.rank() != static_cast<int64_t>(index.size())) return false;
-    if (node->type.dim(node->type.rank() - 1) % k != 0) return false;
+    if (shape.size() != index.size()) return false;
+    if (shape.back() % k != 0) return false;
     for (size_t i = 0; i + 1 < index.size(); ++i) {
       if (mentions(index[i], v)) return false;
     }
@@ -118,7 +144,9 @@ class LoopVectorizer {
     return c && multiple_of(*c, k, ranges);
   }
 
-  LoopPlan plan(const Loop& loop, int64_t k, const RangeMap& ranges) const {
+  // With `shared`, loads of shared arrays may vectorize too (a plain loop's: each thread reads K
+  // consecutive elements where it read them one at a time).
+  LoopPlan plan(const Loop& loop, int64_t k, const RangeMap& ranges, bool shared) const {
     LoopPlan p;
     if (!loop.begin.is(ExprKind::Int) || loop.begin.int_value() != 0 || !loop.end.is(ExprKind::Int)) {
       p.why_not = "bounds are not constant 0..N";
@@ -133,13 +161,13 @@ class LoopVectorizer {
       const Stmt& s = loop.body[i];
       if (const auto* load = s.as<Load>()) {
         loaded.insert(load->buffer);
-        if (vectorizable(load->buffer, load->index, loop.var, k, ranges)) p.vector_stmts.insert(i);
+        if (vectorizable(load->buffer, load->index, loop.var, k, ranges, shared)) p.vector_stmts.insert(i);
       } else if (const auto* write = s.as<Write>()) {
         if (!written.insert(write->buffer).second) {
           p.why_not = "buffer " + write->buffer + " is written twice";
           return p;
         }
-        if (vectorizable(write->buffer, write->index, loop.var, k, ranges)) p.vector_stmts.insert(i);
+        if (vectorizable(write->buffer, write->index, loop.var, k, ranges, false)) p.vector_stmts.insert(i);
       } else if (!s.is<Assign>() && !s.is<Select>() && !s.is<Init>() && !s.is<Accum>()) {
         p.why_not = "body holds a " + std::string(stmt_kind_name(s.kind()));
         return p;
@@ -152,7 +180,8 @@ class LoopVectorizer {
       }
     }
     if (p.vector_stmts.empty())
-      p.why_not = "no access is an aligned f32/bf16/f16 global access of at most 16 bytes at [.., c + " + loop.var + "]";
+      p.why_not = "no access is an aligned f32/bf16/f16 " + std::string(shared ? "global or shared" : "global") +
+                  " access of at most 16 bytes at [.., c + " + loop.var + "]";
     return p;
   }
 
@@ -256,6 +285,7 @@ class LoopVectorizer {
   }
 
   const Graph& g_;
+  std::map<std::string, Smem> smem_;  // the kernel's shared arrays
   std::set<std::string> taken_;
 };
 
@@ -340,14 +370,14 @@ class BodyWalker final : public StmtMutator {
     };
     if (k_ == 1) {
       for (int64_t k : {8, 4, 2}) {
-        if (usable(vec_.plan(as_loop, k, ranges))) {
+        if (usable(vec_.plan(as_loop, k, ranges, /*shared=*/false))) {
           widest = std::max(widest, k);
           break;
         }
       }
       return std::nullopt;
     }
-    LoopPlan p = vec_.plan(as_loop, k_, ranges);
+    LoopPlan p = vec_.plan(as_loop, k_, ranges, /*shared=*/false);
     if (!usable(p)) return std::nullopt;
     Loop rewritten = vec_.rewrite(as_loop, k_, p, ranges);
     return Stmt(StridedLoop{sl.var, sl.begin, rewritten.end, sl.step, sl.role, rewritten.unroll, rewritten.body});
@@ -369,14 +399,14 @@ class BodyWalker final : public StmtMutator {
     }
     if (k_ == 1) {
       for (int64_t k : {8, 4, 2}) {
-        if (vec_.plan(loop, k, ranges).why_not.empty()) {
+        if (vec_.plan(loop, k, ranges, /*shared=*/true).why_not.empty()) {
           widest = std::max(widest, k);
           break;
         }
       }
       return self;
     }
-    LoopPlan p = vec_.plan(loop, k_, ranges);
+    LoopPlan p = vec_.plan(loop, k_, ranges, /*shared=*/true);
     if (!p.why_not.empty()) {
       if (ctx_ != nullptr) ctx_->skip(node_, "loop " + loop.var + ": " + p.why_not);
       return self;
@@ -409,7 +439,7 @@ class VectorizeLoadsPass final : public KernelPass {
     Node* n = &node;
     const auto* kernel = n->op_as<KernelOp>();
     if (kernel == nullptr) return Status::ok();
-    LoopVectorizer vec(g, bound_names(kernel->body));
+    LoopVectorizer vec(g, kernel->body, bound_names(kernel->body));
     BodyWalker probe(*n, nullptr, vec, 1, launch_ranges(*kernel));
     probe.mutate_body(kernel->body);
     if (probe.widest == 1) {

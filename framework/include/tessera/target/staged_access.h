@@ -38,8 +38,11 @@ SlabLayout padded_slab_layout(const Stage& stage, int64_t elem_bytes, int64_t pa
 
 // The worst conflict degree over `s`'s loads of the block's first warp (`threads`: the Tile's
 // THREAD axes in order) with the slab laid out by `layout`: 1 = conflict-free. A load whose
-// coordinates the model cannot decide (a gather) counts as conflict-free.
+// coordinates the model cannot decide (a gather) counts as conflict-free. With `access_bytes` 8
+// or 16 each lane reads that many bytes from its address (a vector load), and the warp's request
+// is served in phases of 16 or 8 lanes (the hardware splits a 64-bit request into half-warps and
+// a 128-bit one into quarter-warps): the degree is the worst phase's.
 int64_t staged_load_conflicts(const StagedLoads& s, const SlabLayout& layout, const std::vector<TileAxis>& threads,
-                              int64_t warp_size);
+                              int64_t warp_size, int64_t access_bytes = 4);
 
 }  // namespace tessera
