@@ -28,6 +28,10 @@ inline Body every_stmt_kind_body() {
       Stage{"x_stage", "x", {lit(0), var("a1"), lit(0)}, {SlabDim{"a4", 4, 2, 512}, SlabDim{"a3", 512, 2}},
             StageTransport::Async, 4});
   tile_body.push_back(AsyncWait{1});
+  tile_body.push_back(SlabMap{"h_smem", DType::F32, {8, 32}, "a5",
+                              {Load{"in5", "x_stage", {lit(1), var("a5") / 32, var("a5") % 32}},
+                               Assign{"v4", ElementwiseFn::Relu, {val("in5")}},
+                               Write{"h_smem", {var("a5") / 32, var("a5") % 32}, val("v4")}}});
   tile_body.push_back(StridedLoop{
       "a3",
       var("a0"),

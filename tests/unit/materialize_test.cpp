@@ -166,13 +166,33 @@ TEST_F(MaterializeTest, DecodesTwoThreadAxesFirstFastest) {
   ASSERT_TRUE(materialize(g));
   const KernelOp* k = kernel_of(g);
   ASSERT_NE(k, nullptr);
-  EXPECT_EQ(k->grid, (std::vector<int64_t>{128, 1, 1}));
+  // Two BLOCK axes: one grid dimension each, the first-listed as x.
+  EXPECT_EQ(k->grid, (std::vector<int64_t>{8, 16, 1}));
   EXPECT_EQ(k->block, (std::vector<int64_t>{256, 1, 1}));
   ASSERT_GE(k->body.size(), 4u);
   EXPECT_EQ(print_stmt(k->body[0]), "a0 = threadIdx.x % 32\n");
   EXPECT_EQ(print_stmt(k->body[1]), "a1 = threadIdx.x / 32\n");
-  EXPECT_EQ(print_stmt(k->body[2]), "a2 = blockIdx.x % 8\n");
-  EXPECT_EQ(print_stmt(k->body[3]), "a3 = blockIdx.x / 8\n");
+  EXPECT_EQ(print_stmt(k->body[2]), "a2 = blockIdx.x\n");
+  EXPECT_EQ(print_stmt(k->body[3]), "a3 = blockIdx.y\n");
+}
+
+// Four BLOCK axes, or an axis past the y/z limit of 65,535, decode from one linear blockIdx.x.
+TEST_F(MaterializeTest, BlockAxesPastTheGridsDimensionsDecodeFromBlockIdxX) {
+  for (const std::vector<TileAxis>& blocks :
+       {std::vector<TileAxis>{{"a1", 2, AxisBinding::Block}, {"a2", 2, AxisBinding::Block},
+                              {"a3", 2, AxisBinding::Block}, {"a4", 2, AxisBinding::Block}},
+        std::vector<TileAxis>{{"a1", 2, AxisBinding::Block}, {"a2", 70000, AxisBinding::Block}}}) {
+    std::vector<TileAxis> axes = {{"a0", 32, AxisBinding::Thread}};
+    axes.insert(axes.end(), blocks.begin(), blocks.end());
+    Graph g = one_tile({Tile{axes, {Write{"y", {lit(0), lit(0)}, Expr::float_(1.0)}}}}, {1, 1});
+    ASSERT_TRUE(materialize(g));
+    const KernelOp* k = kernel_of(g);
+    ASSERT_NE(k, nullptr);
+    int64_t product = 1;
+    for (const TileAxis& a : blocks) product *= a.extent;
+    EXPECT_EQ(k->grid, (std::vector<int64_t>{product, 1, 1}));
+    EXPECT_EQ(print_stmt(k->body[1]), "a1 = blockIdx.x % 2\n");
+  }
 }
 
 TEST_F(MaterializeTest, StagedCooperativeRMSNormVerifiesAsKernelIR) {
@@ -246,8 +266,8 @@ TEST_F(MaterializeTest, AsyncStageGuardsOnlyTheTail) {
   EXPECT_EQ(print_body(kernel_of(g)->body),
             "Smem x_smem: f32[64]\n"
             "a0 = threadIdx.x\n"
-            "a1 = blockIdx.x % 8\n"
-            "a2 = blockIdx.x / 8\n"
+            "a1 = blockIdx.x\n"
+            "a2 = blockIdx.y\n"
             "StridedLoop(a3 = a0; < 16; += 64):\n"
             "  if a2 * 64 + a3 * 4 < 100:\n"
             "    CpAsyncCopy(x_smem[a3 * 4], x[a1, a2 * 64 + a3 * 4], bytes=16)\n"

@@ -237,6 +237,7 @@ class KernelCompiler {
       case StmtKind::Stage:
       case StmtKind::Combine:
       case StmtKind::AsyncWait:
+      case StmtKind::SlabMap:
       case StmtKind::Smem:
       case StmtKind::Sync:
       case StmtKind::CpAsyncCopy:
@@ -391,6 +392,7 @@ class KernelRunner {
       case StmtKind::Stage:
       case StmtKind::Combine:
       case StmtKind::AsyncWait:
+      case StmtKind::SlabMap:
       case StmtKind::Smem:
       case StmtKind::Sync:
       case StmtKind::CpAsyncCopy:

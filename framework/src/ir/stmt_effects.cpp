@@ -40,6 +40,7 @@ OwnEffects own_effects(const StridedLoop&) { return none(); }
 OwnEffects own_effects(const Stage& s) { return synchronizes({s.dst}); }
 OwnEffects own_effects(const Combine& s) { return updates(s.acc, true); }
 OwnEffects own_effects(const AsyncWait&) { return synchronizes(); }
+OwnEffects own_effects(const SlabMap& s) { return synchronizes({s.dst}); }
 // Kernel IR
 OwnEffects own_effects(const Let&) { return none(); }
 OwnEffects own_effects(const Smem&) { return none(); }

@@ -160,6 +160,7 @@ class StmtReader {
         {"init", StmtKind::Init},
         {"select", StmtKind::Select},
         {"Stage", StmtKind::Stage},
+        {"SlabMap", StmtKind::SlabMap},
         {"MbarrierInit", StmtKind::MbarrierInit},
         {"WarpShuffle", StmtKind::WarpShuffle},
     };
@@ -641,6 +642,30 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.value, expr());
     TESSERA_TRY(c_.expect_end());
     bind_index(s.var);
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<SlabMap>) {
+    SlabMap s;
+    TESSERA_ASSIGN_OR_RETURN(s.dst, definition("a shared buffer name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("SlabMap"));
+    TESSERA_TRY(c_.expect("("));
+    c_.skip_spaces();
+    size_t col = c_.pos();
+    TESSERA_ASSIGN_OR_RETURN(std::string dtype, c_.name("an element type (f32, bf16, ...)"));
+    std::optional<DType> dt = parse_dtype(dtype);
+    if (!dt) return c_.error_at(col, dtype.size(), "unknown element type '" + dtype + "'");
+    s.dtype = *dt;
+    TESSERA_ASSIGN_OR_RETURN(s.shape, int_list('[', ']', "a dimension"));
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.var, definition("an element variable"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect(":"));
+    TESSERA_TRY(c_.expect_end());
+    declare_buffer(s.dst);
+    bind_index(s.var);
+    TESSERA_ASSIGN_OR_RETURN(s.body, nested_body("SlabMap"));
     return Stmt(std::move(s));
   }
 

@@ -139,6 +139,10 @@ class StmtPrinter {
     line(text + ")");
   }
   void print_kind(const AsyncWait& s) { line("AsyncWait(keep=" + std::to_string(s.keep) + ")"); }
+  void print_kind(const SlabMap& s) {
+    line(s.dst + " = SlabMap(" + std::string(dtype_short_name(s.dtype)) + "[" + join(s.shape) + "], " + s.var + "):");
+    nested(s.body);
+  }
 
   // A shared buffer's layout, only where it differs from the default, so plain arrays read as
   // before: ` align=1024 swizzle=128B`.

@@ -66,6 +66,10 @@ std::optional<Stmt> divergent_in(const Body& body, UniformityScope scope) {
       if (std::optional<Stmt> found =
               divergent_in(st->body, scope.nested({st->begin, st->end, st->step}, st->var)))
         return found;
+    } else if (const auto* st = s.as<SlabMap>()) {
+      // The block's threads share the slab's elements: the body runs per thread.
+      if (std::optional<Stmt> found = divergent_in(st->body, scope.nested({Expr::var("threadIdx.x")}, st->var)))
+        return found;
     } else if (const auto* st = s.as<Cond>()) {
       for (const Body* b : {&st->then_body, &st->else_body})
         if (std::optional<Stmt> found = divergent_in(*b, scope.nested({st->cond}))) return found;

@@ -397,10 +397,11 @@ class BodyVerifier {
     TESSERA_TRY(check_write_target(s));
     TESSERA_TRY(check_smem_layout(s));
 
+    // A statement with a body binds its names for the body (a loop's axis), but a buffer it
+    // declares outlives it (a SlabMap's slab is read after it).
     Frame inner;
-    Frame& defs_frame = owns_body ? inner : frames_.back();
     K::reflect(s, [&](const char*, const auto& field, FieldRole role) {
-      if (status) status = bind_defs(field, role, defs_frame);
+      if (status) status = bind_defs(field, role, owns_body && role != FieldRole::DefBuffer ? inner : frames_.back());
     });
     TESSERA_TRY(status);
 

@@ -52,6 +52,7 @@ double count_ops(const Body& body) {
       case StmtKind::Stage:
       case StmtKind::Combine:
       case StmtKind::AsyncWait:
+      case StmtKind::SlabMap:
       case StmtKind::Let:
       case StmtKind::Smem:
       case StmtKind::Sync:

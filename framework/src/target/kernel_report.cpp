@@ -545,6 +545,7 @@ class KernelWalker {
         case StmtKind::Stage:
         case StmtKind::Combine:
         case StmtKind::AsyncWait:
+      case StmtKind::SlabMap:
         case StmtKind::Smem:
         case StmtKind::Sync:
         case StmtKind::CpAsyncCommit:

@@ -310,6 +310,7 @@ class WarpWalker {
         case StmtKind::Stage:
         case StmtKind::Combine:
         case StmtKind::AsyncWait:
+      case StmtKind::SlabMap:
         case StmtKind::Sync:
         case StmtKind::CpAsyncCommit:
         case StmtKind::CpAsyncWait:

@@ -1,7 +1,9 @@
 // materialize: lowers Tile IR kernels to Kernel IR (hardware primitives + launch geometry).
 //
 // Rewrites: every TileOp node becomes a KernelOp with the same id, inputs, type and name;
-//   grid = (product of the BLOCK extents, 1, 1), block = (product of the THREAD extents = T, 1, 1);
+//   grid = (the BLOCK extents, first-listed as x) for two or three BLOCK axes within the grid's
+//   limits (x < 2^31, y and z <= 65535), else (product of the BLOCK extents, 1, 1);
+//   block = (product of the THREAD extents = T, 1, 1);
 //   dynamic_smem = the Smem layout's bytes (smem_layout) when they exceed the device's
 //   smem_per_block_static (the static __shared__ limit), else 0 (static arrays).
 //   The body becomes, in order:
@@ -9,7 +11,7 @@
 //       Combine that needs one, in order of appearance (Kernel IR wants every Smem at the top);
 //     - `Let` decodes of the Tile axes, in axis order: THREAD axes from threadIdx.x, BLOCK axes
 //       from blockIdx.x, the first-listed axis of each binding fastest (`a0 = threadIdx.x % 32`,
-//       `a1 = threadIdx.x / 32`);
+//       `a1 = threadIdx.x / 32`), or each BLOCK axis its own grid dimension (`a2 = blockIdx.y`);
 //     - the statements around the Tile, and the Tile body with:
 //       Stage (sync/buffered)  [Sync() when inside a loop and first of a run of consecutive Stages:
 //                              last iteration's reads finish before any buffer of the run is refilled]
@@ -55,6 +57,9 @@
 //                              inside a loop: the slots are refilled next iteration).
 //                              A block of T < 32 threads is one partial warp: all its lanes are in
 //                              the block, so shuffles of width T are exact (T must be a power of two).
+//       SlabMap(dt[shape], f)  Smem dst: dt[shape]; [Sync() inside a loop: last trip's readers are
+//                              done]; StridedLoop(f = tid; < elems; += T): the body (its Write fills
+//                              the element); Sync()
 //       everything else        copied (Loop, StridedLoop, Cond, Load, Assign, Select, Init, Accum,
 //                              Write). Loads of staged buffers keep their slab-coordinate indices.
 //   The body ends canonically renamed (canonicalize_names).
@@ -90,6 +95,9 @@ namespace tessera {
 namespace {
 
 constexpr int64_t kWarp = 32;  // lanes per warp: a CUDA constant, not a device number
+// The grid's dimension limits on every CUDA architecture Tessera targets (compute capability 3.0+).
+constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
+constexpr int64_t kMaxGridYZ = 65535;
 
 bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -183,9 +191,22 @@ class KernelBuilder {
     }
     threads_ = threads;
 
+    // Up to three BLOCK axes that fit the grid's dimensions each take one (blockIdx.x, .y, .z in
+    // order, the first fastest as in the linear decode); otherwise all are decoded from blockIdx.x.
+    std::vector<const TileAxis*> block_axes;
+    for (const TileAxis& a : tile->axes)
+      if (a.binding == AxisBinding::Block) block_axes.push_back(&a);
+    bool grid_per_axis = block_axes.size() >= 2 && block_axes.size() <= 3;
+    for (size_t i = 0; grid_per_axis && i < block_axes.size(); ++i)
+      grid_per_axis = block_axes[i]->extent <= (i == 0 ? kMaxGridX : kMaxGridYZ);
+    std::vector<int64_t> grid = {blocks, 1, 1};
+    if (grid_per_axis)
+      for (size_t i = 0; i < block_axes.size(); ++i) grid[i] = block_axes[i]->extent;
+
     Scope top;
     top.ranges["threadIdx.x"] = Interval{0, threads - 1};
-    top.ranges["blockIdx.x"] = Interval{0, blocks - 1};
+    const char* const block_dims[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+    for (size_t d = 0; d < 3; ++d) top.ranges[block_dims[d]] = Interval{0, grid[d] - 1};
     Body lets;
     std::vector<const TileAxis*> thread_axes;
     for (AxisBinding binding : {AxisBinding::Thread, AxisBinding::Block}) {
@@ -193,6 +214,11 @@ class KernelBuilder {
       Expr hw = Expr::var(binding == AxisBinding::Thread ? "threadIdx.x" : "blockIdx.x");
       for (const TileAxis& a : tile->axes) {
         if (a.binding != binding) continue;
+        if (binding == AxisBinding::Block && grid_per_axis) {
+          const size_t d = static_cast<size_t>(std::find(block_axes.begin(), block_axes.end(), &a) - block_axes.begin());
+          decodes_[a.name] = Expr::var(block_dims[d]);
+          continue;
+        }
         Expr value = hw / stride;
         if (stride * a.extent < total) value = value % a.extent;  // the slowest axis needs no modulo
         decodes_[a.name] = simplify(value, top.ranges);
@@ -242,7 +268,7 @@ class KernelBuilder {
 
     auto op = std::make_unique<KernelOp>();
     op->name = tile_op_.name;
-    op->grid = {blocks, 1, 1};
+    op->grid = grid;
     op->block = {threads, 1, 1};
     op->params = tensor_maps_;
     if (smem_bytes > ctx_.device().smem_per_block_static) op->dynamic_smem = smem_bytes;
@@ -274,6 +300,7 @@ class KernelBuilder {
       case StmtKind::Stage: return lower_stage(*s.as<Stage>(), s, scope, out);
       case StmtKind::Combine: return lower_combine(*s.as<Combine>(), s, scope, out);
       case StmtKind::AsyncWait: return lower_async_wait(*s.as<AsyncWait>(), s, scope, out);
+      case StmtKind::SlabMap: return lower_slab_map(*s.as<SlabMap>(), s, scope, out);
       case StmtKind::Loop: return lower_loop(*s.as<Loop>(), scope, out);
       case StmtKind::StridedLoop: return lower_strided_loop(*s.as<StridedLoop>(), scope, out);
       case StmtKind::Cond: return lower_cond(*s.as<Cond>(), scope, out);
@@ -603,6 +630,30 @@ class KernelBuilder {
     }
     out.push_back(Cond{issue, std::move(copy), {}});
     scope.tma_fills[st.dst] = TmaFill{bar, st.slots, fill};
+    return Status::ok();
+  }
+
+  // SlabMap: the block's threads share the slab's elements, `StridedLoop(f = tid; < elems; += T)`
+  // running the body, then a barrier makes the slab visible to every thread; inside a loop a
+  // barrier first, so last trip's readers are done before the slab is rewritten.
+  Status lower_slab_map(const SlabMap& st, const Stmt& self, Scope& scope, Body& out) {
+    TESSERA_TRY(check_collective(self, scope));
+    int64_t elems = 1;
+    for (int64_t d : st.shape) {
+      if (d <= 0) return ctx_.error_at(node_, "`" + first_line(self) + "`: a slab dimension of " + std::to_string(d));
+      elems *= d;
+    }
+    TESSERA_TRY(declare_smem(Smem{st.dst, st.dtype, st.shape}));
+    if (scope.in_loop && (out.empty() || !out.back().is<Sync>())) out.push_back(Sync{});
+    const Expr begin = tid_, end = Expr::int_(elems), step = Expr::int_(threads_);
+    Scope inner = nested(scope, {begin, end, step}, st.var);
+    inner.in_loop = true;
+    inner.loops.push_back(LoopFrame{st.var, begin, 0});
+    inner.ranges[st.var] = Interval{0, elems - 1};
+    Body body;
+    TESSERA_TRY(lower_body(st.body, inner, body));
+    out.push_back(StridedLoop{st.var, begin, end, step, LoopRole::None, 0, std::move(body)});
+    out.push_back(Sync{});
     return Status::ok();
   }
 

@@ -3,7 +3,8 @@
 //
 // Rewrites: a slab loop `for k in b..e:  # reduce` (literal bounds, n = e - b >= 2 trips) whose body
 // is: its async or tma Stages, each a ring of B >= 2 slots filled at slot (k - b) % B (double_buffer), then
-// AsyncWait(keep=0), then statements without collectives (the step loop that reads the slot), so
+// AsyncWait(keep=0), then statements without other Stages, Combines or waits (the step loop that
+// reads the slot, and a SlabMap computing from it), so
 // that S = STAGES slabs are in flight:
 //     prologue   for k in b..b+S-1:         the Stages of slab k: S-1 cp.async groups
 //     loop       for k in b..e:  # reduce
@@ -44,6 +45,19 @@ namespace {
 
 constexpr int64_t kMaxStages = 4;
 
+// Whether `body` holds a Stage, Combine or AsyncWait at any depth: the step of a slab loop may hold
+// a SlabMap (fuse_stage_epilogue's cone over the slot being read), which reads the slab in place.
+bool holds_copy_or_wait(const Body& body) {
+  struct Finder final : StmtVisitor {
+    bool found = false;
+    void visit_Stage(const Stage&) override { found = true; }
+    void visit_Combine(const Combine&) override { found = true; }
+    void visit_AsyncWait(const AsyncWait&) override { found = true; }
+  } f;
+  f.visit(body);
+  return f.found;
+}
+
 // A slab loop in the shape the pass pipelines: Stages, AsyncWait(keep=0), the step.
 struct PipelineShape {
   size_t stages = 0;  // the first `stages` statements are the Stages; then the AsyncWait
@@ -72,7 +86,7 @@ std::optional<PipelineShape> pipeline_shape(const Loop& s) {
   const auto* wait = s.body[i].as<AsyncWait>();
   if (wait == nullptr || wait->keep != 0) return std::nullopt;
   Body rest(s.body.begin() + static_cast<std::ptrdiff_t>(i) + 1, s.body.end());
-  if (contains_collective(rest)) return std::nullopt;
+  if (holds_copy_or_wait(rest)) return std::nullopt;
   shape.stages = i;
   return shape;
 }

@@ -169,6 +169,8 @@ class FactFinder final : public StmtVisitor {
     if (reduce_depth_ > 0 && dep_.names().count(s.acc)) dependent_accum_in_reduce_ = true;
   }
   void visit_Write(const Write& s) override { facts.indexes_output |= dep_.depends(s.index); }
+  // A SlabMap computes a shared slab for the whole block (its Write fills it, not an output).
+  void visit_SlabMap(const SlabMap&) override {}
   void visit_Combine(const Combine& s) override {
     if (dep_.names().count(s.acc))
       obstacle("the THREAD axis feeds `" + s.acc + "`, which is combined across threads (a cooperative reduction)");
@@ -203,6 +205,7 @@ std::set<std::string> written_buffers(const Body& body) {
   struct Finder final : StmtVisitor {
     std::set<std::string> out;
     void visit_Write(const Write& s) override { out.insert(s.buffer); }
+    void visit_SlabMap(const SlabMap&) override {}  // fills its own shared slab, read after it
   } finder;
   finder.visit(body);
   return finder.out;
@@ -230,6 +233,7 @@ class ProgramOrder final : public StmtVisitor {
   void visit_Write(const Write& s) override { number(&s); }
   void visit_Accum(const Accum& s) override { last_update_[s.acc] = number(&s); }
   void visit_Stage(const Stage& s) override { last_update_[s.dst] = number(&s); }
+  void visit_SlabMap(const SlabMap& s) override { last_update_[s.dst] = number(&s); }
   void visit_Loop(const Loop& s) override {
     number(&s);
     StmtVisitor::visit_Loop(s);
@@ -393,7 +397,7 @@ class RegisterTiler final : public StmtMutator {
         if (!dep_.depends(c->cond)) return Kind::SharedNested;
         return holds_structure(c->then_body) || holds_structure(c->else_body) ? Kind::SplitCond : Kind::Replicated;
       }
-      case StmtKind::Tile: case StmtKind::Stage: case StmtKind::Combine: case StmtKind::AsyncWait:
+      case StmtKind::Tile: case StmtKind::Stage: case StmtKind::Combine: case StmtKind::AsyncWait: case StmtKind::SlabMap:
       case StmtKind::Let: case StmtKind::Smem: case StmtKind::Sync: case StmtKind::CpAsyncCopy:
       case StmtKind::CpAsyncCommit: case StmtKind::CpAsyncWait: case StmtKind::TmaLoad:
       case StmtKind::MbarrierInit: case StmtKind::MbarrierArrive: case StmtKind::MbarrierWait:

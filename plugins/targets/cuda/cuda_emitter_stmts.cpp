@@ -75,6 +75,7 @@ Status CudaEmitter::emit(const Stmt& s) {
     case StmtKind::Stage:
     case StmtKind::Combine:
     case StmtKind::AsyncWait:
+      case StmtKind::SlabMap:
       return error_at(s, std::string(stmt_kind_name(s.kind())) +
                              " is not a Kernel IR statement (run materialize before emit_cuda)");
   }

@@ -671,7 +671,8 @@ class BlockExecutor {
       case StmtKind::Tile:
       case StmtKind::Stage:
       case StmtKind::Combine:
-      case StmtKind::AsyncWait: return fail(s, -1, "the simulator does not execute this statement");
+      case StmtKind::AsyncWait:
+      case StmtKind::SlabMap: return fail(s, -1, "the simulator does not execute this statement");
     }
     return fail(s, -1, "the simulator does not execute this statement");
   }

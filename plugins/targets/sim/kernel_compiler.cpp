@@ -456,6 +456,7 @@ class KernelCompiler {
       case StmtKind::Stage:
       case StmtKind::Combine:
       case StmtKind::AsyncWait:
+      case StmtKind::SlabMap:
         TESSERA_UNREACHABLE("compile_kernel refuses kinds outside Kernel IR (first_stmt_outside) before compiling");
     }
     return c;

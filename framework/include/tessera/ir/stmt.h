@@ -341,6 +341,28 @@ struct AsyncWait {
   template <class S, class F> static void reflect(S& s, F&& f) { f("keep", s.keep, FieldRole::Data); }
 };
 
+// `h_smem = SlabMap(f32[8, 32], a7):` and a body: the threads of the block compute one shared
+// slab together. The body runs once for every `a7` in [0, 8 * 32) (the slab's elements in
+// row-major order, shared among the threads as materialize decides) and writes its element,
+// `h_smem[a7 / 32, a7 % 32] = v2`; once every thread has reached the statement, every thread sees
+// the whole slab (a collective, like Stage). fuse_stage_epilogue computes an elementwise cone of
+// staged slabs with it once per block (`silu(g) * u` of a down projection's A operand) instead
+// of once per output thread.
+struct SlabMap {
+  std::string dst;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::string var;
+  Body body;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dst", s.dst, FieldRole::DefBuffer);
+    f("dtype", s.dtype, FieldRole::Data);
+    f("shape", s.shape, FieldRole::Data);
+    f("var", s.var, FieldRole::DefAxis);
+    f("body", s.body, FieldRole::Data);
+  }
+};
+
 // ---- Kernel IR -------------------------------------------------------------------------------
 
 // `a1 = blockIdx.x`: binds an index, typically decoded from threadIdx / blockIdx.
@@ -532,7 +554,7 @@ struct VectorStore {
 // The one list. Order is part of the JSON format only through names, never through indices.
 #define TESSERA_STMT_KINDS(X)                                                   \
   /* Loop IR */ X(Load) X(Assign) X(Select) X(Init) X(Accum) X(Write) X(Loop) X(Cond) \
-  /* Tile IR */ X(Tile) X(StridedLoop) X(Stage) X(Combine) X(AsyncWait)       \
+  /* Tile IR */ X(Tile) X(StridedLoop) X(Stage) X(Combine) X(AsyncWait) X(SlabMap) \
   /* Kernel IR */ X(Let) X(Smem) X(Sync) X(CpAsyncCopy) X(CpAsyncCommit)      \
   X(CpAsyncWait) X(TmaLoad) X(MbarrierInit) X(MbarrierArrive) \
   X(MbarrierWait) X(WarpShuffle) X(TreeHalve) X(VectorLoad) X(VectorStore)
@@ -557,8 +579,8 @@ enum StmtDialects : uint8_t {
 // What every consumer may ask of a statement kind without knowing it.
 struct StmtKindTraits {
   uint8_t dialects;   // StmtDialects bits: where the verifier accepts the kind
-  bool has_body;      // holds nested statements (Loop, Cond, Tile, StridedLoop)
-  bool collective;    // every thread of the block must reach it together (Stage, Combine, AsyncWait)
+  bool has_body;      // holds nested statements (Loop, Cond, Tile, StridedLoop, SlabMap)
+  bool collective;    // every thread of the block must reach it together (Stage, Combine, AsyncWait, SlabMap)
   bool carries_type;  // defines a value whose type its printed line names first (`f32 v0 = ...`)
 };
 
@@ -580,6 +602,7 @@ constexpr StmtKindTraits stmt_kind_traits(StmtKind k) {
     case StmtKind::Stage: return          {kInTile,           false, true,       false};
     case StmtKind::Combine: return        {kInTile,           false, true,       false};
     case StmtKind::AsyncWait: return      {kInTile,           false, true,       false};
+    case StmtKind::SlabMap: return        {kInTile,           true,  true,       false};
     case StmtKind::Let: return            {kInKernel,         false, false,      false};
     case StmtKind::Smem: return           {kInKernel,         false, false,      false};
     case StmtKind::Sync: return           {kInKernel,         false, false,      false};
