@@ -10,7 +10,7 @@
 #                 memory), run --bench with CUDA-graph capture
 #   gpu-tests     the GPU tests of the test binary (the corpus is the next step's)
 #   tma           TMA schedules (--knob tma_copy.TMA=true; sm_90 and newer): matmuls in f32 and
-#                 bf16 against the reference, one under compute-sanitizer memcheck and racecheck,
+#                 bf16 against the reference, swizzled slabs (32/64/128B), one under compute-sanitizer memcheck and racecheck,
 #                 and a 1024^3 f32 matmul timed with TMA and with the default cp.async schedule
 #   corpus        every op-corpus program on the GPU against the reference, in parallel processes
 #                 sharing one kernel cache; the first failures re-run with --check-intermediates
@@ -44,6 +44,8 @@ smoke_programs=(
   "torch.relu(torch.randn(4, 1000)) * 2"
   "torch.softmax(torch.randn(8, 4096, dtype=torch.bfloat16), dim=-1)"
   "nn.RMSNorm(16384)(torch.randn(4, 16384))"  # 64 KB of shared memory: past the 48 KB default
+  "x=torch.randn(512,512); w=torch.randn(512,512); x @ w"  # 8 x 4 register tiles, 16-byte shared loads
+  "g=torch.randn(64,512); u=torch.randn(64,512); wd=torch.randn(512,256); (F.silu(g) * u) @ wd"  # a SlabMap, a 2-D grid
 )
 smoke_bench_program="nn.RMSNorm(2048)(torch.randn(1, 32, 2048))"
 sanitizer_programs=(
@@ -62,6 +64,10 @@ tma_programs=(
   "torch.bmm(torch.randn(4, 128, 256), torch.randn(4, 256, 128))"
 )
 tma_bench_program="x=torch.randn(1024,1024); w=torch.randn(1024,1024); x @ w"
+# Swizzled TMA slabs (split_inner_for_swizzle): a block whose warps read two rows of x, so the
+# swizzle has conflicts to remove; each swizzle once.
+tma_swizzle_program="x=torch.randn(256,512); w=torch.randn(512,256); x @ w"
+tma_swizzle_knobs=(--knob launch_geometry.BM=32 --knob launch_geometry.BN=64 --knob register_tile.TM=2 --knob register_tile.TN=4)
 # Suite entries: the quick tier without the giant ones (7B/8B decoder layers and lm_heads: minutes
 # of parameter generation and GB of IO each); the kernel-bench and torch.compile steps' short lists.
 default_entries() {
@@ -224,6 +230,11 @@ if [ "${1:-}" = "--run-step" ]; then
       for p in "${tma_programs[@]}"; do
         echo "== tessera run --target cuda ${tma[*]} -c \"$p\""
         "${tessera[@]}" run --target cuda "${cache[@]}" "${tma[@]}" -c "$p" || rc=1
+      done
+      for swizzle in 128B 64B 32B; do
+        knobs=("${tma[@]}" "${tma_swizzle_knobs[@]}" --knob "split_inner_for_swizzle.SWIZZLE=$swizzle")
+        echo "== tessera run --target cuda ${knobs[*]} -c \"$tma_swizzle_program\""
+        "${tessera[@]}" run --target cuda "${cache[@]}" "${knobs[@]}" -c "$tma_swizzle_program" || rc=1
       done
       if command -v compute-sanitizer >/dev/null; then
         for tool in memcheck racecheck; do

@@ -645,19 +645,25 @@ class StmtReader {
     return Stmt(std::move(s));
   }
 
+  // A shared array's element type and shape: `f32[8, 32]` (Smem, SlabMap).
+  Status array_type(DType& dtype, std::vector<int64_t>& shape) {
+    c_.skip_spaces();
+    size_t col = c_.pos();
+    TESSERA_ASSIGN_OR_RETURN(std::string name, c_.name("an element type (f32, bf16, ...)"));
+    std::optional<DType> dt = parse_dtype(name);
+    if (!dt) return c_.error_at(col, name.size(), "unknown element type '" + name + "'");
+    dtype = *dt;
+    TESSERA_ASSIGN_OR_RETURN(shape, int_list('[', ']', "a dimension"));
+    return Status::ok();
+  }
+
   Expected<Stmt> read(Kind<SlabMap>) {
     SlabMap s;
     TESSERA_ASSIGN_OR_RETURN(s.dst, definition("a shared buffer name"));
     TESSERA_TRY(c_.expect("="));
     TESSERA_TRY(c_.expect_word("SlabMap"));
     TESSERA_TRY(c_.expect("("));
-    c_.skip_spaces();
-    size_t col = c_.pos();
-    TESSERA_ASSIGN_OR_RETURN(std::string dtype, c_.name("an element type (f32, bf16, ...)"));
-    std::optional<DType> dt = parse_dtype(dtype);
-    if (!dt) return c_.error_at(col, dtype.size(), "unknown element type '" + dtype + "'");
-    s.dtype = *dt;
-    TESSERA_ASSIGN_OR_RETURN(s.shape, int_list('[', ']', "a dimension"));
+    TESSERA_TRY(array_type(s.dtype, s.shape));
     TESSERA_TRY(c_.expect(","));
     TESSERA_ASSIGN_OR_RETURN(s.var, definition("an element variable"));
     TESSERA_TRY(c_.expect(")"));
@@ -674,13 +680,7 @@ class StmtReader {
     TESSERA_TRY(c_.expect_word("Smem"));
     TESSERA_ASSIGN_OR_RETURN(s.name, definition("a shared buffer name"));
     TESSERA_TRY(c_.expect(":"));
-    c_.skip_spaces();
-    size_t col = c_.pos();
-    TESSERA_ASSIGN_OR_RETURN(std::string dtype, c_.name("an element type (f32, bf16, ...)"));
-    std::optional<DType> dt = parse_dtype(dtype);
-    if (!dt) return c_.error_at(col, dtype.size(), "unknown element type '" + dtype + "'");
-    s.dtype = *dt;
-    TESSERA_ASSIGN_OR_RETURN(s.shape, int_list('[', ']', "a dimension"));
+    TESSERA_TRY(array_type(s.dtype, s.shape));
     if (c_.peek("slots")) {
       TESSERA_ASSIGN_OR_RETURN(s.slots, int_field("slots"));
     }
