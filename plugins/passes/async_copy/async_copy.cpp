@@ -25,6 +25,7 @@
 #include "tessera/ir/graph.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
+#include "tessera/pass/stage_transport.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -59,41 +60,14 @@ class AsyncCandidate {
   const Graph& graph_;
 };
 
-class SyncStageFinder final : public StmtVisitor {
+// The AsyncCandidate Stages of a body switch to cp.async (stage_transport.h).
+class AsyncStager final : public StageTransportSwitch {
  public:
-  explicit SyncStageFinder(AsyncCandidate candidate) : candidate_(candidate) {}
-  void visit_Stage(const Stage& s) override { found |= candidate_(s); }
-  bool found = false;
+  AsyncStager(AsyncCandidate candidate, bool rewrite)
+      : StageTransportSwitch(StageTransport::Async, rewrite), candidate_(candidate) {}
 
- private:
-  AsyncCandidate candidate_;
-};
-
-class AsyncStager final : public StmtMutator {
- public:
-  explicit AsyncStager(AsyncCandidate candidate) : candidate_(candidate) {}
-  Body mutate_body(const Body& b) override {
-    Body out;
-    for (size_t i = 0; i < b.size(); ++i) {
-      const auto* stage = b[i].as<Stage>();
-      if (stage == nullptr) {
-        out.push_back(mutate(b[i]));
-        continue;
-      }
-      bool switched = false;
-      for (; i < b.size() && b[i].is<Stage>(); ++i) {
-        Stage s = *b[i].as<Stage>();
-        if (candidate_(s)) {
-          s.transport = StageTransport::Async;
-          switched = true;
-        }
-        out.push_back(s);
-      }
-      if (switched && (i == b.size() || !b[i].is<AsyncWait>())) out.push_back(AsyncWait{0});
-      --i;  // the loop's ++i moves to the first statement after the run
-    }
-    return out;
-  }
+ protected:
+  bool accept(const Stage& s) const override { return candidate_(s); }
 
  private:
   AsyncCandidate candidate_;
@@ -115,16 +89,16 @@ class AsyncCopyPass final : public TilePass {
     const std::string& arch = ctx.device().arch;
     std::optional<int> number = arch_number(arch);
     const bool supported = number && *number >= kFirstAsyncCopyArch;
-    SyncStageFinder finder{AsyncCandidate(g)};
-    finder.visit(kernel->body);
-    if (!finder.found) return Status::ok();
+    AsyncStager finder(AsyncCandidate(g), /*rewrite=*/false);
+    finder.mutate_body(kernel->body);
+    if (finder.switched == 0) return Status::ok();
     if (!supported) {
       ctx.skip(*n, "device arch '" + arch + "' has no cp.async (needs sm_80 or newer)");
       return Status::ok();
     }
     TESSERA_ASSIGN_OR_RETURN(bool async, ctx.choose_bool("ASYNC", *n, true));
     if (!async) return Status::ok();
-    AsyncStager stager{AsyncCandidate(g)};
+    AsyncStager stager(AsyncCandidate(g), /*rewrite=*/true);
     auto op = std::make_unique<TileOp>(*kernel);
     op->body = canonicalize_names(stager.mutate_body(kernel->body));
     n->op = std::move(op);

@@ -33,6 +33,7 @@
 #include "tessera/ir/graph.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
+#include "tessera/pass/stage_transport.h"
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
@@ -45,35 +46,10 @@ constexpr int kFirstTmaArch = 90;
 
 // The Stages of a body that may switch: synchronous ones box copies can move, outside
 // conditions, inside loops materialize can count (constant trip counts: their bounds literal).
-// With `rewrite`, switches them and adds the AsyncWaits; without, only counts them.
-class TmaCandidates final : public StmtMutator {
+class TmaCandidates final : public StageTransportSwitch {
  public:
-  TmaCandidates(const Graph& g, bool rewrite) : graph_(g), rewrite_(rewrite) {}
-  int found = 0;
+  TmaCandidates(const Graph& g, bool rewrite) : StageTransportSwitch(StageTransport::Tma, rewrite), graph_(g) {}
 
-  // Runs of Stages: the candidates switch, and an AsyncWait(keep=0) follows a run that switched.
-  Body mutate_body(const Body& b) override {
-    Body out;
-    for (size_t i = 0; i < b.size(); ++i) {
-      if (!b[i].is<Stage>()) {
-        out.push_back(mutate(b[i]));
-        continue;
-      }
-      bool switched = false;
-      for (; i < b.size() && b[i].is<Stage>(); ++i) {
-        Stage s = *b[i].as<Stage>();
-        if (candidate(s)) {
-          ++found;
-          s.transport = rewrite_ ? StageTransport::Tma : s.transport;
-          switched = true;
-        }
-        out.push_back(s);
-      }
-      if (rewrite_ && switched && (i == b.size() || !b[i].is<AsyncWait>())) out.push_back(AsyncWait{0});
-      --i;  // the loop's ++i moves to the first statement after the run
-    }
-    return out;
-  }
   Stmt mutate_Loop(const Loop& s, const Stmt& self) override {
     const bool constant = s.begin.is(ExprKind::Int) && s.end.is(ExprKind::Int);
     return nested(constant, [&] { return StmtMutator::mutate_Loop(s, self); });
@@ -85,13 +61,14 @@ class TmaCandidates final : public StmtMutator {
     return nested(false, [&] { return StmtMutator::mutate_Cond(s, self); });
   }
 
- private:
-  bool candidate(const Stage& s) const {
+ protected:
+  bool accept(const Stage& s) const override {
     if (!countable_ || s.transport != StageTransport::Sync) return false;
     const Node* source = graph_.find(s.buffer);
     return source != nullptr && static_cast<bool>(stage_tma_boxes(s, source->type));
   }
 
+ private:
   template <class F> Stmt nested(bool countable, F&& f) {
     const bool outer = countable_;
     countable_ = outer && countable;
@@ -101,7 +78,6 @@ class TmaCandidates final : public StmtMutator {
   }
 
   const Graph& graph_;
-  bool rewrite_;
   bool countable_ = true;
 };
 
@@ -118,7 +94,7 @@ class TmaCopyPass final : public TilePass {
     const Graph& g = ctx.graph();
     TmaCandidates finder(g, /*rewrite=*/false);
     finder.mutate_body(tile_op.body);
-    if (finder.found == 0) return Status::ok();
+    if (finder.switched == 0) return Status::ok();
     const std::string& arch = ctx.device().arch;
     std::optional<int> number = arch_number(arch);
     if (!number || *number < kFirstTmaArch) {
