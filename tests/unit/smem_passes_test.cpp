@@ -339,6 +339,28 @@ TEST_F(SmemPassesTest, PadRemovesTheBankConflictOfATransposedAccess) {
   EXPECT_EQ(tile_of(h).body[0].as<Stage>()->pad, 0);
 }
 
+// A warp of 8 x 4 threads, each reading 4 adjacent columns (a register tile's replicas, as
+// permute_register_tile leaves them) of its row. Read scalar, lanes of 4 rows hit the same banks
+// (4-way) and a pad of 1 would fix that; but vectorize_loads reads the 4 columns as one 16-byte
+// access while the row stays a multiple of 4 floats, and those quarter-warp requests are
+// conflict-free unpadded: PAD=0, which keeps them vector reads. With 3 replicas (no vector read)
+// the pad of 1 wins.
+TEST_F(SmemPassesTest, PadKeepsTheVectorReadsOfAdjacentReplicas) {
+  auto tile = [](int64_t replicas) {
+    return Tile{{TileAxis{"a0", 8, AxisBinding::Thread}, TileAxis{"a1", 4, AxisBinding::Thread}},
+                {Stage{"x_smem", "x", {lit(0), lit(0)}, {SlabDim{"a4", 4, 0}, SlabDim{"a5", 32, 1}}, StageTransport::Sync, 0},
+                 Loop{"a3", lit(0), lit(replicas), LoopRole::Free, replicas,
+                      {Load{"in0", "x_smem", {var("a1"), var("a0") * 4 + var("a3")}},
+                       Write{"out", {var("a1"), var("a0") * 4 + var("a3")}, Expr::value("in0")}}}}};
+  };
+  Graph g = kernel_graph({{"x", {4, 32}}}, {4, 32}, tile(4));
+  ASSERT_TRUE(run_pass("pad_smem", g));
+  EXPECT_EQ(tile_of(g).body[0].as<Stage>()->pad, 0) << body_text(g);
+  Graph scalar = kernel_graph({{"x", {4, 32}}}, {4, 32}, tile(3));
+  ASSERT_TRUE(run_pass("pad_smem", scalar));
+  EXPECT_EQ(tile_of(scalar).body[0].as<Stage>()->pad, 1) << body_text(scalar);
+}
+
 TEST_F(SmemPassesTest, PadStaysWithinTheBudgetAndSkipsOneDimensionalSlabs) {
   // The unpadded 4 KB slab exactly fills the budget: no pad fits, so 0 is the only candidate.
   device_.smem_per_block = 32 * 32 * 4;

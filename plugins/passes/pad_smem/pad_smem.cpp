@@ -6,7 +6,9 @@
 //     x_smem = Stage(x, origin=(..), slab=(a0:32@0, a1:32@1))   ->   ... slab=(a0:32@0, a1:32@1)) pad=1
 // The choice comes from the staged-slab bank model of one warp (target/staged_access.h): the loads
 // of each staged buffer, the lanes decoded into the THREAD axes, the padded layout's addresses in
-// 32 banks of 4 bytes.
+// 32 banks of 4 bytes, each load at the width vectorize_loads will give it under that pad (a
+// register tile's 4 adjacent f32 replicas are one 16-byte read while the padded row stays a
+// multiple of 4: PAD=4 can beat PAD=1).
 // Accepts: Tile IR; kernels whose Stages are all 1-D are skipped with a reason. tma Stages are never
 //   padded (a TMA box lands unpadded) and their loads are not scored.
 // Knob PAD (int; candidates 0, 1, 2, 4, 8 whose padded Stages still fit together in
@@ -37,6 +39,21 @@ const std::vector<int64_t> kPadCandidates = {0, 1, 2, 4, 8};
 
 // Whether pad_smem pads `s`: a slab of two or more dims that is not a TMA box.
 bool paddable(const Stage& s) { return s.slab.size() >= 2 && s.transport != StageTransport::Tma; }
+
+// The worst conflict degree over the loads of `a` with rows padded by `pad`, each load read as
+// vectorize_loads will read it: a register tile's adjacent replicas as one access of K elements
+// when the padded row keeps them aligned (a pad that breaks that leaves K scalar reads).
+int64_t worst_conflict(const StagedLoads& a, int64_t pad, const std::vector<TileAxis>& threads, int64_t warp) {
+  const SlabLayout layout = padded_slab_layout(*a.stage, a.elem_bytes, pad);
+  const int64_t row = a.stage->slab.back().extent + pad;
+  int64_t worst = 1;
+  for (const StagedLoad& load : a.loads) {
+    const int64_t k = staged_vector_width(load, a.elem_bytes, row);
+    worst = std::max(worst, staged_load_conflicts(StagedLoads{a.stage, a.elem_bytes, {load}}, layout, threads, warp,
+                                                  k * a.elem_bytes));
+  }
+  return worst;
+}
 
 int64_t stage_bytes(const StagedLoads& a, int64_t pad) {
   int64_t elems = 1;
@@ -109,8 +126,7 @@ class PadSmemPass final : public TilePass {
       if (total > ctx.device().smem_per_block) continue;
       candidates.push_back(pad);
       int64_t cost = 0;
-      for (const StagedLoads* a : padded)
-        cost += staged_load_conflicts(*a, padded_slab_layout(*a->stage, a->elem_bytes, pad), threads, ctx.device().warp_size);
+      for (const StagedLoads* a : padded) cost += worst_conflict(*a, pad, threads, ctx.device().warp_size);
       if (heuristic < 0 || cost < best_cost) {
         heuristic = pad;
         best_cost = cost;

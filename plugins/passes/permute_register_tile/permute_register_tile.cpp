@@ -46,9 +46,6 @@
 namespace tessera {
 namespace {
 
-// The widest access vectorize_loads emits.
-constexpr int64_t kMaxVectorBytes = 16;
-
 bool mentions(const Expr& e, const std::string& name) {
   for (const std::string& v : free_vars(e))
     if (v == name) return true;
@@ -185,23 +182,6 @@ class Accesses final : public StmtVisitor {
   std::vector<const Loop*> loops_;
 };
 
-// The elements one vector access of `a` moves when its last index is `c + r` (r the replica
-// variable, c a multiple of the width, the other indices free of r); 1 otherwise.
-int64_t vector_width(const Access& a, const std::string& r, int64_t replicas) {
-  if (a.index.empty()) return 1;
-  for (size_t i = 0; i + 1 < a.index.size(); ++i)
-    if (mentions(a.index[i], r)) return 1;
-  const Expr last = simplify(a.index.back());
-  const Expr c = simplify(last - Expr::var(r));
-  if (mentions(c, r)) return 1;
-  for (int64_t k = std::min(replicas, kMaxVectorBytes / a.elem_bytes); k >= 2; k /= 2) {
-    if (replicas % k != 0) continue;
-    const Expr rem = simplify(c % Expr::int_(k));
-    if (rem.is(ExprKind::Int) && rem.int_value() == 0) return k;
-  }
-  return 1;
-}
-
 bool has_register_array(const Body& body) {
   struct Finder final : StmtVisitor {
     bool found = false;
@@ -266,19 +246,24 @@ class PermuteRegisterTilePass final : public TilePass {
     int64_t total = 0;
     for (const Access& a : accesses.found) {
       if (a.replica == nullptr || !axis.loops.count(a.replica->var)) continue;
-      const int64_t k = permuted ? vector_width(a, a.replica->var, axis.replicas) : 1;
+      // The access as the bank model and vectorize_loads see it: coordinates (a ring's slot left
+      // out), the replica loop, the row the buffer holds.
+      auto staged = accesses.staged.find(a.buffer);
+      const Stage* st = staged != accesses.staged.end() ? staged->second : nullptr;
+      const size_t first = st != nullptr && st->slots > 1 ? 1 : 0;
+      StagedLoad load;
+      load.coords.assign(a.index.begin() + static_cast<std::ptrdiff_t>(std::min(first, a.index.size())), a.index.end());
+      load.first_values[a.replica->var] = Expr::int_(0);  // the model takes loop variables at their first value
+      load.loop = a.replica->var;
+      load.trips = axis.replicas;
+      int64_t row = 0;
+      if (st != nullptr) row = st->slab.back().extent + st->pad;
+      else if (const Node* n = g.find(a.buffer); n != nullptr && n->type.rank() > 0) row = n->type.dim(n->type.rank() - 1);
+      const int64_t k = permuted && row > 0 ? staged_vector_width(load, a.elem_bytes, row) : 1;
       int64_t degree = 1;
-      if (auto it = accesses.staged.find(a.buffer); it != accesses.staged.end()) {
-        const Stage& st = *it->second;
-        StagedLoads loads{&st, a.elem_bytes, {}};
-        const size_t first = st.slots > 1 ? 1 : 0;
-        ExprList coords(a.index.begin() + static_cast<std::ptrdiff_t>(std::min(first, a.index.size())), a.index.end());
-        // The replica variable at its first value (0), as the model takes every loop variable.
-        for (Expr& c : coords) c = substitute(c, {{a.replica->var, Expr::int_(0)}});
-        loads.loads.push_back(std::move(coords));
-        degree = staged_load_conflicts(loads, padded_slab_layout(st, a.elem_bytes, st.pad), threads,
-                                       ctx.device().warp_size, k * a.elem_bytes);
-      }
+      if (st != nullptr)
+        degree = staged_load_conflicts(StagedLoads{st, a.elem_bytes, {load}}, padded_slab_layout(*st, a.elem_bytes, st->pad),
+                                       threads, ctx.device().warp_size, k * a.elem_bytes);
       total += axis.replicas / k * degree;
     }
     return total;

@@ -59,7 +59,7 @@ constexpr int64_t kPatternRows = 8;
 struct SwizzleSite {
   const Stage* stage = nullptr;  // the first Stage filling it
   int64_t elem_bytes = 4;
-  std::vector<ExprList> loads;  // slab coordinates, ring slot left out
+  std::vector<StagedLoad> loads;  // slab coordinates, ring slot left out
   bool uniform = true;          // every Stage filling it has the first one's slab and ring
 };
 

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "tessera/ir/graph.h"
@@ -18,13 +20,23 @@
 
 namespace tessera {
 
+// One load of a staged buffer: one coordinate per slab dim (a ring's slot index, which moves whole
+// slabs, left out), as written; the first value of every enclosing loop's variable (the model
+// takes loop variables there); and its innermost enclosing loop with literal bounds (the loop
+// vectorize_loads would merge its iterations of), if any.
+struct StagedLoad {
+  ExprList coords;
+  std::map<std::string, Expr> first_values;
+  std::string loop;   // empty: no such loop
+  int64_t trips = 1;  // the loop's trip count
+};
+
 // One Stage and the loads that read what it staged: those after it in textual order up to the
-// next Stage into the same buffer (a refill). Each load's index holds one coordinate per slab dim
-// (a ring's slot index, which moves whole slabs, left out), loop variables at their first values.
+// next Stage into the same buffer (a refill).
 struct StagedLoads {
   const Stage* stage = nullptr;  // points into the body collect_staged_loads read
   int64_t elem_bytes = 4;        // the source's element size
-  std::vector<ExprList> loads;
+  std::vector<StagedLoad> loads;
 };
 
 // Every Stage of `body` (a Tile kernel of `g`) with its loads, in textual order.
@@ -32,6 +44,12 @@ std::vector<StagedLoads> collect_staged_loads(const Graph& g, const Body& body);
 
 // Where slab coordinates (one per slab dim) land: a byte offset from the slab's start.
 using SlabLayout = std::function<int64_t(const std::vector<int64_t>& coords)>;
+
+// The elements one access of `load` moves once vectorize_loads merges its loop's iterations: the
+// widest K (a power of two, K * elem_bytes <= 16, K dividing the trips and the row of `row_elems`
+// elements the buffer holds) such that the last coordinate is `c + v` (v the loop's variable, c a
+// multiple of K) and no other coordinate reads v; 1 when none.
+int64_t staged_vector_width(const StagedLoad& load, int64_t elem_bytes, int64_t row_elems);
 
 // The row-major layout of `stage`'s slab with each row (the last dim) `pad` elements longer.
 SlabLayout padded_slab_layout(const Stage& stage, int64_t elem_bytes, int64_t pad);
