@@ -16,7 +16,8 @@
 // elements XORed with the row modulo 8; a 64-byte swizzle XORs 2 chunk bits with (row / 2) % 4, a
 // 32-byte one 1 bit with (row / 4) % 2: swizzle_byte_offset, ir/stmt_enums.h).
 // The choice comes from the staged-slab bank model of one warp (target/staged_access.h), the same
-// pad_smem scores pads with: each candidate's swizzled addresses in 32 banks of 4 bytes.
+// pad_smem scores pads with: each candidate's swizzled addresses in 32 banks of 4 bytes, each load
+// at the width vectorize_loads will give it.
 // Accepts: Tile IR after tma_copy, register_tile and double_buffer (ring slots are the loads'
 //   first index); nodes without a 2-D+ tma Stage are left alone. A Stage takes the swizzle when its
 //   inner dim is the source's innermost, a whole number of spans wide, its second-innermost dim a
@@ -280,11 +281,17 @@ class SplitInnerForSwizzlePass final : public TilePass {
         if (sw != SmemSwizzle::None && site.uniform && source != nullptr)
           laid = laid_out(*site.stage, site.elem_bytes, sw, source->type);
         const Stage& layout = laid ? *laid : *site.stage;
-        StagedLoads scored{site.stage, site.elem_bytes, site.loads};
-        conflicts += staged_load_conflicts(scored,
-                                      laid ? swizzled_layout(*site.stage, *laid, site.elem_bytes)
-                                           : padded_slab_layout(*site.stage, site.elem_bytes, 0),
-                                      threads, ctx.device().warp_size);
+        // Each load at the width vectorize_loads gives it (a swizzle keeps 16-byte chunks whole,
+        // so adjacent replicas stay one vector read): the worst degree over the buffer's loads.
+        const SlabLayout slab_layout = laid ? swizzled_layout(*site.stage, *laid, site.elem_bytes)
+                                            : padded_slab_layout(*site.stage, site.elem_bytes, 0);
+        int64_t worst = 1;
+        for (const StagedLoad& load : site.loads) {
+          const int64_t k = staged_vector_width(load, site.elem_bytes, site.stage->slab.back().extent);
+          worst = std::max(worst, staged_load_conflicts(StagedLoads{site.stage, site.elem_bytes, {load}}, slab_layout,
+                                                        threads, ctx.device().warp_size, k * site.elem_bytes));
+        }
+        conflicts += worst;
         if (Expected<TmaBoxes> b = stage_tma_boxes(layout, source ? source->type : TensorType{})) boxes += b->copies;
         int64_t elems = layout.slots;
         for (const SlabDim& d : layout.slab) elems *= d.extent;
