@@ -62,7 +62,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {13, "b135268ff84a58af", "87578bc6bf5bc74c"},  // TMA end to end: TmaLoad dst_index and barrier_slot, MbarrierInit slots, barrier slots on Arrive/Wait (ir/stmt.h); TensorMapSpec swizzle, oob_fill, element_strides (ir/kernel_abi.h); stage_tma_box (ir/stmt.h); swizzle_span_bytes, swizzle_byte_offset (ir/stmt_enums.h); arch_number (target/device.h)
     {14, "b135268ff84a58af", "bd8373faf566e209"},  // pin_knob (pass/pipeline.h): --knob PASS.KNOB=VALUE
     {15, "b135268ff84a58af", "c42c217fdc7c7d25"},  // stage_tma_boxes and TmaBoxes (ir/stmt.h) replace stage_tma_box: a slab of several TMA boxes
-    {16, "8c817bf1b8dd94ad", "7a0e1319030f552f"},  // SlabDim::stride and column-block TMA slabs (TmaBoxes source_step, slab_step; ir/stmt.h); the staged-slab bank model with vector widths (target/staged_access.h: StagedLoad, staged_vector_width); the SlabMap statement kind (Tile IR); StageTransportSwitch (pass/stage_transport.h)
+    {16, "8c817bf1b8dd94ad", "8499b937f48aa4e6"},  // SlabDim::stride and column-block TMA slabs (TmaBoxes source_step, slab_step; ir/stmt.h); the staged-slab bank model with vector widths (target/staged_access.h: StagedLoad, staged_vector_width); the SlabMap statement kind (Tile IR); StageTransportSwitch (pass/stage_transport.h); mentions_var (ir/expr.h), fresh_name (ir/stmt.h)
 };
 
 uint64_t fnv1a(const std::string& s) {

@@ -427,4 +427,10 @@ std::vector<std::string> free_vars(const Expr& e) {
   return out;
 }
 
+bool mentions_var(const Expr& e, std::string_view name) {
+  for (const std::string& v : free_vars(e))
+    if (v == name) return true;
+  return false;
+}
+
 }  // namespace tessera

@@ -172,6 +172,13 @@ class SubstitutingSimplifier final : public StmtMutator {
 
 }  // namespace
 
+std::string fresh_name(const std::string& base, std::set<std::string>& taken) {
+  std::string name = base;
+  for (int n = 0; taken.count(name) != 0; ++n) name = base + "_" + std::to_string(n);
+  taken.insert(name);
+  return name;
+}
+
 std::set<std::string> bound_names(const Body& body) {
   std::set<std::string> names;
   collect_fields(body, [&](const auto& field, FieldRole role) {

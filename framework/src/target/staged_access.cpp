@@ -69,11 +69,6 @@ class StagedLoadCollector final : public StmtVisitor {
   int64_t trips_ = 1;
 };
 
-bool mentions(const Expr& e, const std::string& name) {
-  for (const std::string& v : free_vars(e))
-    if (v == name) return true;
-  return false;
-}
 
 }  // namespace
 
@@ -86,9 +81,9 @@ std::vector<StagedLoads> collect_staged_loads(const Graph& g, const Body& body) 
 int64_t staged_vector_width(const StagedLoad& load, int64_t elem_bytes, int64_t row_elems) {
   if (load.loop.empty() || load.coords.empty() || elem_bytes <= 0) return 1;
   for (size_t d = 0; d + 1 < load.coords.size(); ++d)
-    if (mentions(load.coords[d], load.loop)) return 1;
+    if (mentions_var(load.coords[d], load.loop)) return 1;
   const Expr c = simplify(load.coords.back() - Expr::var(load.loop));
-  if (mentions(c, load.loop)) return 1;
+  if (mentions_var(c, load.loop)) return 1;
   for (int64_t k = kMaxVectorBytes / elem_bytes; k >= 2; k /= 2) {
     if (load.trips % k != 0 || row_elems % k != 0) continue;
     const Expr rem = simplify(c % Expr::int_(k));

@@ -44,12 +44,6 @@ namespace {
 
 constexpr int64_t kMaxBuffers = 4;
 
-bool mentions(const Expr& e, const std::string& var) {
-  for (const std::string& v : free_vars(e))
-    if (v == var) return true;
-  return false;
-}
-
 int64_t stage_bytes(const Graph& g, const Stage& s, int64_t slots) {
   const Node* src = g.find(s.buffer);
   int64_t elems = 1;
@@ -86,7 +80,7 @@ class RingLoopFinder final : public StmtVisitor {
         const auto* stage = st.as<Stage>();
         if (stage == nullptr) continue;
         bool follows_k = false;
-        for (const Expr& o : stage->origin) follows_k |= mentions(o, s.var);
+        for (const Expr& o : stage->origin) follows_k |= mentions_var(o, s.var);
         const bool all_here =
             kernel_.stages.at(stage->dst).size() == 1 && inside.loads[stage->dst] == loads_of(stage->dst);
         if (follows_k && all_here && stage->slots == 1 && ringable(*stage)) ring.buffers.insert(stage->dst);

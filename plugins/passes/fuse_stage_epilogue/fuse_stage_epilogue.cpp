@@ -61,8 +61,6 @@ struct Cone {
   std::vector<const Stage*> stages;          // the Stages whose buffers it loads
 };
 
-bool is_pure(const Stmt& s) { return s.is<Load>() || s.is<Assign>() || s.is<Select>(); }
-
 // The cone of `body` over the buffers `staged` fills (dst -> Stage), or nullopt.
 std::optional<Cone> find_cone(const Body& body, const std::map<std::string, const Stage*>& staged) {
   Cone c;
@@ -79,7 +77,6 @@ std::optional<Cone> find_cone(const Body& body, const std::map<std::string, cons
                !std::equal(coords.begin(), coords.end(), c.coords.begin(),
                            [](const Expr& a, const Expr& b) { return structurally_equal(a, b); }))
         continue;
-      if (std::find(c.stages.begin(), c.stages.end(), it->second) == c.stages.end()) c.stages.push_back(it->second);
       c.positions.push_back(i);
       c.values.insert(load->dst);
       continue;
@@ -126,15 +123,13 @@ std::optional<Cone> find_cone(const Body& body, const std::map<std::string, cons
     return std::nullopt;
   // Values the kept statements bind, and the Stages their loads read.
   c.values.clear();
-  std::vector<const Stage*> stages;
   for (size_t p : c.positions) {
     for (const std::string& n : own_bound_names(body[p])) c.values.insert(n);
     if (const auto* load = body[p].as<Load>()) {
       const Stage* st = staged.at(load->buffer);
-      if (std::find(stages.begin(), stages.end(), st) == stages.end()) stages.push_back(st);
+      if (std::find(c.stages.begin(), c.stages.end(), st) == c.stages.end()) c.stages.push_back(st);
     }
   }
-  c.stages = stages;
   // Every other cone value is read only inside the cone.
   for (size_t i = 0; i < body.size(); ++i) {
     if (std::find(c.positions.begin(), c.positions.end(), i) != c.positions.end()) continue;
@@ -219,12 +214,12 @@ class ConeFuser final : public StmtMutator {
     // The shared slab: named after the sources, the shape of their slabs.
     std::string name;
     for (const Stage* st : cone->stages) name += (name.empty() ? "" : "_") + st->buffer;
-    name = fresh(name + "_smem");
+    name = fresh_name(name + "_smem", taken_);
     SlabMap map;
     map.dst = name;
     map.dtype = cone->root_type.dtype;
     for (const SlabDim& d : cone->stages.front()->slab) map.shape.push_back(d.extent);
-    map.var = fresh("f");
+    map.var = fresh_name("f", taken_);
     ExprList element;
     int64_t stride = 1;
     for (size_t d = map.shape.size(); d-- > 0;) {
@@ -273,21 +268,11 @@ class ConeFuser final : public StmtMutator {
       }
     }
     // Some THREAD axis must be left out of the coordinates: its threads share the elements.
-    for (const TileAxis& t : threads_) {
-      bool used = false;
-      for (const Expr& e : c.coords)
-        for (const std::string& v : free_vars(e)) used = used || v == t.name;
-      if (!used) return true;
-    }
+    for (const TileAxis& t : threads_)
+      if (std::none_of(c.coords.begin(), c.coords.end(), [&](const Expr& e) { return mentions_var(e, t.name); }))
+        return true;
     why_not = "every THREAD axis indexes the cone's elements (no thread recomputes another's)";
     return false;
-  }
-
-  std::string fresh(const std::string& base) {
-    std::string name = base;
-    for (int n = 0; taken_.count(name); ++n) name = base + "_" + std::to_string(n);
-    taken_.insert(name);
-    return name;
   }
 
   const Graph& g_;

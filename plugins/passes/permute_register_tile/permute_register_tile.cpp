@@ -46,12 +46,6 @@
 namespace tessera {
 namespace {
 
-bool mentions(const Expr& e, const std::string& name) {
-  for (const std::string& v : free_vars(e))
-    if (v == name) return true;
-  return false;
-}
-
 // A replica loop candidate: literal bounds 0..R with R >= 2.
 std::optional<int64_t> replica_count(const Loop& l) {
   if (!l.begin.is(ExprKind::Int) || l.begin.int_value() != 0 || !l.end.is(ExprKind::Int) || l.end.int_value() < 2)
@@ -102,10 +96,10 @@ std::optional<PermutableAxis> permutable(const TileAxis& axis, const std::vector
   PermutableAxis out{axis, {}, 0};
   // Pair: a replica loop holding an expression that reads the axis and the loop's variable as a pair.
   for (const ExprSite& s : sites) {
-    if (!mentions(s.expr, axis.name)) continue;
+    if (!mentions_var(s.expr, axis.name)) continue;
     for (const Loop* l : s.loops) {
       std::optional<int64_t> r = replica_count(*l);
-      if (r && mentions(s.expr, l->var) && reads_pair(s.expr, axis.name, axis.extent, l->var)) {
+      if (r && mentions_var(s.expr, l->var) && reads_pair(s.expr, axis.name, axis.extent, l->var)) {
         if (out.replicas != 0 && out.replicas != *r) return std::nullopt;
         out.replicas = *r;
         out.loops.insert(l->var);
@@ -115,7 +109,7 @@ std::optional<PermutableAxis> permutable(const TileAxis& axis, const std::vector
   if (out.loops.empty()) return std::nullopt;
   // Every read of the axis: inside exactly one paired loop, as the pair.
   for (const ExprSite& s : sites) {
-    if (!mentions(s.expr, axis.name)) continue;
+    if (!mentions_var(s.expr, axis.name)) continue;
     const Loop* paired = nullptr;
     for (const Loop* l : s.loops)
       if (out.loops.count(l->var)) {

@@ -59,13 +59,6 @@
 namespace tessera {
 namespace {
 
-bool mentions(const Expr& e, const std::string& name) {
-  for (const std::string& v : free_vars(e)) {
-    if (v == name) return true;
-  }
-  return false;
-}
-
 // Whether `e` is a multiple of k by its structure (k * x, sums of multiples), or by the simplifier.
 bool multiple_of(const Expr& e, int64_t k, const RangeMap& ranges) {
   struct Structural {
@@ -96,8 +89,8 @@ std::optional<Expr> offset_of(const Expr& e, const std::string& v) {
   if (!e.is(ExprKind::Add)) return std::nullopt;
   const Expr& a = e.operand(0);
   const Expr& b = e.operand(1);
-  if (b.is(ExprKind::Var) && b.name() == v && !mentions(a, v)) return a;
-  if (a.is(ExprKind::Var) && a.name() == v && !mentions(b, v)) return b;
+  if (b.is(ExprKind::Var) && b.name() == v && !mentions_var(a, v)) return a;
+  if (a.is(ExprKind::Var) && a.name() == v && !mentions_var(b, v)) return b;
   return std::nullopt;
 }
 
@@ -138,7 +131,7 @@ class LoopVectorizer {
     if (shape.size() != index.size()) return false;
     if (shape.back() % k != 0) return false;
     for (size_t i = 0; i + 1 < index.size(); ++i) {
-      if (mentions(index[i], v)) return false;
+      if (mentions_var(index[i], v)) return false;
     }
     std::optional<Expr> c = offset_of(index.back(), v);
     return c && multiple_of(*c, k, ranges);
@@ -197,7 +190,7 @@ class LoopVectorizer {
       auto& subst = lane_subst[static_cast<size_t>(j)];
       subst[loop.var] = Expr::var(loop.var) * k + j;
       for (const std::string& name : bound_names(loop.body)) {
-        std::string fresh = fresh_name(name + "_" + std::to_string(j));
+        std::string fresh = fresh_name(name + "_" + std::to_string(j), taken_);
         lane_names[static_cast<size_t>(j)][name] = fresh;
         subst[name] = Expr::var(fresh);  // renames a Value as a Value (substitute)
       }
@@ -277,13 +270,6 @@ class LoopVectorizer {
   }
 
  private:
-  std::string fresh_name(const std::string& base) {
-    std::string name = base;
-    for (int n = 0; taken_.count(name) != 0; ++n) name = base + "_" + std::to_string(n);
-    taken_.insert(name);
-    return name;
-  }
-
   const Graph& g_;
   std::map<std::string, Smem> smem_;  // the kernel's shared arrays
   std::set<std::string> taken_;

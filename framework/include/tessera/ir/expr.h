@@ -32,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/ir/type.h"
@@ -179,6 +180,8 @@ uint64_t structural_hash(const Expr& e);
 Expr substitute(const Expr& e, const std::map<std::string, Expr>& map);
 // Names of all Vars and Values in `e`, in first-occurrence order.
 std::vector<std::string> free_vars(const Expr& e);
+// Whether `name` is among free_vars(e).
+bool mentions_var(const Expr& e, std::string_view name);
 
 // ---------------------------------------------------------------------------------------------
 // Ranges and the simplifier.

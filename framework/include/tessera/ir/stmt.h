@@ -683,6 +683,9 @@ std::string print_stmt(const Stmt& s, int indent = 0);
 // Every name `body` binds at any depth (axes, loaded and computed values, accumulators, kernel-local
 // buffers): the names a pass must avoid when it invents one.
 std::set<std::string> bound_names(const Body& body);
+// A name for a pass to invent: `base` when `taken` does not hold it, else the first free of
+// base_0, base_1, ...; the name is added to `taken`.
+std::string fresh_name(const std::string& base, std::set<std::string>& taken);
 
 // Every axis, value and accumulator name `body` binds at any depth (not kernel-local buffers), in
 // order of first definition (depth-first, textual order).
