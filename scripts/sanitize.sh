@@ -12,7 +12,7 @@
 # Any sanitizer report fails the test that produced it: undefined behaviour aborts
 # (-fno-sanitize-recover=all), ASan and LeakSanitizer exit non-zero (86, below); no report is
 # suppressed.
-# Eight groups run in the release half only: the tuner against exhaustive search over the op
+# Nine groups run in the release half only: the tuner against exhaustive search over the op
 # corpus (TunerCorpusTest: thousands of compiles), the tests whose work is NVRTC compiling every corpus
 # kernel and suite entry (NvrtcCorpusTest, bench_suite_dry_run) — NVRTC is not instrumented, runs
 # about 20x slower under ASan's allocator, and was half the sanitizer suite's time —,
@@ -24,8 +24,11 @@
 # 65,536 and 262,144: the code paths of their smaller siblings, 20 to 120 s each under ASan), and
 # the acceptance checks of LLM-size schedules (the kernel report table of the suite and corpus, the
 # block counts of the large reductions and the decode projection, the CLI's f16 softmax over rows
-# of 262,144: compiles and simulations whose point is the size, 20 to 70 s each under ASan)
-# (docs/sanitizers.md); `--all-tests` runs them too.
+# of 262,144: compiles and simulations whose point is the size, 20 to 70 s each under ASan), and
+# the second sampling of tests whose first runs here (the matmul programs' further and
+# half-precision samples, the online-softmax rows' sampled unstaged schedules, the tiny models'
+# half-precision CLI runs: the same code paths with other seeds and dtypes, 35 to 60 s of ASan time
+# per family) (docs/sanitizers.md); `--all-tests` runs them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,7 +61,7 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0:ex
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=86"
 exclude=()
 [[ ${all_tests} -eq 1 ]] ||
-  exclude=(-E '^(Corpus/NvrtcCorpusTest\.|TunerCorpusTest\.|bench_suite_dry_run$|gpu_run_rehearsal$|gpu_bundle$|HfCli\.(ShippedModel|TinyLlama)LayerPassesItsCheckIn|Reductions/SplitReduceProgramTest\..*/(WholeTensorSum2e2[04]|Softmax262144)|Rows/OnlineSoftmaxProgramTest\..*/LogSoftmaxRowsOf65536|KernelReportTableTest\.|SplitReduceTest\.LargeReductionsFillEverySm$|MatmulScheduleTest\.DecodeProjectionFillsEverySm$|Cli\.RunChecksALongHalfPrecisionSoftmaxAtItsPrecision$)')
+  exclude=(-E '^(Corpus/NvrtcCorpusTest\.|TunerCorpusTest\.|bench_suite_dry_run$|gpu_run_rehearsal$|gpu_bundle$|HfCli\.(ShippedModel|TinyLlama)LayerPassesItsCheckIn|Reductions/SplitReduceProgramTest\..*/(WholeTensorSum2e2[04]|Softmax262144)|Rows/OnlineSoftmaxProgramTest\..*/LogSoftmaxRowsOf65536|KernelReportTableTest\.|SplitReduceTest\.LargeReductionsFillEverySm$|MatmulScheduleTest\.DecodeProjectionFillsEverySm$|Cli\.RunChecksALongHalfPrecisionSoftmaxAtItsPrecision$|Matmuls/MatmulScheduleProgramTest\.(MoreSampledSchedules|HalfPrecisionSchedules)MatchReference/|Rows/OnlineSoftmaxProgramTest\.SampledRowsReadFromMemoryMatchReference/|HfCli\.TinyModelsPassTheirCheckInHalfPrecision$)')
 status=0
 ctest --test-dir build-sanitize --output-on-failure --no-tests=error -j "${jobs}" "${exclude[@]}" \
   --output-junit ctest-junit.xml || status=$?

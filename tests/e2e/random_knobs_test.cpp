@@ -784,6 +784,111 @@ TEST_F(OnlineSoftmaxTest, SoftmaxOf65536ReadsItsRowTwice) {
   }
 }
 
+// fuse_mean_variance: rows whose mean and variance the kernel computes (LayerNorm, torch.var and
+// torch.std, a hand-written `((x - mean)**2).mean(-1)`), read from memory so that the two passes
+// merge into one pass of shifted sums; rows of 1, 31, 4097 and 65536, a row whose mean is large
+// against its spread (where unshifted sums of squares would cancel) and constant rows (whose
+// std must be 0, not NaN). Each runs its heuristic schedule in f32, bf16 and f16 and sampled
+// schedules in f32 on the simulator against the reference.
+struct MeanVarianceProgram {
+  const char* name;
+  const char* text;
+  bool merges;          // the heuristic schedule in f32 with the rows read from memory merges the passes
+  bool merges_in_half;  // and so in bf16 and f16: LayerNorm computes its statistics in f32, as
+                        // PyTorch's does; torch.var rounds each deviation and square to the
+                        // storage type, as eager does (casts between the operations), and keeps
+                        // its two passes
+};
+const MeanVarianceProgram kMeanVariancePrograms[] = {
+    {"LayerNormRowsOf65536", "nn.LayerNorm(65536)(torch.randn(2, 65536))", true, true},
+    {"LayerNormRowsOf31", "nn.LayerNorm(31)(torch.randn(300, 31))", true, true},
+    {"VarRowsOf4097", "x=torch.randn(3, 4097); torch.var(x, dim=-1)", true, false},
+    {"StdOfRowsFarFromZero", "x=torch.randn(4, 9000); torch.std(x * 0.1 + 100, dim=-1)", true, false},
+    // A row of one element has no row loop left to merge.
+    {"HandWrittenVarianceRowsOf1", "x=torch.randn(5, 1); ((x - x.mean(-1, keepdim=True))**2).mean(-1)", false, false},
+    {"HandWrittenVarianceRowsOf4097", "x=torch.randn(3, 4097); ((x - x.mean(-1, keepdim=True))**2).mean(-1)", true, false},
+    {"StdOfConstantRows", "x=torch.randn(4, 3000); torch.std(x * 0 + 2.5, dim=-1)", true, false},
+};
+
+class MeanVarianceTest : public OnlineSoftmaxTest {
+ protected:
+  // The statements of Kernel IR that read `buffer` from global memory inside a loop, over every
+  // kernel: each is one pass over a row (a load outside every loop reads one element).
+  static int row_passes(const Graph& g, const std::string& buffer) {
+    struct Counter final : StmtVisitor {
+      std::string buffer;
+      int depth = 0;
+      int reads = 0;
+      void visit_Loop(const Loop& s) override {
+        ++depth;
+        StmtVisitor::visit_Loop(s);
+        --depth;
+      }
+      void visit_Load(const Load& s) override { reads += depth > 0 && s.buffer == buffer; }
+      void visit_VectorLoad(const VectorLoad& s) override { reads += depth > 0 && s.buffer == buffer; }
+      void visit_CpAsyncCopy(const CpAsyncCopy& s) override { reads += depth > 0 && s.src == buffer; }
+    } counter;
+    counter.buffer = buffer;
+    for (const Node* n : g.nodes())
+      if (const auto* k = n->op_as<KernelOp>()) counter.visit(k->body);
+    return counter.reads;
+  }
+
+  // Kernels of the last lowered graph that fuse_mean_variance rewrote (its ONE_PASS knob True).
+  int one_pass_kernels() const {
+    int count = 0;
+    for (const Node* n : last_lowered_.nodes())
+      for (const KnobChoice& c : n->choices)
+        if (c.pass == "fuse_mean_variance" && c.knob == "ONE_PASS" && c.value == AttrValue(true)) ++count;
+    return count;
+  }
+};
+
+std::vector<test::CorpusProgram> mean_variance_corpus() {
+  std::vector<test::CorpusProgram> out;
+  for (const MeanVarianceProgram& p : kMeanVariancePrograms) out.push_back({p.name, p.text});
+  return test::sanitizer_share(out);
+}
+
+class MeanVarianceProgramTest : public MeanVarianceTest {};
+
+TEST_P(MeanVarianceProgramTest, RowsReadFromMemoryMatchReference) {
+  const MeanVarianceProgram* program = nullptr;
+  for (const MeanVarianceProgram& p : kMeanVariancePrograms)
+    if (GetParam().name == p.name) program = &p;
+  ASSERT_NE(program, nullptr);
+  pin("stage_inputs", "STAGE", AttrValue(std::string("none")));
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    check(program->text, std::nullopt, dtype);
+    if (HasFailure()) return;
+    EXPECT_EQ(one_pass_kernels() > 0, dtype == DType::F32 ? program->merges : program->merges_in_half)
+        << dtype_short_name(dtype);
+  }
+  for (uint64_t seed = 1; seed <= simulated(3); ++seed) {
+    check(program->text, seed);
+    if (HasFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, MeanVarianceProgramTest, ::testing::ValuesIn(mean_variance_corpus()),
+                         [](const auto& info) { return test::corpus_test_name(info.param); });
+
+// The acceptance case: LayerNorm over rows of 65536 not kept on chip reads x from memory twice
+// (the statistics, then the output) instead of three times, plus the one element per row the shift
+// reads; with ONE_PASS=False it keeps the two statistics passes.
+TEST_F(MeanVarianceTest, LayerNormOf65536ReadsItsRowTwice) {
+  const char* text = "nn.LayerNorm(65536)(torch.randn(4, 65536))";
+  for (bool one_pass : {false, true}) {
+    PipelineSpec saved = pipeline_;
+    pin("fuse_mean_variance", "ONE_PASS", AttrValue(one_pass));
+    Graph g = trace(text, DType::F32);
+    ASSERT_FALSE(HasFailure());
+    ASSERT_TRUE(lower(g, pipeline_, Dialect::Kernel, device_, std::nullopt, /*verify_each=*/false));
+    pipeline_ = saved;
+    EXPECT_EQ(row_passes(g, "x"), one_pass ? 2 : 3) << print_graph(g);
+  }
+}
+
 // The corpus exercises the default pipeline's value passes: counted by the diff blocks the runner
 // prints for a pass that changed a kernel, hoist_loop_invariants and eliminate_common_subexpressions
 // (in the loop and in the tile stage) each rewrite some program's kernels, so the differential runs

@@ -7,11 +7,12 @@
 //     R2 over the row:  ... y' = f(loads); d = sub(y', m); e = exp(d); s <- add(s, e)
 //     Combine(s, op=add)
 // where R1 and R2 are the same row loop (a `# reduce` StridedLoop, or chunk_reduce's `# reduce`
-// chunk Loop holding exactly one such StridedLoop) with the same statements before the
-// accumulation (equal once canonically named), `m = init(-inf)` and `s = init(0.0)` stand earlier
-// in the same body with nothing between reading them, and every load of the loop reads a graph
-// input of the kernel. They become one loop in which each thread keeps its running max and its sum
-// relative to it, then the block combines the maxima and rescales each thread's sum to the block's:
+// chunk Loop holding exactly one such StridedLoop; tessera/ir/row_loop.h) with the same
+// statements before the accumulation (equal once canonically named), `m = init(-inf)` and
+// `s = init(0.0)` stand earlier in the same body with nothing between reading them, and every load
+// of the loop reads a graph input of the kernel. They become one loop in which each thread keeps its
+// running max and its sum relative to it, then the block combines the maxima and rescales each
+// thread's sum to the block's:
 //     R1 over the row:  ... y = f(loads)
 //       mn = maximum(m, y)
 //       kept = eq(m, mn);  r = where(kept, 1.0, exp(sub(m, mn)));  s <- mul(s, r)
@@ -57,6 +58,7 @@
 #include <vector>
 
 #include "tessera/ir/graph.h"
+#include "tessera/ir/row_loop.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
@@ -66,44 +68,6 @@ namespace tessera {
 namespace {
 
 bool names(const Expr& e, const std::string& name) { return e.is_name() && e.name() == name; }
-
-// A row loop: a `# reduce` StridedLoop the block shares (alone, or the one statement of a `# reduce`
-// chunk Loop), or a serial `# reduce` Loop one thread runs over its own row.
-struct RowLoop {
-  const Body* body = nullptr;  // the statements run per element
-  bool shared = false;         // a StridedLoop: the threads' partial results need a Combine
-};
-
-std::optional<RowLoop> row_loop(const Stmt& s) {
-  if (const auto* sl = s.as<StridedLoop>()) {
-    if (sl->role == LoopRole::Reduce) return RowLoop{&sl->body, true};
-    return std::nullopt;
-  }
-  const auto* loop = s.as<Loop>();
-  if (loop == nullptr || loop->role != LoopRole::Reduce) return std::nullopt;
-  if (loop->body.size() == 1)
-    if (const auto* sl = loop->body[0].as<StridedLoop>())
-      return sl->role == LoopRole::Reduce ? std::optional<RowLoop>(RowLoop{&sl->body, true}) : std::nullopt;
-  return RowLoop{&loop->body, false};
-}
-
-// `loop` (a row loop) with its per-element statements replaced by `body`.
-Stmt with_row_body(const Stmt& loop, Body body) {
-  if (const auto* sl = loop.as<StridedLoop>()) {
-    StridedLoop out = *sl;
-    out.body = std::move(body);
-    return out;
-  }
-  Loop out = *loop.as<Loop>();
-  if (out.body.size() == 1 && out.body[0].is<StridedLoop>()) {
-    StridedLoop inner = *out.body[0].as<StridedLoop>();
-    inner.body = std::move(body);
-    out.body = {Stmt(std::move(inner))};
-  } else {
-    out.body = std::move(body);
-  }
-  return out;
-}
 
 bool mentions(const Stmt& s, const std::set<std::string>& accs) {
   for (const std::string& name : used_names(Body{s}))
@@ -229,29 +193,14 @@ class PairFinder {
   bool staged_ = false;
 };
 
-// Invents names no statement of the kernel binds (canonicalize_names renumbers them afterwards).
-class FreshNames {
- public:
-  explicit FreshNames(std::set<std::string> taken) : taken_(std::move(taken)) {}
-  std::string operator()(const std::string& base) {
-    std::string name = base;
-    for (int i = 1; taken_.count(name); ++i) name = base + "_" + std::to_string(i);
-    taken_.insert(name);
-    return name;
-  }
-
- private:
-  std::set<std::string> taken_;
-};
-
 // The statements replacing the pair (see the header comment).
-Body online_statements(const SoftmaxPair& p, const Stmt& max_loop, FreshNames& fresh) {
+Body online_statements(const SoftmaxPair& p, const Stmt& max_loop, std::set<std::string>& taken) {
   const ValueType t = p.type;
   const ValueType flag = ValueType::scalar(DType::Bool);
   const Expr m = Expr::value(p.max_acc);
   const Expr& y = p.row_value;
   auto assign = [&](const std::string& base, ElementwiseFn fn, ExprList args, ValueType type, Body& out) {
-    const std::string dst = fresh(base);
+    const std::string dst = fresh_name(base, taken);
     out.push_back(Assign{dst, fn, std::move(args), type});
     return Expr::value(dst);
   };
@@ -284,14 +233,14 @@ Body online_statements(const SoftmaxPair& p, const Stmt& max_loop, FreshNames& f
 }
 
 // Finds the pairs of a body and of the `if`s in it (not inside loops: a row loop's body holds none)
-// and, when `fresh` is given, rewrites them. Counts the pairs in `found`.
-Body rewrite_pairs(const Body& body, PairFinder& finder, FreshNames* fresh, int& found) {
+// and, when `taken` is given, rewrites them inventing names outside it. Counts the pairs in `found`.
+Body rewrite_pairs(const Body& body, PairFinder& finder, std::set<std::string>* taken, int& found) {
   Body out;
   for (size_t i = 0; i < body.size(); ++i) {
     if (std::optional<SoftmaxPair> p = finder.at(body, i)) {
       ++found;
-      if (fresh != nullptr) {
-        Body merged = online_statements(*p, body[i], *fresh);
+      if (taken != nullptr) {
+        Body merged = online_statements(*p, body[i], *taken);
         out.insert(out.end(), merged.begin(), merged.end());
       } else {
         out.insert(out.end(), body.begin() + i, body.begin() + i + p->length);
@@ -300,8 +249,8 @@ Body rewrite_pairs(const Body& body, PairFinder& finder, FreshNames* fresh, int&
       continue;
     }
     if (const auto* cond = body[i].as<Cond>()) {
-      out.push_back(Cond{cond->cond, rewrite_pairs(cond->then_body, finder, fresh, found),
-                         rewrite_pairs(cond->else_body, finder, fresh, found)});
+      out.push_back(Cond{cond->cond, rewrite_pairs(cond->then_body, finder, taken, found),
+                         rewrite_pairs(cond->else_body, finder, taken, found)});
       continue;
     }
     out.push_back(body[i]);
@@ -333,9 +282,9 @@ class FuseOnlineSoftmaxPass final : public TilePass {
     TESSERA_ASSIGN_OR_RETURN(bool online, ctx.choose_bool("ONLINE", node, true));
     if (!online) return Status::ok();
 
-    FreshNames fresh(bound_names(kernel.body));
+    std::set<std::string> taken = bound_names(kernel.body);
     Tile rewritten = tile;
-    rewritten.body = rewrite_pairs(tile.body, finder, &fresh, found);
+    rewritten.body = rewrite_pairs(tile.body, finder, &taken, found);
     auto op = std::make_unique<TileOp>(kernel);
     op->body = canonicalize_names(Body{Stmt(std::move(rewritten))});
     node.op = std::move(op);
