@@ -251,6 +251,8 @@ class KernelCompiler {
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:
       case StmtKind::VectorStore:
+      case StmtKind::ClusterSync:
+      case StmtKind::DsmemLoad:
         TESSERA_UNREACHABLE("run_loop_node refuses kinds outside Loop IR (first_stmt_outside) before compiling");
     }
     return c;
@@ -406,6 +408,8 @@ class KernelRunner {
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:
       case StmtKind::VectorStore:
+      case StmtKind::ClusterSync:
+      case StmtKind::DsmemLoad:
         TESSERA_UNREACHABLE("run_loop_node refuses kinds outside Loop IR (first_stmt_outside) before compiling");
     }
     return stmt_error(node_, *s.source, "cannot be executed by the Loop IR interpreter");

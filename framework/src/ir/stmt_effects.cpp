@@ -56,6 +56,9 @@ OwnEffects own_effects(const WarpShuffle&) { return synchronizes(); }
 OwnEffects own_effects(const TreeHalve& s) { return synchronizes({s.buffer}); }
 OwnEffects own_effects(const VectorLoad&) { return none(); }  // binds several values at once: never merged
 OwnEffects own_effects(const VectorStore& s) { return writes({s.buffer}); }
+OwnEffects own_effects(const ClusterSync&) { return synchronizes(); }
+// Reads what another block wrote before a ClusterSync: never merged or moved across one.
+OwnEffects own_effects(const DsmemLoad&) { return synchronizes(); }
 
 // Collects the effects of every statement at any depth.
 class EffectCollector final : public StmtVisitor {

@@ -14,7 +14,7 @@
 // Typed definitions. A value type may precede the name(s) an SSA definition binds (`bf16 in0 =
 // load ..`, `f32[4][8] acc0 = init(0.0)`, `bf16 (in0, in1) = load2 ..`): classify() reads it
 // before it looks at the rest of the line (type_prefix), and the readers of the kinds that carry a
-// type (Load, VectorLoad, Assign, Select, Init, WarpShuffle) store it; on any other kind it is an
+// type (Load, VectorLoad, Assign, Select, Init, WarpShuffle, DsmemLoad) store it; on any other kind it is an
 // error.
 //
 // Names in expressions. The printer writes a Var and a Value alike, as the bare name; the readers
@@ -45,7 +45,7 @@ class StmtReader {
     if (type_col_ && !carries_type(kind)) {
       return c_.error_at(*type_col_, type_.str().size(),
                          "a value type prefix belongs to a definition of a value (load, an "
-                         "elementwise function, select, init, WarpShuffle), not to a " +
+                         "elementwise function, select, init, WarpShuffle, DsmemLoad), not to a " +
                              std::string(stmt_kind_name(kind)));
     }
     c_.reset(definition_col_);
@@ -119,6 +119,7 @@ class StmtReader {
         {"MbarrierArrive", StmtKind::MbarrierArrive},
         {"MbarrierWait", StmtKind::MbarrierWait},
         {"TreeHalve", StmtKind::TreeHalve},
+        {"ClusterSync", StmtKind::ClusterSync},
     };
     c_.skip_spaces();
     definition_col_ = c_.pos();
@@ -163,6 +164,7 @@ class StmtReader {
         {"SlabMap", StmtKind::SlabMap},
         {"MbarrierInit", StmtKind::MbarrierInit},
         {"WarpShuffle", StmtKind::WarpShuffle},
+        {"DsmemLoad", StmtKind::DsmemLoad},
     };
     for (const Prefix& p : kDefinitions) {
       size_t mark = c_.pos();
@@ -797,6 +799,30 @@ class StmtReader {
     TESSERA_ASSIGN_OR_RETURN(s.phase, expr());
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<ClusterSync>) {
+    TESSERA_TRY(empty_call("ClusterSync"));
+    return Stmt(ClusterSync{});
+  }
+
+  Expected<Stmt> read(Kind<DsmemLoad>) {
+    DsmemLoad s;
+    TESSERA_ASSIGN_OR_RETURN(s.dst, definition("a value name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("DsmemLoad"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
+    TESSERA_ASSIGN_OR_RETURN(s.index, index());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(c_.expect_word("rank"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(s.rank, expr());
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    s.type = type_;
+    bind_value(s.dst);
     return Stmt(std::move(s));
   }
 

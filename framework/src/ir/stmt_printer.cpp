@@ -199,6 +199,10 @@ class StmtPrinter {
     line(access(s.buffer, s.index) + " = store" + std::to_string(s.values.size()) + "(" +
          join(s.values) + ")");
   }
+  void print_kind(const ClusterSync&) { line("ClusterSync()"); }
+  void print_kind(const DsmemLoad& s) {
+    line(typed(s.type, s.dst) + " = DsmemLoad(" + access(s.buffer, s.index) + ", rank=" + s.rank.str() + ")");
+  }
 
   int indent_;
   std::string out_;

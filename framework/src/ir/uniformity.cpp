@@ -21,6 +21,7 @@ void UniformityScope::enter_tile(const Tile& tile) {
   for (const TileAxis& a : tile.axes) {
     switch (a.binding) {
       case AxisBinding::Block:
+      case AxisBinding::Cluster:
       case AxisBinding::Serial:
       case AxisBinding::Parallel: uniform_.insert(a.name); break;
       case AxisBinding::Thread:
@@ -46,8 +47,8 @@ void UniformityScope::define(const Stmt& leaf) {
   if (const auto* st = leaf.as<Load>(); st && is_uniform(st->index)) uniform_.insert(st->dst);
   if (const auto* st = leaf.as<Select>(); st && is_uniform({st->cond, st->then_value, st->else_value}))
     uniform_.insert(st->dst);
-  // A block Combine leaves every thread holding the block's total.
-  if (const auto* st = leaf.as<Combine>(); st && st->scope == CombineScope::Block) uniform_.insert(st->acc);
+  // A block (or cluster) Combine leaves every thread holding the total.
+  if (const auto* st = leaf.as<Combine>(); st && st->scope != CombineScope::Warp) uniform_.insert(st->acc);
 }
 
 namespace {

@@ -195,7 +195,15 @@ class TypeVerifier final : public StmtVisitor {
     if (it != buffer_dtypes_.end())
       for (const Expr& v : s.values) expect(v, ValueType::scalar(it->second), "a value stored to " + s.buffer);
   }
-  void visit_Smem(const Smem& s) override { buffer_dtypes_[s.name] = s.dtype; }
+  void visit_Smem(const Smem& s) override {
+    buffer_dtypes_[s.name] = s.dtype;
+    smem_names_.insert(s.name);
+  }
+  void visit_DsmemLoad(const DsmemLoad& s) override {
+    if (!smem_names_.count(s.buffer)) fail_at("DsmemLoad reads '" + s.buffer + "', which is not a Smem array of the kernel");
+    check_storage(s.buffer, s.type, "loads");
+    define(s.dst, s.type);
+  }
   void visit_Stage(const Stage& s) override {
     auto it = buffer_dtypes_.find(s.buffer);
     if (it != buffer_dtypes_.end()) buffer_dtypes_[s.dst] = it->second;
@@ -313,6 +321,7 @@ class TypeVerifier final : public StmtVisitor {
   Dialect dialect_;
   std::string node_id_;
   std::map<std::string, DType> buffer_dtypes_;
+  std::set<std::string> smem_names_;
   std::map<std::string, ValueType> types_;
   std::set<std::string> axes_;
   std::set<std::string> unrolled_;  // axes of loops with an unroll request
@@ -812,6 +821,57 @@ Status verify_op(const Graph& g, const Node& n) {
   return Status::ok();
 }
 
+// Thread-block clusters (sm_90+). Tile IR: at most one CLUSTER axis, of at most 8 blocks (the
+// portable cluster size); a cluster Combine needs one, and stands at the Tile body's top level,
+// where every thread of every block of the cluster reaches it. Kernel IR: a kernel that reads
+// another block's shared memory (DsmemLoad) or waits for the cluster (ClusterSync) is launched with
+// cluster dims, and its ClusterSyncs stand at the body's top level.
+Status verify_cluster_rules(const Node& n) {
+  struct Finder final : StmtVisitor {
+    int cluster_syncs = 0, dsmem_loads = 0, cluster_combines = 0;
+    void visit_ClusterSync(const ClusterSync&) override { ++cluster_syncs; }
+    void visit_DsmemLoad(const DsmemLoad&) override { ++dsmem_loads; }
+    void visit_Combine(const Combine& c) override { cluster_combines += c.scope == CombineScope::Cluster; }
+  };
+  if (const auto* tile_op = n.op_as<TileOp>()) {
+    const Tile* tile = tile_op->tile();
+    if (tile == nullptr) return Status::ok();
+    int cluster_axes = 0;
+    for (const TileAxis& a : tile->axes) {
+      if (a.binding != AxisBinding::Cluster) continue;
+      ++cluster_axes;
+      if (a.extent < 1 || a.extent > 8)
+        return node_error(n, "CLUSTER axis " + a.name + " has " + std::to_string(a.extent) +
+                                 " blocks; a cluster holds 1 to 8 (the portable cluster size)");
+    }
+    if (cluster_axes > 1) return node_error(n, "the Tile has more than one CLUSTER axis");
+    Finder all;
+    all.visit(tile->body);
+    int top_level = 0;
+    for (const Stmt& s : tile->body)
+      if (const auto* c = s.as<Combine>()) top_level += c->scope == CombineScope::Cluster;
+    if (all.cluster_combines > 0 && cluster_axes == 0)
+      return node_error(n, "a Combine with scope=cluster in a Tile without a CLUSTER axis");
+    if (all.cluster_combines != top_level)
+      return node_error(n, "a Combine with scope=cluster is nested in a loop or condition; it must stand at the "
+                           "Tile body's top level, where every block of the cluster reaches it");
+    return Status::ok();
+  }
+  if (const auto* kernel = n.op_as<KernelOp>()) {
+    Finder all;
+    all.visit(kernel->body);
+    if ((all.cluster_syncs > 0 || all.dsmem_loads > 0) && kernel->cluster.empty())
+      return node_error(n, "the kernel uses distributed shared memory (ClusterSync, DsmemLoad) but is not launched "
+                           "with cluster dims");
+    int top_level = 0;
+    for (const Stmt& s : kernel->body) top_level += s.is<ClusterSync>();
+    if (top_level != all.cluster_syncs)
+      return node_error(n, "a ClusterSync is nested in a loop or condition; it must stand at the kernel body's top "
+                           "level, where every thread of the cluster reaches it");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status verify_body(const Body& body, Dialect d, const std::string& node_id) {
@@ -890,6 +950,7 @@ Status verify_graph(const Graph& g, Dialect expected) {
         return node_error(*n, "collective statement `" + first_line(print_stmt(*divergent)) +
                                   "` is under a thread-dependent loop or condition; every thread of the block "
                                   "must reach it");
+    TESSERA_TRY(verify_cluster_rules(*n));
     if (const auto* kernel = n->op_as<KernelLikeOp>()) {
       GraphBuffers buffers;
       buffers.inputs = std::set<std::string>(n->inputs.begin(), n->inputs.end());

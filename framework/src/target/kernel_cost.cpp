@@ -66,7 +66,9 @@ double count_ops(const Body& body) {
       case StmtKind::WarpShuffle:
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:
-      case StmtKind::VectorStore: break;
+      case StmtKind::VectorStore:
+      case StmtKind::ClusterSync:
+      case StmtKind::DsmemLoad: break;
     }
   }
   return ops;

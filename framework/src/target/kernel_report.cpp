@@ -553,7 +553,9 @@ class KernelWalker {
         case StmtKind::MbarrierInit:
         case StmtKind::MbarrierArrive:
         case StmtKind::MbarrierWait:
-        case StmtKind::WarpShuffle: break;
+        case StmtKind::WarpShuffle:
+        case StmtKind::ClusterSync:
+        case StmtKind::DsmemLoad: break;
       }
     }
   }

@@ -317,7 +317,9 @@ class WarpWalker {
         case StmtKind::MbarrierInit:
         case StmtKind::MbarrierArrive:
         case StmtKind::MbarrierWait:
-        case StmtKind::WarpShuffle: break;
+        case StmtKind::WarpShuffle:
+        case StmtKind::ClusterSync:
+        case StmtKind::DsmemLoad: break;
       }
     }
   }

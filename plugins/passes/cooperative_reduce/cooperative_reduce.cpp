@@ -9,7 +9,8 @@
 //       ... acc0 <- add(acc0, v0)                     ... acc0 <- add(acc0, v0)
 //                                                   Combine(acc0, op=add)
 // A `# reduce` loop is followed by one `Combine(acc, op=OP)` per accumulator it accumulates into
-// that is initialized outside it (OP = the Accum op), so every thread then holds the full result;
+// that is initialized outside it (OP = the Accum op), so every thread then holds the full result
+// (none where cluster_reduce put a cluster Combine of it there: that one combines the threads too);
 // a `# free` loop just splits its iterations (no Combine); a free loop of one iteration is not a
 // loop to share: its body is treated as top level. Loops nested inside stay serial per thread. Top-level writes (outside any loop) are wrapped in `if t == 0:` so one thread writes.
 // Knob THREADS (32, 64, .., 1024; those <= device.max_threads_per_block): threads per block.
@@ -83,6 +84,14 @@ std::vector<std::pair<std::string, CombineFn>> outer_accumulators(const Loop& lo
   return collector.accums;
 }
 
+// Whether a cluster Combine of `acc` stands among the Combines that start at body[from]
+// (cluster_reduce's, after a reduce loop): it combines the block's threads too.
+bool combined_across_cluster(const Body& body, size_t from, const std::string& acc) {
+  for (size_t i = from; i < body.size() && body[i].is<Combine>(); ++i)
+    if (body[i].as<Combine>()->acc == acc && body[i].as<Combine>()->scope == CombineScope::Cluster) return true;
+  return false;
+}
+
 class Striding {
  public:
   Striding(std::string thread, int64_t threads) : thread_(std::move(thread)), threads_(threads) {}
@@ -96,7 +105,8 @@ class Striding {
       out.push_back(Cond{Expr::binary(ExprKind::Eq, Expr::var(thread_), Expr::int_(0)), std::move(writes), {}});
       writes.clear();
     };
-    for (const Stmt& s : body) {
+    for (size_t i = 0; i < body.size(); ++i) {
+      const Stmt& s = body[i];
       if (s.is<Write>()) {
         writes.push_back(s);
         continue;
@@ -115,7 +125,8 @@ class Striding {
         Expr begin = simplify(loop->begin + Expr::var(thread_));
         out.push_back(StridedLoop{loop->var, begin, loop->end, Expr::int_(threads_), loop->role, 0, loop->body});
         if (loop->role == LoopRole::Reduce)
-          for (const auto& [acc, op] : outer_accumulators(*loop)) out.push_back(Combine{acc, op, CombineScope::Block});
+          for (const auto& [acc, op] : outer_accumulators(*loop))
+            if (!combined_across_cluster(body, i + 1, acc)) out.push_back(Combine{acc, op, CombineScope::Block});
       } else if (const auto* cond = s.as<Cond>()) {
         out.push_back(Cond{cond->cond, rewrite(cond->then_body), rewrite(cond->else_body)});
       } else {

@@ -90,6 +90,7 @@
 #include "tessera/plugin/plugin.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/support/internal_check.h"
+#include "tessera/target/device.h"
 
 namespace tessera {
 namespace {
@@ -176,11 +177,19 @@ class KernelBuilder {
                                         " is PARALLEL (not bound to threads or blocks): run "
                                         "launch_geometry before materialize");
       }
-      if (a.binding != AxisBinding::Thread && a.binding != AxisBinding::Block) {
+      if (a.binding != AxisBinding::Thread && a.binding != AxisBinding::Block && a.binding != AxisBinding::Cluster) {
         return ctx_.error_at(node_, "axis " + a.name + " has binding " + std::string(spelling(a.binding)) +
-                                        ", which materialize does not lower (THREAD or BLOCK)");
+                                        ", which materialize does not lower (THREAD, BLOCK or CLUSTER)");
       }
       if (a.extent <= 0) return ctx_.error_at(node_, "axis " + a.name + " has no extent");
+      if (a.binding == AxisBinding::Cluster) {
+        if (cluster_ > 1 || arch_number(ctx_.device().arch).value_or(0) < 90)
+          return ctx_.error_at(node_, cluster_ > 1 ? "the Tile has more than one CLUSTER axis"
+                                                   : "axis " + a.name + " is a CLUSTER axis; device " + ctx_.device().name +
+                                                         " (" + ctx_.device().arch + ") has no thread-block clusters (sm_90 and newer)");
+        cluster_ = a.extent;
+        continue;
+      }
       (a.binding == AxisBinding::Thread ? threads : blocks) *= a.extent;
     }
     if (threads > ctx_.device().max_threads_per_block) {
@@ -196,10 +205,12 @@ class KernelBuilder {
     std::vector<const TileAxis*> block_axes;
     for (const TileAxis& a : tile->axes)
       if (a.binding == AxisBinding::Block) block_axes.push_back(&a);
-    bool grid_per_axis = block_axes.size() >= 2 && block_axes.size() <= 3;
+    // A cluster's blocks are consecutive in blockIdx.x (rank = blockIdx.x % C): clustered kernels
+    // keep one linear grid.
+    bool grid_per_axis = block_axes.size() >= 2 && block_axes.size() <= 3 && cluster_ == 1;
     for (size_t i = 0; grid_per_axis && i < block_axes.size(); ++i)
       grid_per_axis = block_axes[i]->extent <= (i == 0 ? kMaxGridX : kMaxGridYZ);
-    std::vector<int64_t> grid = {blocks, 1, 1};
+    std::vector<int64_t> grid = {blocks * cluster_, 1, 1};
     if (grid_per_axis)
       for (size_t i = 0; i < block_axes.size(); ++i) grid[i] = block_axes[i]->extent;
 
@@ -212,6 +223,7 @@ class KernelBuilder {
     for (AxisBinding binding : {AxisBinding::Thread, AxisBinding::Block}) {
       int64_t stride = 1, total = binding == AxisBinding::Thread ? threads : blocks;
       Expr hw = Expr::var(binding == AxisBinding::Thread ? "threadIdx.x" : "blockIdx.x");
+      if (binding == AxisBinding::Block && cluster_ > 1) hw = hw / cluster_;  // the cluster's index
       for (const TileAxis& a : tile->axes) {
         if (a.binding != binding) continue;
         if (binding == AxisBinding::Block && grid_per_axis) {
@@ -226,6 +238,9 @@ class KernelBuilder {
         if (a.binding == AxisBinding::Thread) thread_axes.push_back(&a);
       }
     }
+    for (const TileAxis& a : tile->axes)
+      if (a.binding == AxisBinding::Cluster)
+        decodes_[a.name] = simplify(Expr::var("blockIdx.x") % cluster_, top.ranges);  // %cluster_ctarank
     for (const TileAxis& a : tile->axes) {
       lets.push_back(Let{a.name, decodes_[a.name]});
       top.ranges[a.name] = Interval{0, a.extent - 1};
@@ -265,11 +280,14 @@ class KernelBuilder {
     body.insert(body.end(), before.begin(), before.end());
     body.insert(body.end(), inside.begin(), inside.end());
     body.insert(body.end(), after.begin(), after.end());
+    // No block exits while another block of its cluster may still read its shared memory.
+    if (exchanges_across_cluster_) body.push_back(ClusterSync{});
 
     auto op = std::make_unique<KernelOp>();
     op->name = tile_op_.name;
     op->grid = grid;
     op->block = {threads, 1, 1};
+    if (cluster_ > 1) op->cluster = {cluster_, 1, 1};
     op->params = tensor_maps_;
     if (smem_bytes > ctx_.device().smem_per_block_static) op->dynamic_smem = smem_bytes;
     op->body = canonicalize_names(body);
@@ -330,6 +348,8 @@ class KernelBuilder {
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:
       case StmtKind::VectorStore:
+      case StmtKind::ClusterSync:
+      case StmtKind::DsmemLoad:
         TESSERA_UNREACHABLE("build refuses kinds outside Tile IR (first_stmt_outside) before lowering");
     }
     return ctx_.error_at(node_, "`" + first_line(s) + "` has an unknown statement kind");
@@ -680,7 +700,7 @@ class KernelBuilder {
       return ctx_.error_at(node_, "`" + first_line(self) + "` combines " + st.acc +
                                       " a second time after its block Combine");
     }
-    const bool block_scope = st.scope == CombineScope::Block;
+    const bool block_scope = st.scope != CombineScope::Warp;  // a cluster Combine starts with its block's
     int64_t t = threads_;
     if (t < kWarp ? !is_pow2(t) : t % kWarp != 0) {
       return ctx_.error_at(node_, "`" + first_line(self) + "` over " + std::to_string(t) +
@@ -699,13 +719,18 @@ class KernelBuilder {
       out.push_back(WarpShuffle{v, Expr::value(st.acc), ShuffleMode::Xor, offset, width, acc_type});
       out.push_back(Accum{st.acc, st.op, Expr::value(v)});
     }
-    if (!block_scope || t <= kWarp) return Status::ok();
+    if (block_scope && t > kWarp) combine_warp_totals(st, scope, acc_type, out);
+    if (st.scope == CombineScope::Cluster) return combine_across_cluster(st, self, scope, acc_type, out);
+    return Status::ok();
+  }
 
+  // The warp totals of a block Combine meet in shared memory (see the header comment).
+  void combine_warp_totals(const Combine& st, Scope& scope, const ValueType& acc_type, Body& out) {
     // Warp totals meet in shared memory; a tree over the T/32 slots leaves the total in slot 0.
-    int64_t warps = t / kWarp;
+    int64_t warps = threads_ / kWarp;
     std::string buf = fresh_buffer(st.acc + "_smem");
-    // The scratch holds the accumulator's own type.
-    TESSERA_TRY(declare_smem(Smem{buf, acc_type.dtype, {warps}}));
+    // The scratch holds the accumulator's own type (a fresh name: declare_smem cannot refuse it).
+    (void)declare_smem(Smem{buf, acc_type.dtype, {warps}});
     out.push_back(Cond{Expr::binary(ExprKind::Eq, tid_ % kWarp, Expr::int_(0)),
                        {Write{buf, {tid_ / kWarp}, Expr::value(st.acc)}},
                        {}});
@@ -716,6 +741,34 @@ class KernelBuilder {
     if (scope.in_loop) out.push_back(Sync{});
     scope.renames[st.acc] = Expr::value(total);
     scope.uniformity.mark_uniform(total);
+  }
+
+  // A cluster Combine, after its block's: thread 0 publishes the block's total in a one-slot Smem,
+  // the cluster waits (ClusterSync), and every thread folds the C totals in rank order from the
+  // blocks' shared memory (DsmemLoad), so every block of the cluster holds the same value. Each
+  // Combine has its own slot, never rewritten: the kernel's last ClusterSync (build) keeps the
+  // slots alive until every block has read them.
+  Status combine_across_cluster(const Combine& st, const Stmt& self, Scope& scope, const ValueType& acc_type, Body& out) {
+    if (cluster_ <= 1)
+      return ctx_.error_at(node_, "`" + first_line(self) + "` combines across a cluster, but the Tile has no CLUSTER axis");
+    if (scope.in_loop || scope.in_cond)
+      return ctx_.error_at(node_, "`" + first_line(self) + "` combines across a cluster under a loop or condition; it "
+                                      "must stand at the Tile body's top level");
+    const Expr block_total = rename(Expr::value(st.acc), scope);
+    const std::string slot = fresh_buffer(st.acc + "_cluster");
+    (void)declare_smem(Smem{slot, acc_type.dtype, {1}});
+    out.push_back(Cond{Expr::binary(ExprKind::Eq, tid_, Expr::int_(0)), {Write{slot, {Expr::int_(0)}, block_total}}, {}});
+    out.push_back(ClusterSync{});
+    const std::string total = fresh(st.acc + "_c");
+    const std::string rank = fresh("rank");
+    const std::string part = fresh(st.acc + "_part");
+    out.push_back(Init{total, combine_identity(st.op, acc_type.dtype), acc_type});
+    out.push_back(Loop{rank, Expr::int_(0), Expr::int_(cluster_), LoopRole::None, 0,
+                       {DsmemLoad{part, slot, {Expr::int_(0)}, Expr::var(rank), acc_type},
+                        Accum{total, st.op, Expr::value(part)}}});
+    scope.renames[st.acc] = Expr::value(total);
+    scope.uniformity.mark_uniform(total);
+    exchanges_across_cluster_ = true;
     return Status::ok();
   }
 
@@ -783,6 +836,8 @@ class KernelBuilder {
   const TileOp& tile_op_;
   PassContext& ctx_;
   int64_t threads_ = 1;
+  int64_t cluster_ = 1;                    // blocks per cluster (the CLUSTER axis extent), 1 without one
+  bool exchanges_across_cluster_ = false;  // a cluster Combine read other blocks' shared memory
   Expr tid_;
   std::map<std::string, Expr> decodes_;
   std::set<std::string> used_buffers_;

@@ -402,7 +402,7 @@ class RegisterTiler final : public StmtMutator {
       case StmtKind::CpAsyncCommit: case StmtKind::CpAsyncWait: case StmtKind::TmaLoad:
       case StmtKind::MbarrierInit: case StmtKind::MbarrierArrive: case StmtKind::MbarrierWait:
       case StmtKind::WarpShuffle: case StmtKind::TreeHalve: case StmtKind::VectorLoad:
-      case StmtKind::VectorStore: return Kind::Ordered;
+      case StmtKind::VectorStore: case StmtKind::ClusterSync: case StmtKind::DsmemLoad: return Kind::Ordered;
     }
     TESSERA_UNREACHABLE("a StmtKind value is one of TESSERA_STMT_KINDS");
   }

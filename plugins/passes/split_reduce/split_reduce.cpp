@@ -560,6 +560,10 @@ class SplitReducePass final : public Pass {
     const auto& kernel = *n.op_as<TileOp>();
     const Tile* tile = kernel.tile();
     if (tile == nullptr) return ctx.error_at(n, "a Tile IR kernel body must be exactly one Tile statement");
+    if (std::any_of(tile->axes.begin(), tile->axes.end(), [](const TileAxis& a) { return a.binding == AxisBinding::Cluster; })) {
+      ctx.skip(n, "its rows are split across a thread-block cluster (cluster_reduce)");
+      return Status::ok();
+    }
     // A contraction whose operands are shared across outputs (M or N axes) is split_matmul_k's
     // work; two row operands of one reduction (a masked softmax) are not.
     for (const Contraction& c : find_contractions(*tile))

@@ -331,12 +331,16 @@ class CudaEmitter {
   Status emit_mbarrier_init(const Stmt& s, const MbarrierInit& st);
   Status emit_mbarrier_arrive(const Stmt& s, const MbarrierArrive& st);
   Status emit_mbarrier_wait(const Stmt& s, const MbarrierWait& st);
+  Status emit_cluster_sync(const Stmt& s);
+  Status emit_dsmem_load(const Stmt& s, const DsmemLoad& st);
+  // `dst` (of `type`) = the element `elem` of `buf` (an expression of its storage type), converted.
+  void emit_loaded_value(const std::string& dst, const ValueType& type, const Buffer& buf, const std::string& elem);
   Status emit_tma_load(const Stmt& s, const TmaLoad& st);
   // `(unsigned)__cvta_generic_to_shared(&bar[slot])` for barrier `name`'s `slot` (a problem is
   // recorded for checked() when `name` is not an MbarrierInit above, or a constant slot is outside it).
   std::string barrier_address(const std::string& name, const Expr& slot);
   // Emits `lines` between `#if __CUDA_ARCH__ >= 900` and `#else __trap(); #endif`.
-  void sm90_only(const std::vector<std::string>& lines);
+  void sm90_only(const std::vector<std::string>& lines, const std::string& needs = "TMA and mbarriers");
   Status emit_tree_halve(const Stmt& s, const TreeHalve& st);
 
   // The text written to an element of `b`: a value of the buffer's dtype as it is, anything else

@@ -18,6 +18,13 @@
 //                      [dst], [tmap, {c_inner, ..., c_outer}], [bar];`: the coordinates innermost
 //                      first as 32-bit ints, the tensor map by the generic address of its
 //                      `__grid_constant__` parameter.
+//  * thread-block clusters (sm_90), guarded the same way:
+//      ClusterSync     `barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;`
+//                      (every thread of the cluster; the release/acquire pair orders the shared-
+//                      memory writes before it with the remote reads after it).
+//      DsmemLoad       `mapa.u64` maps the generic address of the element in this block's Smem
+//                      array to the same element in the block of the given rank; a generic load
+//                      of it reads that block's shared memory.
 //    Errors name the statement, for what the hardware or the sim target would refuse: an unknown
 //    tensor map or barrier, a map over no buffer of the kernel, a destination that is not an Smem
 //    array of the covered buffer's dtype, aligned to 128 bytes (8 swizzle spans when swizzled) and
@@ -71,11 +78,11 @@ Status CudaEmitter::emit_cp_async_run(const Body& b, size_t begin, size_t end) {
   return Status::ok();
 }
 
-void CudaEmitter::sm90_only(const std::vector<std::string>& lines) {
+void CudaEmitter::sm90_only(const std::vector<std::string>& lines, const std::string& needs) {
   directive("#if __CUDA_ARCH__ >= 900");
   for (const std::string& l : lines) line(l);
   directive("#else");
-  line("__trap();  // TMA and mbarriers need sm_90");
+  line("__trap();  // " + needs + " need sm_90");
   directive("#endif");
 }
 
@@ -134,6 +141,30 @@ Status CudaEmitter::emit_mbarrier_arrive(const Stmt& s, const MbarrierArrive& st
   else
     sm90_only({"asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(" + bar + "), \"r\"(" +
                std::to_string(st.tx_bytes) + ") : \"memory\");"});
+  return Status::ok();
+}
+
+Status CudaEmitter::emit_cluster_sync(const Stmt& s) {
+  TESSERA_TRY(checked(s));
+  sm90_only({"asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: "
+             "\"memory\");"},
+            "clusters");
+  return Status::ok();
+}
+
+Status CudaEmitter::emit_dsmem_load(const Stmt& s, const DsmemLoad& st) {
+  const Buffer* buf = buffer(st.buffer);
+  if (!buf) return checked(s);
+  if (!buf->shared) return error_at(s, "DsmemLoad reads '" + st.buffer + "', which is not an Smem array");
+  const std::string elem = element(*buf, st.index);
+  const Printed rank = index(st.rank);
+  TESSERA_TRY(checked(s));
+  const std::string address = "tessera_dsmem_" + c_name_for(st.dst);
+  line("unsigned long long " + address + " = (unsigned long long)&" + elem + ";");
+  sm90_only({"asm volatile(\"mapa.u64 %0, %0, %1;\" : \"+l\"(" + address + ") : \"r\"((unsigned)(" + rank.text +
+             ")));"},
+            "clusters");
+  emit_loaded_value(st.dst, st.type, *buf, "(*(const " + c_type(buf->dtype) + "*)" + address + ")");
   return Status::ok();
 }
 

@@ -71,6 +71,8 @@ Status CudaEmitter::emit(const Stmt& s) {
     case StmtKind::MbarrierInit: return emit_mbarrier_init(s, *s.as<MbarrierInit>());
     case StmtKind::MbarrierArrive: return emit_mbarrier_arrive(s, *s.as<MbarrierArrive>());
     case StmtKind::MbarrierWait: return emit_mbarrier_wait(s, *s.as<MbarrierWait>());
+    case StmtKind::ClusterSync: return emit_cluster_sync(s);
+    case StmtKind::DsmemLoad: return emit_dsmem_load(s, *s.as<DsmemLoad>());
     case StmtKind::Tile:
     case StmtKind::Stage:
     case StmtKind::Combine:
@@ -85,13 +87,17 @@ Status CudaEmitter::emit(const Stmt& s) {
 Status CudaEmitter::emit_load(const Stmt& s, const Load* st) {
   const Buffer* buf = buffer(st->buffer);
   if (!buf) return checked(s);
-  std::string elem = element(*buf, st->index);
-  if (st->type.dtype == buf->dtype) line(declare(st->type, st->dst) + " = " + elem + ";");
-  else if (st->type.dtype == DType::F64 && !dtype_is_float(buf->dtype))  // integers past 2^24 stay exact
-    line(declare(st->type, st->dst) + " = (double)" + elem + ";");
-  else line(declare(st->type, st->dst) + " = " + convert_to(st->type.dtype, {load_text(*buf, elem), kAtom, Ty::Float}) + ";");
-  bind_value(st->dst, st->type.dtype);
+  emit_loaded_value(st->dst, st->type, *buf, element(*buf, st->index));
   return Status::ok();
+}
+
+void CudaEmitter::emit_loaded_value(const std::string& dst, const ValueType& type, const Buffer& buf,
+                                    const std::string& elem) {
+  if (type.dtype == buf.dtype) line(declare(type, dst) + " = " + elem + ";");
+  else if (type.dtype == DType::F64 && !dtype_is_float(buf.dtype))  // integers past 2^24 stay exact
+    line(declare(type, dst) + " = (double)" + elem + ";");
+  else line(declare(type, dst) + " = " + convert_to(type.dtype, {load_text(buf, elem), kAtom, Ty::Float}) + ";");
+  bind_value(dst, type.dtype);
 }
 
 Status CudaEmitter::emit_assign(const Stmt& s, const Assign* st) {

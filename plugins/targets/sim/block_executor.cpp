@@ -7,6 +7,7 @@
 #include "block_executor.h"
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -74,15 +75,35 @@ class BlockExecutor {
   }
 
   Status run_block(int64_t bx, int64_t by, int64_t bz) {
+    begin_block(bx, by, bz);
+    TESSERA_TRY(run_body(program_.body, Mask(static_cast<size_t>(lanes_), 1)));
+    return finish_block();
+  }
+
+  // A thread-block cluster: `blocks` are its executors by rank, this one is rank `rank`.
+  void join_cluster(const std::vector<BlockExecutor*>* blocks, int64_t rank) {
+    cluster_ = blocks;
+    rank_ = rank;
+  }
+  // The parts of run_block, for a cluster's blocks, which launch_kernel runs phase by phase (the
+  // statements up to each top-level ClusterSync: every block of the cluster finishes one phase
+  // before any starts the next). `last` is the phase after the last ClusterSync.
+  void begin_block(int64_t bx, int64_t by, int64_t bz) {
     block_ = {bx, by, bz};
     block_linear_ = bx + op_.grid[0] * (by + op_.grid[1] * bz);
     std::fill(regs_[kBlockIdxX].begin(), regs_[kBlockIdxX].end(), static_cast<double>(bx));
     std::fill(regs_[kBlockIdxY].begin(), regs_[kBlockIdxY].end(), static_cast<double>(by));
     std::fill(regs_[kBlockIdxZ].begin(), regs_[kBlockIdxZ].end(), static_cast<double>(bz));
     shared_.reset();
-    TESSERA_TRY(run_body(program_.body, Mask(static_cast<size_t>(lanes_), 1)));
+  }
+  Status run_phase(const std::vector<SimStmt>& statements, bool last) {
+    last_phase_ = last;
+    return run_body(statements, Mask(static_cast<size_t>(lanes_), 1));
+  }
+  Status finish_block() {
     if (std::string err = shared_.finish_block(); !err.empty())
-      return make_error("sim: kernel " + op_.name + " (node " + node_.id() + "): block " + dim3_str(bx, by, bz) + ": " + err)
+      return make_error("sim: kernel " + op_.name + " (node " + node_.id() + "): block " +
+                        dim3_str(block_[0], block_[1], block_[2]) + ": " + err)
           .at_node(node_.id());
     return Status::ok();
   }
@@ -311,6 +332,31 @@ class BlockExecutor {
 
   Status run_body(const std::vector<SimStmt>& body, const Mask& mask) {
     for (const SimStmt& s : body) TESSERA_TRY(run_stmt(s, mask));
+    return Status::ok();
+  }
+
+  // Reads another block's shared memory: the block of the rank each lane names, in this cluster.
+  Status run_dsmem_load(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> index, eval_all(s.index, mask, s));
+    TESSERA_ASSIGN_OR_RETURN(const double* rank, eval(s.exprs[0], mask, s));
+    std::vector<double>& dst = regs_[static_cast<size_t>(s.slot)];
+    const auto blocks = static_cast<int64_t>(cluster_ == nullptr ? 0 : cluster_->size());
+    for (size_t l = 0; l < static_cast<size_t>(lanes_); ++l) {
+      if (!mask[l]) continue;
+      const auto r = static_cast<int64_t>(rank[l]);
+      if (r < 0 || r >= blocks)
+        return fail(s, static_cast<int>(l), "reads the shared memory of rank " + std::to_string(r) +
+                                                ", which is not a block of the cluster (ranks 0.." +
+                                                std::to_string(blocks - 1) + ")");
+      if (last_phase_ && r != rank_)
+        return fail(s, static_cast<int>(l), "reads the shared memory of the block of rank " + std::to_string(r) +
+                                                " after the kernel's last ClusterSync(): that block may have exited");
+      TESSERA_ASSIGN_OR_RETURN(int64_t flat, offset_of(s, s.buffer, index, static_cast<int>(l), 0));
+      double v = 0.0;
+      std::string err = (*cluster_)[static_cast<size_t>(r)]->shared_.remote_read(s.buffer.index, flat, rank_, v);
+      if (!err.empty()) return fail(s, static_cast<int>(l), err + " (the block of rank " + std::to_string(r) + ")");
+      dst[l] = v;
+    }
     return Status::ok();
   }
 
@@ -667,6 +713,13 @@ class BlockExecutor {
         return Status::ok();
       }
       case StmtKind::TmaLoad: return run_tma_load(s, mask);
+      case StmtKind::ClusterSync:
+        // launch_kernel ends the cluster's phase here for every block (kernel_compiler keeps
+        // ClusterSync at the top level, where the whole block reaches it).
+        TESSERA_TRY(require_full_block(s, mask));
+        shared_.cluster_barrier();
+        return Status::ok();
+      case StmtKind::DsmemLoad: return run_dsmem_load(s, mask);
       // The kernel compiler rejects these, so a compiled program never holds them.
       case StmtKind::Tile:
       case StmtKind::Stage:
@@ -691,6 +744,9 @@ class BlockExecutor {
   SharedMemory shared_;
   std::vector<int64_t> block_{0, 0, 0};
   int64_t block_linear_ = 0;
+  const std::vector<BlockExecutor*>* cluster_ = nullptr;  // the executors of this block's cluster, by rank
+  int64_t rank_ = 0;                                       // this block's rank in it
+  bool last_phase_ = false;                                // after the kernel's last ClusterSync
 };
 
 }  // namespace
@@ -702,15 +758,46 @@ Status launch_kernel(const Node& node, const KernelOp& op, const KernelProgram& 
     if (g.is_output) output = &g;
   if (output == nullptr) return make_error("sim: kernel " + op.name + " (node " + node.id() + ") has no output buffer").at_node(node.id());
   std::vector<int64_t> writer(static_cast<size_t>(output->value->size()), -1);
-  BlockExecutor executor(node, op, program, globals, writer);
   const int64_t blocks = op.grid[0] * op.grid[1] * op.grid[2];
   int64_t done = 0;
-  for (int64_t bz = 0; bz < op.grid[2]; ++bz)
-    for (int64_t by = 0; by < op.grid[1]; ++by)
-      for (int64_t bx = 0; bx < op.grid[0]; ++bx) {
-        TESSERA_TRY(executor.run_block(bx, by, bz));
-        if (after_block) after_block(++done, blocks);
-      }
+  if (op.cluster.empty()) {
+    BlockExecutor executor(node, op, program, globals, writer);
+    for (int64_t bz = 0; bz < op.grid[2]; ++bz)
+      for (int64_t by = 0; by < op.grid[1]; ++by)
+        for (int64_t bx = 0; bx < op.grid[0]; ++bx) {
+          TESSERA_TRY(executor.run_block(bx, by, bz));
+          if (after_block) after_block(++done, blocks);
+        }
+  } else {
+    // Thread-block clusters: the blocks of a cluster run together, one executor per rank (rank =
+    // the block's position in the cluster, x fastest, as %cluster_ctarank), phase by phase: the
+    // top-level statements up to and including each ClusterSync, then the rest.
+    const int64_t cx = op.cluster[0], cy = op.cluster[1], cz = op.cluster[2];
+    std::vector<std::unique_ptr<BlockExecutor>> owned;
+    std::vector<BlockExecutor*> cluster;
+    for (int64_t r = 0; r < cx * cy * cz; ++r) {
+      owned.push_back(std::make_unique<BlockExecutor>(node, op, program, globals, writer));
+      cluster.push_back(owned.back().get());
+    }
+    for (size_t r = 0; r < cluster.size(); ++r) cluster[r]->join_cluster(&cluster, static_cast<int64_t>(r));
+    std::vector<std::vector<SimStmt>> phases(1);
+    for (const SimStmt& s : program.body) {
+      phases.back().push_back(s);
+      if (s.kind == StmtKind::ClusterSync) phases.emplace_back();
+    }
+    for (int64_t gz = 0; gz < op.grid[2] / cz; ++gz)
+      for (int64_t gy = 0; gy < op.grid[1] / cy; ++gy)
+        for (int64_t gx = 0; gx < op.grid[0] / cx; ++gx) {
+          for (int64_t r = 0; r < cx * cy * cz; ++r)
+            cluster[static_cast<size_t>(r)]->begin_block(gx * cx + r % cx, gy * cy + (r / cx) % cy, gz * cz + r / (cx * cy));
+          for (size_t p = 0; p < phases.size(); ++p)
+            for (BlockExecutor* b : cluster) TESSERA_TRY(b->run_phase(phases[p], p + 1 == phases.size()));
+          for (BlockExecutor* b : cluster) {
+            TESSERA_TRY(b->finish_block());
+            if (after_block) after_block(++done, blocks);
+          }
+        }
+  }
   for (size_t i = 0; i < writer.size(); ++i)
     if (writer[i] < 0)
       return make_error("sim: kernel " + op.name + " (node " + node.id() + "): output element " +

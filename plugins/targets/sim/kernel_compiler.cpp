@@ -319,6 +319,24 @@ class KernelCompiler {
         // no operands
         break;
       }
+      case StmtKind::ClusterSync:
+        // The executor runs a cluster's blocks from one top-level ClusterSync to the next.
+        if (!top_level) return error(s, "ClusterSync must stand at the top level of the kernel body");
+        if (op_.cluster.empty()) return error(s, "ClusterSync in a kernel launched without cluster dims");
+        break;
+      case StmtKind::DsmemLoad: {
+        const auto* st = s.as<DsmemLoad>();
+        if (op_.cluster.empty()) return error(s, "DsmemLoad in a kernel launched without cluster dims");
+        TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
+        if (!c.buffer.shared) return error(s, "DsmemLoad reads '" + st->buffer + "', which is not a shared buffer");
+        TESSERA_TRY(compile_exprs(st->index, s, c.index));
+        TESSERA_ASSIGN_OR_RETURN(LaneExpr rank, compile_expr(st->rank, s));
+        if (!rank.is_int()) return error(s, "the rank of a DsmemLoad must be an integer");
+        c.exprs.push_back(std::move(rank));
+        c.value_type = st->type.dtype;
+        c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
+        break;
+      }
       case StmtKind::CpAsyncWait: {
         const auto* st = s.as<CpAsyncWait>();
         if (st->keep < 0) return error(s, "keep must be non-negative");

@@ -29,6 +29,7 @@ void SharedMemory::reset() {
   }
   for (BarrierSlot& b : barriers_) b = BarrierSlot{};
   ++epoch_;
+  cluster_phase_ = 1;
 }
 
 std::string SharedMemory::element_str(int buffer, int64_t flat) const {
@@ -97,6 +98,7 @@ std::string SharedMemory::write(int buffer, int64_t flat, int lane, const SimStm
       return "writes " + element_str(buffer, flat) + ", which a TMA copy wrote, without waiting on its barrier's phase";
     e.landed_barrier = -1;
   }
+  if (std::string race = cluster_write(e, buffer, flat); !race.empty()) return race;
   e.writer = lane;
   e.writer_stmt = &at;
   e.initialized = true;
@@ -120,12 +122,37 @@ std::string SharedMemory::refill_race(const Element& e, int buffer, int64_t flat
   return {};
 }
 
+std::string SharedMemory::cluster_write(Element& e, int buffer, int64_t flat) {
+  if (e.remote_read_phase == cluster_phase_)
+    return "race on " + element_str(buffer, flat) + ": the block of rank " + std::to_string(e.remote_reader) +
+           " in the cluster reads it (DsmemLoad) and this thread writes it with no ClusterSync() in between";
+  e.write_phase = cluster_phase_;
+  return {};
+}
+
+std::string SharedMemory::remote_read(int buffer, int64_t flat, int64_t reader, double& value) {
+  // Not touch(): the owner's per-epoch history is about its own threads.
+  Element& e = buffers_[static_cast<size_t>(buffer)].state[static_cast<size_t>(flat)];
+  if (e.pending > 0)
+    return "reads " + element_str(buffer, flat) + " of another block while a " + (e.tma_pending ? "TMA" : "cp.async") +
+           " copy into it is in flight";
+  if (!e.initialized) return "reads uninitialized shared element " + element_str(buffer, flat) + " of another block";
+  if (e.write_phase == cluster_phase_)
+    return "race on " + element_str(buffer, flat) + ": its block writes it and this thread reads it (DsmemLoad) with "
+           "no ClusterSync() in between";
+  e.remote_read_phase = cluster_phase_;
+  e.remote_reader = reader;
+  value = buffers_[static_cast<size_t>(buffer)].data[static_cast<size_t>(flat)];
+  return {};
+}
+
 std::string SharedMemory::issue_copy(int buffer, int64_t flat, int lane, const SimStmt& at, double value) {
   Element& e = touch(buffer, flat);
   if (e.pending > 0)
     return "starts a cp.async into " + element_str(buffer, flat) + " while another copy into it is in flight";
   if (e.landed_barrier >= 0) e.landed_barrier = -1;
   if (std::string race = refill_race(e, buffer, flat, lane, "cp.async"); !race.empty()) return race;
+  if (std::string race = cluster_write(e, buffer, flat); !race.empty()) return race;
   ++e.pending;
   copies_[static_cast<size_t>(lane)].open.push_back(PendingCopy{buffer, flat, value, &at});
   return {};
@@ -197,6 +224,7 @@ std::string SharedMemory::issue_tma_element(int buffer, int64_t flat, int lane, 
   if (e.pending > 0)
     return "starts a TMA copy into " + element_str(buffer, flat) + " while another copy into it is in flight";
   if (std::string race = refill_race(e, buffer, flat, lane, "a TMA copy"); !race.empty()) return race;
+  if (std::string race = cluster_write(e, buffer, flat); !race.empty()) return race;
   ++e.pending;
   e.tma_pending = true;
   b.copies.push_back(PendingCopy{buffer, flat, value, &at});

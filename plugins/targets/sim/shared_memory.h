@@ -19,6 +19,11 @@
 //     an element whose copy is in flight, reading a landed element without having waited on its
 //     phase, refilling an element another thread accessed since the last Sync(), and ending the
 //     block with a copy in flight.
+//   * distributed shared memory (a thread-block cluster's blocks read each other's Smem with
+//     DsmemLoad; the block executor runs a cluster's blocks from one ClusterSync to the next): a
+//     remote read of an element its block wrote (or started a copy into) in the same cluster
+//     phase, or a write after a remote read in the same phase, is a race; so is a remote read of an
+//     uninitialized element or of one with a copy in flight.
 // Every check returns an error message ("" when the access is fine); the block executor adds the
 // kernel, statement and thread.
 #pragma once
@@ -44,6 +49,16 @@ class SharedMemory {
   void reset();
   // Sync(): accesses before it no longer race with accesses after it.
   void barrier() { ++epoch_; }
+  // ClusterSync(): a barrier of the block, and the cluster's phase ends: remote reads before it no
+  // longer race with this block's writes after it, and its writes before it are visible to the
+  // remote reads after it.
+  void cluster_barrier() {
+    ++cluster_phase_;
+    barrier();
+  }
+  // A DsmemLoad of the element by the block of rank `reader` in the cluster (this block's own rank
+  // included), in the current phase.
+  std::string remote_read(int buffer, int64_t flat, int64_t reader, double& value);
 
   int64_t size(int buffer) const { return static_cast<int64_t>(buffers_[static_cast<size_t>(buffer)].data.size()); }
   const SmemDecl& decl(int buffer) const { return buffers_[static_cast<size_t>(buffer)].decl; }
@@ -87,6 +102,9 @@ class SharedMemory {
     int32_t landed_barrier = -1;  // this epoch: the barrier slot (flat) whose phase landed it, or -1
     int64_t landed_phase = 0;     // ... and the phase count it landed at
     const SimStmt* writer_stmt = nullptr;
+    uint64_t write_phase = 0;        // the cluster phase of the block's last write or copy into it
+    uint64_t remote_read_phase = 0;  // the cluster phase of the last DsmemLoad of it ...
+    int64_t remote_reader = -1;      // ... by the block of this rank
   };
   struct Buffer {
     SmemDecl decl;
@@ -121,6 +139,9 @@ class SharedMemory {
   // The race an asynchronous copy (`copy`: "cp.async", "a TMA copy") into the element by `lane`
   // would be, or "".
   std::string refill_race(const Element& e, int buffer, int64_t flat, int lane, std::string_view copy) const;
+  // A write or copy by this block into the element: the race with a remote read in the same
+  // cluster phase, or "" (then the write is recorded for the remote reads after it).
+  std::string cluster_write(Element& e, int buffer, int64_t flat);
 
   std::vector<Buffer> buffers_;
   std::vector<ThreadCopies> copies_;  // per lane
@@ -130,6 +151,7 @@ class SharedMemory {
   std::vector<BarrierSlot> barriers_;
   int lanes_;
   uint64_t epoch_ = 1;
+  uint64_t cluster_phase_ = 1;
 };
 
 }  // namespace tessera::sim

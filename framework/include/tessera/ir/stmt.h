@@ -323,7 +323,10 @@ struct TmaBoxes {
 // the transport; materialize to lower it.
 Expected<TmaBoxes> stage_tma_boxes(const Stage& s, const TensorType& source);
 
-// `Combine(acc0, op=add)`: the threads of `scope` (block | warp) combine their partial accumulators.
+// `Combine(acc0, op=add)`: the threads of `scope` (block | warp | cluster) combine their partial
+// accumulators; every thread of the scope then holds the result. `scope=cluster` combines the
+// threads of every block of the thread-block cluster (a Tile with a CLUSTER axis): materialize
+// lowers it to the block's combine and an exchange through distributed shared memory.
 struct Combine {
   std::string acc;
   CombineFn op = CombineFn::Add;
@@ -399,6 +402,31 @@ struct Smem {
 // `Sync()`: __syncthreads()
 struct Sync {
   template <class S, class F> static void reflect(S&, F&&) {}
+};
+
+// `ClusterSync()`: every thread of every block of the thread-block cluster arrives and waits
+// (barrier.cluster.arrive.release + wait.acquire): shared-memory writes before it are visible to
+// the cluster's DsmemLoads after it. A kernel whose blocks read each other's shared memory ends
+// with one, so that no block exits while another may still read it.
+struct ClusterSync {
+  template <class S, class F> static void reflect(S&, F&&) {}
+};
+
+// `v3 = DsmemLoad(acc1_cluster[0], rank=a6)`: reads element `index` of the shared buffer `buffer`
+// of the block whose rank in the cluster is `rank` (distributed shared memory, sm_90+; mapa +
+// ld.shared::cluster). `rank` may be the block's own.
+struct DsmemLoad {
+  std::string dst, buffer;
+  ExprList index;
+  Expr rank;
+  ValueType type = {};  // the buffer's dtype
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dst", s.dst, FieldRole::DefInput);
+    f("buffer", s.buffer, FieldRole::UseBuffer);
+    f("index", s.index, FieldRole::Data);
+    f("rank", s.rank, FieldRole::Data);
+    f("type", s.type, FieldRole::Data);
+  }
 };
 
 // `CpAsyncCopy(x_smem[f], x[a1 * 2048 + f], bytes=4)`
@@ -557,7 +585,7 @@ struct VectorStore {
   /* Tile IR */ X(Tile) X(StridedLoop) X(Stage) X(Combine) X(AsyncWait) X(SlabMap) \
   /* Kernel IR */ X(Let) X(Smem) X(Sync) X(CpAsyncCopy) X(CpAsyncCommit)      \
   X(CpAsyncWait) X(TmaLoad) X(MbarrierInit) X(MbarrierArrive) \
-  X(MbarrierWait) X(WarpShuffle) X(TreeHalve) X(VectorLoad) X(VectorStore)
+  X(MbarrierWait) X(WarpShuffle) X(TreeHalve) X(VectorLoad) X(VectorStore) X(ClusterSync) X(DsmemLoad)
 
 enum class StmtKind : uint8_t {
 #define TESSERA_X(K) K,
@@ -617,6 +645,8 @@ constexpr StmtKindTraits stmt_kind_traits(StmtKind k) {
     case StmtKind::TreeHalve: return      {kInKernel,         false, false,      false};
     case StmtKind::VectorLoad: return     {kInKernel,         false, false,      true};
     case StmtKind::VectorStore: return    {kInKernel,         false, false,      false};
+    case StmtKind::ClusterSync: return    {kInKernel,         false, false,      false};
+    case StmtKind::DsmemLoad: return      {kInKernel,         false, false,      true};
   }
   return {0, false, false, false};  // unreachable for a valid kind
 }

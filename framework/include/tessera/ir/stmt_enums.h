@@ -14,13 +14,15 @@
 namespace tessera {
 
 // How a Tile axis is distributed (docs/ir.md, "Tile IR"); launch_geometry binds Parallel axes.
-enum class AxisBinding : uint8_t { Parallel, Thread, Block, Warp, Serial };
+// Cluster: the block's rank in its thread-block cluster (sm_90+): the blocks of one value of the
+// BLOCK axes form a cluster, one block per CLUSTER index.
+enum class AxisBinding : uint8_t { Parallel, Thread, Block, Warp, Serial, Cluster };
 // What a Loop or StridedLoop iterates over: `None` prints no role comment.
 enum class LoopRole : uint8_t { None, Free, Reduce };
 // How a Stage brings its slab into shared memory.
 enum class StageTransport : uint8_t { Sync, Buffered, Async, Tma };
-// Which threads a Combine combines across.
-enum class CombineScope : uint8_t { Block, Warp };
+// Which threads a Combine combines across: the block, each warp, or every block of the cluster.
+enum class CombineScope : uint8_t { Block, Warp, Cluster };
 // The lane a WarpShuffle reads from (the CUDA __shfl_*_sync variants).
 enum class ShuffleMode : uint8_t { Xor, Down, Up, Idx };
 // How a Smem array's bytes are permuted (the TMA / wgmma shared-memory swizzle modes): None, or
@@ -52,8 +54,8 @@ template <class E> struct StmtEnumTable;
 template <> struct StmtEnumTable<AxisBinding> {
   static constexpr std::pair<AxisBinding, std::string_view> entries[] = {
       {AxisBinding::Parallel, "PARALLEL"}, {AxisBinding::Thread, "THREAD"}, {AxisBinding::Block, "BLOCK"},
-      {AxisBinding::Warp, "WARP"},         {AxisBinding::Serial, "SERIAL"}};
-  static constexpr std::string_view what = "an axis binding (PARALLEL, THREAD, BLOCK, WARP, SERIAL)";
+      {AxisBinding::Warp, "WARP"},         {AxisBinding::Serial, "SERIAL"}, {AxisBinding::Cluster, "CLUSTER"}};
+  static constexpr std::string_view what = "an axis binding (PARALLEL, THREAD, BLOCK, WARP, SERIAL, CLUSTER)";
 };
 template <> struct StmtEnumTable<LoopRole> {
   static constexpr std::pair<LoopRole, std::string_view> entries[] = {
@@ -69,9 +71,9 @@ template <> struct StmtEnumTable<StageTransport> {
   static constexpr std::string_view what = "a transport (sync, buffered, async, tma)";
 };
 template <> struct StmtEnumTable<CombineScope> {
-  static constexpr std::pair<CombineScope, std::string_view> entries[] = {{CombineScope::Block, "block"},
-                                                                          {CombineScope::Warp, "warp"}};
-  static constexpr std::string_view what = "a combine scope (block, warp)";
+  static constexpr std::pair<CombineScope, std::string_view> entries[] = {
+      {CombineScope::Block, "block"}, {CombineScope::Warp, "warp"}, {CombineScope::Cluster, "cluster"}};
+  static constexpr std::string_view what = "a combine scope (block, warp, cluster)";
 };
 template <> struct StmtEnumTable<ShuffleMode> {
   static constexpr std::pair<ShuffleMode, std::string_view> entries[] = {
