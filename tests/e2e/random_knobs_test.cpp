@@ -266,6 +266,21 @@ constexpr const char* kSwizzlePrograms[] = {
     "x=torch.randn(2,32,128); w=torch.randn(2,128,64); torch.bmm(x, w)",
 };
 
+// A row staged in TMA chunks by each of its passes (the max, the sum of exp, the output): the
+// three loops fill one chunk buffer one after another, so each loop's fills continue the barrier's
+// phase count from the previous loop's. With 3 chunks a pass (an odd count) a loop that restarted
+// the count would wait for a phase that had completed (found with a row split across a cluster).
+TEST_F(TmaScheduleTest, ChunkedRowPassesContinueTheBarriersPhaseCount) {
+  pin("tma_copy", "TMA", AttrValue(true));
+  pin("cluster_reduce", "CLUSTER", AttrValue(int64_t{1}));
+  pin("split_reduce", "SPLIT", AttrValue(int64_t{1}));
+  pin("split_reduce", "EPILOGUE_SPLIT", AttrValue(int64_t{1}));
+  pin("cooperative_reduce", "THREADS", AttrValue(int64_t{64}));
+  pin("chunk_reduce", "CHUNK", AttrValue(int64_t{256}));
+  pin("stage_inputs", "STAGE", AttrValue(std::string("in0")));
+  check("torch.softmax(torch.randn(5, 768), dim=-1)", std::nullopt);
+}
+
 TEST_F(TmaScheduleTest, SwizzledTmaSlabsMatchTheReferenceInEveryDtype) {
   pin("tma_copy", "TMA", AttrValue(true));
   pin("launch_geometry", "BM", AttrValue(int64_t{32}));
@@ -757,22 +772,25 @@ TEST_F(OnlineSoftmaxTest, FullyMaskedRowMatchesTheTwoPassKernel) {
 }
 
 // The acceptance case: softmax over rows of 65536 reads x from memory twice (once for the row's
-// normalizer, once for the output), not three times. For 64 rows the default schedule splits the
-// row and stages each split (one copy to shared memory, then the epilogue's read); for 1024 rows it
-// keeps each row whole and reads it in chunks from memory, where the merged pass saves the third
-// read; and so does a schedule of 64 rows that keeps the row whole (SPLIT=1).
+// normalizer, once for the output), not three times, where the row is not kept on chip. For 1024
+// rows the default schedule keeps each row whole and reads it in chunks from memory, where the
+// merged pass saves the third read; and so does a schedule of 64 rows that keeps the row whole
+// (one block a row: CLUSTER=1, SPLIT=1). For 64 rows the default schedule splits each row across
+// a cluster of 4 blocks, each staging its share: the row is read once.
 TEST_F(OnlineSoftmaxTest, SoftmaxOf65536ReadsItsRowTwice) {
-  for (const char* text : {"torch.softmax(torch.randn(64, 65536), dim=-1)", "torch.softmax(torch.randn(1024, 65536), dim=-1)"}) {
+  for (const auto& [text, reads] : {std::pair{"torch.softmax(torch.randn(64, 65536), dim=-1)", 1},
+                                    std::pair{"torch.softmax(torch.randn(1024, 65536), dim=-1)", 2}}) {
     SCOPED_TRACE(text);
     Graph g = trace(text, DType::F32);
     ASSERT_FALSE(HasFailure());
     ASSERT_TRUE(lower(g, pipeline_, Dialect::Kernel, device_, std::nullopt, /*verify_each=*/false));
-    EXPECT_EQ(global_reads(g, "x"), 2) << print_graph(g);
+    EXPECT_EQ(global_reads(g, "x"), reads) << print_graph(g);
   }
 
   const char* text = "torch.softmax(torch.randn(64, 65536), dim=-1)";
   Graph g;
 
+  pin("cluster_reduce", "CLUSTER", AttrValue(int64_t{1}));
   pin("split_reduce", "SPLIT", AttrValue(int64_t{1}));
   for (bool online : {false, true}) {
     PipelineSpec saved = pipeline_;
@@ -888,6 +906,131 @@ TEST_F(MeanVarianceTest, LayerNormOf65536ReadsItsRowTwice) {
     EXPECT_EQ(row_passes(g, "x"), one_pass ? 2 : 3) << print_graph(g);
   }
 }
+
+// cluster_reduce: rows split across the blocks of a thread-block cluster, combined through
+// distributed shared memory. Each program runs with every cluster size pinned (2, 4, 8) in f32,
+// with 4 in bf16 and f16, and with sampled schedules of clusters of 4, on the simulator against
+// the reference: reductions of every combine op (sum, max, the integer sum), a share that does
+// not divide the row (guarded), a masked row whose first blocks hold only -inf, LayerNorm (a
+// second reduction reading the first's result), a whole-tensor sum (written by block 0).
+struct ClusterProgram {
+  const char* name;
+  const char* text;
+  bool half;  // also run in bf16 and f16 (programs of float inputs)
+};
+const ClusterProgram kClusterPrograms[] = {
+    {"RmsNormRows", "nn.RMSNorm(4096)(torch.randn(6, 4096))", true},
+    {"SoftmaxRowsOf3000", "torch.softmax(torch.randn(5, 3000), dim=-1)", true},
+    {"MaskedLogSoftmaxHead", "x=torch.randn(3, 4000); torch.log_softmax(x.masked_fill(torch.arange(4000) < 3000, float('-inf')), dim=-1)", true},
+    {"LayerNormRowsOf1001", "nn.LayerNorm(1001)(torch.randn(3, 1001))", true},
+    {"AmaxMinusAmin", "x=torch.randn(4, 2500); x.amax(-1) - x.amin(-1)", true},
+    {"WholeTensorSum", "x=torch.randn(256, 300); x.sum()", true},
+    {"Int32RowSums", "a=torch.randint(0, 2147483647, (4, 700), dtype=torch.int32); a.sum(-1)", false},
+};
+
+class ClusterReduceTest : public OnlineSoftmaxTest {
+ protected:
+  // The cluster dims of the last lowered graph's kernels that have them.
+  std::vector<std::vector<int64_t>> clusters() const {
+    std::vector<std::vector<int64_t>> out;
+    for (const Node* n : last_lowered_.nodes())
+      if (const auto* k = n->op_as<KernelOp>(); k != nullptr && !k->cluster.empty()) out.push_back(k->cluster);
+    return out;
+  }
+};
+
+std::vector<test::CorpusProgram> cluster_corpus() {
+  std::vector<test::CorpusProgram> out;
+  for (const ClusterProgram& p : kClusterPrograms) out.push_back({p.name, p.text});
+  return test::sanitizer_share(out);
+}
+
+class ClusterReduceProgramTest : public ClusterReduceTest {};
+
+TEST_P(ClusterReduceProgramTest, EveryClusterSizeMatchesTheReference) {
+  const ClusterProgram* program = nullptr;
+  for (const ClusterProgram& p : kClusterPrograms)
+    if (GetParam().name == p.name) program = &p;
+  ASSERT_NE(program, nullptr);
+  for (int64_t size : {2, 4, 8}) {
+    SCOPED_TRACE("CLUSTER=" + std::to_string(size));
+    PipelineSpec saved = pipeline_;
+    pin("cluster_reduce", "CLUSTER", AttrValue(size));
+    std::vector<DType> dtypes = {DType::F32};
+    if (size == 4 && program->half) dtypes.insert(dtypes.end(), {DType::BF16, DType::F16});
+    for (DType dtype : dtypes) {
+      check(program->text, std::nullopt, dtype);
+      if (HasFailure()) return;
+      const std::vector<std::vector<int64_t>> dims = clusters();
+      ASSERT_EQ(dims.size(), 1u) << "one kernel launched in clusters";
+      EXPECT_EQ(dims[0], (std::vector<int64_t>{size, 1, 1}));
+    }
+    if (size == 4)
+      for (uint64_t seed = 1; seed <= simulated(3); ++seed) {
+        check(program->text, seed);
+        if (HasFailure()) return;
+      }
+    pipeline_ = saved;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, ClusterReduceProgramTest, ::testing::ValuesIn(cluster_corpus()),
+                         [](const auto& info) { return test::corpus_test_name(info.param); });
+
+// The heuristic on an H100 (132 SMs): RMSNorm over 32 rows of 65536 gets clusters of 8 (256
+// blocks), each block staging its share of the row, so x is read from memory once; LayerNorm
+// over 16 rows of 32768 (which split_reduce cannot split: its variance reads the mean) gets 8
+// blocks a row, 128 blocks instead of 16; softmax over 4 rows of 262144 keeps split_reduce's
+// two kernels (8 blocks a row would busy only 32 SMs).
+TEST_F(ClusterReduceTest, RowsTooFewForTheDeviceAreSplitAcrossClusters) {
+  struct Case {
+    const char* text;
+    int64_t cluster;  // 0: no cluster
+    int64_t blocks;   // of the clustered kernel
+  };
+  for (const Case& c : {Case{"nn.RMSNorm(65536)(torch.randn(32, 65536))", 8, 256},
+                        Case{"nn.LayerNorm(32768)(torch.randn(16, 32768))", 8, 128},
+                        Case{"torch.softmax(torch.randn(4, 262144), dim=-1)", 0, 0}}) {
+    SCOPED_TRACE(c.text);
+    compile_only(c.text, std::nullopt);
+    if (HasFailure()) return;
+    const std::vector<std::vector<int64_t>> dims = clusters();
+    if (c.cluster == 0) {
+      EXPECT_TRUE(dims.empty());
+      continue;
+    }
+    ASSERT_EQ(dims.size(), 1u);
+    EXPECT_EQ(dims[0], (std::vector<int64_t>{c.cluster, 1, 1}));
+    for (const Node* n : last_lowered_.nodes())
+      if (const auto* k = n->op_as<KernelOp>(); k != nullptr && !k->cluster.empty())
+        EXPECT_EQ(k->grid[0] * k->grid[1] * k->grid[2], c.blocks);
+    EXPECT_EQ(global_reads(last_lowered_, "x"), 1) << "each block stages its share once";
+  }
+}
+
+#ifdef TESSERA_HAVE_CUDA
+// The cluster exchange compiles with NVRTC for sm_90 (barrier.cluster, mapa), and for sm_80 too
+// (guarded: a cluster kernel built for an older architecture traps if launched).
+TEST_F(ClusterReduceTest, ClusterKernelsCompileWithNvrtc) {
+  pin("cluster_reduce", "CLUSTER", AttrValue(int64_t{4}));
+  int compiled = 0;
+  for (const ClusterProgram& p : kClusterPrograms) {
+    Graph g = trace(p.text, DType::F32);
+    ASSERT_FALSE(HasFailure()) << p.text;
+    Status st = lower(g, pipeline_, Dialect::Cuda, device_);
+    ASSERT_TRUE(st) << p.text << ":\n" << st.error().render();
+    for (const Node* n : g.nodes()) {
+      const auto* op = n->op_as<CudaOp>();
+      if (op == nullptr || op->cluster.empty()) continue;
+      EXPECT_NE(op->source.find("barrier.cluster.arrive.release.aligned"), std::string::npos);
+      EXPECT_NE(op->source.find("mapa.u64"), std::string::npos);
+      for (const char* arch : {"sm_90", "sm_80"}) EXPECT_EQ(test::nvrtc_compile(*op, arch), "") << p.text << " " << arch;
+      ++compiled;
+    }
+  }
+  EXPECT_EQ(compiled, static_cast<int>(std::size(kClusterPrograms)));
+}
+#endif
 
 // The corpus exercises the default pipeline's value passes: counted by the diff blocks the runner
 // prints for a pass that changed a kernel, hoist_loop_invariants and eliminate_common_subexpressions

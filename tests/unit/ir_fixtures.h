@@ -65,6 +65,8 @@ inline Body every_stmt_kind_body() {
                                  {Assign{"v3", ElementwiseFn::Relu, {val("v2")}}}}}});
   tile_body.push_back(VectorStore{
       "y", {lit(0), var("a1"), var("a0") * 4}, {val("in1"), val("in2"), val("in3"), val("in4")}});
+  tile_body.push_back(ClusterSync{});
+  tile_body.push_back(DsmemLoad{"in5", "acc0_smem", {lit(0)}, var("a1") % 8});
 
   Body body;
   body.push_back(Smem{"x_smem", DType::F32, {2, 2048}});

@@ -178,6 +178,7 @@ Expected<KernelFeatures> CostModel::features(const Graph& g, const Node& n, cons
         std::min(255.0, std::ceil(priors_.register_base + priors_.registers_per_array_element * arrays.words)));
     f.registers_estimated = true;
   }
+  for (const Stmt& s : k->body) f.cluster_syncs += s.is<ClusterSync>();  // top level (the verifier's rule)
   const KernelBound bound = KernelBound::on(report, d, f.registers);
   f.blocks_per_sm = bound.blocks_per_sm;
   if (f.blocks_per_sm <= 0)
@@ -269,7 +270,8 @@ Expected<KernelFeatures> CostModel::features(const Graph& g, const Node& n, cons
     // Every block of the wave waits its round trips at once: bytes / bytes in flight, each a
     // latency (ns -> us).
     in(CostCoefficient::DramLatencyNs) = per_block_dram / in_flight_per_block * 1e-3;
-    in(CostCoefficient::L2LatencyNs) = per_block_l2_hits / in_flight_per_block * 1e-3;
+    in(CostCoefficient::L2LatencyNs) =
+        (per_block_l2_hits / in_flight_per_block + 2.0 * static_cast<double>(f.cluster_syncs)) * 1e-3;
     in(CostCoefficient::SmemEfficiency) = busiest * per_block_wavefronts / mhz;
     in(CostCoefficient::Fp32Efficiency) = busiest * per_block_simt / sm_flops_per_us;
     in(CostCoefficient::SfuCost) = busiest * per_block_sfu / sm_flops_per_us;

@@ -30,8 +30,10 @@
 // Knob CLUSTER (1 = off, 2, 4, 8: the portable cluster sizes; at most W). Asked only on devices
 // with clusters (arch sm_90 and newer) for kernels of that shape. Heuristic: with R rows below
 // device.sm_count and R times the body's innermost iterations (4 bytes each) reaching 1 MB, the
-// smallest C dividing W with R * C >= sm_count; when none does (too few rows for 8-block clusters
-// to fill the device), 1, and split_reduce spreads the work over more blocks instead.
+// smallest C dividing W with R * C >= sm_count; when none does but 8 blocks a row busy half of the
+// SMs (R * 8 >= sm_count / 2: the row read once on those, against twice on every SM by
+// split_reduce's two kernels), 8; otherwise (a few rows: `x.sum()`, softmax over 4 rows) 1, and
+// split_reduce spreads the work over more blocks instead.
 // Accepts: Tile IR (TileOp nodes whose body is one Tile with only PARALLEL axes); skips, with the
 //   reason, kernels of another shape, contractions with M or N axes (split_matmul_k's work), and
 //   kernels that read their own output.
@@ -201,6 +203,11 @@ class ClusterReducePass final : public TilePass {
     const bool large = rows < device.sm_count && rows * innermost_iterations(tile.body) * 4 >= kLargeKernelBytes;
     for (int64_t c : candidates)
       if (large && heuristic == 1 && c > 1 && shape.extent % c == 0 && rows * c >= device.sm_count) heuristic = c;
+    // Too few rows to fill the device even with 8 blocks a row, but enough for half of it: one
+    // read of the row on 8 blocks a row, rather than two (split_reduce's partial and combine
+    // kernels) on every SM.
+    if (large && heuristic == 1 && candidates.back() == 8 && shape.extent % 8 == 0 && 2 * rows * 8 >= device.sm_count)
+      heuristic = 8;
     TESSERA_ASSIGN_OR_RETURN(int64_t clusters, ctx.choose_int("CLUSTER", node, candidates, heuristic));
     if (clusters == 1) {
       ctx.skip(node, rows >= device.sm_count ? "its " + std::to_string(rows) + " rows fill the " +

@@ -41,6 +41,8 @@
 //                              with the same condition share one branch).
 //                              Its fill count n: from a ring's slot `n % S`, else from the enclosing
 //                              loops (constant trip counts, no condition around it; an error otherwise)
+//                              after the fills of the buffer's earlier Stages (a row's passes over
+//                              the same chunk buffer, one loop after another)
 //       Stage with slots = S   the Smem gets a leading dimension S (and slots=S); the copies write
 //                              x_smem[slot, coords] (an error when the slot's bound leaves 0..S-1);
 //                              the Tile IR loads already index the slot
@@ -566,12 +568,25 @@ class KernelBuilder {
       fill = simplify(written.operand(0), scope.ranges);
     } else {
       if (scope.in_cond) return refuse("under a condition cannot count its fills (its barrier's phase)");
+      // Earlier Stages of the buffer (the chunk loops of a row's passes, one after another) filled
+      // it `before` times: this Stage's fills continue the count.
+      std::vector<std::string> loops;
+      int64_t fills = 1;
       for (const LoopFrame& l : scope.loops) {
         if (l.trips <= 0)
           return refuse("inside loop " + l.var + " cannot count its fills: the loop needs a constant trip count and step 1");
         fill = fill * Expr::int_(l.trips) + (Expr::var(l.var) - l.begin);
+        fills *= l.trips;
+        loops.push_back(l.var);
       }
-      fill = simplify(fill, scope.ranges);
+      int64_t& before = tma_fills_before_[st.dst];
+      std::vector<std::string>& last_loops = tma_stage_loops_[st.dst];
+      if (before > 0 && !loops.empty() && !last_loops.empty() && last_loops.front() == loops.front())
+        return refuse("shares loop " + loops.front() + " with another Stage of " + st.dst +
+                      ": their fills interleave, and the barrier's phases cannot be counted");
+      fill = simplify(fill + Expr::int_(before), scope.ranges);
+      before += fills;
+      last_loops = std::move(loops);
     }
 
     // The buffer: the slab (and the ring's slot dim), aligned for the copy and its swizzle.
@@ -847,6 +862,8 @@ class KernelBuilder {
   bool commit_after_stage_ = true;  // the Stage being lowered ends its run of async Stages
   bool async_stages_ = false;       // some Stage of the kernel is async (its AsyncWaits wait for cp.async)
   std::map<std::string, std::pair<std::string, std::string>> tma_names_;  // staged buffer -> (tensor map, barrier)
+  std::map<std::string, int64_t> tma_fills_before_;  // single TMA buffer -> fills by the Stages lowered so far
+  std::map<std::string, std::vector<std::string>> tma_stage_loops_;  // ... and the loops around the last one
   std::vector<KernelParam> tensor_maps_;  // the kernel's tensor-map parameters, in order of first use
   Body barriers_;                         // their MbarrierInits (top level, after the Smem)
   bool first_of_stage_run_ = true;  // the Stage being lowered starts a run of Stages

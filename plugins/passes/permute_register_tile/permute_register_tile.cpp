@@ -17,7 +17,8 @@
 //   with literal bounds 0..R, R >= 2, holding an expression that reads the axis and the loop's
 //   variable only through t + r * T: unchanged when t moves by T and r by -1), every expression
 //   reading the axis lies inside one of them and reads it that way, and all of them have the same
-//   R. Nodes without a permutable axis are left alone.
+//   R, and no StridedLoop's bounds read it (a loop the threads share strides over the axis as a
+//   whole). Nodes without a permutable axis are left alone.
 // Knobs (bool; asked per permutable axis): COLUMNS for the first THREAD axis (register_tile's TN
 //   axis, a matmul's output columns), ROWS for the second (TM, the rows). Heuristic, from the
 //   staged-slab bank model (target/staged_access.h) and the accesses' shapes: the cost of an axis's
@@ -61,9 +62,16 @@ struct ExprSite {
 class ExprSites final : public StmtMutator {
  public:
   std::vector<ExprSite> sites;
+  // The bounds of StridedLoops: a loop the threads share (cooperative_reduce's, chunk_reduce's
+  // chunks) strides over a thread axis as a whole iteration space, not one output per replica.
+  std::vector<Expr> strided_bounds;
   Expr mutate_expr(const Expr& e) override {
     sites.push_back({e, loops_});
     return e;
+  }
+  Stmt mutate_StridedLoop(const StridedLoop& s, const Stmt& self) override {
+    strided_bounds.insert(strided_bounds.end(), {s.begin, s.end, s.step});
+    return StmtMutator::mutate_StridedLoop(s, self);
   }
   Stmt mutate_Loop(const Loop& s, const Stmt& self) override {
     // The bounds belong to the enclosing scope.
@@ -92,7 +100,12 @@ struct PermutableAxis {
   int64_t replicas = 0;
 };
 
-std::optional<PermutableAxis> permutable(const TileAxis& axis, const std::vector<ExprSite>& sites) {
+std::optional<PermutableAxis> permutable(const TileAxis& axis, const ExprSites& found) {
+  const std::vector<ExprSite>& sites = found.sites;
+  // A StridedLoop over the axis: its iterations, not single outputs, follow the thread (moving its
+  // begin alone would drop elements; found by the random-knob corpus on a chunked RMSNorm row).
+  for (const Expr& bound : found.strided_bounds)
+    if (mentions_var(bound, axis.name)) return std::nullopt;
   PermutableAxis out{axis, {}, 0};
   // Pair: a replica loop holding an expression that reads the axis and the loop's variable as a pair.
   for (const ExprSite& s : sites) {
@@ -208,7 +221,7 @@ class PermuteRegisterTilePass final : public TilePass {
     std::vector<PermutableAxis> chosen;
     bool any = false;
     for (size_t i = 0; i < threads.size() && i < 2; ++i) {
-      std::optional<PermutableAxis> axis = permutable(threads[i], sites.sites);
+      std::optional<PermutableAxis> axis = permutable(threads[i], sites);
       if (!axis) continue;
       any = true;
       const bool heuristic = cost(ctx.graph(), kernel, threads, *axis, true, ctx) < cost(ctx.graph(), kernel, threads, *axis, false, ctx);

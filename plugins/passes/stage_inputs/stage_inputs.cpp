@@ -7,10 +7,11 @@
 // lies in uniform serial Loops directly in the Tile body that loop over chunks (the chunk loops of
 // chunk_reduce, not a one-element-per-step K loop), each such loop's body (one Stage per loop, all
 // named x_smem: they share one shared buffer). Stages go before any tail guard (uniform flow).
-// A buffer has a slab when every dim of every load index is `u + v`, u block-uniform (BLOCK axes
-// and the loop variables around the scope) and v one THREAD axis, StridedLoop variable or Loop
-// variable bound in the scope with a known range [b, b + E) (slab dim v:E, origin u + b, shared
-// index v - b), or is uniform (dim not in the slab); all loads must agree on the origin.
+// A buffer has a slab when every dim of every load index is `u + v`, u block-uniform (BLOCK and
+// CLUSTER axes and the loop variables around the scope) and v one THREAD axis, StridedLoop
+// variable or Loop variable bound in the scope with a known range [b, b + E) (slab dim v:E, origin
+// u + b, shared index v - b), or is uniform (dim not in the slab); all loads must agree on the
+// origin.
 // Accepts: Tile IR (TileOp nodes whose body is one Tile); other nodes are left alone.
 // Knob STAGE (string; candidates "none" and the subsets of the candidate buffers that fit together
 //   in device.smem_per_block minus existing Stages, each slab counted with the alignment padding it
@@ -400,7 +401,7 @@ class StageInputsPass final : public TilePass {
     std::set<std::string> block_axes;
     RangeMap block_ranges;
     for (const TileAxis& a : tile.axes)
-      if (a.binding == AxisBinding::Block) {
+      if (a.binding == AxisBinding::Block || a.binding == AxisBinding::Cluster) {  // the block's rank in its cluster too
         block_axes.insert(a.name);
         block_ranges[a.name] = Interval{0, a.extent - 1};
       }

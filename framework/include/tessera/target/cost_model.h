@@ -81,6 +81,10 @@ struct KernelFeatures {
   double smem_ideal_wavefronts = 0;  // the same accesses without bank conflicts
   double simt_flops = 0, sfu_flops = 0, tensor_flops = 0;
   double bytes_in_flight_per_warp = 0;
+  // Thread-block clusters: the kernel's ClusterSyncs. Each exchange waits for every block of the
+  // cluster and then reads the others' shared memory: two round trips at L2 latency, which every
+  // block pays whatever it keeps in flight (memory_latency, docs/cost-model.md).
+  int64_t cluster_syncs = 0;
   // One group of identical waves: `count` waves of `blocks` blocks each, and the input each
   // coefficient multiplies in them (term = sum of coefficient x input, in microseconds).
   struct Wave {
