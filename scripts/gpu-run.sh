@@ -7,7 +7,8 @@
 #   probe         GPU, driver, clocks, NVRTC and CUDA headers (NVRTC from PyTorch's wheels when the
 #                 CUDA installation has none), ldd of every binary, glibc, libstdc++, python, torch
 #   smoke         f32 and bf16 programs, RMSNorm over 16384 columns (64 KB of dynamic shared
-#                 memory), run --bench with CUDA-graph capture
+#                 memory), rows split across thread-block clusters (sm_90), run --bench with
+#                 CUDA-graph capture
 #   gpu-tests     the GPU tests of the test binary (the corpus is the next step's)
 #   tma           TMA schedules (--knob tma_copy.TMA=true; sm_90 and newer): matmuls in f32 and
 #                 bf16 against the reference, swizzled slabs (32/64/128B), one under compute-sanitizer memcheck and racecheck,
@@ -46,6 +47,8 @@ smoke_programs=(
   "nn.RMSNorm(16384)(torch.randn(4, 16384))"  # 64 KB of shared memory: past the 48 KB default
   "x=torch.randn(512,512); w=torch.randn(512,512); x @ w"  # 8 x 4 register tiles, 16-byte shared loads
   "g=torch.randn(64,512); u=torch.randn(64,512); wd=torch.randn(512,256); (F.silu(g) * u) @ wd"  # a SlabMap, a 2-D grid
+  "nn.RMSNorm(65536)(torch.randn(32, 65536))"  # rows split across clusters of 8: barrier.cluster, DSMEM (sm_90)
+  "nn.LayerNorm(32768)(torch.randn(16, 32768))"  # clusters of 8, two cluster Combines a row
 )
 smoke_bench_program="nn.RMSNorm(2048)(torch.randn(1, 32, 2048))"
 sanitizer_programs=(

@@ -121,7 +121,10 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
 
   // The value of an int knob that leaves the kernel as it is.
   static int64_t off_value(const std::string& knob) {
-    return knob == "SPLITK" || knob == "BUFFERS" || knob == "STAGES" ? 1 : 0;
+    return knob == "SPLITK" || knob == "BUFFERS" || knob == "STAGES" || knob == "CLUSTER" || knob == "SPLIT" ||
+                   knob == "EPILOGUE_SPLIT"
+               ? 1
+               : 0;
   }
 
   // The value `pass`.`knob` was given on some kernel of `g`, or nullopt (also when it is off).
@@ -547,7 +550,7 @@ INSTANTIATE_TEST_SUITE_P(Reductions, SplitReduceProgramTest, ::testing::ValuesIn
 // The sampled schedules of the programs above (compiled, not run: the test above runs them) split
 // some reductions and some epilogues.
 TEST_F(SplitReduceTest, SampledSchedulesSplitReductionsAndEpilogues) {
-  int split = 0, epilogue_split = 0;
+  int split = 0, epilogue_split = 0, clustered = 0;
   for (const ReductionProgram& p : kReductionPrograms)
     for (uint64_t seed = 1; seed <= static_cast<uint64_t>(p.schedules); ++seed) {
       Graph g = trace(p.text, DType::F32);
@@ -556,9 +559,13 @@ TEST_F(SplitReduceTest, SampledSchedulesSplitReductionsAndEpilogues) {
       ASSERT_TRUE(st) << p.name << ":\n" << st.error().render();
       split += int_knob(g, "split_reduce", "SPLIT").value_or(1) > 1;
       epilogue_split += int_knob(g, "split_reduce", "EPILOGUE_SPLIT").value_or(1) > 1;
+      clustered += int_knob(g, "cluster_reduce", "CLUSTER").value_or(1) > 1;
     }
   EXPECT_GT(split, 0) << "no sampled schedule split a reduction";
   EXPECT_GT(epilogue_split, 0) << "no sampled schedule split an epilogue";
+  // The same programs' rows (of 1, 31, 4097, 262144; whole tensors of 2^20 and 2^24) split across
+  // thread-block clusters: the tests above simulate these samples against the reference.
+  EXPECT_GT(clustered, 0) << "no sampled schedule split a row across a cluster";
 }
 
 // The acceptance cases: each launches at least a block per SM and simulates correctly. The sum
