@@ -1,6 +1,8 @@
 // Row loops of reduction kernels (see tessera/ir/row_loop.h).
 #include "tessera/ir/row_loop.h"
 
+#include <algorithm>
+
 namespace tessera {
 
 std::optional<RowLoop> row_loop(const Stmt& s) {
@@ -29,6 +31,42 @@ Stmt with_row_body(const Stmt& loop, Body body) {
     out.body = {Stmt(std::move(inner))};
   } else {
     out.body = std::move(body);
+  }
+  return out;
+}
+
+bool computes_values_only(const Body& body) {
+  return std::all_of(body.begin(), body.end(), [](const Stmt& s) { return s.is<Load>() || s.is<Assign>() || s.is<Select>(); });
+}
+
+bool loads_only_from(const Body& body, const std::vector<std::string>& buffers) {
+  for (const Stmt& s : body)
+    if (const auto* load = s.as<Load>())
+      if (std::find(buffers.begin(), buffers.end(), load->buffer) == buffers.end()) return false;
+  return true;
+}
+
+bool reads_any(const Body& body, const std::set<std::string>& names) {
+  for (const std::string& name : used_names(body))
+    if (names.count(name)) return true;
+  return false;
+}
+
+Body rewrite_statement_runs(const Body& body,
+                            const std::function<std::optional<StatementRun>(const Body&, size_t)>& match) {
+  Body out;
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (std::optional<StatementRun> run = match(body, i)) {
+      out.insert(out.end(), run->replacement.begin(), run->replacement.end());
+      i += run->length - 1;
+      continue;
+    }
+    if (const auto* cond = body[i].as<Cond>()) {
+      out.push_back(Cond{cond->cond, rewrite_statement_runs(cond->then_body, match),
+                         rewrite_statement_runs(cond->else_body, match)});
+      continue;
+    }
+    out.push_back(body[i]);
   }
   return out;
 }

@@ -51,6 +51,7 @@
 
 #include "tessera/ir/contraction.h"
 #include "tessera/ir/graph.h"
+#include "tessera/ir/stmt_effects.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
@@ -60,18 +61,12 @@
 namespace tessera {
 namespace {
 
-constexpr int64_t kLargeKernelBytes = int64_t{1} << 20;  // the kernel report's "large work"
-
-bool reads_buffer(const Body& body, const std::string& buffer) {
-  struct Finder final : StmtVisitor {
-    std::string buffer;
-    bool found = false;
-    void visit_Load(const Load& s) override { found = found || s.buffer == buffer; }
-  } finder;
-  finder.buffer = buffer;
-  finder.visit(body);
-  return finder.found;
+bool reads(const Body& body, const std::string& buffer) {
+  const std::vector<std::string> read = read_buffers(body);
+  return std::find(read.begin(), read.end(), buffer) != read.end();
 }
+
+constexpr int64_t kLargeKernelBytes = int64_t{1} << 20;  // the kernel report's "large work"
 
 // (acc, op) for every accumulator `loop` accumulates into that is initialized outside it, in
 // order of first accumulation; nullopt when one is accumulated with two different ops.
@@ -189,7 +184,7 @@ class ClusterReducePass final : public TilePass {
       ctx.skip(node, shape.why_not);
       return Status::ok();
     }
-    if (reads_buffer(tile.body, node.id())) {
+    if (reads(tile.body, node.id())) {
       ctx.skip(node, "the kernel reads its own output, which another block of the cluster may write");
       return Status::ok();
     }

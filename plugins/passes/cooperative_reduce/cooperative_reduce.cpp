@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tessera/ir/graph.h"
+#include "tessera/ir/stmt_effects.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
@@ -38,21 +39,15 @@
 namespace tessera {
 namespace {
 
+bool reads(const Body& body, const std::string& buffer) {
+  const std::vector<std::string> read = read_buffers(body);
+  return std::find(read.begin(), read.end(), buffer) != read.end();
+}
+
 int64_t next_pow2(int64_t v) {
   int64_t p = 1;
   while (p < v) p *= 2;
   return p;
-}
-
-bool reads_buffer(const Body& body, const std::string& buffer) {
-  struct Finder final : StmtVisitor {
-    std::string buffer;
-    bool found = false;
-    void visit_Load(const Load& s) override { found = found || s.buffer == buffer; }
-  } finder;
-  finder.buffer = buffer;
-  finder.visit(body);
-  return finder.found;
 }
 
 // The loops the threads will share: directly in `body` or inside its (uniform) ifs.
@@ -168,7 +163,7 @@ class CooperativeReducePass final : public TilePass {
       ctx.skip(*n, "no top-level loop to share among threads");
       return Status::ok();
     }
-    if (reads_buffer(tile.body, n->id())) {
+    if (reads(tile.body, n->id())) {
       ctx.skip(*n, "the kernel reads its own output, which other threads may write");
       return Status::ok();
     }

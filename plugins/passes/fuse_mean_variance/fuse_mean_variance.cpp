@@ -68,19 +68,6 @@ namespace {
 
 bool names(const Expr& e, const std::string& name) { return e.is_name() && e.name() == name; }
 
-bool mentions_any(const Body& body, const std::set<std::string>& accs) {
-  for (const std::string& name : used_names(body))
-    if (accs.count(name)) return true;
-  return false;
-}
-
-// Only loads and computed values: nothing that writes, accumulates, branches or synchronizes.
-bool plain_values(const Body& body, bool loads_allowed) {
-  return std::all_of(body.begin(), body.end(), [&](const Stmt& s) {
-    return (loads_allowed && s.is<Load>()) || s.is<Assign>() || s.is<Select>();
-  });
-}
-
 // One sum pass + squared-deviation pass starting at `position` of a body.
 struct VariancePair {
   size_t position = 0;
@@ -152,10 +139,10 @@ class PairFinder {
       if (loop_bound.count(name) || name == q) return std::nullopt;
 
     const Body prefix(sb.begin(), sb.end() - 1);
-    if (!plain_values(prefix, true) || mentions_any(prefix, {s, q})) return std::nullopt;
+    if (!computes_values_only(prefix) || reads_any(prefix, {s, q})) return std::nullopt;
     const Body between(body.begin() + static_cast<std::ptrdiff_t>(between_first),
                        body.begin() + static_cast<std::ptrdiff_t>(between_end));
-    if (!plain_values(between, false) || mentions_any(between, {q})) return std::nullopt;
+    if (!computes_values_only(between) || reads_any(between, {q})) return std::nullopt;
     // The same row loop with the same values before the accumulation: the second pass with its tail
     // replaced by the sum pass's accumulation must be the sum pass, up to names.
     Body square_as_sum(qb.begin(), qb.end() - 3);
@@ -173,14 +160,14 @@ class PairFinder {
         (init->acc == s ? s_type : q_type) = init->type;
         continue;
       }
-      if (mentions_any(Body{body[k]}, {s, q})) return std::nullopt;
+      if (reads_any(Body{body[k]}, {s, q})) return std::nullopt;
     }
     if (!s_type || !q_type || !(*s_type == *q_type)) return std::nullopt;
     if (s_type->dtype != DType::F32 && s_type->dtype != DType::F64) {
       wrong_type_ = true;
       return std::nullopt;
     }
-    if (!reads_graph_inputs_only(prefix)) {
+    if (!loads_only_from(prefix, node_.inputs)) {
       staged_ = true;
       return std::nullopt;
     }
@@ -195,13 +182,6 @@ class PairFinder {
     const auto* c = st.as<Combine>();
     return c != nullptr && c->acc == acc && c->op == CombineFn::Add && c->scope == CombineScope::Block;
   }
-  bool reads_graph_inputs_only(const Body& body) const {
-    for (const Stmt& s : body)
-      if (const auto* load = s.as<Load>())
-        if (std::find(node_.inputs.begin(), node_.inputs.end(), load->buffer) == node_.inputs.end()) return false;
-    return true;
-  }
-
   const Node& node_;
   bool staged_ = false;
   bool wrong_type_ = false;
@@ -259,28 +239,17 @@ Body welford_statements(const VariancePair& p, const Body& body, std::set<std::s
   return out;
 }
 
-// Finds the pairs of a body and of the `if`s in it (not inside loops: a row loop's body holds none)
-// and, when `taken` is given, rewrites them inventing names outside it. Counts the pairs in `found`.
+// The pairs of `body` (and of the `if`s in it), rewritten when `taken` is given (inventing names
+// outside it), else left as they are; counted in `found`.
 Body rewrite_pairs(const Body& body, PairFinder& finder, std::set<std::string>* taken, int& found) {
-  Body out;
-  for (size_t i = 0; i < body.size(); ++i) {
-    if (std::optional<VariancePair> p = finder.at(body, i)) {
-      ++found;
-      Body replaced = taken != nullptr ? welford_statements(*p, body, *taken)
-                                       : Body(body.begin() + static_cast<std::ptrdiff_t>(i),
-                                              body.begin() + static_cast<std::ptrdiff_t>(i + p->length));
-      out.insert(out.end(), replaced.begin(), replaced.end());
-      i += p->length - 1;
-      continue;
-    }
-    if (const auto* cond = body[i].as<Cond>()) {
-      out.push_back(Cond{cond->cond, rewrite_pairs(cond->then_body, finder, taken, found),
-                         rewrite_pairs(cond->else_body, finder, taken, found)});
-      continue;
-    }
-    out.push_back(body[i]);
-  }
-  return out;
+  return rewrite_statement_runs(body, [&](const Body& b, size_t i) -> std::optional<StatementRun> {
+    std::optional<VariancePair> p = finder.at(b, i);
+    if (!p) return std::nullopt;
+    ++found;
+    if (taken != nullptr) return StatementRun{p->length, welford_statements(*p, b, *taken)};
+    return StatementRun{p->length, Body(b.begin() + static_cast<std::ptrdiff_t>(i),
+                                        b.begin() + static_cast<std::ptrdiff_t>(i + p->length))};
+  });
 }
 
 class FuseMeanVariancePass final : public TilePass {

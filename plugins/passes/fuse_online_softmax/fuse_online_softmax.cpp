@@ -69,12 +69,6 @@ namespace {
 
 bool names(const Expr& e, const std::string& name) { return e.is_name() && e.name() == name; }
 
-bool mentions(const Stmt& s, const std::set<std::string>& accs) {
-  for (const std::string& name : used_names(Body{s}))
-    if (accs.count(name)) return true;
-  return false;
-}
-
 // One max pass + sum-of-exp pass starting at `position` of a body.
 struct SoftmaxPair {
   size_t position = 0;
@@ -133,7 +127,7 @@ class PairFinder {
     }
 
     const Body prefix(mb.begin(), mb.end() - 1);
-    if (!plain_values(prefix) || mentions_any(prefix, {m, s})) return std::nullopt;
+    if (!computes_values_only(prefix) || reads_any(prefix, {m, s})) return std::nullopt;
     // The same row loop with the same values before the accumulation: the sum pass with its tail
     // replaced by the max pass's accumulation must be the max pass, up to names.
     Body sum_as_max(sb.begin(), sb.end() - 3);
@@ -153,11 +147,11 @@ class PairFinder {
         (is_max ? m_type : s_type) = init->type;
         continue;
       }
-      if (mentions(body[j], {m, s})) return std::nullopt;
+      if (reads_any(Body{body[j]}, {m, s})) return std::nullopt;
     }
     if (!m_type || !s_type || !(*m_type == *s_type) || !is_float(m_type->dtype)) return std::nullopt;
 
-    if (!reads_graph_inputs_only(prefix)) {
+    if (!loads_only_from(prefix, node_.inputs)) {
       staged_ = true;
       return std::nullopt;
     }
@@ -174,21 +168,6 @@ class PairFinder {
     }
     return false;
   }
-  // Only loads and computed values: nothing that writes, accumulates, branches or synchronizes.
-  static bool plain_values(const Body& body) {
-    return std::all_of(body.begin(), body.end(),
-                       [](const Stmt& s) { return s.is<Load>() || s.is<Assign>() || s.is<Select>(); });
-  }
-  static bool mentions_any(const Body& body, const std::set<std::string>& accs) {
-    return std::any_of(body.begin(), body.end(), [&](const Stmt& s) { return mentions(s, accs); });
-  }
-  bool reads_graph_inputs_only(const Body& body) const {
-    for (const Stmt& s : body)
-      if (const auto* load = s.as<Load>())
-        if (std::find(node_.inputs.begin(), node_.inputs.end(), load->buffer) == node_.inputs.end()) return false;
-    return true;
-  }
-
   const Node& node_;
   bool staged_ = false;
 };
@@ -232,30 +211,17 @@ Body online_statements(const SoftmaxPair& p, const Stmt& max_loop, std::set<std:
   return out;
 }
 
-// Finds the pairs of a body and of the `if`s in it (not inside loops: a row loop's body holds none)
-// and, when `taken` is given, rewrites them inventing names outside it. Counts the pairs in `found`.
+// The pairs of `body` (and of the `if`s in it), rewritten when `taken` is given (inventing names
+// outside it), else left as they are; counted in `found`.
 Body rewrite_pairs(const Body& body, PairFinder& finder, std::set<std::string>* taken, int& found) {
-  Body out;
-  for (size_t i = 0; i < body.size(); ++i) {
-    if (std::optional<SoftmaxPair> p = finder.at(body, i)) {
-      ++found;
-      if (taken != nullptr) {
-        Body merged = online_statements(*p, body[i], *taken);
-        out.insert(out.end(), merged.begin(), merged.end());
-      } else {
-        out.insert(out.end(), body.begin() + i, body.begin() + i + p->length);
-      }
-      i += p->length - 1;
-      continue;
-    }
-    if (const auto* cond = body[i].as<Cond>()) {
-      out.push_back(Cond{cond->cond, rewrite_pairs(cond->then_body, finder, taken, found),
-                         rewrite_pairs(cond->else_body, finder, taken, found)});
-      continue;
-    }
-    out.push_back(body[i]);
-  }
-  return out;
+  return rewrite_statement_runs(body, [&](const Body& b, size_t i) -> std::optional<StatementRun> {
+    std::optional<SoftmaxPair> p = finder.at(b, i);
+    if (!p) return std::nullopt;
+    ++found;
+    if (taken != nullptr) return StatementRun{p->length, online_statements(*p, b[i], *taken)};
+    return StatementRun{p->length, Body(b.begin() + static_cast<std::ptrdiff_t>(i),
+                                        b.begin() + static_cast<std::ptrdiff_t>(i + p->length))};
+  });
 }
 
 class FuseOnlineSoftmaxPass final : public TilePass {

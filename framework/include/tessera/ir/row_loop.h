@@ -6,7 +6,10 @@
 // fuse_mean_variance) find and rebuild row loops with these.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "tessera/ir/stmt.h"
 
@@ -22,5 +25,26 @@ std::optional<RowLoop> row_loop(const Stmt& s);
 
 // `loop` (a row loop) with its per-element statements replaced by `body`.
 Stmt with_row_body(const Stmt& loop, Body body);
+
+// Whether `body` only loads and computes values (Load, Assign, Select): nothing that writes,
+// accumulates, branches or synchronizes. A row pass computes its row value so.
+bool computes_values_only(const Body& body);
+
+// Whether every Load of `body` reads one of `buffers` (a kernel's graph inputs: a row read from
+// memory, not a shared-memory slab).
+bool loads_only_from(const Body& body, const std::vector<std::string>& buffers);
+
+// Whether some statement of `body`, at any depth, reads a name in `names` (ir/stmt.h used_names).
+bool reads_any(const Body& body, const std::set<std::string>& names);
+
+// A run of statements to replace: its length and its replacement.
+struct StatementRun {
+  size_t length = 0;
+  Body replacement;
+};
+// `body`, and the bodies of the `if`s in it (not of loops: a row loop holds no row loop), with
+// each run `match(body, i)` finds starting at position i replaced (the walk goes on after it).
+Body rewrite_statement_runs(const Body& body,
+                            const std::function<std::optional<StatementRun>(const Body&, size_t)>& match);
 
 }  // namespace tessera
