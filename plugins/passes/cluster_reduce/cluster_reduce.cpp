@@ -27,8 +27,10 @@
 // threads (the cluster Combine includes the block's own: it adds no block Combine before one);
 // materialize lowers the cluster Combine to the block's combine, one ClusterSync and a fold of the
 // C blocks' totals in rank order read with DsmemLoad, so every block holds the same value.
-// Knob CLUSTER (1 = off, 2, 4, 8: the portable cluster sizes; at most W). Asked only on devices
-// with clusters (arch sm_90 and newer) for kernels of that shape. Heuristic: with R rows below
+// Knob CLUSTER (1 = off, 2, 4, 8: the portable cluster sizes, each leaving a block at least
+// device.warp_size elements of the row). Asked only on devices with clusters (arch sm_90 and
+// newer) for kernels of that shape whose R rows are fewer than device.sm_count (rows that give
+// every SM a block gain nothing from sharing them: a split-K combine). Heuristic: with R rows below
 // device.sm_count and R times the body's innermost iterations (4 bytes each) reaching 1 MB, the
 // smallest C dividing W with R * C >= sm_count; when none does but 8 blocks a row busy half of the
 // SMs (R * 8 >= sm_count / 2: the row read once on those, against twice on every SM by
@@ -191,9 +193,17 @@ class ClusterReducePass final : public TilePass {
 
     int64_t rows = 1;
     for (const TileAxis& a : tile.axes) rows *= a.extent;
+    if (rows >= device.sm_count) {  // the rows give every SM a block: splitting them only adds exchanges
+      ctx.skip(node, "its " + std::to_string(rows) + " rows fill the " + std::to_string(device.sm_count) + " SMs");
+      return Status::ok();
+    }
     std::vector<int64_t> candidates;
     for (int64_t c : {1, 2, 4, 8})
-      if (c <= shape.extent) candidates.push_back(c);
+      if (c == 1 || shape.extent / c >= device.warp_size) candidates.push_back(c);  // a warp's elements a block
+    if (candidates.size() == 1) {
+      ctx.skip(node, "its rows of " + std::to_string(shape.extent) + " elements are too short to share");
+      return Status::ok();
+    }
     int64_t heuristic = 1;
     const bool large = rows < device.sm_count && rows * innermost_iterations(tile.body) * 4 >= kLargeKernelBytes;
     for (int64_t c : candidates)
@@ -205,10 +215,7 @@ class ClusterReducePass final : public TilePass {
       heuristic = 8;
     TESSERA_ASSIGN_OR_RETURN(int64_t clusters, ctx.choose_int("CLUSTER", node, candidates, heuristic));
     if (clusters == 1) {
-      ctx.skip(node, rows >= device.sm_count ? "its " + std::to_string(rows) + " rows fill the " +
-                                                   std::to_string(device.sm_count) + " SMs"
-                                             : "no cluster of up to 8 blocks a row gives every SM a block, or the work is "
-                                               "small (under 1 MB)");
+      ctx.skip(node, "no cluster of up to 8 blocks a row busies half the SMs, or the work is small (under 1 MB)");
       return Status::ok();
     }
 
