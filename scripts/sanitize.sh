@@ -7,7 +7,7 @@
 #
 #   scripts/sanitize.sh [--fuzz-seconds S] [--all-tests]
 #     --fuzz-seconds S   fuzz each target for at most 100000 executions and S seconds
-#                        (default 30; 0: no fuzzing)
+#                        (default 20; 0: no fuzzing)
 #
 # Any sanitizer report fails the test that produced it: undefined behaviour aborts
 # (-fno-sanitize-recover=all), ASan and LeakSanitizer exit non-zero (86, below); no report is
@@ -32,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fuzz_seconds=30
+fuzz_seconds=20
 all_tests=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
