@@ -34,6 +34,8 @@
 // The rule (the fusion stage's counterpart, stated in fuse's contract): fuse may put a
 // whole-tensor reduction and a large epilogue in one kernel; by the heuristics below a kernel that
 // moves 1 MB or more never runs on fewer blocks than the device has SMs when it can be spread.
+// On sm_90 and newer cluster_reduce runs first: a kernel whose rows it split across a thread-block
+// cluster (a CLUSTER axis) is skipped, with that reason.
 // Accepts: Tile IR. Applies to TileOp kernels whose axes are all PARALLEL, with no contraction
 //   that has M or N axes (split_matmul_k's work: operands shared across outputs), and with at
 //   least one top-level reduction. Skips, with the reason, kernels whose rows fill the SMs,
