@@ -65,6 +65,37 @@ TEST(DeviceTableTest, FindByNameAndArch) {
   EXPECT_EQ(t->find_by_arch("sm_86"), nullptr);
 }
 
+// `--arch sm_90a`: the H100 compiled for the arch-specific variant, whose kernels may use wgmma;
+// it is not another device of the table (all() lists each device once).
+TEST(DeviceTableTest, ArchSpecificVariantIsTheBaseDeviceWithTheVariantsFeatures) {
+  Expected<DeviceTable> t = DeviceTable::load_file(TESSERA_SOURCE_DIR "/data/devices.yaml");
+  ASSERT_TRUE(t) << t.error().render();
+  const DeviceDesc* base = t->find_by_arch("sm_90");
+  const DeviceDesc* variant = t->find_by_arch("sm_90a");
+  ASSERT_NE(base, nullptr);
+  ASSERT_NE(variant, nullptr);
+  EXPECT_EQ(variant->name, "h100");
+  EXPECT_EQ(variant->arch, "sm_90a");
+  EXPECT_EQ(variant->sm_count, base->sm_count);
+  EXPECT_TRUE(variant->features.wgmma);
+  EXPECT_FALSE(base->features.wgmma);
+  for (const DeviceDesc& d : t->all()) EXPECT_NE(d.arch, "sm_90a");
+}
+
+// Passes ask the features, one table: cp.async from sm_80, TMA and clusters from sm_90, wgmma
+// only in sm_90a; every device of the table carries its arch's.
+TEST(DeviceTableTest, EveryArchHasItsFeatures) {
+  EXPECT_EQ(arch_features("sm_80"), (ArchFeatures{.cp_async = true}));
+  EXPECT_EQ(arch_features("sm_89"), (ArchFeatures{.cp_async = true}));
+  EXPECT_EQ(arch_features("sm_90"), (ArchFeatures{.cp_async = true, .tma = true, .clusters = true}));
+  EXPECT_EQ(arch_features("sm_90a"), (ArchFeatures{.cp_async = true, .tma = true, .clusters = true, .wgmma = true}));
+  EXPECT_EQ(arch_features("sm_100"), (ArchFeatures{.cp_async = true, .tma = true, .clusters = true}));
+  EXPECT_EQ(arch_features("sm_75"), ArchFeatures{});
+  Expected<DeviceTable> t = DeviceTable::load_default();
+  ASSERT_TRUE(t) << t.error().render();
+  for (const DeviceDesc& d : t->all()) EXPECT_EQ(d.features, arch_features(d.arch)) << d.name;
+}
+
 TEST(DeviceTableTest, DefaultTableIsFoundNextToTheLibrary) {
   Expected<DeviceTable> t = DeviceTable::load_default();
   ASSERT_TRUE(t) << t.error().render();

@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <variant>
 
 #include "tessera/support/install_paths.h"
@@ -157,6 +158,7 @@ Expected<DeviceDesc> read_device(const YAML::Node& entry, const YamlErrors& erro
   if (desc.smem_per_block > desc.smem_per_sm)
     return errors.at(entry["smem_per_block"],
                      "device '" + desc.name + "': smem_per_block exceeds smem_per_sm");
+  desc.features = arch_features(desc.arch);
   return desc;
 }
 
@@ -195,6 +197,20 @@ Expected<DeviceTable> DeviceTable::parse(const std::string& yaml_text, const std
       }
       table.devices_.push_back(std::move(desc));
     }
+    // Arch-specific variants (sm_90a) of the first device of their base arch (sm_90) that no
+    // entry lists itself.
+    for (const std::string& arch : known_archs()) {
+      if (arch.back() != 'a' || table.find_by_arch(arch) != nullptr) continue;
+      const std::string base = arch.substr(0, arch.size() - 1);
+      for (const DeviceDesc& d : table.devices_)
+        if (d.arch == base) {
+          DeviceDesc variant = d;
+          variant.arch = arch;
+          variant.features = arch_features(arch);
+          table.variants_.push_back(std::move(variant));
+          break;
+        }
+    }
     return table;
   } catch (const YAML::Exception& e) {
     // yaml-cpp reports syntax errors (and any misuse) by throwing; they stop here.
@@ -227,13 +243,47 @@ const DeviceDesc* DeviceTable::find(const std::string& name) const {
 const DeviceDesc* DeviceTable::find_by_arch(const std::string& arch) const {
   for (const DeviceDesc& d : devices_)
     if (d.arch == arch) return &d;
+  for (const DeviceDesc& d : variants_)
+    if (d.arch == arch) return &d;
   return nullptr;
 }
 
+namespace {
+
+// Every known arch and what it can do: the one list known_archs and arch_features read. Thread-
+// block clusters and TMA from compute capability 9.0 (CUDA programming guide); wgmma only in the
+// arch-specific sm_90a (PTX ISA: "requires sm_90a").
+struct ArchEntry {
+  std::string_view arch;
+  ArchFeatures features;
+};
+constexpr ArchFeatures kAmpere{.cp_async = true};
+constexpr ArchFeatures kHopperAndLater{.cp_async = true, .tma = true, .clusters = true};
+constexpr ArchEntry kArchs[] = {
+    {"sm_80", kAmpere},
+    {"sm_86", kAmpere},
+    {"sm_89", kAmpere},
+    {"sm_90", kHopperAndLater},
+    {"sm_90a", {.cp_async = true, .tma = true, .clusters = true, .wgmma = true}},
+    {"sm_100", kHopperAndLater},
+    {"sm_120", kHopperAndLater},
+};
+
+}  // namespace
+
 const std::vector<std::string>& known_archs() {
-  static const std::vector<std::string> archs = {"sm_80", "sm_86", "sm_89", "sm_90",
-                                                 "sm_90a", "sm_100", "sm_120"};
+  static const std::vector<std::string> archs = [] {
+    std::vector<std::string> out;
+    for (const ArchEntry& e : kArchs) out.emplace_back(e.arch);
+    return out;
+  }();
   return archs;
+}
+
+ArchFeatures arch_features(const std::string& arch) {
+  for (const ArchEntry& e : kArchs)
+    if (e.arch == arch) return e.features;
+  return {};
 }
 
 std::optional<int> arch_number(const std::string& arch) {

@@ -11,9 +11,8 @@
 //   bf16 elements switches only when its rows can move in groups of two or more elements
 //   (AsyncCandidate; materialize forms the groups).
 // Accepts: Tile IR; nodes without such sync Stages are left alone.
-// Knob ASYNC (bool). Heuristic: true when the device's arch (ctx.device().arch, sm_XY) is sm_80 or
-//   newer, where cp.async exists. Below sm_80 the pass skips every node with a reason and asks
-//   nothing.
+// Knob ASYNC (bool). Heuristic: true when the device has cp.async (ctx.device().features: sm_80
+//   and newer). Without it the pass skips every node with a reason and asks nothing.
 // Guarantees: same values; the wait comes before any statement that could read the buffers.
 //   Names canonical.
 // Tests: tests/golden/async_copy/, tests/unit/smem_passes_test.cpp.
@@ -32,9 +31,6 @@
 
 namespace tessera {
 namespace {
-
-// cp.async (LDGSTS) arrived with compute capability 8.0.
-constexpr int kFirstAsyncCopyArch = 80;
 
 bool is_sync(const Stage& s) { return s.transport == StageTransport::Sync; }
 
@@ -87,8 +83,7 @@ class AsyncCopyPass final : public TilePass {
     Node* n = &node;
     const TileOp* kernel = &tile_op;
     const std::string& arch = ctx.device().arch;
-    std::optional<int> number = arch_number(arch);
-    const bool supported = number && *number >= kFirstAsyncCopyArch;
+    const bool supported = ctx.device().features.cp_async;
     AsyncStager finder(AsyncCandidate(g), /*rewrite=*/false);
     finder.mutate_body(kernel->body);
     if (finder.switched == 0) return Status::ok();

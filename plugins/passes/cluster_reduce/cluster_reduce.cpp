@@ -175,7 +175,7 @@ class ClusterReducePass final : public TilePass {
 
   Status run_on_tile(Node& node, const TileOp& kernel, const Tile& tile, PassContext& ctx) override {
     const DeviceDesc& device = ctx.device();
-    if (arch_number(device.arch).value_or(0) < 90) return Status::ok();  // no clusters: nothing to say
+    if (!device.features.clusters) return Status::ok();  // no clusters (before sm_90): nothing to say
     if (!std::all_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == AxisBinding::Parallel; }))
       return Status::ok();  // bound already (another pass's schedule)
     for (const Contraction& c : find_contractions(tile))

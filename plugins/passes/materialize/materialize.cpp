@@ -185,7 +185,7 @@ class KernelBuilder {
       }
       if (a.extent <= 0) return ctx_.error_at(node_, "axis " + a.name + " has no extent");
       if (a.binding == AxisBinding::Cluster) {
-        if (cluster_ > 1 || arch_number(ctx_.device().arch).value_or(0) < 90)
+        if (cluster_ > 1 || !ctx_.device().features.clusters)
           return ctx_.error_at(node_, cluster_ > 1 ? "the Tile has more than one CLUSTER axis"
                                                    : "axis " + a.name + " is a CLUSTER axis; device " + ctx_.device().name +
                                                          " (" + ctx_.device().arch + ") has no thread-block clusters (sm_90 and newer)");

@@ -41,9 +41,6 @@
 namespace tessera {
 namespace {
 
-// The Tensor Memory Accelerator arrived with compute capability 9.0.
-constexpr int kFirstTmaArch = 90;
-
 // The Stages of a body that may switch: synchronous ones box copies can move, outside
 // conditions, inside loops materialize can count (constant trip counts: their bounds literal).
 class TmaCandidates final : public StageTransportSwitch {
@@ -96,8 +93,7 @@ class TmaCopyPass final : public TilePass {
     finder.mutate_body(tile_op.body);
     if (finder.switched == 0) return Status::ok();
     const std::string& arch = ctx.device().arch;
-    std::optional<int> number = arch_number(arch);
-    if (!number || *number < kFirstTmaArch) {
+    if (!ctx.device().features.tma) {
       ctx.skip(node, "device arch '" + arch + "' has no Tensor Memory Accelerator (needs sm_90 or newer)");
       return Status::ok();
     }

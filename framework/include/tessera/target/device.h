@@ -11,6 +11,16 @@
 
 namespace tessera {
 
+// What an architecture's hardware and PTX can do, for the passes to ask instead of comparing arch
+// numbers. One table (arch_features) gives them for every known arch.
+struct ArchFeatures {
+  bool cp_async = false;  // sm_80+: cp.async copies from global to shared memory
+  bool tma = false;       // sm_90+: Tensor Memory Accelerator box copies, mbarrier transactions
+  bool clusters = false;  // sm_90+: thread-block clusters, distributed shared memory
+  bool wgmma = false;     // sm_90a: warpgroup MMA (wgmma.mma_async) and setmaxnreg
+  bool operator==(const ArchFeatures&) const = default;
+};
+
 struct DeviceDesc {
   std::string name;          // short id: h100, h200, a100, l40s, rtx4090, rtx5090
   std::string full_name;     // "NVIDIA H100 80GB HBM3"
@@ -31,6 +41,7 @@ struct DeviceDesc {
   double fp32_tflops = 0;            // peak non-tensor-core FP32
   double tensor_tflops_bf16 = 0;     // dense
   double clock_mhz = 0;              // boost SM clock (0: not given; the cost model derives it)
+  ArchFeatures features;             // arch_features(arch), filled when the table is read
 };
 
 class DeviceTable {
@@ -41,17 +52,23 @@ class DeviceTable {
   // (build and install trees alike), else the source tree's data/devices.yaml.
   static Expected<DeviceTable> load_default();
   const DeviceDesc* find(const std::string& name) const;      // by short name
-  const DeviceDesc* find_by_arch(const std::string& arch) const;  // first device with that arch
+  // The first device with that arch; for an arch-specific variant (sm_90a) that no device lists,
+  // the first device of its base arch (sm_90) compiled for the variant: the same numbers, the
+  // variant's arch and features (`--arch sm_90a` is an H100 whose kernels may use wgmma).
+  const DeviceDesc* find_by_arch(const std::string& arch) const;
   const std::vector<DeviceDesc>& all() const { return devices_; }
 
  private:
   std::vector<DeviceDesc> devices_;
+  std::vector<DeviceDesc> variants_;  // arch-specific variants of listed devices (not in all())
 };
 
 // Known CUDA architectures: sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_120.
 bool is_known_arch(const std::string& arch);
+// The features of a known arch (all false for an unknown one).
+ArchFeatures arch_features(const std::string& arch);
 // The compute capability an arch names, as a number ("sm_90a" -> 90); nullopt when the text is not
-// sm_<digits>. Passes compare it with the first arch of a feature (cp.async 80, TMA 90).
+// sm_<digits>. Passes ask DeviceDesc::features instead.
 std::optional<int> arch_number(const std::string& arch);
 const std::vector<std::string>& known_archs();
 
