@@ -31,6 +31,7 @@ class SmemPassesTest : public test::BuiltPluginsTest {
   void SetUp() override {
     ASSERT_TRUE(load_error_.empty()) << load_error_;
     device_.arch = "sm_90";
+    device_.features = arch_features(device_.arch);
     device_.smem_per_block = 49152;
     device_.warp_size = 32;
   }
@@ -309,6 +310,7 @@ TEST_F(SmemPassesTest, AsyncCopyNeedsSm80) {
       << text;
 
   device_.arch = "sm_75";
+  device_.features = arch_features(device_.arch);
   ASSERT_TRUE(run_pass("async_copy", old_arch));
   EXPECT_EQ(body_text(old_arch).find("async"), std::string::npos) << body_text(old_arch);
   EXPECT_NE(skip_text().find("sm_75"), std::string::npos) << skip_text();

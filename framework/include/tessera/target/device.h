@@ -41,7 +41,8 @@ struct DeviceDesc {
   double fp32_tflops = 0;            // peak non-tensor-core FP32
   double tensor_tflops_bf16 = 0;     // dense
   double clock_mhz = 0;              // boost SM clock (0: not given; the cost model derives it)
-  ArchFeatures features;             // arch_features(arch), filled when the table is read
+  ArchFeatures features;             // arch_features(arch): the table fills it; a hand-built
+                                     // description sets it with the arch
 };
 
 class DeviceTable {
