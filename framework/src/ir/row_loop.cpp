@@ -35,6 +35,25 @@ Stmt with_row_body(const Stmt& loop, Body body) {
   return out;
 }
 
+std::vector<OuterAccumulator> outer_accumulators(const Loop& loop) {
+  struct Collector final : StmtVisitor {
+    std::set<std::string> inner_inits;
+    std::vector<OuterAccumulator> accums;
+    void visit_Init(const Init& s) override { inner_inits.insert(s.acc); }
+    void visit_Accum(const Accum& s) override {
+      for (OuterAccumulator& a : accums)
+        if (a.acc == s.acc) {
+          a.one_op = a.one_op && a.op == s.op;
+          return;
+        }
+      accums.push_back({s.acc, s.op, true});
+    }
+  } collector;
+  collector.visit(loop.body);
+  std::erase_if(collector.accums, [&](const OuterAccumulator& a) { return collector.inner_inits.count(a.acc) > 0; });
+  return std::move(collector.accums);
+}
+
 bool computes_values_only(const Body& body) {
   return std::all_of(body.begin(), body.end(), [](const Stmt& s) { return s.is<Load>() || s.is<Assign>() || s.is<Select>(); });
 }

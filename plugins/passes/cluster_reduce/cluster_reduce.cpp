@@ -53,6 +53,7 @@
 
 #include "tessera/ir/contraction.h"
 #include "tessera/ir/graph.h"
+#include "tessera/ir/row_loop.h"
 #include "tessera/ir/stmt_effects.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
@@ -70,27 +71,9 @@ bool reads(const Body& body, const std::string& buffer) {
 
 constexpr int64_t kLargeKernelBytes = int64_t{1} << 20;  // the kernel report's "large work"
 
-// (acc, op) for every accumulator `loop` accumulates into that is initialized outside it, in
-// order of first accumulation; nullopt when one is accumulated with two different ops.
-std::optional<std::vector<std::pair<std::string, CombineFn>>> outer_accumulators(const Loop& loop) {
-  struct Collector final : StmtVisitor {
-    std::set<std::string> inner_inits;
-    std::vector<std::pair<std::string, CombineFn>> accums;
-    bool mixed = false;
-    void visit_Init(const Init& s) override { inner_inits.insert(s.acc); }
-    void visit_Accum(const Accum& s) override {
-      for (const auto& a : accums)
-        if (a.first == s.acc) {
-          mixed = mixed || a.second != s.op;
-          return;
-        }
-      accums.emplace_back(s.acc, s.op);
-    }
-  } collector;
-  collector.visit(loop.body);
-  std::erase_if(collector.accums, [&](const auto& a) { return collector.inner_inits.count(a.first) > 0; });
-  if (collector.mixed) return std::nullopt;
-  return collector.accums;
+// Whether every accumulator of `accs` is accumulated with one op (a cluster Combine needs it).
+bool one_op_each(const std::vector<OuterAccumulator>& accs) {
+  return std::all_of(accs.begin(), accs.end(), [](const OuterAccumulator& a) { return a.one_op; });
 }
 
 // The row length W of a body of the accepted shape, or the reason it is not one.
@@ -119,13 +102,13 @@ RowShape row_shape(const Body& body) {
     }
     shape.extent = loop->end.int_value();
     reduces = reduces || loop->role == LoopRole::Reduce;
+    const std::vector<OuterAccumulator> accs = outer_accumulators(*loop);
     if (loop->role != LoopRole::Reduce) {
-      std::optional<std::vector<std::pair<std::string, CombineFn>>> accs = outer_accumulators(*loop);
-      if (!accs || !accs->empty()) {
+      if (!accs.empty()) {
         shape.why_not = "a loop that is not a # reduce loop accumulates into an accumulator declared outside it";
         return shape;
       }
-    } else if (!outer_accumulators(*loop)) {
+    } else if (!one_op_each(accs)) {
       shape.why_not = "an accumulator is accumulated with two different ops";
       return shape;
     }
@@ -153,8 +136,7 @@ Body split_rows(const Body& body, const std::string& rank, int64_t clusters, int
     if (share * clusters != extent) inner = {Cond{element < Expr::int_(extent), std::move(inner), {}}};
     out.push_back(Loop{loop->var, Expr::int_(0), Expr::int_(share), loop->role, loop->unroll, std::move(inner)});
     if (loop->role == LoopRole::Reduce) {
-      const std::optional<std::vector<std::pair<std::string, CombineFn>>> accs = outer_accumulators(*loop);
-      for (const auto& [acc, op] : *accs) out.push_back(Combine{acc, op, CombineScope::Cluster});
+      for (const OuterAccumulator& a : outer_accumulators(*loop)) out.push_back(Combine{a.acc, a.op, CombineScope::Cluster});
     }
   }
   return out;

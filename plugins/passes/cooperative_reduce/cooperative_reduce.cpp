@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tessera/ir/graph.h"
+#include "tessera/ir/row_loop.h"
 #include "tessera/ir/stmt_effects.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
@@ -59,24 +60,6 @@ void top_level_loops(const Body& body, std::vector<const Loop*>& out) {
       top_level_loops(cond->else_body, out);
     }
   }
-}
-
-// (acc, op) for every accumulator `loop` accumulates into that is initialized outside it, in
-// order of first accumulation.
-std::vector<std::pair<std::string, CombineFn>> outer_accumulators(const Loop& loop) {
-  struct Collector final : StmtVisitor {
-    std::set<std::string> inner_inits;
-    std::vector<std::pair<std::string, CombineFn>> accums;
-    void visit_Init(const Init& s) override { inner_inits.insert(s.acc); }
-    void visit_Accum(const Accum& s) override {
-      for (const auto& a : accums)
-        if (a.first == s.acc) return;
-      accums.emplace_back(s.acc, s.op);
-    }
-  } collector;
-  collector.visit(loop.body);
-  std::erase_if(collector.accums, [&](const auto& a) { return collector.inner_inits.count(a.first) > 0; });
-  return collector.accums;
 }
 
 // Whether a cluster Combine of `acc` stands among the Combines that start at body[from]
@@ -120,8 +103,8 @@ class Striding {
         Expr begin = simplify(loop->begin + Expr::var(thread_));
         out.push_back(StridedLoop{loop->var, begin, loop->end, Expr::int_(threads_), loop->role, 0, loop->body});
         if (loop->role == LoopRole::Reduce)
-          for (const auto& [acc, op] : outer_accumulators(*loop))
-            if (!combined_across_cluster(body, i + 1, acc)) out.push_back(Combine{acc, op, CombineScope::Block});
+          for (const OuterAccumulator& a : outer_accumulators(*loop))
+            if (!combined_across_cluster(body, i + 1, a.acc)) out.push_back(Combine{a.acc, a.op, CombineScope::Block});
       } else if (const auto* cond = s.as<Cond>()) {
         out.push_back(Cond{cond->cond, rewrite(cond->then_body), rewrite(cond->else_body)});
       } else {

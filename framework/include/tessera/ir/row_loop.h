@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tessera/ir/stmt.h"
 
@@ -25,6 +26,17 @@ std::optional<RowLoop> row_loop(const Stmt& s);
 
 // `loop` (a row loop) with its per-element statements replaced by `body`.
 Stmt with_row_body(const Stmt& loop, Body body);
+
+// An accumulator a loop accumulates into that is initialized outside it, with the op of its first
+// Accum; `one_op` when every Accum of it in the loop uses that op.
+struct OuterAccumulator {
+  std::string acc;
+  CombineFn op = CombineFn::Add;
+  bool one_op = true;
+};
+// The accumulators `loop`'s body (at any depth) accumulates into that are initialized outside it,
+// in order of first accumulation: what a loop shared by threads or blocks must combine after it.
+std::vector<OuterAccumulator> outer_accumulators(const Loop& loop);
 
 // Whether `body` only loads and computes values (Load, Assign, Select): nothing that writes,
 // accumulates, branches or synchronizes. A row pass computes its row value so.
