@@ -67,6 +67,13 @@ inline Body every_stmt_kind_body() {
       "y", {lit(0), var("a1"), var("a0") * 4}, {val("in1"), val("in2"), val("in3"), val("in4")}});
   tile_body.push_back(ClusterSync{});
   tile_body.push_back(DsmemLoad{"in5", "acc0_smem", {lit(0)}, var("a1") % 8});
+  tile_body.push_back(Init{"acc1", flt(0.0), ValueType{DType::F32, 1, {2, 4}}});
+  tile_body.push_back(Fragment{"frag0", ValueType{DType::BF16, 1, {8}}});
+  tile_body.push_back(Fragment{"frag1", ValueType{DType::BF16, 1, {2, 4}}});
+  tile_body.push_back(LdMatrix{"frag0", {}, "a_smem", {var("a0") % 16, var("a0") / 16 % 2 * 8}, 4});
+  tile_body.push_back(
+      LdMatrix{"frag1", {lit(1)}, "b_smem", {var("a0") % 16, lit(8)}, 2, LdMatrixLayout::Trans});
+  tile_body.push_back(MmaSync{"acc1", {lit(1)}, "frag0", {}, "frag1", {lit(1)}});
 
   Body body;
   body.push_back(Smem{"x_smem", DType::F32, {2, 2048}});

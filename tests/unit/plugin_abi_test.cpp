@@ -64,6 +64,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {15, "b135268ff84a58af", "c42c217fdc7c7d25"},  // stage_tma_boxes and TmaBoxes (ir/stmt.h) replace stage_tma_box: a slab of several TMA boxes
     {16, "8c817bf1b8dd94ad", "8499b937f48aa4e6"},  // SlabDim::stride and column-block TMA slabs (TmaBoxes source_step, slab_step; ir/stmt.h); the staged-slab bank model with vector widths (target/staged_access.h: StagedLoad, staged_vector_width); the SlabMap statement kind (Tile IR); StageTransportSwitch (pass/stage_transport.h); mentions_var (ir/expr.h), fresh_name (ir/stmt.h)
     {17, "e9a7923e0581527b", "35d19bab335fa460"},  // row loops, a loop's outer accumulators and the rewrite of a row's pass runs (ir/row_loop.h); thread-block clusters: AxisBinding::Cluster, CombineScope::Cluster (ir/stmt_enums.h), the ClusterSync and DsmemLoad statement kinds (Kernel IR); KernelFeatures::cluster_syncs (target/cost_model.h); ArchFeatures on DeviceDesc, arch_features, sm_90a device variants (target/device.h)
+    {18, "4958af7215e10c30", "324a960a3a6e50ac"},  // tensor cores: the Fragment, LdMatrix and MmaSync statement kinds (ir/stmt.h), FieldRole::DefFragment / UseFragment, MmaShape, MmaDims, mma_dims, LdMatrixLayout (ir/stmt_enums.h); KernelCost::tensor_flops (target/kernel_cost.h)
 };
 
 uint64_t fnv1a(const std::string& s) {

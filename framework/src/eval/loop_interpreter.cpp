@@ -253,6 +253,9 @@ class KernelCompiler {
       case StmtKind::VectorStore:
       case StmtKind::ClusterSync:
       case StmtKind::DsmemLoad:
+      case StmtKind::Fragment:
+      case StmtKind::LdMatrix:
+      case StmtKind::MmaSync:
         TESSERA_UNREACHABLE("run_loop_node refuses kinds outside Loop IR (first_stmt_outside) before compiling");
     }
     return c;
@@ -410,6 +413,9 @@ class KernelRunner {
       case StmtKind::VectorStore:
       case StmtKind::ClusterSync:
       case StmtKind::DsmemLoad:
+      case StmtKind::Fragment:
+      case StmtKind::LdMatrix:
+      case StmtKind::MmaSync:
         TESSERA_UNREACHABLE("run_loop_node refuses kinds outside Loop IR (first_stmt_outside) before compiling");
     }
     return stmt_error(node_, *s.source, "cannot be executed by the Loop IR interpreter");

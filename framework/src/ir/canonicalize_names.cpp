@@ -1,8 +1,8 @@
-// Canonical renaming of the names a kernel body binds (a0.., in0.., v0.., acc0..).
+// Canonical renaming of the names a kernel body binds (a0.., in0.., v0.., acc0.., frag0..).
 //
 // The walk is depth-first in textual order and reads only each field's FieldRole, so it knows no
 // statement kind by name. Per statement it
-//   1. renames uses (fields that refer to names — UseName, UseAcc — and Label fields, Expr Vars) through the names bound so far,
+//   1. renames uses (fields that refer to names — UseName, UseAcc, UseFragment — and Label fields, Expr Vars) through the names bound so far,
 //   2. gives every Def* field the next name of its category (DefBuffer keeps its name),
 //   3. renames nested bodies.
 // Scoping matches the verifier: a statement without a body binds its names for the rest of the
@@ -142,11 +142,13 @@ class NameCanonicalizer {
       case FieldRole::DefInput: return "in" + std::to_string(next_input_++);
       case FieldRole::DefValue: return "v" + std::to_string(next_value_++);
       case FieldRole::DefAcc: return "acc" + std::to_string(next_acc_++);
+      case FieldRole::DefFragment: return "frag" + std::to_string(next_fragment_++);
       case FieldRole::Data: case FieldRole::DefBuffer: case FieldRole::UseName: case FieldRole::UseAcc:
+      case FieldRole::UseFragment:
       case FieldRole::UseBuffer: case FieldRole::UseTensorMap: case FieldRole::Label:
         break;  // not renamed: no fresh name is asked for them
     }
-    TESSERA_UNREACHABLE("fresh_name is asked only for the renamed roles (DefAxis, DefInput, DefValue, DefAcc)");
+    TESSERA_UNREACHABLE("fresh_name is asked only for the renamed roles (DefAxis, DefInput, DefValue, DefAcc, DefFragment)");
   }
 
   const Scope* label_fallback_;
@@ -156,6 +158,7 @@ class NameCanonicalizer {
   int next_input_ = 0;
   int next_value_ = 0;
   int next_acc_ = 0;
+  int next_fragment_ = 0;
 };
 
 }  // namespace

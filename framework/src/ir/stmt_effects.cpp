@@ -59,6 +59,10 @@ OwnEffects own_effects(const VectorStore& s) { return writes({s.buffer}); }
 OwnEffects own_effects(const ClusterSync&) { return synchronizes(); }
 // Reads what another block wrote before a ClusterSync: never merged or moved across one.
 OwnEffects own_effects(const DsmemLoad&) { return synchronizes(); }
+// Tensor cores: warp-collective (each thread's fragment elements come from its warp's threads).
+OwnEffects own_effects(const Fragment&) { return none(); }  // binds its array (bound_names)
+OwnEffects own_effects(const LdMatrix& s) { return updates(s.dst, true); }
+OwnEffects own_effects(const MmaSync& s) { return updates(s.acc, true); }
 
 // Collects the effects of every statement at any depth.
 class EffectCollector final : public StmtVisitor {

@@ -14,7 +14,7 @@
 // Typed definitions. A value type may precede the name(s) an SSA definition binds (`bf16 in0 =
 // load ..`, `f32[4][8] acc0 = init(0.0)`, `bf16 (in0, in1) = load2 ..`): classify() reads it
 // before it looks at the rest of the line (type_prefix), and the readers of the kinds that carry a
-// type (Load, VectorLoad, Assign, Select, Init, WarpShuffle, DsmemLoad) store it; on any other kind it is an
+// type (Load, VectorLoad, Assign, Select, Init, WarpShuffle, DsmemLoad, Fragment) store it; on any other kind it is an
 // error.
 //
 // Names in expressions. The printer writes a Var and a Value alike, as the bare name; the readers
@@ -45,7 +45,7 @@ class StmtReader {
     if (type_col_ && !carries_type(kind)) {
       return c_.error_at(*type_col_, type_.str().size(),
                          "a value type prefix belongs to a definition of a value (load, an "
-                         "elementwise function, select, init, WarpShuffle, DsmemLoad), not to a " +
+                         "elementwise function, select, init, WarpShuffle, DsmemLoad, fragment), not to a " +
                              std::string(stmt_kind_name(kind)));
     }
     c_.reset(definition_col_);
@@ -139,10 +139,16 @@ class StmtReader {
       // `BUF[..] = storeK(..)`
       size_t mark = c_.pos();
       c_.accept("[");
-      bool indexed_accum = read_expr_list(c_, ']', body_.limits_, depth_).has_value() &&
-                           c_.accept("]") && c_.peek("<-");
+      const bool closed = read_expr_list(c_, ']', body_.limits_, depth_).has_value() && c_.accept("]");
+      const bool indexed_accum = closed && c_.peek("<-");
+      // `ACC[..] <- mma.SHAPE.T(..)` (a tensor-core product into a slice of a register array) and
+      // `FRAG[..] = ldmatrix.xN(..)` (a slice of a fragment array loaded from shared memory).
+      const bool indexed_mma = indexed_accum && c_.accept("<-") && c_.accept_word("mma");
+      const bool indexed_ldmatrix = closed && !indexed_accum && c_.accept("=") && c_.accept_word("ldmatrix");
       c_.reset(mark);
+      if (indexed_mma) return StmtKind::MmaSync;
       if (indexed_accum) return StmtKind::Accum;
+      if (indexed_ldmatrix) return StmtKind::LdMatrix;
       std::string_view rest = c_.line().text.substr(c_.pos());
       size_t eq = rest.find("] = store");
       if (eq != std::string_view::npos) {
@@ -153,7 +159,12 @@ class StmtReader {
       }
       return StmtKind::Write;
     }
-    if (c_.peek("<-")) return StmtKind::Accum;
+    if (c_.peek("<-")) {
+      size_t mark = c_.pos();
+      const bool mma = c_.accept("<-") && c_.accept_word("mma");
+      c_.reset(mark);
+      return mma ? StmtKind::MmaSync : StmtKind::Accum;
+    }
     if (!c_.accept("=")) return c_.expected("'=', '<-' or '[' after '" + first + "'");
     // `NAME = ...`: the right-hand side says which kind.
     static constexpr Prefix kDefinitions[] = {
@@ -165,6 +176,8 @@ class StmtReader {
         {"MbarrierInit", StmtKind::MbarrierInit},
         {"WarpShuffle", StmtKind::WarpShuffle},
         {"DsmemLoad", StmtKind::DsmemLoad},
+        {"fragment", StmtKind::Fragment},
+        {"ldmatrix", StmtKind::LdMatrix},
     };
     for (const Prefix& p : kDefinitions) {
       size_t mark = c_.pos();
@@ -797,6 +810,93 @@ class StmtReader {
     TESSERA_TRY(c_.expect_word("phase"));
     TESSERA_TRY(c_.expect("="));
     TESSERA_ASSIGN_OR_RETURN(s.phase, expr());
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  // ---- tensor cores ----
+
+  // `frag0` (a whole array) or `frag0[a6]` (a slice under a prefix of its dimensions).
+  Status array_slice(std::string& name, ExprList& index, std::string_view what) {
+    TESSERA_ASSIGN_OR_RETURN(name, c_.name(what));
+    index.clear();
+    if (c_.peek("[")) {
+      TESSERA_ASSIGN_OR_RETURN(index, this->index());
+    }
+    return Status::ok();
+  }
+
+  // `.WORD` after an instruction name: the word and the column it starts at.
+  Expected<std::string> suffix(size_t& col, std::string_view what) {
+    TESSERA_TRY(c_.expect("."));
+    col = c_.pos();
+    std::string w = c_.word();
+    if (w.empty()) return c_.expected(what);
+    return w;
+  }
+
+  Expected<Stmt> read(Kind<Fragment>) {
+    Fragment s;
+    TESSERA_ASSIGN_OR_RETURN(s.name, definition("a fragment name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("fragment"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    if (!type_.is_array())
+      return c_.error_at(definition_col_, s.name.size(),
+                         "a fragment declaration starts with its array type (`bf16[2][8] " + s.name + " = fragment()`)");
+    s.type = type_;
+    bind_value(s.name);
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<LdMatrix>) {
+    LdMatrix s;
+    TESSERA_TRY(array_slice(s.dst, s.dst_index, "a fragment name"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_TRY(c_.expect_word("ldmatrix"));
+    size_t col = 0;
+    TESSERA_ASSIGN_OR_RETURN(std::string count, suffix(col, "the matrix count x1, x2 or x4"));
+    if (count != "x1" && count != "x2" && count != "x4")
+      return c_.error_at(col, count.size(), "expected the matrix count x1, x2 or x4, found '" + count + "'");
+    s.count = count[1] - '0';
+    if (c_.peek(".")) {
+      TESSERA_ASSIGN_OR_RETURN(std::string layout, suffix(col, "'trans'"));
+      std::optional<LdMatrixLayout> l = parse_spelling<LdMatrixLayout>(layout);
+      if (!l || *l != LdMatrixLayout::Trans)
+        return c_.error_at(col, layout.size(), "expected 'trans' (or nothing) after the matrix count, found '" + layout + "'");
+      s.layout = *l;
+    }
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.buffer, buffer_use());
+    TESSERA_ASSIGN_OR_RETURN(s.index, index());
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<MmaSync>) {
+    MmaSync s;
+    TESSERA_TRY(array_slice(s.acc, s.acc_index, "an accumulator name"));
+    TESSERA_TRY(c_.expect("<-"));
+    TESSERA_TRY(c_.expect_word("mma"));
+    size_t col = 0;
+    TESSERA_ASSIGN_OR_RETURN(std::string shape, suffix(col, StmtEnumTable<MmaShape>::what));
+    std::optional<MmaShape> parsed_shape = parse_spelling<MmaShape>(shape);
+    if (!parsed_shape)
+      return c_.error_at(col, shape.size(),
+                         "expected " + std::string(StmtEnumTable<MmaShape>::what) + ", found '" + shape + "'");
+    s.shape = *parsed_shape;
+    TESSERA_ASSIGN_OR_RETURN(std::string type, suffix(col, "the operands' dtype (bf16 or f16)"));
+    std::optional<DType> dtype = parse_dtype(type);
+    if (!dtype) return c_.error_at(col, type.size(), "expected the operands' dtype (bf16 or f16), found '" + type + "'");
+    s.type = *dtype;
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_TRY(array_slice(s.a, s.a_index, "the A fragment"));
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(array_slice(s.b, s.b_index, "the B fragment"));
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
     return Stmt(std::move(s));

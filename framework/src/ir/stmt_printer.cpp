@@ -22,6 +22,11 @@ std::string access(const std::string& buffer, const ExprList& index) {
   return buffer + "[" + join(index) + "]";
 }
 
+// `frag0` (the whole array) or `frag0[a6]` (the fragments under a prefix of its dimensions).
+std::string slice(const std::string& array, const ExprList& index) {
+  return index.empty() ? array : access(array, index);
+}
+
 // `bar` for slot 0 (the only slot of a single barrier), `bar[s]` for a slot of a barrier ring.
 std::string barrier_ref(const std::string& barrier, const Expr& slot) {
   if (slot.kind() == ExprKind::Int && slot.int_value() == 0) return barrier;
@@ -200,6 +205,17 @@ class StmtPrinter {
          join(s.values) + ")");
   }
   void print_kind(const ClusterSync&) { line("ClusterSync()"); }
+  // ---- tensor cores ----
+  void print_kind(const Fragment& s) { line(typed(s.type, s.name) + " = fragment()"); }
+  void print_kind(const LdMatrix& s) {
+    line(slice(s.dst, s.dst_index) + " = ldmatrix.x" + std::to_string(s.count) +
+         (s.layout == LdMatrixLayout::Trans ? "." + std::string(spelling(s.layout)) : std::string()) + "(" +
+         access(s.buffer, s.index) + ")");
+  }
+  void print_kind(const MmaSync& s) {
+    line(slice(s.acc, s.acc_index) + " <- mma." + std::string(spelling(s.shape)) + "." +
+         std::string(dtype_short_name(s.type)) + "(" + slice(s.a, s.a_index) + ", " + slice(s.b, s.b_index) + ")");
+  }
   void print_kind(const DsmemLoad& s) {
     line(typed(s.type, s.dst) + " = DsmemLoad(" + access(s.buffer, s.index) + ", rank=" + s.rank.str() + ")");
   }

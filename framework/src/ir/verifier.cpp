@@ -7,7 +7,7 @@
 //
 // Uses (by field role, stmt.h): UseName fields and Expr Vars must name a bound axis/value/
 // accumulator (Vars may also be hardware indices such as threadIdx.x); a UseAcc field must name an
-// accumulator (bound by Init). A UseTensorMap field must name a tensor-map parameter, and no other
+// accumulator (bound by Init), a UseFragment field a fragment array (bound by a Fragment). A UseTensorMap field must name a tensor-map parameter, and no other
 // buffer field may. UseBuffer fields must not name a local value; when the graph is known they must name one of the
 // node's inputs, its own output, or a buffer the body declares (Smem, Stage, TMA, barrier), and
 // Write/VectorStore may only target the node's own output or a declared buffer.
@@ -34,6 +34,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 namespace tessera {
 namespace {
@@ -207,6 +208,49 @@ class TypeVerifier final : public StmtVisitor {
   void visit_Stage(const Stage& s) override {
     auto it = buffer_dtypes_.find(s.buffer);
     if (it != buffer_dtypes_.end()) buffer_dtypes_[s.dst] = it->second;
+    smem_names_.insert(s.dst);  // a Stage's slab is shared memory (Tile IR)
+  }
+  // Tensor cores: fragments of 16-bit operands; every slice an instruction names holds exactly the
+  // elements a thread holds of its operand (stmt.h, MmaDims).
+  void visit_Fragment(const Fragment& s) override {
+    for (int64_t d : s.type.array)
+      if (d <= 0) fail_at("fragment array dimensions must be positive");
+    if (!s.type.is_array()) fail_at("fragment " + s.name + " is not an array (" + s.type.str() + ")");
+    if (s.type.dtype != DType::BF16 && s.type.dtype != DType::F16)
+      fail_at("fragment " + s.name + " holds " + std::string(dtype_short_name(s.type.dtype)) +
+              "; operand fragments hold bf16 or f16");
+    define(s.name, s.type);
+  }
+  void visit_LdMatrix(const LdMatrix& s) override {
+    if (s.count != 1 && s.count != 2 && s.count != 4) fail_at("ldmatrix loads 1, 2 or 4 matrices, not " + std::to_string(s.count));
+    if (!smem_names_.count(s.buffer)) fail_at("ldmatrix reads '" + s.buffer + "', which is not shared memory of the kernel");
+    auto frag = types_.find(s.dst);
+    if (frag == types_.end()) return;
+    check_slice(s.dst, frag->second, s.dst_index, 2 * s.count, "ldmatrix.x" + std::to_string(s.count));
+    auto buf = buffer_dtypes_.find(s.buffer);
+    if (buf != buffer_dtypes_.end() && buf->second != frag->second.dtype)
+      fail_at("ldmatrix moves " + std::string(dtype_short_name(buf->second)) + " elements of " + s.buffer + " into " +
+              s.dst + " (" + frag->second.str() + ")");
+  }
+  void visit_MmaSync(const MmaSync& s) override {
+    const MmaDims d = mma_dims(s.shape);
+    if (s.type != DType::BF16 && s.type != DType::F16)
+      fail_at("mma." + std::string(spelling(s.shape)) + " multiplies bf16 or f16, not " +
+              std::string(dtype_short_name(s.type)));
+    const std::string mma = "mma." + std::string(spelling(s.shape));
+    if (auto acc = types_.find(s.acc); acc != types_.end()) {
+      if (acc->second.dtype != DType::F32) fail_at(mma + " accumulates in f32, not in " + acc->second.str());
+      check_slice(s.acc, acc->second, s.acc_index, d.c_elements(), mma + "'s accumulator");
+    }
+    for (const auto& [name, index, want, what] :
+         {std::tuple{&s.a, &s.a_index, d.a_elements(), "A"}, std::tuple{&s.b, &s.b_index, d.b_elements(), "B"}}) {
+      auto frag = types_.find(*name);
+      if (frag == types_.end()) continue;
+      if (frag->second.dtype != s.type)
+        fail_at(mma + "." + std::string(dtype_short_name(s.type)) + " reads its " + what + " operand from " + *name +
+                " (" + frag->second.str() + ")");
+      check_slice(*name, frag->second, *index, want, mma + "'s " + what + " operand");
+    }
   }
   void visit_Loop(const Loop& s) override {
     axes_.insert(s.var);
@@ -246,6 +290,22 @@ class TypeVerifier final : public StmtVisitor {
           fail_at("index '" + i.str() + "' of " + name + " is neither a constant nor an expression of unrolled loops' axes");
       }
     }
+  }
+
+  // `name[index]` (a prefix of the array's dimensions) holds `want` elements per thread.
+  void check_slice(const std::string& name, const ValueType& t, const ExprList& index, int64_t want,
+                   const std::string& what) {
+    if (index.size() >= t.array.size()) {
+      fail_at(name + " (" + t.str() + ") indexed with " + std::to_string(index.size()) +
+              " expression(s) leaves no fragment for " + what);
+      return;
+    }
+    int64_t elements = 1;
+    for (size_t d = index.size(); d < t.array.size(); ++d) elements *= t.array[d];
+    if (elements != want)
+      fail_at(what + " needs " + std::to_string(want) + " elements per thread, but the slice of " + name + " (" +
+              t.str() + ") holds " + std::to_string(elements));
+    check_array_index(name, t, index);
   }
 
   void check_elements(const Expr& e) {
@@ -514,6 +574,9 @@ class BodyVerifier {
     }
     if (wants_acc && *bound != FieldRole::DefAcc) {
       return fail("'" + name + "' is not an accumulator (no Init defines it)");
+    }
+    if (role == FieldRole::UseFragment && *bound != FieldRole::DefFragment) {
+      return fail("'" + name + "' is not a fragment array (no fragment() declares it)");
     }
     return Status::ok();
   }

@@ -1,5 +1,5 @@
-// KernelCost: counts the elementwise operations of a Kernel IR body and the bytes of its buffers
-// (see kernel_cost.h). Tests: tests/unit/cuda_runtime_test.cpp.
+// KernelCost: counts the elementwise operations and tensor-core FLOPs of a Kernel IR body and the
+// bytes of its buffers (see kernel_cost.h). Tests: tests/unit/cuda_runtime_test.cpp.
 #include "tessera/target/kernel_cost.h"
 
 #include <algorithm>
@@ -19,14 +19,30 @@ double trips(const Expr& begin, const Expr& end, int64_t step) {
   return static_cast<double>(std::max<int64_t>(0, (e.int_value() - first + step - 1) / step));
 }
 
-double count_ops(const Body& body) {
-  double ops = 0;
+// Per thread: SIMT operations and tensor-core FLOPs (the thread's share of its warp's).
+struct Ops {
+  double simt = 0, tensor = 0;
+  Ops& operator+=(const Ops& o) {
+    simt += o.simt;
+    tensor += o.tensor;
+    return *this;
+  }
+  friend Ops operator*(double times, const Ops& o) { return {times * o.simt, times * o.tensor}; }
+};
+
+Ops count_ops(const Body& body) {
+  Ops ops;
   for (const Stmt& s : body) {
     switch (s.kind()) {
       case StmtKind::Assign:
-        if (s.as<Assign>()->op != ElementwiseFn::Cast) ops += 1;  // a cast is a conversion, not arithmetic
+        if (s.as<Assign>()->op != ElementwiseFn::Cast) ops.simt += 1;  // a cast is a conversion, not arithmetic
         break;
-      case StmtKind::Accum: ops += 1; break;
+      case StmtKind::Accum: ops.simt += 1; break;
+      case StmtKind::MmaSync: {
+        const MmaDims d = mma_dims(s.as<MmaSync>()->shape);
+        ops.tensor += 2.0 * static_cast<double>(d.m * d.n * d.k) / 32.0;
+        break;
+      }
       case StmtKind::Loop: {
         const auto* l = s.as<Loop>();
         ops += trips(l->begin, l->end, 1) * count_ops(l->body);
@@ -40,7 +56,8 @@ double count_ops(const Body& body) {
       }
       case StmtKind::Cond: {
         const auto* c = s.as<Cond>();
-        ops += count_ops(c->then_body) + count_ops(c->else_body);
+        ops += count_ops(c->then_body);
+        ops += count_ops(c->else_body);
         break;
       }
       case StmtKind::Tile: ops += count_ops(s.as<Tile>()->body); break;
@@ -68,7 +85,9 @@ double count_ops(const Body& body) {
       case StmtKind::VectorLoad:
       case StmtKind::VectorStore:
       case StmtKind::ClusterSync:
-      case StmtKind::DsmemLoad: break;
+      case StmtKind::DsmemLoad:
+      case StmtKind::Fragment:
+      case StmtKind::LdMatrix: break;
     }
   }
   return ops;
@@ -87,7 +106,9 @@ KernelCost KernelCost::of(const Graph& g, const Node& n) {
     double threads = 1;
     for (int64_t d : k->grid) threads *= static_cast<double>(d);
     for (int64_t d : k->block) threads *= static_cast<double>(d);
-    cost.flops = threads * count_ops(k->body);
+    const Ops ops = count_ops(k->body);
+    cost.flops = threads * ops.simt;
+    cost.tensor_flops = threads * ops.tensor;
   }
   return cost;
 }

@@ -555,7 +555,10 @@ class KernelWalker {
         case StmtKind::MbarrierWait:
         case StmtKind::WarpShuffle:
         case StmtKind::ClusterSync:
-        case StmtKind::DsmemLoad: break;
+        case StmtKind::DsmemLoad:
+        case StmtKind::Fragment:
+        case StmtKind::LdMatrix:
+        case StmtKind::MmaSync: break;
       }
     }
   }

@@ -335,7 +335,12 @@ class KernelBuilder {
       case StmtKind::Assign:
       case StmtKind::Select:
       case StmtKind::Init:
-      case StmtKind::Write: return lower_leaf(s, scope, out);
+      case StmtKind::Write:
+      // Warp-collective, not block-collective: the tensor-core pass keeps them where every
+      // thread of each warp reaches them together (the simulator checks).
+      case StmtKind::Fragment:
+      case StmtKind::LdMatrix:
+      case StmtKind::MmaSync: return lower_leaf(s, scope, out);
       case StmtKind::Let:
       case StmtKind::Smem:
       case StmtKind::Sync:

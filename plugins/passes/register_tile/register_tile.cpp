@@ -402,7 +402,8 @@ class RegisterTiler final : public StmtMutator {
       case StmtKind::CpAsyncCommit: case StmtKind::CpAsyncWait: case StmtKind::TmaLoad:
       case StmtKind::MbarrierInit: case StmtKind::MbarrierArrive: case StmtKind::MbarrierWait:
       case StmtKind::WarpShuffle: case StmtKind::TreeHalve: case StmtKind::VectorLoad:
-      case StmtKind::VectorStore: case StmtKind::ClusterSync: case StmtKind::DsmemLoad: return Kind::Ordered;
+      case StmtKind::VectorStore: case StmtKind::ClusterSync: case StmtKind::DsmemLoad:
+      case StmtKind::Fragment: case StmtKind::LdMatrix: case StmtKind::MmaSync: return Kind::Ordered;
     }
     TESSERA_UNREACHABLE("a StmtKind value is one of TESSERA_STMT_KINDS");
   }

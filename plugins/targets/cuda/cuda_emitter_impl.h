@@ -341,6 +341,17 @@ class CudaEmitter {
   std::string barrier_address(const std::string& name, const Expr& slot);
   // Emits `lines` between `#if __CUDA_ARCH__ >= 900` and `#else __trap(); #endif`.
   void sm90_only(const std::vector<std::string>& lines, const std::string& needs = "TMA and mbarriers");
+  // The same with the guard `__CUDA_ARCH__ >= arch` (80, 90).
+  void arch_only(int arch, const std::vector<std::string>& lines, const std::string& needs);
+
+  // Tensor cores (sm_80 PTX, under `#if __CUDA_ARCH__ >= 800` with a `__trap()` below): fragments
+  // are 16-byte aligned arrays of their element type, passed to the instructions as 32-bit
+  // registers (two 16-bit elements each).
+  Status emit_fragment(const Stmt& s, const Fragment& st);
+  Status emit_ldmatrix(const Stmt& s, const LdMatrix& st);
+  Status emit_mma(const Stmt& s, const MmaSync& st);
+  // `frag0[i][j]`: element `element` (row-major) of the slice `name[index]` of a register array.
+  std::string slice_element(const std::string& name, const ExprList& prefix, int64_t element);
   Status emit_tree_halve(const Stmt& s, const TreeHalve& st);
 
   // The text written to an element of `b`: a value of the buffer's dtype as it is, anything else
@@ -364,6 +375,7 @@ class CudaEmitter {
   std::set<std::string> used_cnames_;
   std::map<std::string, Ty> names_;  // scalar names bound in the current scope
   std::map<std::string, DType> value_types_;  // SSA values (and accumulators) -> their dtype
+  std::map<std::string, std::vector<int64_t>> array_dims_;  // register arrays (Init, Fragment): their shapes
   RangeMap ranges_;                   // known ranges of integer names (for `/` and `%`)
   std::set<Helper> helpers_;
   bool uses_half_ = false, uses_bf16_ = false;

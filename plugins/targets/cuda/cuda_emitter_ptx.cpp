@@ -79,11 +79,101 @@ Status CudaEmitter::emit_cp_async_run(const Body& b, size_t begin, size_t end) {
 }
 
 void CudaEmitter::sm90_only(const std::vector<std::string>& lines, const std::string& needs) {
-  directive("#if __CUDA_ARCH__ >= 900");
+  arch_only(90, lines, needs);
+}
+
+void CudaEmitter::arch_only(int arch, const std::vector<std::string>& lines, const std::string& needs) {
+  directive("#if __CUDA_ARCH__ >= " + std::to_string(arch * 10));
   for (const std::string& l : lines) line(l);
   directive("#else");
-  line("__trap();  // " + needs + " need sm_90");
+  line("__trap();  // " + needs + " need sm_" + std::to_string(arch));
   directive("#endif");
+}
+
+// ---- tensor cores ----
+
+namespace {
+std::string join_operands(const std::vector<std::string>& operands) {
+  std::string out;
+  for (const std::string& o : operands) out += (out.empty() ? "" : ", ") + o;
+  return out;
+}
+}  // namespace
+
+std::string CudaEmitter::slice_element(const std::string& name, const ExprList& prefix, int64_t element) {
+  std::string text = name;
+  for (const Expr& i : prefix) text += "[" + index(i).text + "]";
+  // The slice's own dimensions, row-major: the declaration's trailing dims.
+  auto dims = array_dims_.find(name);
+  if (dims == array_dims_.end()) {
+    expr_problem("'" + name + "' is not a register array here");
+    return text;
+  }
+  std::vector<int64_t> inner(dims->second.begin() + static_cast<std::ptrdiff_t>(std::min(prefix.size(), dims->second.size())),
+                             dims->second.end());
+  std::string tail;
+  for (auto d = inner.rbegin(); d != inner.rend(); ++d) {
+    tail = "[" + std::to_string(element % *d) + "]" + tail;
+    element /= *d;
+  }
+  return text + tail;
+}
+
+Status CudaEmitter::emit_fragment(const Stmt& s, const Fragment& st) {
+  if (!st.type.is_array()) return error_at(s, "a fragment is a register array");
+  line("__align__(16) " + declare(st.type, st.name) + ";");
+  bind_value(st.name, st.type.dtype);
+  array_dims_[st.name] = st.type.array;
+  return Status::ok();
+}
+
+Status CudaEmitter::emit_ldmatrix(const Stmt& s, const LdMatrix& st) {
+  const Buffer* buf = buffer(st.buffer);
+  if (!buf) return checked(s);
+  if (!buf->shared) return error_at(s, "ldmatrix reads '" + st.buffer + "', which is not an Smem array");
+  if (st.count != 1 && st.count != 2 && st.count != 4) return error_at(s, "ldmatrix loads 1, 2 or 4 matrices");
+  const std::string row = element(*buf, st.index);
+  std::string outs, regs;
+  for (int64_t m = 0; m < st.count; ++m) {
+    regs += (m ? ", %" : "%") + std::to_string(m);
+    outs += std::string(m ? ", " : "") + "\"=r\"(*reinterpret_cast<unsigned*>(&" + slice_element(st.dst, st.dst_index, 2 * m) + "))";
+  }
+  TESSERA_TRY(checked(s));
+  const std::string shape = ".x" + std::to_string(st.count) + (st.layout == LdMatrixLayout::Trans ? ".trans" : "");
+  arch_only(80,
+            {"asm volatile(\"ldmatrix.sync.aligned.m8n8" + shape + ".shared.b16 {" + regs + "}, [%" +
+             std::to_string(st.count) + "];\\n\" : " + outs + " : \"r\"((unsigned)__cvta_generic_to_shared(&" + row +
+             ")));"},
+            "ldmatrix and mma.sync");
+  return Status::ok();
+}
+
+Status CudaEmitter::emit_mma(const Stmt& s, const MmaSync& st) {
+  if (st.type != DType::BF16 && st.type != DType::F16) return error_at(s, "mma multiplies bf16 or f16 fragments");
+  const MmaDims d = mma_dims(st.shape);
+  std::vector<std::string> operands;
+  for (int64_t i = 0; i < d.c_elements(); ++i) operands.push_back("\"+f\"(" + slice_element(st.acc, st.acc_index, i) + ")");
+  const std::string outs = join_operands(operands);
+  operands.clear();
+  for (int64_t i = 0; i < d.a_elements(); i += 2)
+    operands.push_back("\"r\"(*reinterpret_cast<const unsigned*>(&" + slice_element(st.a, st.a_index, i) + "))");
+  for (int64_t i = 0; i < d.b_elements(); i += 2)
+    operands.push_back("\"r\"(*reinterpret_cast<const unsigned*>(&" + slice_element(st.b, st.b_index, i) + "))");
+  const std::string ins = join_operands(operands);
+  TESSERA_TRY(checked(s));
+  auto regs = [](int64_t first, int64_t n) {
+    std::string out = "{";
+    for (int64_t i = 0; i < n; ++i) out += (i ? ", %" : "%") + std::to_string(first + i);
+    return out + "}";
+  };
+  const int64_t nc = d.c_elements(), na = d.a_elements() / 2, nb = d.b_elements() / 2;
+  const std::string t(dtype_short_name(st.type));
+  arch_only(80,
+            {"asm volatile(\"mma.sync.aligned." + std::string(spelling(st.shape)) + ".row.col.f32." + t + "." + t +
+             ".f32 " + regs(0, nc) + ", " + regs(nc, na) + ", " + regs(nc + na, nb) + ", " + regs(0, nc) + ";\\n\" : " +
+             outs + " : " + ins + ");"},
+            "ldmatrix and mma.sync");
+  return Status::ok();
 }
 
 std::string CudaEmitter::barrier_address(const std::string& name, const Expr& slot) {

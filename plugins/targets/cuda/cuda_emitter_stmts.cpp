@@ -73,6 +73,9 @@ Status CudaEmitter::emit(const Stmt& s) {
     case StmtKind::MbarrierWait: return emit_mbarrier_wait(s, *s.as<MbarrierWait>());
     case StmtKind::ClusterSync: return emit_cluster_sync(s);
     case StmtKind::DsmemLoad: return emit_dsmem_load(s, *s.as<DsmemLoad>());
+    case StmtKind::Fragment: return emit_fragment(s, *s.as<Fragment>());
+    case StmtKind::LdMatrix: return emit_ldmatrix(s, *s.as<LdMatrix>());
+    case StmtKind::MmaSync: return emit_mma(s, *s.as<MmaSync>());
     case StmtKind::Tile:
     case StmtKind::Stage:
     case StmtKind::Combine:
@@ -129,6 +132,7 @@ Status CudaEmitter::emit_init(const Stmt& s, const Init* st) {
     std::string first = st->acc;
     for (size_t d = 0; d < st->type.array.size(); ++d) first += "[0]";
     line(declare(st->type, st->acc) + ";");
+    array_dims_[st->acc] = st->type.array;
     line("#pragma unroll");
     line("for (int tessera_i = 0; tessera_i < " + std::to_string(st->type.array_elements()) +
          "; ++tessera_i) (&" + first + ")[tessera_i] = " + init + ";");

@@ -360,6 +360,143 @@ class BlockExecutor {
     return Status::ok();
   }
 
+  // ---- tensor cores (PTX ISA: ldmatrix, mma.sync.aligned.m16n8k16; layouts in docs/ir.md) ----
+
+  // The warps that execute a warp-collective statement: each warp with an active lane must have
+  // all 32 lanes active (`.aligned`: every thread of the warp executes the same instruction).
+  Expected<std::vector<int>> converged_warps(const SimStmt& s, const Mask& mask, std::string_view what) {
+    std::vector<int> warps;
+    for (int begin = 0; begin < lanes_; begin += 32) {
+      const int end = std::min(lanes_, begin + 32);
+      int active = 0;
+      for (int l = begin; l < end; ++l) active += mask[static_cast<size_t>(l)];
+      if (active == 0) continue;
+      if (end - begin < 32)
+        return fail(s, begin, std::string(what) + " needs a whole warp, but the block's last warp has only " +
+                                  std::to_string(end - begin) + " threads");
+      for (int l = begin; l < end; ++l)
+        if (!mask[static_cast<size_t>(l)])
+          return fail(s, l, "warp-divergent " + std::string(what) + ": " + std::to_string(active) +
+                                " of the warp's 32 threads execute it; lane " + std::to_string(l - begin) +
+                                " (this thread) does not");
+      warps.push_back(begin);
+    }
+    return warps;
+  }
+
+  // The first register of slice `slice` for the warp starting at lane `begin`: the prefix index
+  // must be in bounds and the same in every thread of the warp (registers are named by the
+  // instruction, not chosen per thread).
+  Expected<int> slice_base(const SimStmt& s, const ArraySlice& slice, const std::vector<const double*>& index,
+                           int begin, std::string_view what) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < index.size(); ++d) {
+      const double i = index[d][begin];
+      for (int l = begin; l < begin + 32; ++l)
+        if (index[d][l] != i)
+          return fail(s, l, std::string(what) + "'s fragment index " + std::to_string(index[d][l]) + " differs from lane 0's " +
+                                std::to_string(i) + ": the warp must name one fragment");
+      if (!(i >= 0 && i < static_cast<double>(slice.dims[d])) || i != std::floor(i))
+        return fail(s, begin, std::string(what) + "'s fragment index " + std::to_string(i) + " of dimension " +
+                                  std::to_string(d) + " is outside [0, " + std::to_string(slice.dims[d]) + ")");
+      flat = flat * slice.dims[d] + static_cast<int64_t>(i);
+    }
+    int64_t elements = 1;
+    for (size_t d = index.size(); d < slice.dims.size(); ++d) elements *= slice.dims[d];
+    return slice.slot + static_cast<int>(flat * elements);
+  }
+
+  // Fragment: the elements start as NaN, so that an element no instruction wrote poisons every
+  // result it reaches instead of reading as zero.
+  Status run_fragment(const SimStmt& s, const Mask& mask) {
+    int64_t registers = 1;
+    for (int64_t d : s.dims) registers *= d;
+    for (int64_t r = 0; r < registers; ++r) {
+      std::vector<double>& dst = regs_[static_cast<size_t>(s.slot + r)];
+      for (int l = 0; l < lanes_; ++l)
+        if (mask[static_cast<size_t>(l)]) dst[static_cast<size_t>(l)] = std::nan("");
+    }
+    return Status::ok();
+  }
+
+  // ldmatrix.x{1,2,4}[.trans]: lane 8m + r of the warp names row r of matrix m (8 consecutive
+  // 16-bit elements, 16-byte aligned); thread t receives elements (t / 4, 2 (t % 4) + j) of each
+  // matrix m, or (2 (t % 4) + j, t / 4) with .trans, into slice elements 2m + j.
+  Status run_ldmatrix(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int> warps, converged_warps(s, mask, "ldmatrix"));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> index, eval_all(s.index, mask, s));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> dst_index, eval_all(s.slices[0].index, mask, s));
+    const int64_t elem_bytes = dtype_bytes(shared_.decl(s.buffer.index).dtype);
+    double rows[4][8][8];
+    for (int begin : warps) {
+      TESSERA_ASSIGN_OR_RETURN(int base, slice_base(s, s.slices[0], dst_index, begin, "ldmatrix"));
+      for (int64_t m = 0; m < s.count; ++m) {
+        for (int64_t r = 0; r < 8; ++r) {
+          const int lane = begin + static_cast<int>(8 * m + r);
+          TESSERA_ASSIGN_OR_RETURN(int64_t flat, offset_of(s, s.buffer, index, lane, 0));
+          if ((flat * elem_bytes) % 16 != 0)
+            return fail(s, lane, "ldmatrix row address " + shared_.element_str(s.buffer.index, flat) +
+                                     " is not 16-byte aligned (element " + std::to_string(flat) + " of the buffer)");
+          for (int64_t c = 0; c < 8; ++c) {
+            TESSERA_ASSIGN_OR_RETURN(rows[m][r][c], load(s, s.buffer, index, lane, c));
+          }
+        }
+      }
+      for (int t = 0; t < 32; ++t) {
+        for (int64_t m = 0; m < s.count; ++m) {
+          for (int j = 0; j < 2; ++j) {
+            const double v = s.transpose ? rows[m][2 * (t % 4) + j][t / 4] : rows[m][t / 4][2 * (t % 4) + j];
+            regs_[static_cast<size_t>(base + 2 * m + j)][static_cast<size_t>(begin + t)] = v;
+          }
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  // mma.sync.aligned.m16n8k{16,8}.row.col.f32.{bf16,f16}: gathers A (16 x K), B (K x 8) and C
+  // (16 x 8) from the warp's fragments in the PTX layouts (g = lane / 4, q = lane % 4; m16n8k8
+  // holds the first half of each, elements 0-3 of A and 0-1 of B):
+  //   A element i: row g + 8 ((i / 2) % 2), column 2q + i % 2 + 8 (i / 4)
+  //   B element i: row 2q + i % 2 + 8 (i / 2), column g
+  //   C element i: row g + 8 (i / 2), column 2q + i % 2
+  // and scatters D = A B + C back. The 16-bit inputs multiply exactly; the products and C are
+  // summed in double and rounded to f32 once per element.
+  Status run_mma(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int> warps, converged_warps(s, mask, "mma"));
+    std::vector<std::vector<const double*>> index(3);
+    for (size_t k = 0; k < 3; ++k) {
+      TESSERA_ASSIGN_OR_RETURN(index[k], eval_all(s.slices[k].index, mask, s));
+    }
+    const MmaDims dims = mma_dims(s.shape);
+    double a[16][16], b[16][8], c[16][8];
+    for (int begin : warps) {
+      TESSERA_ASSIGN_OR_RETURN(int acc, slice_base(s, s.slices[0], index[0], begin, "mma's accumulator"));
+      TESSERA_ASSIGN_OR_RETURN(int fa, slice_base(s, s.slices[1], index[1], begin, "mma's A operand"));
+      TESSERA_ASSIGN_OR_RETURN(int fb, slice_base(s, s.slices[2], index[2], begin, "mma's B operand"));
+      auto reg = [&](int first, int64_t i, int t) -> double& {
+        return regs_[static_cast<size_t>(first + i)][static_cast<size_t>(begin + t)];
+      };
+      for (int t = 0; t < 32; ++t) {
+        const int g = t / 4, q = t % 4;
+        for (int64_t i = 0; i < dims.a_elements(); ++i)
+          a[g + 8 * ((i / 2) % 2)][2 * q + i % 2 + 8 * (i / 4)] = as_type(reg(fa, i, t), s.value_type);
+        for (int64_t i = 0; i < dims.b_elements(); ++i) b[2 * q + i % 2 + 8 * (i / 2)][g] = as_type(reg(fb, i, t), s.value_type);
+        for (int64_t i = 0; i < dims.c_elements(); ++i) c[g + 8 * (i / 2)][2 * q + i % 2] = reg(acc, i, t);
+      }
+      for (int t = 0; t < 32; ++t) {
+        const int g = t / 4, q = t % 4;
+        for (int64_t i = 0; i < dims.c_elements(); ++i) {
+          const int row = g + 8 * static_cast<int>(i / 2), col = 2 * q + static_cast<int>(i % 2);
+          double sum = c[row][col];
+          for (int64_t k = 0; k < dims.k; ++k) sum += a[row][k] * b[k][col];
+          reg(acc, i, t) = to_float(sum);
+        }
+      }
+    }
+    return Status::ok();
+  }
+
   Status require_full_block(const SimStmt& s, const Mask& mask) {
     for (int l = 0; l < lanes_; ++l)
       if (!mask[static_cast<size_t>(l)])
@@ -660,6 +797,9 @@ class BlockExecutor {
         }
         return Status::ok();
       case StmtKind::WarpShuffle: return run_shuffle(s, mask);
+      case StmtKind::Fragment: return run_fragment(s, mask);
+      case StmtKind::LdMatrix: return run_ldmatrix(s, mask);
+      case StmtKind::MmaSync: return run_mma(s, mask);
       case StmtKind::TreeHalve: return run_tree_halve(s, mask);
       case StmtKind::VectorLoad: {
         TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> index, eval_all(s.index, mask, s));

@@ -170,6 +170,24 @@ class KernelCompiler {
     return Status::ok();
   }
 
+  // `name[index]`, a slice of a register array holding `elements` registers per thread.
+  Expected<ArraySlice> compile_slice(const std::string& name, const ExprList& index, int64_t elements, const Stmt& s) {
+    ArraySlice out;
+    out.slot = lookup(name);
+    auto array = arrays_.find(name);
+    if (out.slot < 0 || array == arrays_.end()) return error(s, "'" + name + "' is not a register array in scope");
+    out.dims = array->second;
+    if (index.size() >= out.dims.size())
+      return error(s, "indexes " + name + " with " + std::to_string(index.size()) + " expression(s), leaving no slice");
+    int64_t have = 1;
+    for (size_t d = index.size(); d < out.dims.size(); ++d) have *= out.dims[d];
+    if (have != elements)
+      return error(s, "the slice of " + name + " holds " + std::to_string(have) + " elements per thread, not " +
+                          std::to_string(elements));
+    TESSERA_TRY(compile_exprs(index, s, out.index));
+    return out;
+  }
+
   // `name` indexed with `rank` indices; `write` asks for a buffer the kernel may write.
   Expected<BufferRef> resolve_buffer(const std::string& name, size_t rank, bool write, const Stmt& s) {
     for (size_t i = 0; i < program_.smem.size(); ++i) {
@@ -335,6 +353,42 @@ class KernelCompiler {
         c.exprs.push_back(std::move(rank));
         c.value_type = st->type.dtype;
         c.slot = define(st->dst, !dtype_is_float(st->type.dtype));
+        break;
+      }
+      case StmtKind::Fragment: {
+        const auto* st = s.as<Fragment>();
+        if (!st->type.is_array()) return error(s, "a fragment is a register array");
+        c.value_type = st->type.dtype;
+        c.dims = st->type.array;
+        arrays_[st->name] = st->type.array;
+        c.slot = define(st->name, false, st->type.array_elements());
+        break;
+      }
+      case StmtKind::LdMatrix: {
+        const auto* st = s.as<LdMatrix>();
+        if (st->count != 1 && st->count != 2 && st->count != 4) return error(s, "ldmatrix loads 1, 2 or 4 matrices");
+        TESSERA_ASSIGN_OR_RETURN(c.buffer, resolve_buffer(st->buffer, st->index.size(), false, s));
+        if (!c.buffer.shared) return error(s, "ldmatrix reads '" + st->buffer + "', which is not a shared buffer");
+        if (dtype_bytes(program_.smem[static_cast<size_t>(c.buffer.index)].dtype) != 2)
+          return error(s, "ldmatrix moves 16-bit elements, but '" + st->buffer + "' holds " +
+                              std::string(dtype_short_name(program_.smem[static_cast<size_t>(c.buffer.index)].dtype)));
+        TESSERA_TRY(compile_exprs(st->index, s, c.index));
+        TESSERA_ASSIGN_OR_RETURN(ArraySlice dst, compile_slice(st->dst, st->dst_index, 2 * st->count, s));
+        c.slices.push_back(std::move(dst));
+        c.count = st->count;
+        c.transpose = st->layout == LdMatrixLayout::Trans;
+        c.value_type = program_.smem[static_cast<size_t>(c.buffer.index)].dtype;
+        break;
+      }
+      case StmtKind::MmaSync: {
+        const auto* st = s.as<MmaSync>();
+        const MmaDims d = mma_dims(st->shape);
+        TESSERA_ASSIGN_OR_RETURN(ArraySlice acc, compile_slice(st->acc, st->acc_index, d.c_elements(), s));
+        TESSERA_ASSIGN_OR_RETURN(ArraySlice a, compile_slice(st->a, st->a_index, d.a_elements(), s));
+        TESSERA_ASSIGN_OR_RETURN(ArraySlice b, compile_slice(st->b, st->b_index, d.b_elements(), s));
+        c.slices = {std::move(acc), std::move(a), std::move(b)};
+        c.shape = st->shape;
+        c.value_type = st->type;
         break;
       }
       case StmtKind::CpAsyncWait: {

@@ -44,6 +44,15 @@ struct BufferRef {
   int index = -1;
 };
 
+// A slice of a register array that a tensor-core statement names (LdMatrix's destination, MmaSync's
+// operands): the array's first register, its shape, and the indices of a prefix of its dimensions
+// (the slice is the elements under that prefix, row-major).
+struct ArraySlice {
+  int slot = -1;
+  std::vector<int64_t> dims;
+  std::vector<LaneExpr> index;
+};
+
 struct SimStmt {
   StmtKind kind = StmtKind::Sync;
   const Stmt* source = nullptr;  // the statement, for error messages
@@ -63,6 +72,9 @@ struct SimStmt {
   int64_t width = 32;            // WarpShuffle
   int barrier = -1;              // Mbarrier*, TmaLoad: the barrier ring (KernelProgram::barriers)
   int tensor_map = -1;           // TmaLoad: the tensor map (KernelProgram::tensor_maps)
+  std::vector<ArraySlice> slices;  // LdMatrix: {dst}; MmaSync: {acc, a, b}
+  bool transpose = false;          // LdMatrix .trans
+  MmaShape shape = MmaShape::M16N8K16;
   std::vector<SimStmt> body, else_body;
 };
 

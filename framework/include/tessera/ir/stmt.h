@@ -45,8 +45,10 @@ enum class FieldRole : uint8_t {
   DefValue,   // binds a computed SSA value       -> v0, v1, ...
   DefAcc,     // binds an accumulator             -> acc0, acc1, ...
   DefBuffer,  // declares a kernel-local buffer (shared memory, barrier, TMA map); keeps its name
+  DefFragment,  // declares a register array of tensor-core operand fragments -> frag0, frag1, ...
   UseName,    // refers to a name bound by a Def* field (renamed together with it)
   UseAcc,     // refers to an accumulator: a name a DefAcc field binds (Accum, Combine, TreeHalve)
+  UseFragment,  // refers to a fragment array: a name a DefFragment field binds (LdMatrix, MmaSync)
   UseBuffer,  // refers to a buffer: a graph node id or a DefBuffer
   UseTensorMap,  // refers to a tensor-map parameter of the kernel (TmaLoad's descriptor)
   Label,      // mentions a bound name for display only (renamed with it, never checked)
@@ -69,8 +71,10 @@ constexpr FieldRoleTraits field_role_traits(FieldRole r) {
     case FieldRole::DefValue: return          {true,  true,  false, false};
     case FieldRole::DefAcc: return            {true,  true,  false, false};
     case FieldRole::DefBuffer: return         {true,  false, false, false};
+    case FieldRole::DefFragment: return       {true,  true,  false, false};
     case FieldRole::UseName: return           {false, false, true,  false};
     case FieldRole::UseAcc: return            {false, false, true,  false};
+    case FieldRole::UseFragment: return       {false, false, true,  false};
     case FieldRole::UseBuffer: return         {false, false, false, true};
     case FieldRole::UseTensorMap: return      {false, false, false, true};
     case FieldRole::Label: return             {false, false, false, false};
@@ -579,13 +583,85 @@ struct VectorStore {
   }
 };
 
+// ---- Tensor cores (Tile IR and Kernel IR) -----------------------------------------------------
+//
+// A warp computes a tensor-core product from fragments: register arrays whose elements the 32
+// threads of the warp hold in the layouts the PTX ISA fixes for each instruction (docs/ir.md,
+// "Tensor-core fragments", draws them). The three statements below are warp-collective: every
+// thread of a warp that reaches one must reach it together (the simulator reports a divergent
+// warp), with the same fragment and slice indices.
+
+// `bf16[2][8] frag0 = fragment()`: declares a register array of operand fragments; elements are
+// written by LdMatrix and read by MmaSync (and by expressions, `frag0[1, 3]`). Its last dimension
+// is one fragment's elements per thread (8 for m16n8k16's A, 4 for its B); the leading ones index
+// fragments (one per warp sub-tile). Accumulator fragments are register arrays an Init declares
+// (`f32[2][4][4] acc0 = init(0.0)`), so that the epilogue reads them as any register array.
+struct Fragment {
+  std::string name;
+  ValueType type = {};
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("name", s.name, FieldRole::DefFragment);
+    f("type", s.type, FieldRole::Data);
+  }
+};
+
+// `frag0[a6] = ldmatrix.x4(a_smem[a7 % 16, a7 / 16 * 8])`: ldmatrix.sync.aligned.m8n8.x{1,2,4}
+// [.trans].shared.b16. Each thread names one 16-byte row of shared memory (`index`: its first
+// element): threads 0-7 the rows of matrix 0, 8-15 of matrix 1 and so on (x1 and x2 read the
+// addresses of threads 0-7 and 0-15). Matrix i lands in elements 2i and 2i + 1 of each thread's
+// slice `dst[dst_index]` (the remaining dimensions of the fragment array, 2 x count elements):
+// thread t gets row t / 4, columns 2 (t % 4) and 2 (t % 4) + 1, or with `.trans` the same of the
+// transposed matrix.
+struct LdMatrix {
+  std::string dst;
+  ExprList dst_index;  // a prefix of the fragment array's dimensions
+  std::string buffer;
+  ExprList index;      // this thread's row: its first element
+  int64_t count = 4;   // 1, 2 or 4 matrices
+  LdMatrixLayout layout = LdMatrixLayout::Rows;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("dst", s.dst, FieldRole::UseFragment);
+    f("dst_index", s.dst_index, FieldRole::Data);
+    f("buffer", s.buffer, FieldRole::UseBuffer);
+    f("index", s.index, FieldRole::Data);
+    f("count", s.count, FieldRole::Data);
+    f("layout", s.layout, FieldRole::Data);
+  }
+};
+
+// `acc0[a6, a7] <- mma.m16n8k16.bf16(frag0[a6], frag1[a7])`: mma.sync.aligned.m16n8k16.row.col
+// .f32.bf16.bf16.f32: the warp's A fragment slice `a[a_index]` (M x K) times its B slice
+// `b[b_index]` (K x N) added to the f32 accumulator slice `acc[acc_index]` (M x N), in place.
+// `type` is A's and B's element type (bf16 or f16).
+struct MmaSync {
+  std::string acc;
+  ExprList acc_index;
+  std::string a;
+  ExprList a_index;
+  std::string b;
+  ExprList b_index;
+  MmaShape shape = MmaShape::M16N8K16;
+  DType type = DType::BF16;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("acc", s.acc, FieldRole::UseAcc);
+    f("acc_index", s.acc_index, FieldRole::Data);
+    f("a", s.a, FieldRole::UseFragment);
+    f("a_index", s.a_index, FieldRole::Data);
+    f("b", s.b, FieldRole::UseFragment);
+    f("b_index", s.b_index, FieldRole::Data);
+    f("shape", s.shape, FieldRole::Data);
+    f("type", s.type, FieldRole::Data);
+  }
+};
+
 // The one list. Order is part of the JSON format only through names, never through indices.
 #define TESSERA_STMT_KINDS(X)                                                   \
   /* Loop IR */ X(Load) X(Assign) X(Select) X(Init) X(Accum) X(Write) X(Loop) X(Cond) \
   /* Tile IR */ X(Tile) X(StridedLoop) X(Stage) X(Combine) X(AsyncWait) X(SlabMap) \
   /* Kernel IR */ X(Let) X(Smem) X(Sync) X(CpAsyncCopy) X(CpAsyncCommit)      \
   X(CpAsyncWait) X(TmaLoad) X(MbarrierInit) X(MbarrierArrive) \
-  X(MbarrierWait) X(WarpShuffle) X(TreeHalve) X(VectorLoad) X(VectorStore) X(ClusterSync) X(DsmemLoad)
+  X(MbarrierWait) X(WarpShuffle) X(TreeHalve) X(VectorLoad) X(VectorStore) X(ClusterSync) X(DsmemLoad) \
+  /* tensor cores */ X(Fragment) X(LdMatrix) X(MmaSync)
 
 enum class StmtKind : uint8_t {
 #define TESSERA_X(K) K,
@@ -647,6 +723,9 @@ constexpr StmtKindTraits stmt_kind_traits(StmtKind k) {
     case StmtKind::VectorStore: return    {kInKernel,         false, false,      false};
     case StmtKind::ClusterSync: return    {kInKernel,         false, false,      false};
     case StmtKind::DsmemLoad: return      {kInKernel,         false, false,      true};
+    case StmtKind::Fragment: return       {kInTile | kInKernel, false, false,    true};
+    case StmtKind::LdMatrix: return       {kInTile | kInKernel, false, false,    false};
+    case StmtKind::MmaSync: return        {kInTile | kInKernel, false, false,    false};
   }
   return {0, false, false, false};  // unreachable for a valid kind
 }

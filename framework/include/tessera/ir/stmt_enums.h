@@ -1,5 +1,5 @@
 // The enumerated fields of statements: axis bindings, loop roles, stage transports, combine
-// scopes, shuffle modes and shared-memory swizzles.
+// scopes, shuffle modes, shared-memory swizzles and the tensor-core instruction shapes.
 //
 // Each enum has one table (`StmtEnumTable<E>::entries`) pairing every value with its spelling.
 // The spelling is what the printer writes, the parser reads and JSON stores, so all three agree
@@ -28,6 +28,14 @@ enum class ShuffleMode : uint8_t { Xor, Down, Up, Idx };
 // How a Smem array's bytes are permuted (the TMA / wgmma shared-memory swizzle modes): None, or
 // the 16-byte chunks of each 32/64/128-byte row XORed with the row index within the swizzle atom.
 enum class SmemSwizzle : uint8_t { None, B32, B64, B128 };
+// The shape of one warp-wide tensor-core multiply (PTX ISA, "Warp-level matrix multiply-accumulate
+// instructions": mma.sync.aligned.m16n8k16 and m16n8k8): D[16x8] = A[16xK] * B[Kx8] + C, 16-bit A
+// and B, f32 C and D, each matrix spread over the 32 threads of the warp as fragments (docs/ir.md).
+enum class MmaShape : uint8_t { M16N8K16, M16N8K8 };
+// How ldmatrix hands out each 8x8 matrix of 16-bit elements: by rows (thread t holds row t / 4,
+// columns 2 (t % 4) and 2 (t % 4) + 1), or transposed (.trans: the same elements of the matrix's
+// transpose), which turns a row-major K x N slab into mma's B fragment.
+enum class LdMatrixLayout : uint8_t { Rows, Trans };
 
 // The widest row a swizzle covers (a TMA box's inner row may not exceed it; 0 without a swizzle).
 constexpr int64_t swizzle_span_bytes(SmemSwizzle s) {
@@ -47,6 +55,22 @@ constexpr int64_t swizzle_byte_offset(SmemSwizzle s, int64_t offset) {
   const int64_t bits = s == SmemSwizzle::B32 ? 1 : s == SmemSwizzle::B64 ? 2 : s == SmemSwizzle::B128 ? 3 : 0;
   const int64_t mask = (int64_t{1} << bits) - 1;
   return offset ^ (((offset >> 7) & mask) << 4);
+}
+
+// The M, N and K of an mma shape, and the elements of each fragment one thread holds: A is M x K,
+// B is K x N, C and D are M x N, spread evenly over the warp's 32 threads.
+struct MmaDims {
+  int64_t m, n, k;
+  constexpr int64_t a_elements() const { return m * k / 32; }
+  constexpr int64_t b_elements() const { return k * n / 32; }
+  constexpr int64_t c_elements() const { return m * n / 32; }
+};
+constexpr MmaDims mma_dims(MmaShape s) {
+  switch (s) {
+    case MmaShape::M16N8K16: return {16, 8, 16};
+    case MmaShape::M16N8K8: return {16, 8, 8};
+  }
+  return {0, 0, 0};
 }
 
 template <class E> struct StmtEnumTable;
@@ -85,6 +109,17 @@ template <> struct StmtEnumTable<SmemSwizzle> {
   static constexpr std::pair<SmemSwizzle, std::string_view> entries[] = {
       {SmemSwizzle::None, "none"}, {SmemSwizzle::B32, "32B"}, {SmemSwizzle::B64, "64B"}, {SmemSwizzle::B128, "128B"}};
   static constexpr std::string_view what = "a shared-memory swizzle (none, 32B, 64B, 128B)";
+};
+
+template <> struct StmtEnumTable<MmaShape> {
+  static constexpr std::pair<MmaShape, std::string_view> entries[] = {{MmaShape::M16N8K16, "m16n8k16"},
+                                                                      {MmaShape::M16N8K8, "m16n8k8"}};
+  static constexpr std::string_view what = "an mma shape (m16n8k16, m16n8k8)";
+};
+template <> struct StmtEnumTable<LdMatrixLayout> {
+  static constexpr std::pair<LdMatrixLayout, std::string_view> entries[] = {{LdMatrixLayout::Rows, ""},
+                                                                            {LdMatrixLayout::Trans, "trans"}};
+  static constexpr std::string_view what = "an ldmatrix layout (trans or nothing)";
 };
 
 template <class E>
