@@ -1083,5 +1083,92 @@ TEST_F(ValuePassCoverageTest, CorpusProgramsExerciseHoistingAndSubexpressionElim
 INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::sanitizer_share(test::differential_corpus())),
                          [](const auto& info) { return test::corpus_test_name(info.param); });
 
+
+// use_tensor_cores: bf16/f16 matmuls on mma.sync. The programs cover both B layouts (B[k, n] read
+// with ldmatrix.trans, an nn.Linear weight B[n, k] without), a fused epilogue (bias, SiLU, the
+// conversion to the output dtype) and shapes whose tiles fit in several ways; every schedule
+// (the heuristic, every geometry knob value pinned alone, sampled schedules with INSTR pinned)
+// must match the reference in bf16 and f16, with its matmul kernel on the tensor cores.
+constexpr const char* kTensorCorePrograms[] = {
+    "x=torch.randn(64,128); w=torch.randn(128,64); x @ w",
+    "x=torch.randn(32,256); nn.Linear(256,96)(x)",
+    "x=torch.randn(48,64); w=torch.randn(64,32); F.silu(x @ w)",
+    "x=torch.randn(128,64); nn.Linear(64,128,bias=False)(x)",
+};
+
+class TensorCoreTest : public RandomKnobsTest {
+ protected:
+  // Kernels of the last lowering that run mma.
+  int mma_kernels() const {
+    int n = 0;
+    for (const Node* node : last_lowered_.nodes())
+      if (const auto* k = node->op_as<KernelOp>()) n += contains_tensor_core_statements(k->body);
+    return n;
+  }
+};
+
+TEST_F(TensorCoreTest, HeuristicSchedulesRunOnTheTensorCoresAndMatchTheReference) {
+  for (const char* text : kTensorCorePrograms)
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      SCOPED_TRACE(std::string(text) + " in " + std::string(dtype_short_name(dtype)));
+      check(text, std::nullopt, dtype);
+      if (HasFailure()) return;
+      EXPECT_EQ(mma_kernels(), 1) << print_graph(last_lowered_);
+    }
+  // f32 matmuls stay on the SIMT path (mma.sync multiplies 16-bit operands).
+  check(kTensorCorePrograms[0], std::nullopt, DType::F32);
+  EXPECT_EQ(mma_kernels(), 0);
+}
+
+TEST_F(TensorCoreTest, EveryGeometryKnobValueMatchesTheReference) {
+  const std::pair<const char*, std::vector<int64_t>> knobs[] = {
+      {"WARPS_M", {1, 2, 4}}, {"WARPS_N", {1, 2, 4}}, {"MMA_M", {1, 4}}, {"MMA_N", {1, 2, 8}}};
+  const PipelineSpec heuristic = pipeline_;
+  for (const auto& [knob, values] : knobs)
+    for (int64_t v : test::sanitizer_share(values)) {
+      pipeline_ = heuristic;
+      pin("use_tensor_cores", knob, AttrValue(v));
+      SCOPED_TRACE(std::string(knob) + "=" + std::to_string(v));
+      check(kTensorCorePrograms[3], std::nullopt, DType::BF16);
+      if (HasFailure()) return;
+      EXPECT_EQ(mma_kernels(), 1);
+    }
+}
+
+// The earlier passes' sampled knobs (split-K, slab depths that are no multiple of 16) leave some
+// of these kernels to the SIMT path; the others sample the geometry knobs.
+TEST_F(TensorCoreTest, SampledSchedulesOnTheTensorCoresMatchTheReference) {
+  pin("use_tensor_cores", "INSTR", AttrValue(std::string("mma_sync")));
+  int on_tensor_cores = 0;
+  for (const char* text : kTensorCorePrograms)
+    for (uint64_t seed = 1; seed <= simulated(6); ++seed) {
+      const DType dtype = seed % 2 ? DType::BF16 : DType::F16;
+      SCOPED_TRACE(text);
+      check(text, seed, dtype);
+      if (HasFailure()) return;
+      on_tensor_cores += mma_kernels();
+    }
+  EXPECT_GE(on_tensor_cores, kUnderSanitizers ? 1 : 4);
+}
+
+#ifdef TESSERA_HAVE_CUDA
+TEST_F(TensorCoreTest, TensorCoreKernelsBuildWithNvrtcForSm80AndSm90) {
+  int built = 0;
+  for (const char* text : kTensorCorePrograms) {
+    Graph g = trace(text, DType::BF16);
+    ASSERT_FALSE(HasFailure()) << text;
+    Status st = lower(g, pipeline_, Dialect::Cuda, device_);
+    ASSERT_TRUE(st) << text << ":\n" << st.error().render();
+    for (const Node* n : g.nodes()) {
+      const auto* op = n->op_as<CudaOp>();
+      if (op == nullptr || op->source.find("mma.sync.aligned") == std::string::npos) continue;
+      for (const char* arch : {"sm_80", "sm_90"}) EXPECT_EQ(test::nvrtc_compile(*op, arch), "") << text << " " << arch;
+      ++built;
+    }
+  }
+  EXPECT_EQ(built, static_cast<int>(std::size(kTensorCorePrograms)));
+}
+#endif
+
 }  // namespace
 }  // namespace tessera

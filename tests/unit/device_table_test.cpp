@@ -85,11 +85,12 @@ TEST(DeviceTableTest, ArchSpecificVariantIsTheBaseDeviceWithTheVariantsFeatures)
 // Passes ask the features, one table: cp.async from sm_80, TMA and clusters from sm_90, wgmma
 // only in sm_90a; every device of the table carries its arch's.
 TEST(DeviceTableTest, EveryArchHasItsFeatures) {
-  EXPECT_EQ(arch_features("sm_80"), (ArchFeatures{.cp_async = true}));
-  EXPECT_EQ(arch_features("sm_89"), (ArchFeatures{.cp_async = true}));
-  EXPECT_EQ(arch_features("sm_90"), (ArchFeatures{.cp_async = true, .tma = true, .clusters = true}));
-  EXPECT_EQ(arch_features("sm_90a"), (ArchFeatures{.cp_async = true, .tma = true, .clusters = true, .wgmma = true}));
-  EXPECT_EQ(arch_features("sm_100"), (ArchFeatures{.cp_async = true, .tma = true, .clusters = true}));
+  EXPECT_EQ(arch_features("sm_80"), (ArchFeatures{.cp_async = true, .mma_sync = true}));
+  EXPECT_EQ(arch_features("sm_89"), (ArchFeatures{.cp_async = true, .mma_sync = true}));
+  EXPECT_EQ(arch_features("sm_90"), (ArchFeatures{.cp_async = true, .mma_sync = true, .tma = true, .clusters = true}));
+  EXPECT_EQ(arch_features("sm_90a"),
+            (ArchFeatures{.cp_async = true, .mma_sync = true, .tma = true, .clusters = true, .wgmma = true}));
+  EXPECT_EQ(arch_features("sm_100"), (ArchFeatures{.cp_async = true, .mma_sync = true, .tma = true, .clusters = true}));
   EXPECT_EQ(arch_features("sm_75"), ArchFeatures{});
   Expected<DeviceTable> t = DeviceTable::load_default();
   ASSERT_TRUE(t) << t.error().render();

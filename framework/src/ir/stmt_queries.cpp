@@ -240,6 +240,21 @@ bool contains_collective(const Body& body) {
   return finder.found;
 }
 
+bool contains_tensor_core_statements(const Body& body) {
+  struct Finder final : StmtVisitor {
+    bool found = false;
+#define TESSERA_X(K)                                                     \
+  void visit_##K(const K& s) override {                                  \
+    if (stmt_kind_traits(StmtKind::K).tensor_core) found = true;         \
+    StmtVisitor::visit_##K(s);                                           \
+  }
+    TESSERA_STMT_KINDS(TESSERA_X)
+#undef TESSERA_X
+  } finder;
+  finder.visit(body);
+  return finder.found;
+}
+
 std::optional<Stmt> first_stmt_outside(const Body& body, uint8_t accepted) {
   struct Finder final : StmtVisitor {
     uint8_t accepted = 0;

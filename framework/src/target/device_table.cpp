@@ -251,20 +251,21 @@ const DeviceDesc* DeviceTable::find_by_arch(const std::string& arch) const {
 namespace {
 
 // Every known arch and what it can do: the one list known_archs and arch_features read. Thread-
-// block clusters and TMA from compute capability 9.0 (CUDA programming guide); wgmma only in the
-// arch-specific sm_90a (PTX ISA: "requires sm_90a").
+// block clusters and TMA from compute capability 9.0 (CUDA programming guide); mma.sync of bf16
+// (m16n8k16, m16n8k8) and ldmatrix from sm_80 (PTX ISA); wgmma only in the arch-specific sm_90a
+// (PTX ISA: "requires sm_90a").
 struct ArchEntry {
   std::string_view arch;
   ArchFeatures features;
 };
-constexpr ArchFeatures kAmpere{.cp_async = true};
-constexpr ArchFeatures kHopperAndLater{.cp_async = true, .tma = true, .clusters = true};
+constexpr ArchFeatures kAmpere{.cp_async = true, .mma_sync = true};
+constexpr ArchFeatures kHopperAndLater{.cp_async = true, .mma_sync = true, .tma = true, .clusters = true};
 constexpr ArchEntry kArchs[] = {
     {"sm_80", kAmpere},
     {"sm_86", kAmpere},
     {"sm_89", kAmpere},
     {"sm_90", kHopperAndLater},
-    {"sm_90a", {.cp_async = true, .tma = true, .clusters = true, .wgmma = true}},
+    {"sm_90a", {.cp_async = true, .mma_sync = true, .tma = true, .clusters = true, .wgmma = true}},
     {"sm_100", kHopperAndLater},
     {"sm_120", kHopperAndLater},
 };

@@ -74,6 +74,7 @@ class AsyncCopyPass final : public TilePass {
   std::string_view name() const override { return "async_copy"; }
   std::string_view summary() const override { return "copy staged slabs with cp.async on sm_80 and newer"; }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  bool handles_tensor_cores() const override { return true; }  // changes only how Stages copy: ldmatrix reads the same slabs
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"ASYNC", KnobType::Bool, {}, std::nullopt, "copy sync Stages asynchronously (cp.async)"}};
   }

@@ -68,6 +68,7 @@ class MarkUnrollPass final : public TilePass {
   std::string_view name() const override { return "mark_unroll"; }
   std::string_view summary() const override { return "request full unrolling of short constant-trip loops"; }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  bool handles_tensor_cores() const override { return true; }  // fragments lower (or unroll) as they are
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"MAX_UNROLL", KnobType::Int,
                      {int64_t{0}, int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}, int64_t{32}},

@@ -881,6 +881,7 @@ class MaterializePass final : public TilePass {
     return "lower Tile IR to Kernel IR: shared memory, copies, barriers, shuffles, launch geometry";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Kernel}; }
+  bool handles_tensor_cores() const override { return true; }  // fragments lower (or unroll) as they are
 
   Status run_on_tile(Node& node, const TileOp& tile_op, const Tile&, PassContext& ctx) override {
     const Graph& g = ctx.graph();

@@ -686,48 +686,49 @@ struct StmtKindTraits {
   bool has_body;      // holds nested statements (Loop, Cond, Tile, StridedLoop, SlabMap)
   bool collective;    // every thread of the block must reach it together (Stage, Combine, AsyncWait, SlabMap)
   bool carries_type;  // defines a value whose type its printed line names first (`f32 v0 = ...`)
+  bool tensor_core;   // a tensor-core statement (warp-collective fragments: Fragment, LdMatrix, MmaSync)
 };
 
 // The traits of each kind. A switch without `default`, built with -Werror=switch: a new kind that is
 // not given its traits here breaks the build.
 constexpr StmtKindTraits stmt_kind_traits(StmtKind k) {
   switch (k) {
-    //                                    dialects           body   collective  carries_type
-    case StmtKind::Load: return           {kInLoopTileKernel, false, false,      true};
-    case StmtKind::Assign: return         {kInLoopTileKernel, false, false,      true};
-    case StmtKind::Select: return         {kInLoopTileKernel, false, false,      true};
-    case StmtKind::Init: return           {kInLoopTileKernel, false, false,      true};
-    case StmtKind::Accum: return          {kInLoopTileKernel, false, false,      false};
-    case StmtKind::Write: return          {kInLoopTileKernel, false, false,      false};
-    case StmtKind::Loop: return           {kInLoopTileKernel, true,  false,      false};
-    case StmtKind::Cond: return           {kInLoopTileKernel, true,  false,      false};
-    case StmtKind::Tile: return           {kInTile,           true,  false,      false};
-    case StmtKind::StridedLoop: return    {kInTile | kInKernel, true, false,     false};
-    case StmtKind::Stage: return          {kInTile,           false, true,       false};
-    case StmtKind::Combine: return        {kInTile,           false, true,       false};
-    case StmtKind::AsyncWait: return      {kInTile,           false, true,       false};
-    case StmtKind::SlabMap: return        {kInTile,           true,  true,       false};
-    case StmtKind::Let: return            {kInKernel,         false, false,      false};
-    case StmtKind::Smem: return           {kInKernel,         false, false,      false};
-    case StmtKind::Sync: return           {kInKernel,         false, false,      false};
-    case StmtKind::CpAsyncCopy: return    {kInKernel,         false, false,      false};
-    case StmtKind::CpAsyncCommit: return  {kInKernel,         false, false,      false};
-    case StmtKind::CpAsyncWait: return    {kInKernel,         false, false,      false};
-    case StmtKind::TmaLoad: return        {kInKernel,         false, false,      false};
-    case StmtKind::MbarrierInit: return   {kInKernel,         false, false,      false};
-    case StmtKind::MbarrierArrive: return {kInKernel,         false, false,      false};
-    case StmtKind::MbarrierWait: return   {kInKernel,         false, false,      false};
-    case StmtKind::WarpShuffle: return    {kInKernel,         false, false,      true};
-    case StmtKind::TreeHalve: return      {kInKernel,         false, false,      false};
-    case StmtKind::VectorLoad: return     {kInKernel,         false, false,      true};
-    case StmtKind::VectorStore: return    {kInKernel,         false, false,      false};
-    case StmtKind::ClusterSync: return    {kInKernel,         false, false,      false};
-    case StmtKind::DsmemLoad: return      {kInKernel,         false, false,      true};
-    case StmtKind::Fragment: return       {kInTile | kInKernel, false, false,    true};
-    case StmtKind::LdMatrix: return       {kInTile | kInKernel, false, false,    false};
-    case StmtKind::MmaSync: return        {kInTile | kInKernel, false, false,    false};
+    //                                    dialects           body   collective  carries_type  tensor_core
+    case StmtKind::Load: return           {kInLoopTileKernel, false, false,      true,         false};
+    case StmtKind::Assign: return         {kInLoopTileKernel, false, false,      true,         false};
+    case StmtKind::Select: return         {kInLoopTileKernel, false, false,      true,         false};
+    case StmtKind::Init: return           {kInLoopTileKernel, false, false,      true,         false};
+    case StmtKind::Accum: return          {kInLoopTileKernel, false, false,      false,        false};
+    case StmtKind::Write: return          {kInLoopTileKernel, false, false,      false,        false};
+    case StmtKind::Loop: return           {kInLoopTileKernel, true,  false,      false,        false};
+    case StmtKind::Cond: return           {kInLoopTileKernel, true,  false,      false,        false};
+    case StmtKind::Tile: return           {kInTile,           true,  false,      false,        false};
+    case StmtKind::StridedLoop: return    {kInTile | kInKernel, true, false,     false,        false};
+    case StmtKind::Stage: return          {kInTile,           false, true,       false,        false};
+    case StmtKind::Combine: return        {kInTile,           false, true,       false,        false};
+    case StmtKind::AsyncWait: return      {kInTile,           false, true,       false,        false};
+    case StmtKind::SlabMap: return        {kInTile,           true,  true,       false,        false};
+    case StmtKind::Let: return            {kInKernel,         false, false,      false,        false};
+    case StmtKind::Smem: return           {kInKernel,         false, false,      false,        false};
+    case StmtKind::Sync: return           {kInKernel,         false, false,      false,        false};
+    case StmtKind::CpAsyncCopy: return    {kInKernel,         false, false,      false,        false};
+    case StmtKind::CpAsyncCommit: return  {kInKernel,         false, false,      false,        false};
+    case StmtKind::CpAsyncWait: return    {kInKernel,         false, false,      false,        false};
+    case StmtKind::TmaLoad: return        {kInKernel,         false, false,      false,        false};
+    case StmtKind::MbarrierInit: return   {kInKernel,         false, false,      false,        false};
+    case StmtKind::MbarrierArrive: return {kInKernel,         false, false,      false,        false};
+    case StmtKind::MbarrierWait: return   {kInKernel,         false, false,      false,        false};
+    case StmtKind::WarpShuffle: return    {kInKernel,         false, false,      true,         false};
+    case StmtKind::TreeHalve: return      {kInKernel,         false, false,      false,        false};
+    case StmtKind::VectorLoad: return     {kInKernel,         false, false,      true,         false};
+    case StmtKind::VectorStore: return    {kInKernel,         false, false,      false,        false};
+    case StmtKind::ClusterSync: return    {kInKernel,         false, false,      false,        false};
+    case StmtKind::DsmemLoad: return      {kInKernel,         false, false,      true,         false};
+    case StmtKind::Fragment: return       {kInTile | kInKernel, false, false,    true,         true};
+    case StmtKind::LdMatrix: return       {kInTile | kInKernel, false, false,    false,        true};
+    case StmtKind::MmaSync: return        {kInTile | kInKernel, false, false,    false,        true};
   }
-  return {0, false, false, false};  // unreachable for a valid kind
+  return {0, false, false, false,        false};  // unreachable for a valid kind
 }
 
 #define TESSERA_X(K) K,
@@ -817,6 +818,9 @@ Body rename_names(const Body& body, const std::map<std::string, std::string>& re
 
 // Whether `body` holds a collective Tile IR statement (Stage, Combine, AsyncWait) at any depth.
 bool contains_collective(const Body& body);
+// Whether `body` holds a tensor-core statement (Fragment, LdMatrix, MmaSync) at any depth: a
+// schedule the tile passes that do not know fragments leave alone (TilePass::handles_tensor_cores).
+bool contains_tensor_core_statements(const Body& body);
 
 // The first statement of `body`, nested bodies included (depth-first, textual order), whose kind
 // the dialects `accepted` (StmtDialects bits) do not hold, or nullopt. A consumer of one dialect

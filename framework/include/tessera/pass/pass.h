@@ -68,7 +68,8 @@ class KernelPass : public Pass {
 // A kernel pass over Tile IR: every TileOp node, whose body the Tile IR verifier requires to be
 // exactly one Tile statement (docs/ir.md). run_on_tile is given the node, its TileOp and that Tile;
 // nodes of other ops are left alone, and a TileOp of another shape is an error naming the node and
-// the pass, the one reaction every tile pass shares.
+// the pass, the one reaction every tile pass shares; a tensor-core schedule is skipped unless the
+// pass handles_tensor_cores().
 //
 //   class ChunkReducePass final : public TilePass {
 //     Status run_on_tile(Node& node, const TileOp& kernel, const Tile& tile, PassContext& ctx) override;
@@ -80,6 +81,11 @@ class TilePass : public KernelPass {
   Dialect input_dialect() const final { return Dialect::Tile; }
   Status run_on(Node& node, PassContext& ctx) final;
   virtual Status run_on_tile(Node& node, const TileOp& kernel, const Tile& tile, PassContext& ctx) = 0;
+  // Whether the pass knows tensor-core schedules (kernels holding Fragment, LdMatrix or MmaSync,
+  // contains_tensor_core_statements). A pass that does not is not run on them: the kernel is
+  // skipped with that reason, so a pass never rewrites loads of a slab it does not know that
+  // ldmatrix also reads. A pass that does overrides this to return true.
+  virtual bool handles_tensor_cores() const { return false; }
 };
 
 }  // namespace tessera

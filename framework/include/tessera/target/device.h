@@ -15,6 +15,7 @@ namespace tessera {
 // numbers. One table (arch_features) gives them for every known arch.
 struct ArchFeatures {
   bool cp_async = false;  // sm_80+: cp.async copies from global to shared memory
+  bool mma_sync = false;  // sm_80+: warp-level bf16/f16 tensor-core mma.sync and ldmatrix
   bool tma = false;       // sm_90+: Tensor Memory Accelerator box copies, mbarrier transactions
   bool clusters = false;  // sm_90+: thread-block clusters, distributed shared memory
   bool wgmma = false;     // sm_90a: warpgroup MMA (wgmma.mma_async) and setmaxnreg

@@ -1,0 +1,359 @@
+// use_tensor_cores: schedules a bf16/f16 matmul on the tensor cores (mma.sync, sm_80+): warps
+// compute 16 x 8 output tiles from fragments that ldmatrix loads out of staged shared-memory slabs.
+//
+// Rewrites: a Tile kernel whose one Tile has exactly two PARALLEL axes M and N and one contraction
+// (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a multiple of
+// 16 dividing K; a K loop it left whole is one slab of K), whose per-k step is `cast(load A[m, k]) * cast(load B[k, n])` (or B[n, k], an
+// nn.Linear weight) accumulated into one f32 accumulator, with 16-bit A and B, the accumulator's
+// Init before the loop and an epilogue of values and writes after it. With knob INSTR = mma_sync
+// and BM = 16 MMA_M WARPS_M, BN = 8 MMA_N WARPS_N:
+//     Tile(axes=(m:M=PARALLEL, n:N=PARALLEL)):       Tile(axes=(l:32=THREAD, wn:WARPS_N=THREAD,
+//       acc = init(0.0)                                     wm:WARPS_M=THREAD, bn:N/BN=BLOCK, bm:M/BM=BLOCK)):
+//       for ko in 0..K/BK:  # reduce                  f32[MMA_M][MMA_N][4] acc = init(0.0)
+//         for ki in 0..BK:  # reduce                  bf16[MMA_M][8] fa = fragment()
+//           acc <- add(acc, A[m,k] * B[k,n])    ->    bf16[MMA_N][4] fb = fragment()
+//       <epilogue of acc at (m, n)>                   for ko in 0..K/BK:  # reduce
+//                                                       A_smem = Stage(A, (bm BM, ko BK)): BM x BK
+//                                                       B_smem = Stage(B, (ko BK, bn BN)): BK x BN
+//                                                       for ks in 0..BK/16:  # reduce
+//                                                         fa[i] = ldmatrix.x4(A_smem[..])       (each i)
+//                                                         fb[j] = ldmatrix.x2.trans(B_smem[..]) (each j)
+//                                                         acc[i, j] <- mma.m16n8k16.bf16(fa[i], fb[j])
+//                                                     for i, j, e:  # unroll
+//                                                       <epilogue of acc[i, j, e] at its (m, n)>
+// Each warp (wm, wn) owns MMA_M x MMA_N tiles of 16 x 8 outputs; thread l holds element e of tile
+// (i, j) at row 16 i + l / 4 + 8 (e / 2) and column 8 j + 2 (l % 4) + e % 2 of the warp's tile, the
+// mma C layout (docs/ir.md, "Tensor-core fragments"). Lane l names ldmatrix row l % 16 of A at
+// column 8 (l / 16) (x4: the A fragment); of a k-major B row l % 16 at the tile's column (x2.trans);
+// of an n-major B row l % 8 at column 8 (l / 8 % 2) (x2).
+// Knobs: INSTR (simt | mma_sync; asked where mma_sync is legal: the shape above, the device's
+//   mma_sync feature, M and N divisible by some tile); then WARPS_M (1, 2, 4), WARPS_N (1, 2, 4),
+//   MMA_M (1, 2, 4) and MMA_N (1, 2, 4, 8), each offered where the tile divides M and N, the two
+//   slabs fit device.smem_per_block_static and MMA_M x MMA_N <= 16 (accumulator registers).
+//   Heuristic: mma_sync; 2 x 2 warps, MMA_M 2 and MMA_N 4 (a 64 x 64 block tile of 128 threads),
+//   each halved while it does not divide.
+// Accepts: Tile IR; skips, with the reason, kernels of another shape. The passes after it that do
+//   not know fragments leave the schedule alone (TilePass::handles_tensor_cores); materialize
+//   lowers it.
+// Guarantees: every output element is written once, by the thread whose fragment holds it; the
+//   products of each output are summed in f32 (each mma rounds its sums once), so results differ
+//   from the SIMT schedule's sequential sums by rounding only; names canonical.
+// Tests: tests/golden/use_tensor_cores/, TensorCoreProgramTest in tests/e2e/random_knobs_test.cpp,
+//   tests/unit/sim_mma_test.cpp (the statements' layouts).
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessera/ir/contraction.h"
+#include "tessera/ir/graph.h"
+#include "tessera/pass/pass.h"
+#include "tessera/pass/pass_context.h"
+#include "tessera/plugin/plugin.h"
+#include "tessera/plugin/registry.h"
+#include "tessera/target/device.h"
+
+namespace tessera {
+namespace {
+
+// The instruction a matmul's products run on: the knob INSTR's values, one table.
+enum class MatmulInstruction { Simt, MmaSync };
+constexpr std::pair<MatmulInstruction, std::string_view> kInstructions[] = {{MatmulInstruction::Simt, "simt"},
+                                                                            {MatmulInstruction::MmaSync, "mma_sync"}};
+std::string_view spelled(MatmulInstruction i) {
+  for (const auto& [value, text] : kInstructions)
+    if (value == i) return text;
+  return "?";
+}
+
+constexpr MmaShape kShape = MmaShape::M16N8K16;
+constexpr int64_t kMaxTilesPerWarp = 16;  // MMA_M x MMA_N: 4 f32 accumulators each (64 registers)
+
+// The matmul the pass rewrites, as found in the Tile.
+struct Matmul {
+  std::string m, n;              // the Tile's PARALLEL axes
+  int64_t m_extent = 0, n_extent = 0;
+  std::string a, b;              // the operands' buffers
+  bool b_n_major = false;        // B indexed [n, k] (an nn.Linear weight) rather than [k, n]
+  DType dtype = DType::BF16;     // A's and B's element type
+  std::string acc;               // the f32 accumulator
+  std::string slab;              // the K slab loop's variable (the K loop's, when K is one slab)
+  int64_t depth = 0, slabs = 0;  // BK (K when not chunked) and K / BK
+  Body epilogue;                 // the statements after the K loop
+};
+
+bool is_var(const Expr& e, const std::string& name) { return e.is(ExprKind::Var) && e.name() == name; }
+bool is_value(const Expr& e, const std::string& name) { return e.is(ExprKind::Value) && e.name() == name; }
+
+// The matmul of `tile`, or why it is not one this pass schedules ("" in why_not when it is).
+std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string& why_not) {
+  if (tile.axes.size() != 2 || tile.axes[0].binding != AxisBinding::Parallel ||
+      tile.axes[1].binding != AxisBinding::Parallel) {
+    why_not = "not a Tile of two PARALLEL axes";
+    return std::nullopt;
+  }
+  const std::vector<Contraction> cs = find_contractions(tile);
+  if (cs.size() != 1) {
+    why_not = cs.empty() ? "no contraction" : "more than one contraction";
+    return std::nullopt;
+  }
+  const Contraction& c = cs[0];
+  if (c.operands.size() != 2 || c.m_axes.size() != 1 || c.n_axes.size() != 1 || !c.batch_axes.empty() ||
+      !c.guards.empty() || c.accumulators.size() != 1) {
+    why_not = "not a plain M x N x K product of two operands into one accumulator";
+    return std::nullopt;
+  }
+  const int64_t depth = c.chunked() ? c.slab_depth : c.k_extent();
+  if (c.k_begin != 0 || depth % 16 != 0 || c.k_extent() % depth != 0) {
+    why_not = "K is not cut into slabs a multiple of 16 deep (chunk_matmul_k's BK) that divide it";
+    return std::nullopt;
+  }
+  Matmul mm;
+  mm.m = c.m_axes[0];
+  mm.n = c.n_axes[0];
+  for (const TileAxis& a : tile.axes) (a.name == mm.m ? mm.m_extent : mm.n_extent) = a.extent;
+  mm.acc = c.accumulators[0];
+  mm.slab = c.k;  // unchunked: the K loop itself becomes the one slab's loop
+  mm.depth = depth;
+  mm.slabs = c.k_extent() / depth;
+
+  // The step: load A, load B, a cast of each to f32, their product, accumulated.
+  const Loop& k_loop = contraction_loop(tile, c);
+  const auto* step_loop = !c.chunked() ? &k_loop : k_loop.body.size() == 1 ? k_loop.body[0].as<Loop>() : nullptr;
+  if (step_loop == nullptr || step_loop->body.size() != 6) {
+    why_not = "the per-k step is not two loads, two casts, a product and an Accum";
+    return std::nullopt;
+  }
+  const Expr k = c.chunked() ? simplify(Expr::var(c.k) * depth + Expr::var(c.k_step)) : Expr::var(c.k);
+  std::map<std::string, const Load*> loads;
+  std::map<std::string, std::string> cast_of;  // cast value -> loaded value
+  const Assign* product = nullptr;
+  const Accum* accum = nullptr;
+  for (const Stmt& s : step_loop->body) {
+    if (const auto* l = s.as<Load>()) loads[l->dst] = l;
+    else if (const auto* a = s.as<Assign>(); a && a->op == ElementwiseFn::Cast && a->type == ValueType{} &&
+                                              a->args.size() == 1 && a->args[0].is(ExprKind::Value))
+      cast_of[a->dst] = a->args[0].name();
+    else if (a && a->op == ElementwiseFn::Mul && a->type == ValueType{} && a->args.size() == 2) product = a;
+    else if (const auto* acc = s.as<Accum>(); acc && acc->op == CombineFn::Add && acc->index.empty()) accum = acc;
+  }
+  if (loads.size() != 2 || cast_of.size() != 2 || product == nullptr || accum == nullptr ||
+      !is_value(accum->value, product->dst)) {
+    why_not = "the per-k step is not two loads, two casts, a product and an Accum";
+    return std::nullopt;
+  }
+  std::vector<const Load*> operands;  // in the product's order
+  for (const Expr& arg : product->args) {
+    if (!arg.is(ExprKind::Value) || !cast_of.count(arg.name()) || !loads.count(cast_of[arg.name()])) {
+      why_not = "the product does not multiply the two cast loads";
+      return std::nullopt;
+    }
+    operands.push_back(loads[cast_of[arg.name()]]);
+  }
+  const Load* la = nullptr;
+  const Load* lb = nullptr;
+  for (const Load* l : operands) (l->buffer == c.a().buffer ? la : lb) = l;
+  if (la == nullptr || lb == nullptr || la == lb) {
+    why_not = "the product does not multiply A by B";
+    return std::nullopt;
+  }
+  mm.dtype = la->type.dtype;
+  if ((mm.dtype != DType::BF16 && mm.dtype != DType::F16) || !(la->type == lb->type) || !la->type.is_scalar()) {
+    why_not = "the operands are not both bf16 or both f16";
+    return std::nullopt;
+  }
+  auto same = [](const Expr& e, const Expr& want) { return structurally_equal(simplify(e), want); };
+  if (la->index.size() != 2 || !is_var(la->index[0], mm.m) || !same(la->index[1], k)) {
+    why_not = "A is not read as A[m, k]";
+    return std::nullopt;
+  }
+  if (lb->index.size() == 2 && same(lb->index[0], k) && is_var(lb->index[1], mm.n)) {
+    mm.b_n_major = false;
+  } else if (lb->index.size() == 2 && is_var(lb->index[0], mm.n) && same(lb->index[1], k)) {
+    mm.b_n_major = true;
+  } else {
+    why_not = "B is read as neither B[k, n] nor B[n, k]";
+    return std::nullopt;
+  }
+  mm.a = la->buffer;
+  mm.b = lb->buffer;
+  const Node* na = g.find(mm.a);
+  const Node* nb = g.find(mm.b);
+  if (na == nullptr || nb == nullptr || na->type.rank() != 2 || nb->type.rank() != 2) {
+    why_not = "an operand is not a 2-D graph tensor";
+    return std::nullopt;
+  }
+
+  // Prologue: the accumulator's Init alone; epilogue: values and writes.
+  const Body& body = tile.body;
+  if (c.index != 1 || !body[0].is<Init>() || body[0].as<Init>()->acc != mm.acc ||
+      !(body[0].as<Init>()->type == ValueType{}) || !structurally_equal(body[0].as<Init>()->value, Expr::float_(0.0))) {
+    why_not = "the statements before the K loop are not the accumulator's Init(0.0) alone";
+    return std::nullopt;
+  }
+  for (size_t i = c.index + 1; i < body.size(); ++i) {
+    const Stmt& s = body[i];
+    if (!s.is<Load>() && !s.is<Assign>() && !s.is<Select>() && !s.is<Write>()) {
+      why_not = "the epilogue holds a " + std::string(stmt_kind_name(s.kind())) + " (values and writes only)";
+      return std::nullopt;
+    }
+    mm.epilogue.push_back(s);
+  }
+  return mm;
+}
+
+// The warp and tile counts of the schedule.
+struct Geometry {
+  int64_t warps_m = 1, warps_n = 1, mma_m = 1, mma_n = 1;
+  int64_t bm() const { return 16 * mma_m * warps_m; }
+  int64_t bn() const { return 8 * mma_n * warps_n; }
+};
+
+Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& taken) {
+  const std::string lane = fresh_name("lane", taken), wn = fresh_name("wn", taken), wm = fresh_name("wm", taken),
+                    bn = fresh_name("bn", taken), bm = fresh_name("bm", taken), ks = fresh_name("ks", taken),
+                    i = fresh_name("i", taken), j = fresh_name("j", taken), e = fresh_name("e", taken),
+                    fa = fresh_name("fa", taken), fb = fresh_name("fb", taken);
+  const std::string a_smem = fresh_name(mm.a + "_smem", taken), b_smem = fresh_name(mm.b + "_smem", taken);
+  const MmaDims d = mma_dims(kShape);
+  const Expr L = Expr::var(lane), I = Expr::var(i), J = Expr::var(j), E = Expr::var(e), KS = Expr::var(ks);
+  const Expr KO = Expr::var(mm.slab);
+  const int64_t bm_size = geo.bm(), bn_size = geo.bn();
+
+  Tile out;
+  out.axes = {TileAxis{lane, 32, AxisBinding::Thread}, TileAxis{wn, geo.warps_n, AxisBinding::Thread},
+              TileAxis{wm, geo.warps_m, AxisBinding::Thread}, TileAxis{bn, mm.n_extent / bn_size, AxisBinding::Block},
+              TileAxis{bm, mm.m_extent / bm_size, AxisBinding::Block}};
+  out.body.push_back(Init{mm.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.mma_m, geo.mma_n, d.c_elements()}}});
+  out.body.push_back(Fragment{fa, ValueType{mm.dtype, 1, {geo.mma_m, d.a_elements()}}});
+  out.body.push_back(Fragment{fb, ValueType{mm.dtype, 1, {geo.mma_n, d.b_elements()}}});
+
+  // One K slab: stage both operands' slabs, then BK / 16 steps of fragment loads and products.
+  Body slab;
+  slab.push_back(Stage{a_smem, mm.a, {Expr::var(bm) * bm_size, KO * mm.depth},
+                       {SlabDim{bm, bm_size, 0}, SlabDim{mm.slab, mm.depth, 1}}});
+  if (mm.b_n_major)
+    slab.push_back(Stage{b_smem, mm.b, {Expr::var(bn) * bn_size, KO * mm.depth},
+                         {SlabDim{bn, bn_size, 0}, SlabDim{mm.slab, mm.depth, 1}}});
+  else
+    slab.push_back(Stage{b_smem, mm.b, {KO * mm.depth, Expr::var(bn) * bn_size},
+                         {SlabDim{mm.slab, mm.depth, 0}, SlabDim{bn, bn_size, 1}}});
+  const Expr warp_row = Expr::var(wm) * (16 * geo.mma_m), warp_col = Expr::var(wn) * (8 * geo.mma_n);
+  Body step;
+  step.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.mma_m), LoopRole::None, geo.mma_m,
+                      {LdMatrix{fa, {I}, a_smem, {warp_row + I * 16 + L % 16, KS * 16 + L / 16 * 8}, 4}}});
+  const LdMatrix load_b =
+      mm.b_n_major ? LdMatrix{fb, {J}, b_smem, {warp_col + J * 8 + L % 8, KS * 16 + L / 8 % 2 * 8}, 2}
+                   : LdMatrix{fb, {J}, b_smem, {KS * 16 + L % 16, warp_col + J * 8}, 2, LdMatrixLayout::Trans};
+  step.push_back(Loop{j, Expr::int_(0), Expr::int_(geo.mma_n), LoopRole::None, geo.mma_n, {load_b}});
+  step.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.mma_m), LoopRole::None, geo.mma_m,
+                      {Loop{j, Expr::int_(0), Expr::int_(geo.mma_n), LoopRole::None, geo.mma_n,
+                            {MmaSync{mm.acc, {I, J}, fa, {I}, fb, {J}, kShape, mm.dtype}}}}});
+  slab.push_back(Loop{ks, Expr::int_(0), Expr::int_(mm.depth / 16), LoopRole::Reduce, 0, std::move(step)});
+  out.body.push_back(Loop{mm.slab, Expr::int_(0), Expr::int_(mm.slabs), LoopRole::Reduce, 0, std::move(slab)});
+
+  // The epilogue once per accumulator element, at the element's row and column (the C layout).
+  const Expr row = Expr::var(bm) * bm_size + warp_row + I * 16 + L / 4 + E / 2 * 8;
+  const Expr col = Expr::var(bn) * bn_size + warp_col + J * 8 + L % 4 * 2 + E % 2;
+  // substitute replaces Values too: the accumulator becomes its element.
+  Body per_element =
+      substitute_and_simplify(mm.epilogue, {{mm.m, row}, {mm.n, col}, {mm.acc, Expr::element(mm.acc, {I, J, E})}}, {});
+  out.body.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.mma_m), LoopRole::Free, geo.mma_m,
+                          {Loop{j, Expr::int_(0), Expr::int_(geo.mma_n), LoopRole::Free, geo.mma_n,
+                                {Loop{e, Expr::int_(0), Expr::int_(d.c_elements()), LoopRole::Free, d.c_elements(),
+                                      std::move(per_element)}}}}});
+  return out;
+}
+
+class UseTensorCoresPass final : public TilePass {
+ public:
+  std::string_view name() const override { return "use_tensor_cores"; }
+  std::string_view summary() const override {
+    return "schedule a bf16/f16 matmul on the tensor cores: warps multiply ldmatrix-loaded fragments of staged slabs "
+           "with mma.sync (sm_80+)";
+  }
+  std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  std::vector<KnobSpec> knobs() const override {
+    std::vector<AttrValue> instructions;
+    for (const auto& [value, text] : kInstructions) instructions.emplace_back(std::string(text));
+    return {KnobSpec{"INSTR", KnobType::String, instructions, std::nullopt,
+                     "the instruction the products run on: simt (a thread per output) or mma_sync (warp tensor-core tiles)"},
+            KnobSpec{"WARPS_M", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}}, std::nullopt, "warps of a block along M"},
+            KnobSpec{"WARPS_N", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}}, std::nullopt, "warps of a block along N"},
+            KnobSpec{"MMA_M", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}}, std::nullopt,
+                     "16-row mma tiles of a warp along M"},
+            KnobSpec{"MMA_N", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}}, std::nullopt,
+                     "8-column mma tiles of a warp along N"}};
+  }
+
+  Status run_on_tile(Node& node, const TileOp& kernel, const Tile& tile, PassContext& ctx) override {
+    const DeviceDesc& device = ctx.device();
+    if (!device.features.mma_sync) return Status::ok();  // no tensor-core mma.sync before sm_80
+    std::string why_not;
+    std::optional<Matmul> mm = find_matmul(ctx.graph(), tile, why_not);
+    if (!mm) {
+      if (why_not != "no contraction") ctx.skip(node, why_not);
+      return Status::ok();
+    }
+    const int64_t bk_bytes = mm->depth * dtype_bytes(mm->dtype);
+    auto fits = [&](const Geometry& g) {
+      return mm->m_extent % g.bm() == 0 && mm->n_extent % g.bn() == 0 && g.mma_m * g.mma_n <= kMaxTilesPerWarp &&
+             (g.bm() + g.bn()) * bk_bytes <= device.smem_per_block_static;
+    };
+    if (!fits(Geometry{})) {
+      ctx.skip(node, "M = " + std::to_string(mm->m_extent) + " is not a multiple of 16 or N = " +
+                         std::to_string(mm->n_extent) + " of 8");
+      return Status::ok();
+    }
+    std::vector<AttrValue> instructions;
+    for (const auto& [value, text] : kInstructions) instructions.emplace_back(std::string(text));
+    TESSERA_ASSIGN_OR_RETURN(AttrValue chosen,
+                             ctx.choose("INSTR", node, instructions, std::string(spelled(MatmulInstruction::MmaSync))));
+    if (std::get<std::string>(chosen) == spelled(MatmulInstruction::Simt)) return Status::ok();
+
+    // Each knob in turn, its candidates the values that still fit with the ones chosen before.
+    Geometry geo;
+    struct Dim {
+      std::string_view knob;
+      int64_t Geometry::*field;
+      std::vector<int64_t> values;
+      int64_t preferred;
+    };
+    const Dim dims[] = {{"WARPS_M", &Geometry::warps_m, {1, 2, 4}, 2},
+                        {"WARPS_N", &Geometry::warps_n, {1, 2, 4}, 2},
+                        {"MMA_M", &Geometry::mma_m, {1, 2, 4}, 2},
+                        {"MMA_N", &Geometry::mma_n, {1, 2, 4, 8}, 4}};
+    for (const Dim& dim : dims) {
+      std::vector<int64_t> candidates;
+      for (int64_t v : dim.values) {
+        Geometry g = geo;
+        g.*dim.field = v;
+        if (fits(g)) candidates.push_back(v);
+      }
+      int64_t heuristic = candidates.front();
+      for (int64_t v : candidates)
+        if (v <= dim.preferred) heuristic = v;  // the preferred value, halved while it does not fit
+      TESSERA_ASSIGN_OR_RETURN(geo.*dim.field, ctx.choose_int(dim.knob, node, candidates, heuristic));
+    }
+
+    std::set<std::string> taken = bound_names(kernel.body);
+    for (const TileAxis& a : tile.axes) taken.insert(a.name);
+    auto op = std::make_unique<TileOp>(kernel);
+    op->body = canonicalize_names(Body{Stmt(schedule(*mm, geo, taken))});
+    node.op = std::move(op);
+    return Status::ok();
+  }
+};
+
+void register_use_tensor_cores(Registry& r) {
+  r.add_pass("use_tensor_cores", [] { return std::make_unique<UseTensorCoresPass>(); });
+}
+
+}  // namespace
+}  // namespace tessera
+
+TESSERA_PLUGIN("use_tensor_cores", "1.0.0", ::tessera::register_use_tensor_cores)
