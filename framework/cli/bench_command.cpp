@@ -185,7 +185,10 @@ int dry_run(Session& s, Target& target, const std::vector<const SuiteEntry*>& en
 double reference_flops(const Graph& kernel_ir) {
   double flops = 0;
   for (const Node* n : kernel_ir.nodes())
-    if (n->op_as<KernelOp>()) flops += KernelCost::of(kernel_ir, *n).flops;
+    if (n->op_as<KernelOp>()) {
+      const KernelCost cost = KernelCost::of(kernel_ir, *n);
+      flops += cost.flops + cost.tensor_flops;
+    }
   return flops;
 }
 
@@ -299,7 +302,7 @@ TesseraResult measure_entry(Session& s, Target& target, const SuiteEntry& e, con
     if (n->op_as<KernelOp>()) {
       const KernelCost cost = KernelCost::of(compiled->kernel_ir, *n);
       r.bytes += static_cast<double>(cost.bytes);
-      kernel_flops += cost.flops;
+      kernel_flops += cost.flops + cost.tensor_flops;
     }
   r.flops = e.flops ? *e.flops : kernel_flops;
   r.flops_source = e.flops ? "suite" : "kernel IR";

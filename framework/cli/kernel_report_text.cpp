@@ -108,8 +108,9 @@ ReportBlock kernel_block(const KernelReport& r, int nodes, const DeviceDesc& d, 
     flops += ")";
   }
   lines.push_back(flops);
-  lines.push_back("  bound     " + micros(b.bound_us()) + " " + (b.memory_bound() ? "memory" : "compute") +
-                  " (DRAM " + micros(b.dram_us) + ", FP32 " + micros(b.compute_us) + ")");
+  if (r.tensor_flops > 0) lines.push_back("  tensor    " + grouped(r.tensor_flops) + " FLOPs on the tensor cores (mma)");
+  lines.push_back("  bound     " + micros(b.bound_us()) + " " + (b.memory_bound() ? "memory" : "compute") + " (DRAM " +
+                  micros(b.dram_us) + (r.tensor_flops > 0 ? ", FP32 + tensor " : ", FP32 ") + micros(b.compute_us) + ")");
   if (measured)
     if (auto t = measured->find(r.kernel); t != measured->end())
       lines.push_back("  measured  " + micros(t->second) + " median" +
@@ -156,7 +157,7 @@ std::vector<ReportBlock> kernel_report_blocks(const std::vector<KernelReport>& r
     const auto reg = registers.find(r.kernel);
     const KernelBound b = KernelBound::on(r, d, reg == registers.end() ? 0 : reg->second);
     bytes += r.bytes;
-    flops += r.flops;
+    flops += r.flops + r.tensor_flops;
     bound += b.bound_us();
     exact = exact && r.flops_exact;
     for (const BufferTraffic& t : r.buffers)

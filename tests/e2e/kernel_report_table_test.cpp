@@ -108,7 +108,8 @@ class KernelReportTableTest : public test::BuiltPluginsTest {
             << r.threads_per_block() << " | " << b.blocks_per_sm << " | " << fixed(100.0 * b.first_wave_sms, 0)
             << "% | " << grouped(r.bytes) << " | " << grouped(r.min_bytes) << " | "
             << (r.min_bytes > 0 ? fixed(static_cast<double>(r.bytes) / static_cast<double>(r.min_bytes), 2) : "-")
-            << " | " << grouped(static_cast<int64_t>(r.flops)) << (r.flops_exact ? "" : " (at most)") << " | "
+            << " | " << grouped(static_cast<int64_t>(r.flops + r.tensor_flops)) << (r.flops_exact ? "" : " (at most)")
+            << (r.tensor_flops > 0 ? " (tensor cores)" : "") << " | "
             << fixed(b.bound_us(), 2) << " " << (b.memory_bound() ? "memory" : "compute") << " | " << warnings
             << " |\n";
       bytes += r.bytes;
@@ -143,10 +144,11 @@ TEST_F(KernelReportTableTest, SuiteQuickTierAndCorpusMatchTheCommittedTable) {
            "(`tests/support/program_corpus.h`), compiled with `pipelines/default.yaml`'s heuristic schedules "
            "for the "
         << d.name << " (" << d.arch << ", " << d.sm_count << " SMs, " << fixed(d.dram_gbps, 0) << " GB/s DRAM, "
-        << fixed(d.fp32_tflops, 1)
-        << " TFLOP/s FP32), with the figures of the static kernel report (`tessera compile --emit report`, "
+        << fixed(d.fp32_tflops, 1) << " TFLOP/s FP32, " << fixed(d.tensor_tflops_bf16, 0)
+        << " TFLOP/s BF16 tensor cores), with the figures of the static kernel report (`tessera compile --emit report`, "
            "docs/cli.md): analytic, from the Kernel IR, never measured. Blocks per SM leave out the register "
-           "limit (the kernels are not compiled here). The bound is the larger of DRAM time and FP32 time.\n\n"
+           "limit (the kernels are not compiled here). The bound is the larger of DRAM time and compute time "
+           "(FP32 FLOPs at the FP32 peak plus tensor-core FLOPs, marked, at the dense BF16 peak).\n\n"
         << "Written by `KernelReportTableTest` (`tests/e2e/kernel_report_table_test.cpp`), which fails when "
            "this file differs from what the compiler now produces; regenerate it with "
            "`TESSERA_UPDATE_GOLDENS=1 build/bin/tessera_tests --gtest_filter='KernelReportTableTest.*'` "

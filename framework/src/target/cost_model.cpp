@@ -233,6 +233,7 @@ Expected<KernelFeatures> CostModel::features(const Graph& g, const Node& n, cons
   }
   f.bytes_in_flight_per_warp = std::max<double>(f.bytes_in_flight_per_warp, kSectorBytes);
 
+  f.tensor_flops = report.tensor_flops;
   for (const FlopCount& c : report.flops_by_kind) {
     Expected<ElementwiseFn> fn = parse_elementwise_fn(c.kind);
     const ExecutionUnit unit = fn ? unit_of(*fn) : ExecutionUnit::Fp32;

@@ -454,6 +454,11 @@ class KernelWalker {
         case StmtKind::Accum:
           add_flops(name_of(fn_info(s.as<Accum>()->op).fn), total_weight(points));
           break;
+        case StmtKind::MmaSync: {
+          const MmaDims d = mma_dims(s.as<MmaSync>()->shape);
+          report_.tensor_flops += total_weight(points) * 2.0 * static_cast<double>(d.m * d.n * d.k) / 32.0;
+          break;
+        }
         case StmtKind::TreeHalve: {
           // A block-wide collective: count - 1 combines per block that reaches it.
           const auto* t = s.as<TreeHalve>();
@@ -557,8 +562,7 @@ class KernelWalker {
         case StmtKind::ClusterSync:
         case StmtKind::DsmemLoad:
         case StmtKind::Fragment:
-        case StmtKind::LdMatrix:
-        case StmtKind::MmaSync: break;
+        case StmtKind::LdMatrix: break;
       }
     }
   }
@@ -678,6 +682,7 @@ struct KernelFigures {
   std::vector<FlopCount> flops_by_kind;
   bool flops_exact = true;
   double busiest_thread_flops = 0;
+  double tensor_flops = 0;
 };
 
 std::vector<const Node*> buffer_nodes(const Graph& g, const Node& n, Status& status) {
@@ -753,6 +758,7 @@ KernelFigures figures_of(const Graph& g, const Node& n, const KernelOp& k, const
   for (const Node* b : buffers) f.touched.push_back(touched_elements(walker.buffers().at(b->id())));
   f.flops_by_kind = std::move(scratch.flops_by_kind);
   f.flops_exact = scratch.flops_exact;
+  f.tensor_flops = scratch.tensor_flops;
   RangeMap launch = launch_ranges(k);
   f.busiest_thread_flops = busiest_thread_flops(k.body, launch);
   return f;
@@ -770,6 +776,7 @@ KernelReport assemble(const Graph& g, const Node& n, const KernelOp& k, const st
   r.flops_by_kind = f.flops_by_kind;
   r.flops_exact = f.flops_exact;
   r.busiest_thread_flops = f.busiest_thread_flops;
+  r.tensor_flops = f.tensor_flops;
   for (const FlopCount& c : r.flops_by_kind) r.flops += c.count;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Node& buf = *buffers[i];
@@ -864,6 +871,7 @@ KernelBound KernelBound::on(const KernelReport& r, const DeviceDesc& d, int regi
     b.first_wave_sms = static_cast<double>(std::min<int64_t>(r.blocks(), d.sm_count)) / d.sm_count;
   if (d.dram_gbps > 0) b.dram_us = static_cast<double>(r.bytes) / (d.dram_gbps * 1e3);
   if (d.fp32_tflops > 0) b.compute_us = r.flops / (d.fp32_tflops * 1e6);
+  if (d.tensor_tflops_bf16 > 0) b.compute_us += r.tensor_flops / (d.tensor_tflops_bf16 * 1e6);
   return b;
 }
 

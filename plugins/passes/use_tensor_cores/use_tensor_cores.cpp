@@ -4,7 +4,8 @@
 // Rewrites: a Tile kernel whose one Tile has exactly two PARALLEL axes M and N and one contraction
 // (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a multiple of
 // 16 dividing K; a K loop it left whole is one slab of K), whose per-k step is `cast(load A[m, k]) * cast(load B[k, n])` (or B[n, k], an
-// nn.Linear weight) accumulated into one f32 accumulator, with 16-bit A and B, the accumulator's
+// nn.Linear weight; constant indices may precede the two, as in x[0, m, k]) accumulated into one
+// f32 accumulator, with 16-bit A and B, the accumulator's
 // Init before the loop and an epilogue of values and writes after it. With knob INSTR = mma_sync
 // and BM = 16 MMA_M WARPS_M, BN = 8 MMA_N WARPS_N:
 //     Tile(axes=(m:M=PARALLEL, n:N=PARALLEL)):       Tile(axes=(l:32=THREAD, wn:WARPS_N=THREAD,
@@ -31,7 +32,9 @@
 //   MMA_M (1, 2, 4) and MMA_N (1, 2, 4, 8), each offered where the tile divides M and N, the two
 //   slabs fit device.smem_per_block_static and MMA_M x MMA_N <= 16 (accumulator registers).
 //   Heuristic: mma_sync; 2 x 2 warps, MMA_M 2 and MMA_N 4 (a 64 x 64 block tile of 128 threads),
-//   each halved while it does not divide.
+//   each halved while it does not divide; then, while the blocks are fewer than device.sm_count,
+//   MMA_N, MMA_M, WARPS_N and WARPS_M halved in that order (a projection of few rows still gives
+//   every SM a block).
 // Accepts: Tile IR; skips, with the reason, kernels of another shape. The passes after it that do
 //   not know fragments leave the schedule alone (TilePass::handles_tensor_cores); materialize
 //   lowers it.
@@ -78,6 +81,7 @@ struct Matmul {
   std::string m, n;              // the Tile's PARALLEL axes
   int64_t m_extent = 0, n_extent = 0;
   std::string a, b;              // the operands' buffers
+  ExprList a_lead, b_lead;       // their constant index dimensions before the matrix's two
   bool b_n_major = false;        // B indexed [n, k] (an nn.Linear weight) rather than [k, n]
   DType dtype = DType::BF16;     // A's and B's element type
   std::string acc;               // the f32 accumulator
@@ -167,13 +171,21 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     return std::nullopt;
   }
   auto same = [](const Expr& e, const Expr& want) { return structurally_equal(simplify(e), want); };
-  if (la->index.size() != 2 || !is_var(la->index[0], mm.m) || !same(la->index[1], k)) {
+  // The last two index dimensions are the matrix's; any before them are constants (`x[0, m, k]`
+  // of a (1, S, H) activation).
+  auto leading = [](const Load& l, ExprList& lead) {
+    if (l.index.size() < 2) return false;
+    lead.assign(l.index.begin(), l.index.end() - 2);
+    return std::all_of(lead.begin(), lead.end(), [](const Expr& e) { return e.is(ExprKind::Int); });
+  };
+  const size_t ra = la->index.size(), rb = lb->index.size();
+  if (!leading(*la, mm.a_lead) || !is_var(la->index[ra - 2], mm.m) || !same(la->index[ra - 1], k)) {
     why_not = "A is not read as A[m, k]";
     return std::nullopt;
   }
-  if (lb->index.size() == 2 && same(lb->index[0], k) && is_var(lb->index[1], mm.n)) {
+  if (leading(*lb, mm.b_lead) && same(lb->index[rb - 2], k) && is_var(lb->index[rb - 1], mm.n)) {
     mm.b_n_major = false;
-  } else if (lb->index.size() == 2 && is_var(lb->index[0], mm.n) && same(lb->index[1], k)) {
+  } else if (leading(*lb, mm.b_lead) && is_var(lb->index[rb - 2], mm.n) && same(lb->index[rb - 1], k)) {
     mm.b_n_major = true;
   } else {
     why_not = "B is read as neither B[k, n] nor B[n, k]";
@@ -183,8 +195,9 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
   mm.b = lb->buffer;
   const Node* na = g.find(mm.a);
   const Node* nb = g.find(mm.b);
-  if (na == nullptr || nb == nullptr || na->type.rank() != 2 || nb->type.rank() != 2) {
-    why_not = "an operand is not a 2-D graph tensor";
+  if (na == nullptr || nb == nullptr || static_cast<size_t>(na->type.rank()) != ra ||
+      static_cast<size_t>(nb->type.rank()) != rb) {
+    why_not = "an operand is not a graph tensor of its index's rank";
     return std::nullopt;
   }
 
@@ -233,15 +246,25 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
   out.body.push_back(Fragment{fb, ValueType{mm.dtype, 1, {geo.mma_n, d.b_elements()}}});
 
   // One K slab: stage both operands' slabs, then BK / 16 steps of fragment loads and products.
+  // A slab of rows x columns at (row, column) of an operand's last two dimensions.
+  auto stage = [](const std::string& dst, const std::string& buffer, const ExprList& lead, Expr row, Expr col,
+                  SlabDim rows, SlabDim cols) {
+    ExprList origin = lead;
+    origin.push_back(std::move(row));
+    origin.push_back(std::move(col));
+    rows.source_dim = static_cast<int64_t>(lead.size());
+    cols.source_dim = static_cast<int64_t>(lead.size()) + 1;
+    return Stage{dst, buffer, std::move(origin), {std::move(rows), std::move(cols)}};
+  };
   Body slab;
-  slab.push_back(Stage{a_smem, mm.a, {Expr::var(bm) * bm_size, KO * mm.depth},
-                       {SlabDim{bm, bm_size, 0}, SlabDim{mm.slab, mm.depth, 1}}});
+  slab.push_back(stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, KO * mm.depth, SlabDim{bm, bm_size},
+                       SlabDim{mm.slab, mm.depth}));
   if (mm.b_n_major)
-    slab.push_back(Stage{b_smem, mm.b, {Expr::var(bn) * bn_size, KO * mm.depth},
-                         {SlabDim{bn, bn_size, 0}, SlabDim{mm.slab, mm.depth, 1}}});
+    slab.push_back(stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, KO * mm.depth, SlabDim{bn, bn_size},
+                         SlabDim{mm.slab, mm.depth}));
   else
-    slab.push_back(Stage{b_smem, mm.b, {KO * mm.depth, Expr::var(bn) * bn_size},
-                         {SlabDim{mm.slab, mm.depth, 0}, SlabDim{bn, bn_size, 1}}});
+    slab.push_back(stage(b_smem, mm.b, mm.b_lead, KO * mm.depth, Expr::var(bn) * bn_size, SlabDim{mm.slab, mm.depth},
+                         SlabDim{bn, bn_size}));
   const Expr warp_row = Expr::var(wm) * (16 * geo.mma_m), warp_col = Expr::var(wn) * (8 * geo.mma_n);
   Body step;
   step.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.mma_m), LoopRole::None, geo.mma_m,
@@ -315,18 +338,27 @@ class UseTensorCoresPass final : public TilePass {
                              ctx.choose("INSTR", node, instructions, std::string(spelled(MatmulInstruction::MmaSync))));
     if (std::get<std::string>(chosen) == spelled(MatmulInstruction::Simt)) return Status::ok();
 
+    // The heuristic geometry: 2 x 2 warps of 2 x 4 tiles, each count halved while it does not
+    // fit; then, while the blocks leave SMs idle, the warps' tiles halved (N first), so that a
+    // projection with few rows still gives every SM a block.
+    Geometry preferred{2, 2, 2, 4};
+    for (int64_t Geometry::*f : {&Geometry::warps_m, &Geometry::warps_n, &Geometry::mma_m, &Geometry::mma_n})
+      while (preferred.*f > 1 && !fits(preferred)) preferred.*f /= 2;
+    auto blocks = [&](const Geometry& g) { return (mm->m_extent / g.bm()) * (mm->n_extent / g.bn()); };
+    for (int64_t Geometry::*f : {&Geometry::mma_n, &Geometry::mma_m, &Geometry::warps_n, &Geometry::warps_m})
+      while (preferred.*f > 1 && blocks(preferred) < device.sm_count) preferred.*f /= 2;
+
     // Each knob in turn, its candidates the values that still fit with the ones chosen before.
     Geometry geo;
     struct Dim {
       std::string_view knob;
       int64_t Geometry::*field;
       std::vector<int64_t> values;
-      int64_t preferred;
     };
-    const Dim dims[] = {{"WARPS_M", &Geometry::warps_m, {1, 2, 4}, 2},
-                        {"WARPS_N", &Geometry::warps_n, {1, 2, 4}, 2},
-                        {"MMA_M", &Geometry::mma_m, {1, 2, 4}, 2},
-                        {"MMA_N", &Geometry::mma_n, {1, 2, 4, 8}, 4}};
+    const Dim dims[] = {{"WARPS_M", &Geometry::warps_m, {1, 2, 4}},
+                        {"WARPS_N", &Geometry::warps_n, {1, 2, 4}},
+                        {"MMA_M", &Geometry::mma_m, {1, 2, 4}},
+                        {"MMA_N", &Geometry::mma_n, {1, 2, 4, 8}}};
     for (const Dim& dim : dims) {
       std::vector<int64_t> candidates;
       for (int64_t v : dim.values) {
@@ -336,7 +368,7 @@ class UseTensorCoresPass final : public TilePass {
       }
       int64_t heuristic = candidates.front();
       for (int64_t v : candidates)
-        if (v <= dim.preferred) heuristic = v;  // the preferred value, halved while it does not fit
+        if (v <= preferred.*dim.field) heuristic = v;  // the heuristic's, or the largest below it that fits
       TESSERA_ASSIGN_OR_RETURN(geo.*dim.field, ctx.choose_int(dim.knob, node, candidates, heuristic));
     }
 

@@ -34,7 +34,7 @@ enum class CostCoefficient : uint8_t {
   SmemEfficiency,      // fraction of one shared-memory wavefront per SM per cycle reached
   Fp32Efficiency,      // fraction of peak FP32 (SIMT) throughput reached
   SfuCost,             // FP32 issue slots one SFU-class operation (exp, rsqrt, ...) costs
-  TensorEfficiency,    // fraction of peak tensor-core throughput (no Kernel IR op uses it yet)
+  TensorEfficiency,    // fraction of peak tensor-core throughput (mma.sync)
   IssueLatencyCycles,  // cycles between a warp's dependent instructions
 };
 inline constexpr size_t kCostCoefficients = 10;
@@ -47,7 +47,7 @@ enum class CostTerm : uint8_t {
   SharedMemory,   // bank wavefronts of the busiest SM
   Fp32,           // SIMT FLOPs of the busiest SM
   Sfu,            // SFU-class operations of the busiest SM
-  TensorCore,     // tensor-core FLOPs (0 for now)
+  TensorCore,     // tensor-core FLOPs of the busiest SM
   IssueLatency,   // one warp's chain of dependent instructions
 };
 inline constexpr size_t kCostTerms = 8;

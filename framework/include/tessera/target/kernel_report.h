@@ -63,6 +63,9 @@ struct KernelReport {
   std::vector<FlopCount> flops_by_kind;
   double flops = 0;
   bool flops_exact = true;
+  // Tensor-core FLOPs, counted apart from the SIMT ones above: each MmaSync 2 M N K per warp that
+  // executes it (a thread's share, 2 M N K / 32, per thread point as the others count).
+  double tensor_flops = 0;
   // The busiest thread's FLOPs (counted as flops is), an upper bound: every loop at its largest
   // trip count for any thread, a condition's larger branch. Far above flops / threads, the work is
   // not spread over the block (one thread walking a whole row); no roofline shows that.
@@ -88,7 +91,7 @@ struct KernelBound {
   // The fraction of the device's SMs with at least one block in the first wave.
   double first_wave_sms = 0;
   double dram_us = 0;     // bytes / peak DRAM bandwidth
-  double compute_us = 0;  // flops / peak FP32 (CUDA cores: Kernel IR has no tensor-core ops yet)
+  double compute_us = 0;  // flops / peak FP32 (CUDA cores) + tensor_flops / peak dense BF16 tensor cores
   double bound_us() const { return dram_us > compute_us ? dram_us : compute_us; }
   bool memory_bound() const { return dram_us >= compute_us; }
 
