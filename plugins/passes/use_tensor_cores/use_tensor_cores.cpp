@@ -1,10 +1,11 @@
 // use_tensor_cores: schedules a bf16/f16 matmul on the tensor cores (mma.sync, sm_80+): warps
 // compute 16 x 8 output tiles from fragments that ldmatrix loads out of staged shared-memory slabs.
 //
-// Rewrites: a Tile kernel whose one Tile has exactly two PARALLEL axes M and N and one contraction
-// (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a multiple of
+// Rewrites: a Tile kernel whose one Tile has PARALLEL axes M, N and any batch axes and one
+// contraction (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a multiple of
 // 16 dividing K; a K loop it left whole is one slab of K), whose per-k step is `cast(load A[m, k]) * cast(load B[k, n])` (or B[n, k], an
-// nn.Linear weight; constant indices may precede the two, as in x[0, m, k]) accumulated into one
+// nn.Linear weight; constants or batch axes may index dimensions before the two, as in x[0, m, k]
+// or q[b, m, k]) accumulated into one
 // f32 accumulator, with 16-bit A and B, the accumulator's
 // Init before the loop and an epilogue of values and writes after it. With knob INSTR = mma_sync
 // and BM = 16 MMA_M WARPS_M, BN = 8 MMA_N WARPS_N:
@@ -22,7 +23,8 @@
 //                                                         acc[i, j] <- mma.m16n8k16.bf16(fa[i], fb[j])
 //                                                     for i, j, e:  # unroll
 //                                                       <epilogue of acc[i, j, e] at its (m, n)>
-// Each warp (wm, wn) owns MMA_M x MMA_N tiles of 16 x 8 outputs; thread l holds element e of tile
+// Batch axes become BLOCK axes after bn and bm (a block per batch entry and tile). Each warp
+// (wm, wn) owns MMA_M x MMA_N tiles of 16 x 8 outputs; thread l holds element e of tile
 // (i, j) at row 16 i + l / 4 + 8 (e / 2) and column 8 j + 2 (l % 4) + e % 2 of the warp's tile, the
 // mma C layout (docs/ir.md, "Tensor-core fragments"). Lane l names ldmatrix row l % 16 of A at
 // column 8 (l / 16) (x4: the A fragment); of a k-major B row l % 16 at the tile's column (x2.trans);
@@ -79,6 +81,7 @@ constexpr int64_t kMaxTilesPerWarp = 16;  // MMA_M x MMA_N: 4 f32 accumulators e
 // The matmul the pass rewrites, as found in the Tile.
 struct Matmul {
   std::string m, n;              // the Tile's PARALLEL axes
+  std::vector<TileAxis> batch;   // its other PARALLEL axes (batch dimensions): BLOCK axes of the schedule
   int64_t m_extent = 0, n_extent = 0;
   std::string a, b;              // the operands' buffers
   ExprList a_lead, b_lead;       // their constant index dimensions before the matrix's two
@@ -95,9 +98,9 @@ bool is_value(const Expr& e, const std::string& name) { return e.is(ExprKind::Va
 
 // The matmul of `tile`, or why it is not one this pass schedules ("" in why_not when it is).
 std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string& why_not) {
-  if (tile.axes.size() != 2 || tile.axes[0].binding != AxisBinding::Parallel ||
-      tile.axes[1].binding != AxisBinding::Parallel) {
-    why_not = "not a Tile of two PARALLEL axes";
+  if (tile.axes.size() < 2 ||
+      !std::all_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == AxisBinding::Parallel; })) {
+    why_not = "not a Tile of PARALLEL axes";
     return std::nullopt;
   }
   const std::vector<Contraction> cs = find_contractions(tile);
@@ -106,9 +109,9 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     return std::nullopt;
   }
   const Contraction& c = cs[0];
-  if (c.operands.size() != 2 || c.m_axes.size() != 1 || c.n_axes.size() != 1 || !c.batch_axes.empty() ||
-      !c.guards.empty() || c.accumulators.size() != 1) {
-    why_not = "not a plain M x N x K product of two operands into one accumulator";
+  if (c.operands.size() != 2 || c.m_axes.size() != 1 || c.n_axes.size() != 1 || !c.guards.empty() ||
+      c.accumulators.size() != 1 || tile.axes.size() != 2 + c.batch_axes.size()) {
+    why_not = "not a plain (batched) M x N x K product of two operands into one accumulator";
     return std::nullopt;
   }
   const int64_t depth = c.chunked() ? c.slab_depth : c.k_extent();
@@ -119,7 +122,11 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
   Matmul mm;
   mm.m = c.m_axes[0];
   mm.n = c.n_axes[0];
-  for (const TileAxis& a : tile.axes) (a.name == mm.m ? mm.m_extent : mm.n_extent) = a.extent;
+  for (const TileAxis& a : tile.axes) {
+    if (a.name == mm.m) mm.m_extent = a.extent;
+    else if (a.name == mm.n) mm.n_extent = a.extent;
+    else mm.batch.push_back(a);
+  }
   mm.acc = c.accumulators[0];
   mm.slab = c.k;  // unchunked: the K loop itself becomes the one slab's loop
   mm.depth = depth;
@@ -172,11 +179,14 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
   }
   auto same = [](const Expr& e, const Expr& want) { return structurally_equal(simplify(e), want); };
   // The last two index dimensions are the matrix's; any before them are constants (`x[0, m, k]`
-  // of a (1, S, H) activation).
-  auto leading = [](const Load& l, ExprList& lead) {
+  // of a (1, S, H) activation) or batch axes (`q[a0, m, k]` of a bmm), which stay block-uniform.
+  auto leading = [&mm](const Load& l, ExprList& lead) {
     if (l.index.size() < 2) return false;
     lead.assign(l.index.begin(), l.index.end() - 2);
-    return std::all_of(lead.begin(), lead.end(), [](const Expr& e) { return e.is(ExprKind::Int); });
+    return std::all_of(lead.begin(), lead.end(), [&mm](const Expr& e) {
+      return e.is(ExprKind::Int) || std::any_of(mm.batch.begin(), mm.batch.end(),
+                                                [&e](const TileAxis& b) { return is_var(e, b.name); });
+    });
   };
   const size_t ra = la->index.size(), rb = lb->index.size();
   if (!leading(*la, mm.a_lead) || !is_var(la->index[ra - 2], mm.m) || !same(la->index[ra - 1], k)) {
@@ -241,6 +251,7 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
   out.axes = {TileAxis{lane, 32, AxisBinding::Thread}, TileAxis{wn, geo.warps_n, AxisBinding::Thread},
               TileAxis{wm, geo.warps_m, AxisBinding::Thread}, TileAxis{bn, mm.n_extent / bn_size, AxisBinding::Block},
               TileAxis{bm, mm.m_extent / bm_size, AxisBinding::Block}};
+  for (const TileAxis& b : mm.batch) out.axes.push_back(TileAxis{b.name, b.extent, AxisBinding::Block});
   out.body.push_back(Init{mm.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.mma_m, geo.mma_n, d.c_elements()}}});
   out.body.push_back(Fragment{fa, ValueType{mm.dtype, 1, {geo.mma_m, d.a_elements()}}});
   out.body.push_back(Fragment{fb, ValueType{mm.dtype, 1, {geo.mma_n, d.b_elements()}}});
@@ -344,7 +355,9 @@ class UseTensorCoresPass final : public TilePass {
     Geometry preferred{2, 2, 2, 4};
     for (int64_t Geometry::*f : {&Geometry::warps_m, &Geometry::warps_n, &Geometry::mma_m, &Geometry::mma_n})
       while (preferred.*f > 1 && !fits(preferred)) preferred.*f /= 2;
-    auto blocks = [&](const Geometry& g) { return (mm->m_extent / g.bm()) * (mm->n_extent / g.bn()); };
+    int64_t batches = 1;
+    for (const TileAxis& b : mm->batch) batches *= b.extent;
+    auto blocks = [&](const Geometry& g) { return batches * (mm->m_extent / g.bm()) * (mm->n_extent / g.bn()); };
     for (int64_t Geometry::*f : {&Geometry::mma_n, &Geometry::mma_m, &Geometry::warps_n, &Geometry::warps_m})
       while (preferred.*f > 1 && blocks(preferred) < device.sm_count) preferred.*f /= 2;
 
