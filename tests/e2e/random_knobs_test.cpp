@@ -1093,8 +1093,9 @@ INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::sani
 
 // use_tensor_cores: bf16/f16 matmuls on mma.sync. The programs cover both B layouts (B[k, n] read
 // with ldmatrix.trans, an nn.Linear weight B[n, k] without), a fused epilogue (bias, SiLU, the
-// conversion to the output dtype), a (1, S, H) activation, a batched matmul (its batch axes become
-// block axes) and shapes whose tiles fit in several ways; every schedule
+// conversion to the output dtype, a residual), a (1, S, H) activation, a batched matmul (its batch
+// axes become block axes), a projection split into heads (two N axes) and shapes whose tiles fit
+// in several ways; every schedule
 // (the heuristic, every geometry knob value pinned alone, sampled schedules with INSTR pinned)
 // must match the reference in bf16 and f16, with its matmul kernel on the tensor cores.
 constexpr const char* kTensorCorePrograms[] = {
@@ -1104,6 +1105,8 @@ constexpr const char* kTensorCorePrograms[] = {
     "x=torch.randn(128,64); nn.Linear(64,128,bias=False)(x)",
     "x=torch.randn(1,64,128); nn.Linear(128,64,bias=False)(x)",
     "q=torch.randn(2,3,32,64); k=torch.randn(2,3,64,32); torch.matmul(q, k)",
+    "x=torch.randn(1,32,64); nn.Linear(64,128,bias=False)(x).view(1,32,2,64).transpose(1,2)",
+    "x=torch.randn(32,64); w=torch.randn(64,64); x + x @ w",
 };
 
 class TensorCoreTest : public RandomKnobsTest {

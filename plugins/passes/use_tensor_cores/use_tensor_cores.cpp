@@ -2,12 +2,14 @@
 // compute 16 x 8 output tiles from fragments that ldmatrix loads out of staged shared-memory slabs.
 //
 // Rewrites: a Tile kernel whose one Tile has PARALLEL axes M, N and any batch axes and one
-// contraction (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a multiple of
-// 16 dividing K; a K loop it left whole is one slab of K), whose per-k step is `cast(load A[m, k]) * cast(load B[k, n])` (or B[n, k], an
-// nn.Linear weight; constants or batch axes may index dimensions before the two, as in x[0, m, k]
-// or q[b, m, k]) accumulated into one
-// f32 accumulator, with 16-bit A and B, the accumulator's
-// Init before the loop and an epilogue of values and writes after it. With knob INSTR = mma_sync
+// contraction (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a
+// multiple of 16 dividing K; a K loop it left whole is one slab of K), whose per-k step is
+// `cast(load A[m, k]) * cast(load B[k, n])` (or B[n, k], an nn.Linear weight; constants or batch
+// axes may index dimensions before the two, as in x[0, m, k] or q[b, m, k]) accumulated into one
+// f32 accumulator, with 16-bit A and B, the accumulator's Init (and values, which move to the
+// epilogue) before the loop and an epilogue of values and writes after it; N may be two axes that
+// B's index combines into one column (`w[h * 64 + d, k]`, a projection split into heads). With knob
+// INSTR = mma_sync
 // and BM = 16 MMA_M WARPS_M, BN = 8 MMA_N WARPS_N:
 //     Tile(axes=(m:M=PARALLEL, n:N=PARALLEL)):       Tile(axes=(l:32=THREAD, wn:WARPS_N=THREAD,
 //       acc = init(0.0)                                     wm:WARPS_M=THREAD, bn:N/BN=BLOCK, bm:M/BM=BLOCK)):
@@ -56,6 +58,7 @@
 
 #include "tessera/ir/contraction.h"
 #include "tessera/ir/graph.h"
+#include "tessera/ir/stmt_effects.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
@@ -80,7 +83,9 @@ constexpr int64_t kMaxTilesPerWarp = 16;  // MMA_M x MMA_N: 4 f32 accumulators e
 
 // The matmul the pass rewrites, as found in the Tile.
 struct Matmul {
-  std::string m, n;              // the Tile's PARALLEL axes
+  std::string m, n;              // the Tile's PARALLEL axes (n a name of its own for two N axes)
+  std::string n_outer, n_inner;  // two N axes: the column is n_outer * n_inner_extent + n_inner
+  int64_t n_inner_extent = 0;
   std::vector<TileAxis> batch;   // its other PARALLEL axes (batch dimensions): BLOCK axes of the schedule
   int64_t m_extent = 0, n_extent = 0;
   std::string a, b;              // the operands' buffers
@@ -98,19 +103,19 @@ bool is_value(const Expr& e, const std::string& name) { return e.is(ExprKind::Va
 
 // The matmul of `tile`, or why it is not one this pass schedules ("" in why_not when it is).
 std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string& why_not) {
-  if (tile.axes.size() < 2 ||
-      !std::all_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == AxisBinding::Parallel; })) {
-    why_not = "not a Tile of PARALLEL axes";
-    return std::nullopt;
-  }
   const std::vector<Contraction> cs = find_contractions(tile);
   if (cs.size() != 1) {
     why_not = cs.empty() ? "no contraction" : "more than one contraction";
     return std::nullopt;
   }
+  if (tile.axes.size() < 2 ||
+      !std::all_of(tile.axes.begin(), tile.axes.end(), [](const TileAxis& a) { return a.binding == AxisBinding::Parallel; })) {
+    why_not = "not a Tile of PARALLEL axes";
+    return std::nullopt;
+  }
   const Contraction& c = cs[0];
-  if (c.operands.size() != 2 || c.m_axes.size() != 1 || c.n_axes.size() != 1 || !c.guards.empty() ||
-      c.accumulators.size() != 1 || tile.axes.size() != 2 + c.batch_axes.size()) {
+  if (c.operands.size() != 2 || c.m_axes.size() != 1 || c.n_axes.empty() || c.n_axes.size() > 2 || !c.guards.empty() ||
+      c.accumulators.size() != 1 || tile.axes.size() != 1 + c.n_axes.size() + c.batch_axes.size()) {
     why_not = "not a plain (batched) M x N x K product of two operands into one accumulator";
     return std::nullopt;
   }
@@ -121,10 +126,10 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
   }
   Matmul mm;
   mm.m = c.m_axes[0];
-  mm.n = c.n_axes[0];
+  std::map<std::string, int64_t> n_extents;
   for (const TileAxis& a : tile.axes) {
     if (a.name == mm.m) mm.m_extent = a.extent;
-    else if (a.name == mm.n) mm.n_extent = a.extent;
+    else if (std::find(c.n_axes.begin(), c.n_axes.end(), a.name) != c.n_axes.end()) n_extents[a.name] = a.extent;
     else mm.batch.push_back(a);
   }
   mm.acc = c.accumulators[0];
@@ -193,9 +198,37 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     why_not = "A is not read as A[m, k]";
     return std::nullopt;
   }
-  if (leading(*lb, mm.b_lead) && same(lb->index[rb - 2], k) && is_var(lb->index[rb - 1], mm.n)) {
+  // N: one axis, or two that B's index combines into one column (`w[h * 64 + d, k]`: a projection
+  // whose output is split into heads), scheduled as one N axis of their product's extent.
+  Expr n_index;
+  if (c.n_axes.size() == 1) {
+    mm.n = c.n_axes[0];
+    mm.n_extent = n_extents[mm.n];
+    n_index = Expr::var(mm.n);
+  } else {
+    for (const auto& [outer, inner] : {std::pair{c.n_axes[0], c.n_axes[1]}, std::pair{c.n_axes[1], c.n_axes[0]}}) {
+      const Expr combined = simplify(Expr::var(outer) * n_extents[inner] + Expr::var(inner));
+      const size_t nd = lb->index.size();
+      if (nd >= 2 && (structurally_equal(simplify(lb->index[nd - 1]), combined) ||
+                      structurally_equal(simplify(lb->index[nd - 2]), combined))) {
+        mm.n_outer = outer;
+        mm.n_inner = inner;
+        mm.n_inner_extent = n_extents[inner];
+        n_index = combined;
+      }
+    }
+    if (!n_index.defined()) {
+      why_not = "its two N axes do not index one column of B";
+      return std::nullopt;
+    }
+    std::set<std::string> names = bound_names(tile.body);
+    for (const TileAxis& a : tile.axes) names.insert(a.name);
+    mm.n = fresh_name("n", names);
+    mm.n_extent = n_extents[mm.n_outer] * mm.n_inner_extent;
+  }
+  if (leading(*lb, mm.b_lead) && same(lb->index[rb - 2], k) && same(lb->index[rb - 1], n_index)) {
     mm.b_n_major = false;
-  } else if (leading(*lb, mm.b_lead) && is_var(lb->index[rb - 2], mm.n) && same(lb->index[rb - 1], k)) {
+  } else if (leading(*lb, mm.b_lead) && same(lb->index[rb - 2], n_index) && same(lb->index[rb - 1], k)) {
     mm.b_n_major = true;
   } else {
     why_not = "B is read as neither B[k, n] nor B[n, k]";
@@ -211,11 +244,24 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     return std::nullopt;
   }
 
-  // Prologue: the accumulator's Init alone; epilogue: values and writes.
+  // Prologue: the accumulator's Init(0.0) and values (a residual's load), which move to the
+  // epilogue; epilogue: values and writes.
   const Body& body = tile.body;
-  if (c.index != 1 || !body[0].is<Init>() || body[0].as<Init>()->acc != mm.acc ||
-      !(body[0].as<Init>()->type == ValueType{}) || !structurally_equal(body[0].as<Init>()->value, Expr::float_(0.0))) {
-    why_not = "the statements before the K loop are not the accumulator's Init(0.0) alone";
+  bool initialized = false;
+  for (size_t i = 0; i < c.index; ++i) {
+    const Stmt& s = body[i];
+    if (const auto* init = s.as<Init>(); init && init->acc == mm.acc && init->type == ValueType{} &&
+                                          structurally_equal(init->value, Expr::float_(0.0))) {
+      initialized = true;
+    } else if (computes_value_only(s)) {
+      mm.epilogue.push_back(s);
+    } else {
+      why_not = "the statements before the K loop are not the accumulator's Init(0.0) and values";
+      return std::nullopt;
+    }
+  }
+  if (!initialized) {
+    why_not = "the accumulator is not initialized to 0.0 before the K loop";
     return std::nullopt;
   }
   for (size_t i = c.index + 1; i < body.size(); ++i) {
@@ -294,8 +340,12 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
   const Expr row = Expr::var(bm) * bm_size + warp_row + I * 16 + L / 4 + E / 2 * 8;
   const Expr col = Expr::var(bn) * bn_size + warp_col + J * 8 + L % 4 * 2 + E % 2;
   // substitute replaces Values too: the accumulator becomes its element.
-  Body per_element =
-      substitute_and_simplify(mm.epilogue, {{mm.m, row}, {mm.n, col}, {mm.acc, Expr::element(mm.acc, {I, J, E})}}, {});
+  std::map<std::string, Expr> at_element = {{mm.m, row}, {mm.n, col}, {mm.acc, Expr::element(mm.acc, {I, J, E})}};
+  if (!mm.n_outer.empty()) {
+    at_element[mm.n_outer] = col / mm.n_inner_extent;
+    at_element[mm.n_inner] = col % mm.n_inner_extent;
+  }
+  Body per_element = substitute_and_simplify(mm.epilogue, at_element, {});
   out.body.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.mma_m), LoopRole::Free, geo.mma_m,
                           {Loop{j, Expr::int_(0), Expr::int_(geo.mma_n), LoopRole::Free, geo.mma_n,
                                 {Loop{e, Expr::int_(0), Expr::int_(d.c_elements()), LoopRole::Free, d.c_elements(),
