@@ -1094,8 +1094,8 @@ INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::sani
 // use_tensor_cores: bf16/f16 matmuls on mma.sync. The programs cover both B layouts (B[k, n] read
 // with ldmatrix.trans, an nn.Linear weight B[n, k] without), a fused epilogue (bias, SiLU, the
 // conversion to the output dtype, a residual), a (1, S, H) activation, a batched matmul (its batch
-// axes become block axes), a projection split into heads (two N axes) and shapes whose tiles fit
-// in several ways; every schedule
+// axes become block axes), a projection split into heads (two N axes), a split-K projection (few
+// outputs, long K: each split's K offset a block axis) and shapes whose tiles fit in several ways; every schedule
 // (the heuristic, every geometry knob value pinned alone, sampled schedules with INSTR pinned)
 // must match the reference in bf16 and f16, with its matmul kernel on the tensor cores.
 constexpr const char* kTensorCorePrograms[] = {
@@ -1107,6 +1107,7 @@ constexpr const char* kTensorCorePrograms[] = {
     "q=torch.randn(2,3,32,64); k=torch.randn(2,3,64,32); torch.matmul(q, k)",
     "x=torch.randn(1,32,64); nn.Linear(64,128,bias=False)(x).view(1,32,2,64).transpose(1,2)",
     "x=torch.randn(32,64); w=torch.randn(64,64); x + x @ w",
+    "x=torch.randn(32,2048); nn.Linear(2048,64,bias=False)(x)",
 };
 
 class TensorCoreTest : public RandomKnobsTest {
@@ -1146,6 +1147,18 @@ TEST_F(TensorCoreTest, EveryGeometryKnobValueMatchesTheReference) {
       if (HasFailure()) return;
       EXPECT_EQ(mma_kernels(), 1);
     }
+}
+
+// split_matmul_k's partial sums on the tensor cores: each split's K offset is a block axis of the
+// schedule, and the combine kernel adds the partials.
+TEST_F(TensorCoreTest, SplitKPartialsRunOnTheTensorCores) {
+  pin("split_matmul_k", "SPLITK", AttrValue(int64_t{4}));
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    check("x=torch.randn(32,2048); nn.Linear(2048,64,bias=False)(x)", std::nullopt, dtype);
+    if (HasFailure()) return;
+    EXPECT_EQ(mma_kernels(), 1) << print_graph(last_lowered_);
+    EXPECT_EQ(int_knob(last_lowered_, "split_matmul_k", "SPLITK"), 4);
+  }
 }
 
 // The earlier passes' sampled knobs (split-K, slab depths that are no multiple of 16) leave some

@@ -5,7 +5,8 @@
 // contraction (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a
 // multiple of 16 dividing K; a K loop it left whole is one slab of K), whose per-k step is
 // `cast(load A[m, k]) * cast(load B[k, n])` (or B[n, k], an nn.Linear weight; constants or batch
-// axes may index dimensions before the two, as in x[0, m, k] or q[b, m, k]) accumulated into one
+// axes may index dimensions before the two, as in x[0, m, k] or q[b, m, k]; K may be offset by batch
+// axes, as split_matmul_k's splits are) accumulated into one
 // f32 accumulator, with 16-bit A and B, the accumulator's Init (and values, which move to the
 // epilogue) before the loop and an epilogue of values and writes after it; N may be two axes that
 // B's index combines into one column (`w[h * 64 + d, k]`, a projection split into heads). With knob
@@ -90,6 +91,7 @@ struct Matmul {
   int64_t m_extent = 0, n_extent = 0;
   std::string a, b;              // the operands' buffers
   ExprList a_lead, b_lead;       // their constant index dimensions before the matrix's two
+  Expr a_k, b_k;                 // their K indices' offsets from k (0, or split-K's s * K / S)
   bool b_n_major = false;        // B indexed [n, k] (an nn.Linear weight) rather than [k, n]
   DType dtype = DType::BF16;     // A's and B's element type
   std::string acc;               // the f32 accumulator
@@ -193,8 +195,17 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
                                                 [&e](const TileAxis& b) { return is_var(e, b.name); });
     });
   };
+  // An index along K: k, or k plus an offset of batch axes alone (split-K's `s * 1024 + k`, each
+  // split a block of its own), kept for the Stage's origin.
+  auto along_k = [&mm, &k](const Expr& e, Expr& offset) {
+    const Expr diff = simplify(e - k);
+    for (const std::string& v : free_vars(diff))
+      if (std::none_of(mm.batch.begin(), mm.batch.end(), [&v](const TileAxis& b) { return b.name == v; })) return false;
+    offset = diff;
+    return true;
+  };
   const size_t ra = la->index.size(), rb = lb->index.size();
-  if (!leading(*la, mm.a_lead) || !is_var(la->index[ra - 2], mm.m) || !same(la->index[ra - 1], k)) {
+  if (!leading(*la, mm.a_lead) || !is_var(la->index[ra - 2], mm.m) || !along_k(la->index[ra - 1], mm.a_k)) {
     why_not = "A is not read as A[m, k]";
     return std::nullopt;
   }
@@ -226,9 +237,9 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     mm.n = fresh_name("n", names);
     mm.n_extent = n_extents[mm.n_outer] * mm.n_inner_extent;
   }
-  if (leading(*lb, mm.b_lead) && same(lb->index[rb - 2], k) && same(lb->index[rb - 1], n_index)) {
+  if (leading(*lb, mm.b_lead) && along_k(lb->index[rb - 2], mm.b_k) && same(lb->index[rb - 1], n_index)) {
     mm.b_n_major = false;
-  } else if (leading(*lb, mm.b_lead) && same(lb->index[rb - 2], n_index) && same(lb->index[rb - 1], k)) {
+  } else if (leading(*lb, mm.b_lead) && same(lb->index[rb - 2], n_index) && along_k(lb->index[rb - 1], mm.b_k)) {
     mm.b_n_major = true;
   } else {
     why_not = "B is read as neither B[k, n] nor B[n, k]";
@@ -314,13 +325,14 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
     return Stage{dst, buffer, std::move(origin), {std::move(rows), std::move(cols)}};
   };
   Body slab;
-  slab.push_back(stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, KO * mm.depth, SlabDim{bm, bm_size},
+  const Expr a_k = simplify(mm.a_k + KO * mm.depth), b_k = simplify(mm.b_k + KO * mm.depth);
+  slab.push_back(stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, a_k, SlabDim{bm, bm_size},
                        SlabDim{mm.slab, mm.depth}));
   if (mm.b_n_major)
-    slab.push_back(stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, KO * mm.depth, SlabDim{bn, bn_size},
+    slab.push_back(stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, b_k, SlabDim{bn, bn_size},
                          SlabDim{mm.slab, mm.depth}));
   else
-    slab.push_back(stage(b_smem, mm.b, mm.b_lead, KO * mm.depth, Expr::var(bn) * bn_size, SlabDim{mm.slab, mm.depth},
+    slab.push_back(stage(b_smem, mm.b, mm.b_lead, b_k, Expr::var(bn) * bn_size, SlabDim{mm.slab, mm.depth},
                          SlabDim{bn, bn_size}));
   const Expr warp_row = Expr::var(wm) * (16 * geo.mma_m), warp_col = Expr::var(wn) * (8 * geo.mma_n);
   Body step;
