@@ -225,34 +225,34 @@ Body rename_names(const Body& body, const std::map<std::string, std::string>& re
   return renamer.mutate_body(body);
 }
 
-bool contains_collective(const Body& body) {
+namespace {
+
+// Whether a statement of `body`, at any depth, is of a kind whose traits satisfy `has`.
+bool contains_kind(const Body& body, bool (*has)(const StmtKindTraits&)) {
   struct Finder final : StmtVisitor {
+    bool (*has)(const StmtKindTraits&) = nullptr;
     bool found = false;
 #define TESSERA_X(K)                                                     \
   void visit_##K(const K& s) override {                                  \
-    if (stmt_kind_traits(StmtKind::K).collective) found = true;          \
+    if (has(stmt_kind_traits(StmtKind::K))) found = true;                \
     StmtVisitor::visit_##K(s);                                           \
   }
     TESSERA_STMT_KINDS(TESSERA_X)
 #undef TESSERA_X
   } finder;
+  finder.has = has;
   finder.visit(body);
   return finder.found;
 }
 
+}  // namespace
+
+bool contains_collective(const Body& body) {
+  return contains_kind(body, [](const StmtKindTraits& t) { return t.collective; });
+}
+
 bool contains_tensor_core_statements(const Body& body) {
-  struct Finder final : StmtVisitor {
-    bool found = false;
-#define TESSERA_X(K)                                                     \
-  void visit_##K(const K& s) override {                                  \
-    if (stmt_kind_traits(StmtKind::K).tensor_core) found = true;         \
-    StmtVisitor::visit_##K(s);                                           \
-  }
-    TESSERA_STMT_KINDS(TESSERA_X)
-#undef TESSERA_X
-  } finder;
-  finder.visit(body);
-  return finder.found;
+  return contains_kind(body, [](const StmtKindTraits& t) { return t.tensor_core; });
 }
 
 std::optional<Stmt> first_stmt_outside(const Body& body, uint8_t accepted) {
