@@ -5,8 +5,8 @@
 // contraction (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a
 // multiple of 16 dividing K; a K loop it left whole is one slab of K), whose per-k step is
 // `cast(load A[m, k]) * cast(load B[k, n])` (or B[n, k], an nn.Linear weight; constants or batch
-// axes may index dimensions before the two, as in x[0, m, k] or q[b, m, k]; K may be offset by batch
-// axes, as split_matmul_k's splits are) accumulated into one
+// axes or the slab may index dimensions before the two, as in x[0, m, k], q[b, m, k] or
+// a[0, ko, m, ki]; K may be offset by batch axes, as split_matmul_k's splits are) accumulated into one
 // f32 accumulator, with 16-bit A and B, the accumulator's Init (and values, which move to the
 // epilogue) before the loop and an epilogue of values and writes after it; N may be two axes that
 // B's index combines into one column (`w[h * 64 + d, k]`, a projection split into heads). With knob
@@ -91,7 +91,7 @@ struct Matmul {
   int64_t m_extent = 0, n_extent = 0;
   std::string a, b;              // the operands' buffers
   ExprList a_lead, b_lead;       // their constant index dimensions before the matrix's two
-  Expr a_k, b_k;                 // their K indices' offsets from k (0, or split-K's s * K / S)
+  Expr a_k, b_k;                 // a slab's origin along their K dimension (ko * BK, + s * K / S)
   bool b_n_major = false;        // B indexed [n, k] (an nn.Linear weight) rather than [k, n]
   DType dtype = DType::BF16;     // A's and B's element type
   std::string acc;               // the f32 accumulator
@@ -146,7 +146,6 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     why_not = "the per-k step is not two loads, two casts, a product and an Accum";
     return std::nullopt;
   }
-  const Expr k = c.chunked() ? simplify(Expr::var(c.k) * depth + Expr::var(c.k_step)) : Expr::var(c.k);
   std::map<std::string, const Load*> loads;
   std::map<std::string, std::string> cast_of;  // cast value -> loaded value
   const Assign* product = nullptr;
@@ -185,23 +184,30 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     return std::nullopt;
   }
   auto same = [](const Expr& e, const Expr& want) { return structurally_equal(simplify(e), want); };
-  // The last two index dimensions are the matrix's; any before them are constants (`x[0, m, k]`
-  // of a (1, S, H) activation) or batch axes (`q[a0, m, k]` of a bmm), which stay block-uniform.
-  auto leading = [&mm](const Load& l, ExprList& lead) {
+  // Names whose value is the same for a whole K slab of a block: the batch axes and the slab loop's
+  // variable (when K is chunked: the step loop runs inside the slab).
+  auto slab_uniform = [&mm, &c](const Expr& e) {
+    for (const std::string& v : free_vars(e)) {
+      const bool batch = std::any_of(mm.batch.begin(), mm.batch.end(), [&v](const TileAxis& b) { return b.name == v; });
+      if (!batch && !(c.chunked() && v == c.k)) return false;
+    }
+    return true;
+  };
+  // The last two index dimensions are the matrix's; any before them are uniform over a slab:
+  // constants (`x[0, m, k]` of a (1, S, H) activation), batch axes (`q[a0, m, k]` of a bmm) or the
+  // slab's K (`a[0, ko, m, ki]`: attention heads read along K, one head a slab).
+  auto leading = [&slab_uniform](const Load& l, ExprList& lead) {
     if (l.index.size() < 2) return false;
     lead.assign(l.index.begin(), l.index.end() - 2);
-    return std::all_of(lead.begin(), lead.end(), [&mm](const Expr& e) {
-      return e.is(ExprKind::Int) || std::any_of(mm.batch.begin(), mm.batch.end(),
-                                                [&e](const TileAxis& b) { return is_var(e, b.name); });
-    });
+    return std::all_of(lead.begin(), lead.end(), slab_uniform);
   };
-  // An index along K: k, or k plus an offset of batch axes alone (split-K's `s * 1024 + k`, each
-  // split a block of its own), kept for the Stage's origin.
-  auto along_k = [&mm, &k](const Expr& e, Expr& offset) {
-    const Expr diff = simplify(e - k);
-    for (const std::string& v : free_vars(diff))
-      if (std::none_of(mm.batch.begin(), mm.batch.end(), [&v](const TileAxis& b) { return b.name == v; })) return false;
-    offset = diff;
+  // An index along K within the slab: the step (k when unchunked) plus an origin uniform over the
+  // slab (`ko * 64`, or with split-K's `s * 1024`), kept as the Stage's origin along that dimension.
+  const Expr step = c.chunked() ? Expr::var(c.k_step) : Expr::var(c.k);
+  auto along_k = [&slab_uniform, &step](const Expr& e, Expr& origin) {
+    const Expr diff = simplify(e - step);
+    if (!slab_uniform(diff)) return false;
+    origin = diff;
     return true;
   };
   const size_t ra = la->index.size(), rb = lb->index.size();
@@ -325,7 +331,8 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
     return Stage{dst, buffer, std::move(origin), {std::move(rows), std::move(cols)}};
   };
   Body slab;
-  const Expr a_k = simplify(mm.a_k + KO * mm.depth), b_k = simplify(mm.b_k + KO * mm.depth);
+  const Expr& a_k = mm.a_k;
+  const Expr& b_k = mm.b_k;
   slab.push_back(stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, a_k, SlabDim{bm, bm_size},
                        SlabDim{mm.slab, mm.depth}));
   if (mm.b_n_major)
