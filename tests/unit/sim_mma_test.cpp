@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
 #include "tessera/target/kernel_cost.h"
+#include "tessera/target/warp_access.h"
 #include "tessera/target/target.h"
 
 namespace tessera {
@@ -161,6 +163,22 @@ TEST_F(SimMmaTest, TheKernelPrintsAsItParsesAndCountsTensorCoreFlops) {
   // 2 * 32 * 16 * 32 FLOPs of the product.
   const KernelCost cost = KernelCost::of(*g, *g->find("y"));
   EXPECT_EQ(cost.tensor_flops, 2.0 * 32 * 16 * 32);
+}
+
+// The cost model's shared-memory term: each 8x8 matrix of an ldmatrix is one phase of 8 rows of 16
+// bytes. A's rows are 64 bytes apart (bf16[16, 32]): rows 0, 2, 4, 6 share banks, 4 wavefronts a
+// matrix; B's are 32 bytes apart (bf16[32, 16]): 2 wavefronts.
+TEST_F(SimMmaTest, LdmatrixRowsCountTheirBankConflicts) {
+  Expected<Graph> g = parse_graph(MmaKernel{}.text(), "<test>");
+  ASSERT_TRUE(g) << g.error().render();
+  Expected<WarpAccessMap> map = enumerate_warp_accesses(*g, *g->find("y"));
+  ASSERT_TRUE(map) << map.error().render();
+  std::map<std::string, std::vector<int64_t>> wavefronts;
+  for (const WarpAccess& a : map->accesses)
+    if (a.stmt == StmtKind::LdMatrix && a.warp == 0) wavefronts[a.buffer].push_back(bank_wavefronts(a, 32, 4));
+  // One access per matrix of each ldmatrix statement (the loops' trips count as its executions).
+  EXPECT_EQ(wavefronts["a_smem"], std::vector<int64_t>(4, 4));
+  EXPECT_EQ(wavefronts["b_smem"], std::vector<int64_t>(2, 2));
 }
 
 TEST_F(SimMmaTest, AWarpDivergentMmaIsReported) {

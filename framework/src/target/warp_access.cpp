@@ -258,6 +258,19 @@ class WarpWalker {
           }
           break;
         }
+        case StmtKind::LdMatrix: {
+          // One phase per 8x8 matrix: lanes 8m..8m+7 each name a 16-byte row of matrix m.
+          const auto* l = s.as<LdMatrix>();
+          auto buf = buffers_.find(l->buffer);
+          const int64_t elem = buf != buffers_.end() ? std::max<int64_t>(buf->second.elem_bytes, 1) : 2;
+          for (int64_t m = 0; m < l->count; ++m) {
+            std::vector<Lane> rows = lanes;
+            for (size_t i = 0; i < rows.size(); ++i)
+              rows[i].active = rows[i].active && static_cast<int64_t>(i % 32) / 8 == m;
+            record(l->buffer, AccessDirection::Read, s.kind(), l->index, 16 / elem, rows, executions, loop_id);
+          }
+          break;
+        }
         case StmtKind::TreeHalve: {
           // Each halving step: lanes with tid < half read slots tid and tid + half, write slot tid.
           const auto* t = s.as<TreeHalve>();
@@ -321,7 +334,6 @@ class WarpWalker {
         case StmtKind::ClusterSync:
         case StmtKind::DsmemLoad:
         case StmtKind::Fragment:
-        case StmtKind::LdMatrix:
         case StmtKind::MmaSync: break;
       }
     }

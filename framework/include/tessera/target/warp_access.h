@@ -65,8 +65,8 @@ struct WarpAccessMap {
 
 // The accesses of every warp of one block of `kernel` (a KernelOp node of `g`) to its global
 // buffers and shared arrays: loads, stores, vector accesses, cp.async copies (a global read and a
-// shared write), TMA boxes (one lane moves the box) and tree reductions (a read, read, write per
-// halving step). An error when `kernel` is not a Kernel IR kernel of `g`.
+// shared write), TMA boxes (one lane moves the box), tree reductions (a read, read, write per
+// halving step) and ldmatrix (one shared read per 8x8 matrix: its 8 lanes' 16-byte rows). An error when `kernel` is not a Kernel IR kernel of `g`.
 Expected<WarpAccessMap> enumerate_warp_accesses(const Graph& g, const Node& kernel, int64_t warp_size = 32);
 
 // The distinct `sector_bytes`-byte sectors the active lanes touch (coalescing: 4 for 32 lanes
