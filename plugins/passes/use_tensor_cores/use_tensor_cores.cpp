@@ -4,14 +4,13 @@
 // Rewrites: a Tile kernel whose one Tile has PARALLEL axes M, N and any batch axes and one
 // contraction (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a
 // multiple of 16 dividing K; a K loop it left whole is one slab of K), whose per-k step is
-// `cast(load A[m, k]) * cast(load B[k, n])` (or B[n, k], an nn.Linear weight; constants or batch
-// axes or the slab may index dimensions before the two, as in x[0, m, k], q[b, m, k] or
-// a[0, ko, m, ki]; K may be offset by batch axes, as split_matmul_k's splits are) accumulated into one
+// `cast(load A[m, k]) * cast(load B[k, n])` (or B[n, k], an nn.Linear weight) accumulated into one
 // f32 accumulator, with 16-bit A and B, the accumulator's Init (and values, which move to the
-// epilogue) before the loop and an epilogue of values and writes after it; N may be two axes that
-// B's index combines into one column (`w[h * 64 + d, k]`, a projection split into heads). With knob
-// INSTR = mma_sync
-// and BM = 16 MMA_M WARPS_M, BN = 8 MMA_N WARPS_N:
+// epilogue) before the loop and an epilogue of values and writes after it. Around that core:
+// dimensions before the matrix's two indexed by constants, batch axes or the K slab (x[0, m, k],
+// q[b, m, k], a[0, ko, m, ki]); K offset by batch axes (split_matmul_k's splits); N as two axes
+// that B's index combines into one column (`w[h * 64 + d, k]`, a projection split into heads).
+// With knob INSTR = mma_sync and BM = 16 MMA_M WARPS_M, BN = 8 MMA_N WARPS_N:
 //     Tile(axes=(m:M=PARALLEL, n:N=PARALLEL)):       Tile(axes=(l:32=THREAD, wn:WARPS_N=THREAD,
 //       acc = init(0.0)                                     wm:WARPS_M=THREAD, bn:N/BN=BLOCK, bm:M/BM=BLOCK)):
 //       for ko in 0..K/BK:  # reduce                  f32[MMA_M][MMA_N][4] acc = init(0.0)
@@ -46,7 +45,7 @@
 // Guarantees: every output element is written once, by the thread whose fragment holds it; the
 //   products of each output are summed in f32 (each mma rounds its sums once), so results differ
 //   from the SIMT schedule's sequential sums by rounding only; names canonical.
-// Tests: tests/golden/use_tensor_cores/, TensorCoreProgramTest in tests/e2e/random_knobs_test.cpp,
+// Tests: tests/golden/use_tensor_cores/, TensorCoreTest in tests/e2e/random_knobs_test.cpp,
 //   tests/unit/sim_mma_test.cpp (the statements' layouts).
 #include <algorithm>
 #include <map>
