@@ -30,6 +30,7 @@
 #include "tessera/plugin/registry.h"
 #include "tessera/target/device.h"
 #include "tessera/target/target.h"
+#include "tessera/target/warp_access.h"
 #include "tessera/support/internal_check.h"
 #include "tessera/tune/choice_source.h"
 
@@ -1149,6 +1150,29 @@ TEST_F(TensorCoreTest, EveryGeometryKnobValueMatchesTheReference) {
       if (HasFailure()) return;
       EXPECT_EQ(mma_kernels(), 1);
     }
+}
+
+// The staged slabs' rows are padded so that every ldmatrix phase (8 rows of 16 bytes) is
+// conflict-free: one shared-memory wavefront per 8x8 matrix, in both B layouts.
+TEST_F(TensorCoreTest, LdmatrixPhasesAreConflictFree) {
+  for (const char* text : {kTensorCorePrograms[0], kTensorCorePrograms[1]}) {
+    Graph g = trace(text, DType::BF16);
+    ASSERT_FALSE(HasFailure());
+    Status st = lower(g, pipeline_, Dialect::Kernel, device_);
+    ASSERT_TRUE(st) << st.error().render();
+    int phases = 0;
+    for (const Node* n : g.nodes()) {
+      if (n->op_as<KernelOp>() == nullptr) continue;
+      Expected<WarpAccessMap> map = enumerate_warp_accesses(g, *n);
+      ASSERT_TRUE(map) << map.error().render();
+      for (const WarpAccess& a : map->accesses)
+        if (a.stmt == StmtKind::LdMatrix) {
+          EXPECT_EQ(bank_wavefronts(a, 32, 4), 1) << text << ": " << a.buffer;
+          ++phases;
+        }
+    }
+    EXPECT_GT(phases, 0) << text;
+  }
 }
 
 // split_matmul_k's partial sums on the tensor cores: each split's K offset is a block axis of the

@@ -79,6 +79,11 @@ std::string_view spelled(MatmulInstruction i) {
 }
 
 constexpr MmaShape kShape = MmaShape::M16N8K16;
+// The padding of a staged slab row of `columns` 16-bit elements: an ldmatrix phase reads 8 rows
+// of 16 bytes, conflict-free when the row pitch is an odd number of 16-byte units (the 8 rows then
+// fall on the 8 groups of 4 banks), where unpadded rows of 64 or 128 bytes put 4 or 8 of them on
+// the same banks. An even count of units gets 8 more elements (16 bytes); rows stay 16-byte aligned.
+constexpr int64_t slab_row_pad(int64_t columns) { return (columns / 8) % 2 == 0 ? 8 : 0; }
 constexpr int64_t kMaxTilesPerWarp = 16;  // MMA_M x MMA_N: 4 f32 accumulators each (64 registers)
 
 // The matmul the pass rewrites, as found in the Tile.
@@ -327,7 +332,10 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
     origin.push_back(std::move(col));
     rows.source_dim = static_cast<int64_t>(lead.size());
     cols.source_dim = static_cast<int64_t>(lead.size()) + 1;
-    return Stage{dst, buffer, std::move(origin), {std::move(rows), std::move(cols)}};
+    const int64_t pad = slab_row_pad(cols.extent);
+    Stage st{dst, buffer, std::move(origin), {std::move(rows), std::move(cols)}};
+    st.pad = pad;
+    return st;
   };
   Body slab;
   const Expr& a_k = mm.a_k;
@@ -401,10 +409,15 @@ class UseTensorCoresPass final : public TilePass {
       if (why_not != "no contraction") ctx.skip(node, why_not);
       return Status::ok();
     }
-    const int64_t bk_bytes = mm->depth * dtype_bytes(mm->dtype);
+    // The two padded slabs' bytes: A is BM x BK; B BN x BK n-major, BK x BN k-major.
+    auto slab_bytes = [&](const Geometry& g) {
+      const int64_t k_row = mm->depth + slab_row_pad(mm->depth);
+      const int64_t b = mm->b_n_major ? g.bn() * k_row : mm->depth * (g.bn() + slab_row_pad(g.bn()));
+      return (g.bm() * k_row + b) * dtype_bytes(mm->dtype);
+    };
     auto fits = [&](const Geometry& g) {
       return mm->m_extent % g.bm() == 0 && mm->n_extent % g.bn() == 0 && g.mma_m * g.mma_n <= kMaxTilesPerWarp &&
-             (g.bm() + g.bn()) * bk_bytes <= device.smem_per_block_static;
+             slab_bytes(g) <= device.smem_per_block_static;
     };
     if (!fits(Geometry{})) {
       ctx.skip(node, "M = " + std::to_string(mm->m_extent) + " is not a multiple of 16 or N = " +
