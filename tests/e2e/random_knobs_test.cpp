@@ -1175,6 +1175,21 @@ TEST_F(TensorCoreTest, LdmatrixPhasesAreConflictFree) {
   }
 }
 
+// double_buffer rings the tensor-core slabs (the ldmatrix rows name the slot) and
+// pipeline_k_outer keeps two slabs in flight.
+TEST_F(TensorCoreTest, RingBufferedPipelinedSlabsMatchTheReference) {
+  pin("double_buffer", "BUFFERS", AttrValue(int64_t{2}));
+  pin("pipeline_k_outer", "STAGES", AttrValue(int64_t{2}));
+  for (const char* text : {kTensorCorePrograms[0], kTensorCorePrograms[1]})
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      SCOPED_TRACE(text);
+      check(text, std::nullopt, dtype);
+      if (HasFailure()) return;
+      EXPECT_EQ(mma_kernels(), 1);
+      EXPECT_EQ(int_knob(last_lowered_, "pipeline_k_outer", "STAGES"), 2) << print_graph(last_lowered_);
+    }
+}
+
 // split_matmul_k's partial sums on the tensor cores: each split's K offset is a block axis of the
 // schedule, and the combine kernel adds the partials.
 TEST_F(TensorCoreTest, SplitKPartialsRunOnTheTensorCores) {

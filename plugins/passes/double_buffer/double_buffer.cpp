@@ -56,6 +56,7 @@ class BufferUses final : public StmtVisitor {
  public:
   void visit_Stage(const Stage& s) override { stages[s.dst].push_back(&s); }
   void visit_Load(const Load& s) override { ++loads[s.buffer]; }
+  void visit_LdMatrix(const LdMatrix& s) override { ++loads[s.buffer]; }  // a tensor-core fragment's rows
   std::map<std::string, std::vector<const Stage*>> stages;
   std::map<std::string, int64_t> loads;
 };
@@ -111,13 +112,19 @@ class RingLoopFinder final : public StmtVisitor {
   const BufferUses& kernel_;
 };
 
-// Prepends the slot to every load of a ring buffer.
+// Prepends the slot to every load of a ring buffer (and to the row an ldmatrix names in one).
 class SlotLoads final : public StmtMutator {
  public:
   SlotLoads(const std::set<std::string>& buffers, Expr slot) : buffers_(buffers), slot_(std::move(slot)) {}
   Stmt mutate_Load(const Load& s, const Stmt& self) override {
     if (!buffers_.count(s.buffer)) return self;
     Load out = s;
+    out.index.insert(out.index.begin(), slot_);
+    return out;
+  }
+  Stmt mutate_LdMatrix(const LdMatrix& s, const Stmt& self) override {
+    if (!buffers_.count(s.buffer)) return self;
+    LdMatrix out = s;
     out.index.insert(out.index.begin(), slot_);
     return out;
   }
@@ -166,6 +173,7 @@ class DoubleBufferPass final : public TilePass {
     return "ring-buffer the staged slabs of a K slab loop (2 to 4 slots)";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  bool handles_tensor_cores() const override { return true; }  // ldmatrix rows name the slot as loads do
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"BUFFERS", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}}, std::nullopt,
                      "slabs in the ring of each staged input of the K slab loop (1 = off)"}};

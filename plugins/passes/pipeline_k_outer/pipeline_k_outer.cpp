@@ -155,6 +155,7 @@ class PipelineKOuterPass final : public TilePass {
     return "software-pipeline a ring-buffered K slab loop: S-1 slabs in flight while one is computed";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
+  bool handles_tensor_cores() const override { return true; }  // moves Stages and waits only: the step is copied
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"STAGES", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}}, std::nullopt,
                      "slabs of the K slab loop in flight (prologue S-1, wait keep=S-1; 1 = off)"}};
