@@ -129,13 +129,17 @@ ExecutionUnit unit_of(ElementwiseFn fn) {
   return ExecutionUnit::Fp32;
 }
 
-// Register-array elements a thread holds (32-bit words): Init of an array type, at any depth.
+// Register-array elements a thread holds (32-bit words): Init of an array type, at any depth, and
+// tensor-core fragments (two 16-bit elements a register, as ldmatrix and mma take them).
 class RegisterArrayCounter final : public StmtVisitor {
  public:
   double words = 0;
   void visit_Init(const Init& s) override {
     if (s.type.is_array())
       words += static_cast<double>(s.type.array_elements() * s.type.lanes) * std::max(dtype_bytes(s.type.dtype), 4) / 4;
+  }
+  void visit_Fragment(const Fragment& s) override {
+    words += static_cast<double>(s.type.array_elements() * dtype_bytes(s.type.dtype)) / 4;
   }
 };
 
