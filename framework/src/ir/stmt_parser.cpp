@@ -443,8 +443,11 @@ class StmtReader {
   }
 
   // `acc0` or `acc0[1, a3]`: the target of an Accum.
-  Status accum_target(std::string& acc, ExprList& index) {
-    TESSERA_ASSIGN_OR_RETURN(acc, c_.name("an accumulator name"));
+  Status accum_target(std::string& acc, ExprList& index) { return array_slice(acc, index, "an accumulator name"); }
+
+  // `frag0` (a whole array) or `frag0[a6]` (a slice under a prefix of its dimensions).
+  Status array_slice(std::string& name, ExprList& index, std::string_view what) {
+    TESSERA_ASSIGN_OR_RETURN(name, c_.name(what));
     index.clear();
     if (c_.peek("[")) {
       TESSERA_ASSIGN_OR_RETURN(index, this->index());
@@ -816,16 +819,6 @@ class StmtReader {
   }
 
   // ---- tensor cores ----
-
-  // `frag0` (a whole array) or `frag0[a6]` (a slice under a prefix of its dimensions).
-  Status array_slice(std::string& name, ExprList& index, std::string_view what) {
-    TESSERA_ASSIGN_OR_RETURN(name, c_.name(what));
-    index.clear();
-    if (c_.peek("[")) {
-      TESSERA_ASSIGN_OR_RETURN(index, this->index());
-    }
-    return Status::ok();
-  }
 
   // `.WORD` after an instruction name: the word and the column it starts at.
   Expected<std::string> suffix(size_t& col, std::string_view what) {

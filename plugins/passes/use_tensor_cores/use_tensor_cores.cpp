@@ -77,6 +77,12 @@ std::string_view spelled(MatmulInstruction i) {
     if (value == i) return text;
   return "?";
 }
+// The knob's candidates: every spelling, in the table's order.
+std::vector<AttrValue> instruction_values() {
+  std::vector<AttrValue> values;
+  for (const auto& [value, text] : kInstructions) values.emplace_back(std::string(text));
+  return values;
+}
 
 constexpr MmaShape kShape = MmaShape::M16N8K16;
 // The padding of a staged slab row of `columns` 16-bit elements: an ldmatrix phase reads 8 rows
@@ -107,11 +113,13 @@ struct Matmul {
 bool is_var(const Expr& e, const std::string& name) { return e.is(ExprKind::Var) && e.name() == name; }
 bool is_value(const Expr& e, const std::string& name) { return e.is(ExprKind::Value) && e.name() == name; }
 
-// The matmul of `tile`, or why it is not one this pass schedules ("" in why_not when it is).
+// The matmul of `tile`, or nullopt with why it is not one this pass schedules (why_not left empty
+// for a kernel without a contraction).
 std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string& why_not) {
   const std::vector<Contraction> cs = find_contractions(tile);
+  if (cs.empty()) return std::nullopt;  // not a matmul: nothing to say
   if (cs.size() != 1) {
-    why_not = cs.empty() ? "no contraction" : "more than one contraction";
+    why_not = "more than one contraction";
     return std::nullopt;
   }
   if (tile.axes.size() < 2 ||
@@ -229,9 +237,7 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
   } else {
     for (const auto& [outer, inner] : {std::pair{c.n_axes[0], c.n_axes[1]}, std::pair{c.n_axes[1], c.n_axes[0]}}) {
       const Expr combined = simplify(Expr::var(outer) * n_extents[inner] + Expr::var(inner));
-      const size_t nd = lb->index.size();
-      if (nd >= 2 && (structurally_equal(simplify(lb->index[nd - 1]), combined) ||
-                      structurally_equal(simplify(lb->index[nd - 2]), combined))) {
+      if (rb >= 2 && (same(lb->index[rb - 1], combined) || same(lb->index[rb - 2], combined))) {
         mm.n_outer = outer;
         mm.n_inner = inner;
         mm.n_inner_extent = n_extents[inner];
@@ -303,6 +309,20 @@ struct Geometry {
   int64_t bn() const { return 8 * mma_n * warps_n; }
 };
 
+// The geometry knobs, one table for their specs and the order the pass asks them in.
+struct GeometryKnob {
+  std::string_view knob;
+  int64_t Geometry::*field;
+  std::vector<int64_t> values;
+  std::string_view help;
+};
+const GeometryKnob kGeometryKnobs[] = {
+    {"WARPS_M", &Geometry::warps_m, {1, 2, 4}, "warps of a block along M"},
+    {"WARPS_N", &Geometry::warps_n, {1, 2, 4}, "warps of a block along N"},
+    {"MMA_M", &Geometry::mma_m, {1, 2, 4}, "16-row mma tiles of a warp along M"},
+    {"MMA_N", &Geometry::mma_n, {1, 2, 4, 8}, "8-column mma tiles of a warp along N"},
+};
+
 Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& taken) {
   const std::string lane = fresh_name("lane", taken), wn = fresh_name("wn", taken), wm = fresh_name("wm", taken),
                     bn = fresh_name("bn", taken), bm = fresh_name("bm", taken), ks = fresh_name("ks", taken),
@@ -311,7 +331,6 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
   const std::string a_smem = fresh_name(mm.a + "_smem", taken), b_smem = fresh_name(mm.b + "_smem", taken);
   const MmaDims d = mma_dims(kShape);
   const Expr L = Expr::var(lane), I = Expr::var(i), J = Expr::var(j), E = Expr::var(e), KS = Expr::var(ks);
-  const Expr KO = Expr::var(mm.slab);
   const int64_t bm_size = geo.bm(), bn_size = geo.bn();
 
   Tile out;
@@ -338,15 +357,13 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
     return st;
   };
   Body slab;
-  const Expr& a_k = mm.a_k;
-  const Expr& b_k = mm.b_k;
-  slab.push_back(stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, a_k, SlabDim{bm, bm_size},
+  slab.push_back(stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, SlabDim{bm, bm_size},
                        SlabDim{mm.slab, mm.depth}));
   if (mm.b_n_major)
-    slab.push_back(stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, b_k, SlabDim{bn, bn_size},
+    slab.push_back(stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, mm.b_k, SlabDim{bn, bn_size},
                          SlabDim{mm.slab, mm.depth}));
   else
-    slab.push_back(stage(b_smem, mm.b, mm.b_lead, b_k, Expr::var(bn) * bn_size, SlabDim{mm.slab, mm.depth},
+    slab.push_back(stage(b_smem, mm.b, mm.b_lead, mm.b_k, Expr::var(bn) * bn_size, SlabDim{mm.slab, mm.depth},
                          SlabDim{bn, bn_size}));
   const Expr warp_row = Expr::var(wm) * (16 * geo.mma_m), warp_col = Expr::var(wn) * (8 * geo.mma_n);
   Body step;
@@ -388,16 +405,13 @@ class UseTensorCoresPass final : public TilePass {
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
   std::vector<KnobSpec> knobs() const override {
-    std::vector<AttrValue> instructions;
-    for (const auto& [value, text] : kInstructions) instructions.emplace_back(std::string(text));
-    return {KnobSpec{"INSTR", KnobType::String, instructions, std::nullopt,
-                     "the instruction the products run on: simt (a thread per output) or mma_sync (warp tensor-core tiles)"},
-            KnobSpec{"WARPS_M", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}}, std::nullopt, "warps of a block along M"},
-            KnobSpec{"WARPS_N", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}}, std::nullopt, "warps of a block along N"},
-            KnobSpec{"MMA_M", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}}, std::nullopt,
-                     "16-row mma tiles of a warp along M"},
-            KnobSpec{"MMA_N", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{8}}, std::nullopt,
-                     "8-column mma tiles of a warp along N"}};
+    std::vector<KnobSpec> specs = {
+        KnobSpec{"INSTR", KnobType::String, instruction_values(), std::nullopt,
+                 "the instruction the products run on: simt (a thread per output) or mma_sync (warp tensor-core tiles)"}};
+    for (const GeometryKnob& k : kGeometryKnobs)
+      specs.push_back(KnobSpec{std::string(k.knob), KnobType::Int, {k.values.begin(), k.values.end()}, std::nullopt,
+                               std::string(k.help)});
+    return specs;
   }
 
   Status run_on_tile(Node& node, const TileOp& kernel, const Tile& tile, PassContext& ctx) override {
@@ -406,7 +420,7 @@ class UseTensorCoresPass final : public TilePass {
     std::string why_not;
     std::optional<Matmul> mm = find_matmul(ctx.graph(), tile, why_not);
     if (!mm) {
-      if (why_not != "no contraction") ctx.skip(node, why_not);
+      if (!why_not.empty()) ctx.skip(node, why_not);
       return Status::ok();
     }
     // The two padded slabs' bytes: A is BM x BK; B BN x BK n-major, BK x BN k-major.
@@ -424,10 +438,8 @@ class UseTensorCoresPass final : public TilePass {
                          std::to_string(mm->n_extent) + " of 8");
       return Status::ok();
     }
-    std::vector<AttrValue> instructions;
-    for (const auto& [value, text] : kInstructions) instructions.emplace_back(std::string(text));
     TESSERA_ASSIGN_OR_RETURN(AttrValue chosen,
-                             ctx.choose("INSTR", node, instructions, std::string(spelled(MatmulInstruction::MmaSync))));
+                             ctx.choose("INSTR", node, instruction_values(), std::string(spelled(MatmulInstruction::MmaSync))));
     if (std::get<std::string>(chosen) == spelled(MatmulInstruction::Simt)) return Status::ok();
 
     // The heuristic geometry: 2 x 2 warps of 2 x 4 tiles, each count halved while it does not
@@ -444,16 +456,7 @@ class UseTensorCoresPass final : public TilePass {
 
     // Each knob in turn, its candidates the values that still fit with the ones chosen before.
     Geometry geo;
-    struct Dim {
-      std::string_view knob;
-      int64_t Geometry::*field;
-      std::vector<int64_t> values;
-    };
-    const Dim dims[] = {{"WARPS_M", &Geometry::warps_m, {1, 2, 4}},
-                        {"WARPS_N", &Geometry::warps_n, {1, 2, 4}},
-                        {"MMA_M", &Geometry::mma_m, {1, 2, 4}},
-                        {"MMA_N", &Geometry::mma_n, {1, 2, 4, 8}}};
-    for (const Dim& dim : dims) {
+    for (const GeometryKnob& dim : kGeometryKnobs) {
       std::vector<int64_t> candidates;
       for (int64_t v : dim.values) {
         Geometry g = geo;

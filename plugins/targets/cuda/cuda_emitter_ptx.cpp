@@ -92,14 +92,6 @@ void CudaEmitter::arch_only(int arch, const std::vector<std::string>& lines, con
 
 // ---- tensor cores ----
 
-namespace {
-std::string join_operands(const std::vector<std::string>& operands) {
-  std::string out;
-  for (const std::string& o : operands) out += (out.empty() ? "" : ", ") + o;
-  return out;
-}
-}  // namespace
-
 std::string CudaEmitter::slice_element(const std::string& name, const ExprList& prefix, int64_t element) {
   std::string text = name;
   for (const Expr& i : prefix) text += "[" + index(i).text + "]";
@@ -153,13 +145,13 @@ Status CudaEmitter::emit_mma(const Stmt& s, const MmaSync& st) {
   const MmaDims d = mma_dims(st.shape);
   std::vector<std::string> operands;
   for (int64_t i = 0; i < d.c_elements(); ++i) operands.push_back("\"+f\"(" + slice_element(st.acc, st.acc_index, i) + ")");
-  const std::string outs = join_operands(operands);
+  const std::string outs = join(operands, ", ");
   operands.clear();
   for (int64_t i = 0; i < d.a_elements(); i += 2)
     operands.push_back("\"r\"(*reinterpret_cast<const unsigned*>(&" + slice_element(st.a, st.a_index, i) + "))");
   for (int64_t i = 0; i < d.b_elements(); i += 2)
     operands.push_back("\"r\"(*reinterpret_cast<const unsigned*>(&" + slice_element(st.b, st.b_index, i) + "))");
-  const std::string ins = join_operands(operands);
+  const std::string ins = join(operands, ", ");
   TESSERA_TRY(checked(s));
   auto regs = [](int64_t first, int64_t n) {
     std::string out = "{";
