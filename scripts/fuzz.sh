@@ -48,33 +48,48 @@ done
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-failed=0
 mkdir -p ${build}/logs
-for target in "${targets[@]}"; do
-  work_corpus=${build}/corpus/${target}
-  findings=${build}/findings/${target}
-  log=${build}/logs/${target}.log
+# fuzz_one TARGET: runs one target, writes its one-line report (and a finding's details) to
+# ${build}/logs/TARGET.report; exits non-zero on a finding.
+fuzz_one() {
+  local target=$1
+  local work_corpus=${build}/corpus/${target} findings=${build}/findings/${target}
+  local log=${build}/logs/${target}.log report=${build}/logs/${target}.report
   mkdir -p "${work_corpus}" "${findings}"
-  limits=()
+  local limits=()
   [[ -n ${runs} ]] && limits+=(-runs="${runs}")
   [[ -n ${seconds} ]] && limits+=(-max_total_time="${seconds}")
   [[ ${#limits[@]} -gt 0 ]] || limits=(-runs=100000)
   echo "== ${target}: ${limits[*]} (log: ${log})"
+  local start status=0
   start=$(date +%s)
-  status=0
   ${build}/fuzz/${target}_fuzz "${limits[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
     -print_final_stats=1 -artifact_prefix="${findings}/" \
     "${work_corpus}" tests/fuzz/corpus/"${target}" tests/fuzz/regressions/"${target}" \
     > "${log}" 2>&1 || status=$?
-  elapsed=$(( $(date +%s) - start ))
+  local elapsed=$(( $(date +%s) - start )) execs
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${log}" | tail -1)
   if [[ ${status} -ne 0 ]]; then
-    failed=1
-    echo "== ${target}: FINDING after ${execs:-?} executions, ${elapsed} s (exit ${status})"
-    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "${log}" | head -5 || true
-    sed -n 's/^.*Test unit written to \(.*\)$/   input: \1/p' "${log}"
-  else
-    echo "== ${target}: ${execs:-?} executions, ${elapsed} s, no finding"
+    { echo "== ${target}: FINDING after ${execs:-?} executions, ${elapsed} s (exit ${status})"
+      grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "${log}" | head -5 || true
+      sed -n 's/^.*Test unit written to \(.*\)$/   input: \1/p' "${log}"; } > "${report}"
+    return 1
   fi
+  echo "== ${target}: ${execs:-?} executions, ${elapsed} s, no finding" > "${report}"
+}
+
+# The targets run side by side, one per core (each libFuzzer process is single-threaded), and
+# report in the order given.
+jobs=$(nproc 2>/dev/null || echo 2)
+for target in "${targets[@]}"; do rm -f "${build}/logs/${target}.report"; done
+for target in "${targets[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge ${jobs} ]]; do wait -n || true; done
+  fuzz_one "${target}" &
+done
+wait || true
+failed=0
+for target in "${targets[@]}"; do
+  cat "${build}/logs/${target}.report"
+  grep -q '^== .*: FINDING' "${build}/logs/${target}.report" && failed=1
 done
 exit ${failed}
