@@ -74,6 +74,12 @@ inline Body every_stmt_kind_body() {
   tile_body.push_back(
       LdMatrix{"frag1", {lit(1)}, "b_smem", {var("a0") % 16, lit(8)}, 2, LdMatrixLayout::Trans});
   tile_body.push_back(MmaSync{"acc1", {lit(1)}, "frag0", {}, "frag1", {lit(1)}});
+  tile_body.push_back(Init{"acc2", flt(0.0), ValueType{DType::F32, 1, {2, 32}}});
+  tile_body.push_back(WgmmaFence{});
+  tile_body.push_back(WgmmaMma{"acc2", {lit(1)}, 64, DType::BF16, "a_smem", {lit(0), var("a5") * 16}, 16, 1024,
+                               SmemSwizzle::B128, "b_smem", {lit(8), lit(0)}, 128, 256, SmemSwizzle::None});
+  tile_body.push_back(WgmmaCommit{});
+  tile_body.push_back(WgmmaWait{1});
 
   Body body;
   body.push_back(Smem{"x_smem", DType::F32, {2, 2048}});

@@ -256,6 +256,10 @@ class KernelCompiler {
       case StmtKind::Fragment:
       case StmtKind::LdMatrix:
       case StmtKind::MmaSync:
+      case StmtKind::WgmmaMma:
+      case StmtKind::WgmmaFence:
+      case StmtKind::WgmmaCommit:
+      case StmtKind::WgmmaWait:
         TESSERA_UNREACHABLE("run_loop_node refuses kinds outside Loop IR (first_stmt_outside) before compiling");
     }
     return c;
@@ -416,6 +420,10 @@ class KernelRunner {
       case StmtKind::Fragment:
       case StmtKind::LdMatrix:
       case StmtKind::MmaSync:
+      case StmtKind::WgmmaMma:
+      case StmtKind::WgmmaFence:
+      case StmtKind::WgmmaCommit:
+      case StmtKind::WgmmaWait:
         TESSERA_UNREACHABLE("run_loop_node refuses kinds outside Loop IR (first_stmt_outside) before compiling");
     }
     return stmt_error(node_, *s.source, "cannot be executed by the Loop IR interpreter");

@@ -63,6 +63,12 @@ OwnEffects own_effects(const DsmemLoad&) { return synchronizes(); }
 OwnEffects own_effects(const Fragment&) { return none(); }  // binds its array (bound_names)
 OwnEffects own_effects(const LdMatrix& s) { return updates(s.dst, true); }
 OwnEffects own_effects(const MmaSync& s) { return updates(s.acc, true); }
+// Warpgroup products run asynchronously until their WgmmaWait: every Wgmma* statement orders the
+// warpgroup's register and shared-memory accesses, so none is merged or moved across another.
+OwnEffects own_effects(const WgmmaMma& s) { return updates(s.acc, true); }
+OwnEffects own_effects(const WgmmaFence&) { return synchronizes(); }
+OwnEffects own_effects(const WgmmaCommit&) { return synchronizes(); }
+OwnEffects own_effects(const WgmmaWait&) { return synchronizes(); }
 
 // Collects the effects of every statement at any depth.
 class EffectCollector final : public StmtVisitor {

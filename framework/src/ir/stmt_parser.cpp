@@ -120,6 +120,9 @@ class StmtReader {
         {"MbarrierWait", StmtKind::MbarrierWait},
         {"TreeHalve", StmtKind::TreeHalve},
         {"ClusterSync", StmtKind::ClusterSync},
+        {"WgmmaFence", StmtKind::WgmmaFence},
+        {"WgmmaCommit", StmtKind::WgmmaCommit},
+        {"WgmmaWait", StmtKind::WgmmaWait},
     };
     c_.skip_spaces();
     definition_col_ = c_.pos();
@@ -143,10 +146,15 @@ class StmtReader {
       const bool indexed_accum = closed && c_.peek("<-");
       // `ACC[..] <- mma.SHAPE.T(..)` (a tensor-core product into a slice of a register array) and
       // `FRAG[..] = ldmatrix.xN(..)` (a slice of a fragment array loaded from shared memory).
-      const bool indexed_mma = indexed_accum && c_.accept("<-") && c_.accept_word("mma");
+      // `ACC[..] <- wgmma.m64nNk16.T(..)` (a warpgroup product into a slice of a register array).
+      std::string op;
+      if (indexed_accum && c_.accept("<-")) op = c_.word();
+      const bool indexed_mma = op == "mma";
+      const bool indexed_wgmma = op == "wgmma";
       const bool indexed_ldmatrix = closed && !indexed_accum && c_.accept("=") && c_.accept_word("ldmatrix");
       c_.reset(mark);
       if (indexed_mma) return StmtKind::MmaSync;
+      if (indexed_wgmma) return StmtKind::WgmmaMma;
       if (indexed_accum) return StmtKind::Accum;
       if (indexed_ldmatrix) return StmtKind::LdMatrix;
       std::string_view rest = c_.line().text.substr(c_.pos());
@@ -161,9 +169,10 @@ class StmtReader {
     }
     if (c_.peek("<-")) {
       size_t mark = c_.pos();
-      const bool mma = c_.accept("<-") && c_.accept_word("mma");
+      c_.accept("<-");
+      const std::string op = c_.word();
       c_.reset(mark);
-      return mma ? StmtKind::MmaSync : StmtKind::Accum;
+      return op == "mma" ? StmtKind::MmaSync : op == "wgmma" ? StmtKind::WgmmaMma : StmtKind::Accum;
     }
     if (!c_.accept("=")) return c_.expected("'=', '<-' or '[' after '" + first + "'");
     // `NAME = ...`: the right-hand side says which kind.
@@ -890,6 +899,70 @@ class StmtReader {
     TESSERA_TRY(array_slice(s.a, s.a_index, "the A fragment"));
     TESSERA_TRY(c_.expect(","));
     TESSERA_TRY(array_slice(s.b, s.b_index, "the B fragment"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  // `desc(BUF[index], lbo=N, sbo=N, swizzle=S)`: a wgmma operand's shared-memory descriptor.
+  Status descriptor(std::string& buffer, ExprList& index, int64_t& lbo, int64_t& sbo, SmemSwizzle& swizzle) {
+    TESSERA_TRY(c_.expect_word("desc"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(buffer, buffer_use());
+    TESSERA_ASSIGN_OR_RETURN(index, this->index());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(lbo, int_field("lbo"));
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(sbo, int_field("sbo"));
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(c_.expect_word("swizzle"));
+    TESSERA_TRY(c_.expect("="));
+    TESSERA_ASSIGN_OR_RETURN(swizzle, swizzle_spelling());
+    return c_.expect(")");
+  }
+
+  Expected<Stmt> read(Kind<WgmmaMma>) {
+    WgmmaMma s;
+    TESSERA_TRY(array_slice(s.acc, s.acc_index, "an accumulator name"));
+    TESSERA_TRY(c_.expect("<-"));
+    TESSERA_TRY(c_.expect_word("wgmma"));
+    size_t col = 0;
+    TESSERA_ASSIGN_OR_RETURN(std::string shape, suffix(col, "the shape m64nNk16"));
+    // m64nNk16: N is a multiple of 8 in [8, 256] (the verifier says so for a parsed N).
+    const bool framed = shape.size() > 7 && shape.rfind("m64n", 0) == 0 && shape.ends_with("k16");
+    const std::string n_text = framed ? shape.substr(4, shape.size() - 7) : std::string();
+    const bool digits = !n_text.empty() && n_text.size() <= 3 &&
+                        n_text.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) return c_.error_at(col, shape.size(), "expected the shape m64nNk16 (N = 8, 16, ..., 256), found '" + shape + "'");
+    s.n = std::stoll(n_text);
+    TESSERA_ASSIGN_OR_RETURN(std::string type, suffix(col, "the operands' dtype (bf16 or f16)"));
+    std::optional<DType> dtype = parse_dtype(type);
+    if (!dtype) return c_.error_at(col, type.size(), "expected the operands' dtype (bf16 or f16), found '" + type + "'");
+    s.type = *dtype;
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_TRY(descriptor(s.a, s.a_index, s.a_lbo, s.a_sbo, s.a_swizzle));
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_TRY(descriptor(s.b, s.b_index, s.b_lbo, s.b_sbo, s.b_swizzle));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<WgmmaFence>) {
+    TESSERA_TRY(empty_call("WgmmaFence"));
+    return Stmt(WgmmaFence{});
+  }
+
+  Expected<Stmt> read(Kind<WgmmaCommit>) {
+    TESSERA_TRY(empty_call("WgmmaCommit"));
+    return Stmt(WgmmaCommit{});
+  }
+
+  Expected<Stmt> read(Kind<WgmmaWait>) {
+    WgmmaWait s;
+    TESSERA_TRY(c_.expect_word("WgmmaWait"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.keep, int_field("keep"));
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
     return Stmt(std::move(s));

@@ -252,6 +252,32 @@ class TypeVerifier final : public StmtVisitor {
       check_slice(*name, frag->second, *index, want, mma + "'s " + what + " operand");
     }
   }
+  // wgmma.mma_async: 16-bit K-major operands in shared memory, an accumulator slice of N / 2 f32
+  // per thread, descriptor strides the hardware can encode (multiples of 16 bytes below 2^18).
+  void visit_WgmmaMma(const WgmmaMma& s) override {
+    const std::string wgmma = "wgmma.m64n" + std::to_string(s.n) + "k16";
+    if (!wgmma_n_is_valid(s.n)) fail_at(wgmma + ": N must be a multiple of 8 from 8 to 256");
+    if (s.type != DType::BF16 && s.type != DType::F16)
+      fail_at(wgmma + " multiplies bf16 or f16, not " + std::string(dtype_short_name(s.type)));
+    if (auto acc = types_.find(s.acc); acc != types_.end()) {
+      if (acc->second.dtype != DType::F32) fail_at(wgmma + " accumulates in f32, not in " + acc->second.str());
+      if (wgmma_n_is_valid(s.n)) check_slice(s.acc, acc->second, s.acc_index, s.n / 2, wgmma + "'s accumulator");
+    }
+    for (const auto& [buffer, lbo, sbo, what] : {std::tuple{&s.a, s.a_lbo, s.a_sbo, "A"}, std::tuple{&s.b, s.b_lbo, s.b_sbo, "B"}}) {
+      if (!smem_names_.count(*buffer))
+        fail_at(wgmma + " reads its " + what + " operand from '" + *buffer + "', which is not shared memory of the kernel");
+      if (auto buf = buffer_dtypes_.find(*buffer); buf != buffer_dtypes_.end() && buf->second != s.type)
+        fail_at(wgmma + "." + std::string(dtype_short_name(s.type)) + " reads its " + what + " operand from " + *buffer +
+                " (" + std::string(dtype_short_name(buf->second)) + ")");
+      for (const auto& [stride, name] : {std::pair{lbo, "lbo"}, std::pair{sbo, "sbo"}})
+        if (stride <= 0 || stride % 16 != 0 || stride >= (int64_t{1} << 18))
+          fail_at(wgmma + "'s " + what + " descriptor has " + name + "=" + std::to_string(stride) +
+                  ": a descriptor stride is a positive multiple of 16 bytes below 2^18");
+    }
+  }
+  void visit_WgmmaWait(const WgmmaWait& s) override {
+    if (s.keep < 0 || s.keep > 7) fail_at("WgmmaWait keeps 0 to 7 groups in flight, not " + std::to_string(s.keep));
+  }
   void visit_Loop(const Loop& s) override {
     axes_.insert(s.var);
     if (s.unroll > 0) unrolled_.insert(s.var);

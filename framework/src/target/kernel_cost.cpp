@@ -43,6 +43,9 @@ Ops count_ops(const Body& body) {
         ops.tensor += 2.0 * static_cast<double>(d.m * d.n * d.k) / 32.0;
         break;
       }
+      case StmtKind::WgmmaMma:  // per thread: a warpgroup's 128 threads share the 64 x N x 16 product
+        ops.tensor += 2.0 * static_cast<double>(64 * s.as<WgmmaMma>()->n * 16) / 128.0;
+        break;
       case StmtKind::Loop: {
         const auto* l = s.as<Loop>();
         ops += trips(l->begin, l->end, 1) * count_ops(l->body);
@@ -87,7 +90,10 @@ Ops count_ops(const Body& body) {
       case StmtKind::ClusterSync:
       case StmtKind::DsmemLoad:
       case StmtKind::Fragment:
-      case StmtKind::LdMatrix: break;
+      case StmtKind::LdMatrix:
+      case StmtKind::WgmmaFence:
+      case StmtKind::WgmmaCommit:
+      case StmtKind::WgmmaWait: break;
     }
   }
   return ops;

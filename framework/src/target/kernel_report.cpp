@@ -459,6 +459,9 @@ class KernelWalker {
           report_.tensor_flops += total_weight(points) * 2.0 * static_cast<double>(d.m * d.n * d.k) / 32.0;
           break;
         }
+        case StmtKind::WgmmaMma:  // each of the warpgroup's 128 threads carries its share
+          report_.tensor_flops += total_weight(points) * 2.0 * static_cast<double>(64 * s.as<WgmmaMma>()->n * 16) / 128.0;
+          break;
         case StmtKind::TreeHalve: {
           // A block-wide collective: count - 1 combines per block that reaches it.
           const auto* t = s.as<TreeHalve>();
@@ -562,7 +565,10 @@ class KernelWalker {
         case StmtKind::ClusterSync:
         case StmtKind::DsmemLoad:
         case StmtKind::Fragment:
-        case StmtKind::LdMatrix: break;
+        case StmtKind::LdMatrix:
+        case StmtKind::WgmmaFence:
+        case StmtKind::WgmmaCommit:
+        case StmtKind::WgmmaWait: break;
       }
     }
   }

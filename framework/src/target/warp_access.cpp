@@ -335,6 +335,13 @@ class WarpWalker {
         case StmtKind::DsmemLoad:
         case StmtKind::Fragment:
         case StmtKind::MmaSync: break;
+        // A wgmma's operands are read by the tensor cores from their descriptors, not by the
+        // threads' addresses: no warp access.
+        case StmtKind::WgmmaMma:
+        case StmtKind::WgmmaFence:
+        case StmtKind::WgmmaCommit:
+        case StmtKind::WgmmaWait:
+          break;
       }
     }
   }

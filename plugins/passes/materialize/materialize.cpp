@@ -340,7 +340,12 @@ class KernelBuilder {
       // thread of each warp reaches them together (the simulator checks).
       case StmtKind::Fragment:
       case StmtKind::LdMatrix:
-      case StmtKind::MmaSync: return lower_leaf(s, scope, out);
+      case StmtKind::MmaSync:
+      case StmtKind::WgmmaMma:
+      case StmtKind::WgmmaFence:
+      case StmtKind::WgmmaCommit:
+      case StmtKind::WgmmaWait:
+        return lower_leaf(s, scope, out);
       case StmtKind::Let:
       case StmtKind::Smem:
       case StmtKind::Sync:

@@ -403,7 +403,9 @@ class RegisterTiler final : public StmtMutator {
       case StmtKind::MbarrierInit: case StmtKind::MbarrierArrive: case StmtKind::MbarrierWait:
       case StmtKind::WarpShuffle: case StmtKind::TreeHalve: case StmtKind::VectorLoad:
       case StmtKind::VectorStore: case StmtKind::ClusterSync: case StmtKind::DsmemLoad:
-      case StmtKind::Fragment: case StmtKind::LdMatrix: case StmtKind::MmaSync: return Kind::Ordered;
+      case StmtKind::Fragment: case StmtKind::LdMatrix: case StmtKind::MmaSync:
+      case StmtKind::WgmmaMma: case StmtKind::WgmmaFence: case StmtKind::WgmmaCommit: case StmtKind::WgmmaWait:
+        return Kind::Ordered;
     }
     TESSERA_UNREACHABLE("a StmtKind value is one of TESSERA_STMT_KINDS");
   }

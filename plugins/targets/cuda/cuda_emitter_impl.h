@@ -350,6 +350,13 @@ class CudaEmitter {
   Status emit_fragment(const Stmt& s, const Fragment& st);
   Status emit_ldmatrix(const Stmt& s, const LdMatrix& st);
   Status emit_mma(const Stmt& s, const MmaSync& st);
+  // Warpgroup tensor cores (sm_90a PTX, under `#if defined(__CUDA_ARCH_FEAT_SM90_ALL)`, the
+  // architecture-specific features of sm_90a, with a `__trap()` below): wgmma.mma_async takes
+  // 64-bit shared-memory matrix descriptors built from the operand's address, strides and swizzle.
+  Status emit_wgmma(const Stmt& s, const WgmmaMma& st);
+  void sm90a_only(const std::vector<std::string>& lines);
+  // The descriptor of the operand starting at `elem` (an element of a shared buffer).
+  static std::string wgmma_descriptor(const std::string& elem, int64_t lbo, int64_t sbo, SmemSwizzle swizzle);
   // `frag0[i][j]`: element `element` (row-major) of the slice `name[index]` of a register array.
   std::string slice_element(const std::string& name, const ExprList& prefix, int64_t element);
   Status emit_tree_halve(const Stmt& s, const TreeHalve& st);

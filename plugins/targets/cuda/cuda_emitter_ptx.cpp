@@ -168,6 +168,60 @@ Status CudaEmitter::emit_mma(const Stmt& s, const MmaSync& st) {
   return Status::ok();
 }
 
+// ---- warpgroup tensor cores (sm_90a) ----
+
+void CudaEmitter::sm90a_only(const std::vector<std::string>& lines) {
+  directive("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)");
+  for (const std::string& l : lines) line(l);
+  directive("#else");
+  line("__trap();  // wgmma needs sm_90a");
+  directive("#endif");
+}
+
+// The PTX ISA's matrix descriptor: bits 0-13 the start address >> 4, 16-29 the leading and 32-45
+// the stride byte offset >> 4, 62-63 the swizzle mode (0 none, 1 128B, 2 64B, 3 32B).
+std::string CudaEmitter::wgmma_descriptor(const std::string& elem, int64_t lbo, int64_t sbo, SmemSwizzle swizzle) {
+  int64_t mode = 0;
+  switch (swizzle) {
+    case SmemSwizzle::None: mode = 0; break;
+    case SmemSwizzle::B128: mode = 1; break;
+    case SmemSwizzle::B64: mode = 2; break;
+    case SmemSwizzle::B32: mode = 3; break;
+  }
+  const uint64_t fixed = (static_cast<uint64_t>(lbo >> 4) << 16) | (static_cast<uint64_t>(sbo >> 4) << 32) |
+                         (static_cast<uint64_t>(mode) << 62);
+  return "((unsigned long long)((((unsigned)__cvta_generic_to_shared(&" + elem + ")) & 0x3FFFFu) >> 4) | " +
+         std::to_string(fixed) + "ull)";
+}
+
+Status CudaEmitter::emit_wgmma(const Stmt& s, const WgmmaMma& st) {
+  if (st.type != DType::BF16 && st.type != DType::F16) return error_at(s, "wgmma multiplies bf16 or f16 operands");
+  if (!wgmma_n_is_valid(st.n)) return error_at(s, "wgmma's N must be a multiple of 8 from 8 to 256");
+  const Buffer* a = buffer(st.a);
+  const Buffer* b = buffer(st.b);
+  if (!a || !b) return checked(s);
+  for (const Buffer* buf : {a, b})
+    if (!buf->shared || buf->dtype != st.type)
+      return error_at(s, "wgmma reads its operands from Smem arrays of " + std::string(dtype_short_name(st.type)));
+  const std::string da = wgmma_descriptor(element(*a, st.a_index), st.a_lbo, st.a_sbo, st.a_swizzle);
+  const std::string db = wgmma_descriptor(element(*b, st.b_index), st.b_lbo, st.b_sbo, st.b_swizzle);
+  const int64_t regs = st.n / 2;
+  std::vector<std::string> outs;
+  std::string list;
+  for (int64_t i = 0; i < regs; ++i) {
+    outs.push_back("\"+f\"(" + slice_element(st.acc, st.acc_index, i) + ")");
+    list += (i ? ", %" : "%") + std::to_string(i);
+  }
+  TESSERA_TRY(checked(s));
+  const std::string t(dtype_short_name(st.type));
+  // scale-d is a predicate (1: D = A B + D); scale-a, scale-b 1; both operands K-major (trans 0).
+  sm90a_only({"asm volatile(\"{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %" + std::to_string(regs + 2) +
+              ", 0;\\n\\twgmma.mma_async.sync.aligned.m64n" + std::to_string(st.n) + "k16.f32." + t + "." + t + " {" +
+              list + "}, %" + std::to_string(regs) + ", %" + std::to_string(regs + 1) + ", p, 1, 1, 0, 0;\\n}\\n\" : " +
+              join(outs, ", ") + " : \"l\"(" + da + "), \"l\"(" + db + "), \"r\"(1) : \"memory\");"});
+  return Status::ok();
+}
+
 std::string CudaEmitter::barrier_address(const std::string& name, const Expr& slot) {
   auto it = barriers_.find(name);
   if (it == barriers_.end()) {

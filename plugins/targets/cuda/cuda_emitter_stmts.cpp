@@ -76,6 +76,22 @@ Status CudaEmitter::emit(const Stmt& s) {
     case StmtKind::Fragment: return emit_fragment(s, *s.as<Fragment>());
     case StmtKind::LdMatrix: return emit_ldmatrix(s, *s.as<LdMatrix>());
     case StmtKind::MmaSync: return emit_mma(s, *s.as<MmaSync>());
+    case StmtKind::WgmmaMma: return emit_wgmma(s, *s.as<WgmmaMma>());
+    // wgmma.fence also fences the threads' shared-memory writes before it against the async proxy
+    // the tensor cores read through (fence.proxy.async): operands staged by ordinary stores or
+    // cp.async are then visible to the products after it.
+    case StmtKind::WgmmaFence:
+      sm90a_only({"asm volatile(\"fence.proxy.async.shared::cta;\\n\\twgmma.fence.sync.aligned;\\n\" ::: \"memory\");"});
+      return Status::ok();
+    case StmtKind::WgmmaCommit:
+      sm90a_only({"asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");"});
+      return Status::ok();
+    case StmtKind::WgmmaWait: {
+      const int64_t keep = s.as<WgmmaWait>()->keep;
+      if (keep < 0 || keep > 7) return error_at(s, "WgmmaWait keeps 0 to 7 groups in flight");
+      sm90a_only({"asm volatile(\"wgmma.wait_group.sync.aligned " + std::to_string(keep) + ";\\n\" ::: \"memory\");"});
+      return Status::ok();
+    }
     case StmtKind::Tile:
     case StmtKind::Stage:
     case StmtKind::Combine:

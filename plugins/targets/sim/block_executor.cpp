@@ -72,6 +72,12 @@ class BlockExecutor {
       global_dims_.push_back(std::move(dims));
     }
     fill_literals(program_.body);
+    if (program_.has_wgmma) {
+      const auto warpgroups = static_cast<size_t>((lanes_ + 127) / 128);
+      wgmma_registers_in_flight_.assign(static_cast<size_t>(program_.slot_count), 0);
+      wgmma_unfenced_.assign(warpgroups, std::vector<uint8_t>(static_cast<size_t>(program_.slot_count), 0));
+      wgmma_groups_.assign(warpgroups, 0);
+    }
   }
 
   Status run_block(int64_t bx, int64_t by, int64_t bz) {
@@ -95,12 +101,19 @@ class BlockExecutor {
     std::fill(regs_[kBlockIdxY].begin(), regs_[kBlockIdxY].end(), static_cast<double>(by));
     std::fill(regs_[kBlockIdxZ].begin(), regs_[kBlockIdxZ].end(), static_cast<double>(bz));
     shared_.reset();
+    wgmma_in_flight_.clear();
+    std::fill(wgmma_registers_in_flight_.begin(), wgmma_registers_in_flight_.end(), 0);
+    for (std::vector<uint8_t>& unfenced : wgmma_unfenced_) std::fill(unfenced.begin(), unfenced.end(), 0);
+    std::fill(wgmma_groups_.begin(), wgmma_groups_.end(), 0);
   }
   Status run_phase(const std::vector<SimStmt>& statements, bool last) {
     last_phase_ = last;
     return run_body(statements, Mask(static_cast<size_t>(lanes_), 1));
   }
   Status finish_block() {
+    if (!wgmma_in_flight_.empty())
+      return fail(*wgmma_in_flight_.front().stmt, wgmma_in_flight_.front().begin,
+                  "the block ends with this wgmma.mma_async in flight: no WgmmaWait completed its group");
     if (std::string err = shared_.finish_block(); !err.empty())
       return make_error("sim: kernel " + op_.name + " (node " + node_.id() + "): block " +
                         dim3_str(block_[0], block_[1], block_[2]) + ": " + err)
@@ -166,7 +179,11 @@ class BlockExecutor {
             flat = flat * node.dims[d] + (in_bounds ? static_cast<int64_t>(i) : 0);
           }
           if (!in_bounds) fault_[l] = 1;
-          r[l] = regs_[static_cast<size_t>(node.slot + flat)][l];
+          const int reg = node.slot + static_cast<int>(flat);
+          if (!wgmma_in_flight_.empty() && mask[l] && in_bounds)
+            if (std::string busy = wgmma_register_busy(reg, static_cast<int>(l)); !busy.empty())
+              return fail(s, static_cast<int>(l), "reads " + busy);
+          r[l] = regs_[static_cast<size_t>(reg)][l];
         }
         continue;
       }
@@ -497,6 +514,219 @@ class BlockExecutor {
     return Status::ok();
   }
 
+  // ---- warpgroup tensor cores (PTX ISA: wgmma.mma_async, wgmma.fence, commit_group, wait_group;
+  // layouts in docs/ir.md) ----
+  //
+  // A product is computed when it is issued, from shared memory as it is then and from the
+  // accumulator's latest value (the register, or the result of the warpgroup's last product in
+  // flight into it: products into one accumulator run in order). Its result stays in flight until
+  // a WgmmaWait completes its group; until then reading or writing the accumulator is an error, and
+  // so is ending the block. A register written by anything but a product (Init, Accum) needs a
+  // WgmmaFence before a product reads it.
+
+  // A product in flight (wgmma_in_flight_).
+  struct WgmmaInFlight {
+    int begin;                   // the warpgroup's first lane
+    int slot;                    // the accumulator slice's first register
+    int64_t count;               // registers per thread (N / 2)
+    std::vector<double> result;  // [t * count + i] for thread t of the warpgroup
+    int64_t group;               // its commit group, -1 while open
+    const SimStmt* stmt;
+  };
+
+  // The warpgroups executing a warpgroup-collective statement: each with an active lane must have
+  // all 128 lanes (4 whole warps, the first a multiple of 4) active.
+  Expected<std::vector<int>> converged_warpgroups(const SimStmt& s, const Mask& mask, std::string_view what) {
+    std::vector<int> groups;
+    for (int begin = 0; begin < lanes_; begin += 128) {
+      const int end = std::min(lanes_, begin + 128);
+      int active = 0;
+      for (int l = begin; l < end; ++l) active += mask[static_cast<size_t>(l)];
+      if (active == 0) continue;
+      if (end - begin < 128)
+        return fail(s, begin, std::string(what) + " needs a whole warpgroup (128 threads), but the block's last one has only " +
+                                  std::to_string(end - begin));
+      for (int l = begin; l < end; ++l)
+        if (!mask[static_cast<size_t>(l)])
+          return fail(s, l, "warpgroup-divergent " + std::string(what) + ": " + std::to_string(active) +
+                                " of the warpgroup's 128 threads execute it; this thread does not");
+      groups.push_back(begin);
+    }
+    return groups;
+  }
+
+  // "acc0[1, 5]": register `slot` by the array that holds it.
+  std::string register_str(int slot) const {
+    for (const RegisterArray& a : program_.arrays) {
+      int64_t size = 1;
+      for (int64_t d : a.dims) size *= d;
+      if (slot < a.slot || slot >= a.slot + size) continue;
+      return index_str(a.name, unflatten(slot - a.slot, a.dims));
+    }
+    return "register " + std::to_string(slot);
+  }
+  static std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& dims) {
+    std::vector<int64_t> at(dims.size());
+    for (size_t d = dims.size(); d-- > 0;) {
+      at[d] = flat % dims[d];
+      flat /= dims[d];
+    }
+    return at;
+  }
+
+  // The product in flight writing register `slot` of `lane`'s warpgroup (the latest), or null.
+  const WgmmaInFlight* wgmma_writing(int slot, int lane) const {
+    if (wgmma_registers_in_flight_.empty() || wgmma_registers_in_flight_[static_cast<size_t>(slot)] == 0) return nullptr;
+    const int begin = lane / 128 * 128;
+    for (auto it = wgmma_in_flight_.rbegin(); it != wgmma_in_flight_.rend(); ++it)
+      if (it->begin == begin && slot >= it->slot && slot < it->slot + it->count) return &*it;
+    return nullptr;
+  }
+  // "" when `lane` may touch register `slot`; else what makes it busy, for "reads ..." / "writes ...".
+  std::string wgmma_register_busy(int slot, int lane) const {
+    const WgmmaInFlight* p = wgmma_writing(slot, lane);
+    if (p == nullptr) return "";
+    return register_str(slot) + " while `" + stmt_text(*p->stmt->source) +
+           "` is in flight into it: no WgmmaWait has completed " +
+           (p->group < 0 ? std::string("its group (it is not even committed)") : "its group");
+  }
+  Status note_register_write(const SimStmt& s, int slot, int lane) {
+    if (std::string busy = wgmma_register_busy(slot, lane); !busy.empty()) return fail(s, lane, "writes " + busy);
+    wgmma_unfenced_[static_cast<size_t>(lane / 128)][static_cast<size_t>(slot)] = 1;
+    return Status::ok();
+  }
+
+  // Reads a K-major operand of `rows` x 16 elements through its descriptor (stmt.h, WgmmaMma;
+  // wgmma_operand_byte) into `out` (row-major), checking the start is the same for the whole
+  // warpgroup, aligned, and (swizzled) in the first row of a swizzle atom.
+  Status read_wgmma_operand(const SimStmt& s, BufferRef buf, const std::vector<const double*>& index,
+                            const WgmmaOperand& desc, int begin, int64_t rows, std::vector<double>& out,
+                            const std::string& what) {
+    TESSERA_ASSIGN_OR_RETURN(int64_t start, offset_of(s, buf, index, begin, 0));
+    for (int l = begin + 1; l < begin + 128; ++l) {
+      TESSERA_ASSIGN_OR_RETURN(int64_t other, offset_of(s, buf, index, l, 0));
+      if (other != start)
+        return fail(s, l, "the " + what + " descriptor starts at " + shared_.element_str(buf.index, other) +
+                              " in this thread but at " + shared_.element_str(buf.index, start) +
+                              " in the warpgroup's first: a descriptor is the same for the whole warpgroup");
+    }
+    const int64_t elem = dtype_bytes(shared_.decl(buf.index).dtype);
+    const int64_t start_byte = start * elem, span = swizzle_span_bytes(desc.swizzle);
+    if (start_byte % 16 != 0)
+      return fail(s, begin, "the " + what + " descriptor's start " + shared_.element_str(buf.index, start) + " is byte " +
+                                std::to_string(start_byte) + " of its buffer, not 16-byte aligned");
+    if (span > 0 && start_byte % (8 * span) >= span)
+      return fail(s, begin, "the " + what + " descriptor's start " + shared_.element_str(buf.index, start) + " is byte " +
+                                std::to_string(start_byte % (8 * span)) + " of a " + std::to_string(8 * span) +
+                                "-byte swizzle atom, past its first row (a start there needs the descriptor's matrix "
+                                "base offset, which is not emitted)");
+    const int64_t size = shared_.size(buf.index);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t k = 0; k < 16; ++k) {
+        const int64_t byte =
+            swizzle_byte_offset(desc.swizzle, start_byte + wgmma_operand_byte(desc.swizzle, desc.lbo, desc.sbo, elem, r, k));
+        if (byte / elem >= size)
+          return fail(s, begin, "the " + what + " descriptor reaches byte " + std::to_string(byte) + " of '" +
+                                    shared_.decl(buf.index).name + "' (row " + std::to_string(r) + ", column " +
+                                    std::to_string(k) + "), past its " + std::to_string(size * elem) + " bytes");
+        double v = 0.0;
+        if (std::string err = shared_.read(buf.index, byte / elem, begin, v); !err.empty())
+          return fail(s, begin, "the " + what + " operand's row " + std::to_string(r) + ", column " + std::to_string(k) +
+                                    ": " + err);
+        out[static_cast<size_t>(r * 16 + k)] = as_type(v, s.value_type);
+      }
+    }
+    return Status::ok();
+  }
+
+  // wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}, both operands K-major in shared memory:
+  // thread t of the warpgroup holds accumulator element i at row 16 (t / 32) + (t % 32) / 4 +
+  // 8 (i % 4 / 2), column 8 (i / 4) + 2 (t % 4) + i % 2. The 16-bit inputs multiply exactly; the
+  // products and the accumulator are summed in double and rounded to f32 once per element.
+  Status run_wgmma(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int> groups, converged_warpgroups(s, mask, "wgmma.mma_async"));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> acc_index, eval_all(s.slices[0].index, mask, s));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> a_index, eval_all(s.index, mask, s));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> b_index, eval_all(s.src_index, mask, s));
+    const int64_t n = s.count, regs = n / 2;
+    std::vector<double> a(64 * 16), b(static_cast<size_t>(n * 16));
+    for (int begin : groups) {
+      int acc = -1;
+      for (int w = 0; w < 4; ++w) {
+        TESSERA_ASSIGN_OR_RETURN(int base, slice_base(s, s.slices[0], acc_index, begin + 32 * w, "wgmma's accumulator"));
+        if (acc >= 0 && base != acc)
+          return fail(s, begin + 32 * w, "wgmma's accumulator slice differs between the warps of the warpgroup");
+        acc = base;
+      }
+      const auto wg = static_cast<size_t>(begin / 128);
+      for (int64_t r = 0; r < regs; ++r)
+        if (wgmma_unfenced_[wg][static_cast<size_t>(acc + r)])
+          return fail(s, begin, "reads the accumulator " + register_str(acc + static_cast<int>(r)) +
+                                    ", written by another instruction since the warpgroup's last WgmmaFence() (or "
+                                    "with none before its first product): wgmma.fence must order that write first");
+      TESSERA_TRY(read_wgmma_operand(s, s.buffer, a_index, s.wgmma[0], begin, 64, a, "A"));
+      TESSERA_TRY(read_wgmma_operand(s, s.src_buffer, b_index, s.wgmma[1], begin, n, b, "B"));
+      WgmmaInFlight p{begin, acc, regs, std::vector<double>(static_cast<size_t>(128 * regs)), -1, &s};
+      for (int t = 0; t < 128; ++t) {
+        const int64_t warp = t / 32, lane = t % 32;
+        for (int64_t i = 0; i < regs; ++i) {
+          const int64_t row = 16 * warp + lane / 4 + 8 * (i % 4 / 2), col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+          const int reg = acc + static_cast<int>(i);
+          const WgmmaInFlight* prior = wgmma_writing(reg, begin);
+          double sum = prior != nullptr ? prior->result[static_cast<size_t>(t * prior->count + (reg - prior->slot))]
+                                        : regs_[static_cast<size_t>(reg)][static_cast<size_t>(begin + t)];
+          for (int64_t k = 0; k < 16; ++k)
+            sum += a[static_cast<size_t>(row * 16 + k)] * b[static_cast<size_t>(col * 16 + k)];
+          p.result[static_cast<size_t>(t * regs + i)] = to_float(sum);
+        }
+      }
+      for (int64_t r = 0; r < regs; ++r) ++wgmma_registers_in_flight_[static_cast<size_t>(acc + r)];
+      wgmma_in_flight_.push_back(std::move(p));
+    }
+    return Status::ok();
+  }
+
+  Status run_wgmma_fence(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int> groups, converged_warpgroups(s, mask, "wgmma.fence"));
+    for (int begin : groups) {
+      std::vector<uint8_t>& unfenced = wgmma_unfenced_[static_cast<size_t>(begin / 128)];
+      std::fill(unfenced.begin(), unfenced.end(), 0);
+    }
+    return Status::ok();
+  }
+
+  Status run_wgmma_commit(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int> groups, converged_warpgroups(s, mask, "wgmma.commit_group"));
+    for (int begin : groups) {
+      const int64_t group = ++wgmma_groups_[static_cast<size_t>(begin / 128)];
+      for (WgmmaInFlight& p : wgmma_in_flight_)
+        if (p.begin == begin && p.group < 0) p.group = group;
+    }
+    return Status::ok();
+  }
+
+  // Completes, in issue order, the products of every committed group but the newest `count`.
+  Status run_wgmma_wait(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int> groups, converged_warpgroups(s, mask, "wgmma.wait_group"));
+    for (int begin : groups) {
+      const int64_t last = wgmma_groups_[static_cast<size_t>(begin / 128)] - s.count;
+      std::vector<WgmmaInFlight> still;
+      for (WgmmaInFlight& p : wgmma_in_flight_) {
+        if (p.begin != begin || p.group < 0 || p.group > last) {
+          still.push_back(std::move(p));
+          continue;
+        }
+        for (int t = 0; t < 128; ++t)
+          for (int64_t i = 0; i < p.count; ++i)
+            regs_[static_cast<size_t>(p.slot + i)][static_cast<size_t>(begin + t)] =
+                p.result[static_cast<size_t>(t * p.count + i)];
+        for (int64_t i = 0; i < p.count; ++i) --wgmma_registers_in_flight_[static_cast<size_t>(p.slot + i)];
+      }
+      wgmma_in_flight_ = std::move(still);
+    }
+    return Status::ok();
+  }
+
   Status require_full_block(const SimStmt& s, const Mask& mask) {
     for (int l = 0; l < lanes_; ++l)
       if (!mask[static_cast<size_t>(l)])
@@ -741,8 +971,11 @@ class BlockExecutor {
         for (int64_t d : s.dims) registers *= d;
         for (int64_t r = 0; r < registers; ++r) {
           std::vector<double>& dst = regs_[static_cast<size_t>(s.slot + r)];
-        for (size_t l = 0; l < n; ++l)
-            if (mask[l]) dst[l] = round ? as_type(v[l], s.value_type) : v[l];
+          for (size_t l = 0; l < n; ++l) {
+            if (!mask[l]) continue;
+            if (program_.has_wgmma) TESSERA_TRY(note_register_write(s, s.slot + static_cast<int>(r), static_cast<int>(l)));
+            dst[l] = round ? as_type(v[l], s.value_type) : v[l];
+          }
         }
         return Status::ok();
       }
@@ -759,6 +992,7 @@ class BlockExecutor {
                                                       std::to_string(d) + " is out of bounds");
             flat = flat * s.dims[d] + static_cast<int64_t>(i);
           }
+          if (program_.has_wgmma) TESSERA_TRY(note_register_write(s, s.slot + static_cast<int>(flat), static_cast<int>(l)));
           std::vector<double>& acc = regs_[static_cast<size_t>(s.slot + flat)];
           acc[l] = combine_as(s.accum, acc[l], v[l], s.value_type);
           if (dtype_is_float(s.value_type)) acc[l] = as_type(acc[l], s.value_type);
@@ -800,6 +1034,10 @@ class BlockExecutor {
       case StmtKind::Fragment: return run_fragment(s, mask);
       case StmtKind::LdMatrix: return run_ldmatrix(s, mask);
       case StmtKind::MmaSync: return run_mma(s, mask);
+      case StmtKind::WgmmaMma: return run_wgmma(s, mask);
+      case StmtKind::WgmmaFence: return run_wgmma_fence(s, mask);
+      case StmtKind::WgmmaCommit: return run_wgmma_commit(s, mask);
+      case StmtKind::WgmmaWait: return run_wgmma_wait(s, mask);
       case StmtKind::TreeHalve: return run_tree_halve(s, mask);
       case StmtKind::VectorLoad: {
         TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> index, eval_all(s.index, mask, s));
@@ -880,6 +1118,12 @@ class BlockExecutor {
   std::vector<std::vector<double>> regs_;   // per register slot, one value per lane
   std::vector<std::vector<double>> temps_;  // per expression node, one value per lane
   std::vector<uint8_t> fault_;
+  // Warpgroup products (run_wgmma): those in flight in issue order, and per register how many of
+  // them write it; per warpgroup, the registers written since its last fence and its commit count.
+  std::vector<WgmmaInFlight> wgmma_in_flight_;
+  std::vector<int> wgmma_registers_in_flight_;
+  std::vector<std::vector<uint8_t>> wgmma_unfenced_;
+  std::vector<int64_t> wgmma_groups_;
   std::vector<double> shuffle_ = std::vector<double>(32);
   SharedMemory shared_;
   std::vector<int64_t> block_{0, 0, 0};

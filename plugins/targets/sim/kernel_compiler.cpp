@@ -262,6 +262,7 @@ class KernelCompiler {
         else arrays_.erase(st->acc);
         c.slot = define(st->acc, !dtype_is_float(st->type.dtype), st->type.array_elements());
         acc_type_[c.slot] = st->type.dtype;
+        if (st->type.is_array()) program_.arrays.push_back(RegisterArray{st->acc, c.slot, st->type.array});
         break;
       }
       case StmtKind::Accum: {
@@ -362,6 +363,7 @@ class KernelCompiler {
         c.dims = st->type.array;
         arrays_[st->name] = st->type.array;
         c.slot = define(st->name, false, st->type.array_elements());
+        program_.arrays.push_back(RegisterArray{st->name, c.slot, st->type.array});
         break;
       }
       case StmtKind::LdMatrix: {
@@ -389,6 +391,61 @@ class KernelCompiler {
         c.slices = {std::move(acc), std::move(a), std::move(b)};
         c.shape = st->shape;
         c.value_type = st->type;
+        break;
+      }
+      case StmtKind::WgmmaMma: {
+        const auto* st = s.as<WgmmaMma>();
+        const std::string wgmma = "wgmma.m64n" + std::to_string(st->n) + "k16";
+        if (!wgmma_n_is_valid(st->n)) return error(s, wgmma + ": N must be a multiple of 8 from 8 to 256");
+        if (st->type != DType::BF16 && st->type != DType::F16) return error(s, wgmma + " multiplies bf16 or f16");
+        TESSERA_ASSIGN_OR_RETURN(ArraySlice acc, compile_slice(st->acc, st->acc_index, st->n / 2, s));
+        c.slices.push_back(std::move(acc));
+        const struct {
+          const std::string* name;
+          const ExprList* index;
+          WgmmaOperand desc;
+          BufferRef* ref;
+          std::vector<LaneExpr>* compiled;
+          const char* what;
+        } operands[2] = {{&st->a, &st->a_index, {st->a_lbo, st->a_sbo, st->a_swizzle}, &c.buffer, &c.index, "A"},
+                         {&st->b, &st->b_index, {st->b_lbo, st->b_sbo, st->b_swizzle}, &c.src_buffer, &c.src_index, "B"}};
+        for (int i = 0; i < 2; ++i) {
+          const auto& o = operands[i];
+          TESSERA_ASSIGN_OR_RETURN(*o.ref, resolve_buffer(*o.name, o.index->size(), false, s));
+          if (!o.ref->shared)
+            return error(s, wgmma + " reads its " + o.what + " operand from '" + *o.name + "', which is not a shared buffer");
+          const SmemDecl& buf = program_.smem[static_cast<size_t>(o.ref->index)];
+          if (buf.dtype != st->type)
+            return error(s, wgmma + "." + std::string(dtype_short_name(st->type)) + " reads its " + o.what + " operand from '" +
+                                buf.name + "', which holds " + std::string(dtype_short_name(buf.dtype)));
+          // The descriptor's swizzle must be the one the rows were written in (the buffer's).
+          if (o.desc.swizzle != buf.swizzle)
+            return error(s, "the " + std::string(o.what) + " descriptor reads '" + buf.name + "' as swizzle=" +
+                                std::string(spelling(o.desc.swizzle)) + ", but its rows are laid out in swizzle=" +
+                                std::string(spelling(buf.swizzle)) + " (the Smem declaration's)");
+          if (const int64_t span = swizzle_span_bytes(buf.swizzle); span > 0 && buf.align % (8 * span) != 0)
+            return error(s, "'" + buf.name + "' is aligned to " + std::to_string(buf.align) + " bytes; its " +
+                                std::string(spelling(buf.swizzle)) + " swizzle needs " + std::to_string(8 * span));
+          for (int64_t stride : {o.desc.lbo, o.desc.sbo})
+            if (stride <= 0 || stride % 16 != 0 || stride >= (int64_t{1} << 18))
+              return error(s, "the " + std::string(o.what) + " descriptor's strides must be positive multiples of 16 bytes below 2^18");
+          c.wgmma[i] = o.desc;
+          TESSERA_TRY(compile_exprs(*o.index, s, *o.compiled));
+        }
+        c.count = st->n;
+        c.value_type = st->type;
+        program_.has_wgmma = true;
+        break;
+      }
+      case StmtKind::WgmmaFence:
+      case StmtKind::WgmmaCommit:
+        program_.has_wgmma = true;
+        break;
+      case StmtKind::WgmmaWait: {
+        const auto* st = s.as<WgmmaWait>();
+        if (st->keep < 0 || st->keep > 7) return error(s, "WgmmaWait keeps 0 to 7 groups in flight");
+        c.count = st->keep;
+        program_.has_wgmma = true;
         break;
       }
       case StmtKind::CpAsyncWait: {

@@ -53,6 +53,13 @@ struct ArraySlice {
   std::vector<LaneExpr> index;
 };
 
+// A wgmma operand's descriptor strides and swizzle (its buffer and start index are the SimStmt's
+// buffer/index for A, src_buffer/src_index for B).
+struct WgmmaOperand {
+  int64_t lbo = 16, sbo = 1024;
+  SmemSwizzle swizzle = SmemSwizzle::None;
+};
+
 struct SimStmt {
   StmtKind kind = StmtKind::Sync;
   const Stmt* source = nullptr;  // the statement, for error messages
@@ -75,6 +82,7 @@ struct SimStmt {
   std::vector<ArraySlice> slices;  // LdMatrix: {dst}; MmaSync: {acc, a, b}
   bool transpose = false;          // LdMatrix .trans
   MmaShape shape = MmaShape::M16N8K16;
+  WgmmaOperand wgmma[2];           // WgmmaMma: A's and B's descriptors (count = N)
   std::vector<SimStmt> body, else_body;
 };
 
@@ -126,8 +134,18 @@ struct ScalarBinding {
   bool is_int = true;
 };
 
+// A register array (Init of an array type, Fragment): its first register and shape, for naming
+// its elements in reports.
+struct RegisterArray {
+  std::string name;
+  int slot = -1;
+  std::vector<int64_t> dims;
+};
+
 struct KernelProgram {
   std::vector<SimStmt> body;
+  std::vector<RegisterArray> arrays;
+  bool has_wgmma = false;  // the executor tracks fences and products in flight
   std::vector<SmemDecl> smem;
   std::vector<BarrierDecl> barriers;
   std::vector<TensorMapDecl> tensor_maps;

@@ -654,6 +654,79 @@ struct MmaSync {
   }
 };
 
+// ---- Warpgroup tensor cores (sm_90a) -------------------------------------------------------
+//
+// A warpgroup is four consecutive warps of the block (128 threads; its first warp a multiple of
+// 4). wgmma.mma_async multiplies A and B read from shared memory through matrix descriptors and
+// accumulates into f32 registers its 128 threads hold, asynchronously: WgmmaFence orders the
+// registers' earlier accesses before it, WgmmaCommit closes the warpgroup's open products into a
+// group, WgmmaWait(keep=N) waits until at most N groups are in flight. Touching an accumulator
+// between the product and the wait that completes it is undefined (the simulator reports it).
+// All four statements are warpgroup-collective (docs/ir.md, "Warpgroup tensor cores").
+
+// `acc0[a5] <- wgmma.m64n128k16.bf16(desc(a_smem[0, a6 * 16], lbo=16, sbo=1024, swizzle=128B),
+// desc(b_smem[0, a6 * 16], lbo=16, sbo=1024, swizzle=128B))`: wgmma.mma_async.sync.aligned
+// .m64nNk16.f32.{bf16,f16} with both operands K-major in shared memory. A is 64 x 16 (rows M),
+// B is N x 16 (rows N: B's transpose, as nn.Linear stores its weight); each descriptor names the
+// operand's first element `buffer[index]`, the byte distance between 8-row groups (`sbo`), between
+// the two 8-column halves of a row without a swizzle (`lbo`; unused by the swizzled layouts) and
+// the swizzle the rows were written in. Element (r, k) lives at byte start + (r / 8) sbo +
+// (r % 8) w + k' with w = 16 and k' = (2k / 16) lbo + 2k % 16 without a swizzle, w the swizzle's
+// span and k' = 2k with one (whose 16-byte chunks are then permuted by address bits, as TMA writes
+// them). The accumulator slice `acc[acc_index]` holds N / 2 f32 per thread: element i of thread t
+// is row 16 (t / 32 % 4) + t % 32 / 4 + 8 (i % 4 / 2), column 8 (i / 4) + 2 (t % 4) + i % 2.
+struct WgmmaMma {
+  std::string acc;
+  ExprList acc_index;
+  int64_t n = 64;  // the product's N: a multiple of 8 in [8, 256]
+  DType type = DType::BF16;
+  std::string a;
+  ExprList a_index;
+  int64_t a_lbo = 16, a_sbo = 1024;
+  SmemSwizzle a_swizzle = SmemSwizzle::B128;
+  std::string b;
+  ExprList b_index;
+  int64_t b_lbo = 16, b_sbo = 1024;
+  SmemSwizzle b_swizzle = SmemSwizzle::B128;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("acc", s.acc, FieldRole::UseAcc);
+    f("acc_index", s.acc_index, FieldRole::Data);
+    f("n", s.n, FieldRole::Data);
+    f("type", s.type, FieldRole::Data);
+    f("a", s.a, FieldRole::UseBuffer);
+    f("a_index", s.a_index, FieldRole::Data);
+    f("a_lbo", s.a_lbo, FieldRole::Data);
+    f("a_sbo", s.a_sbo, FieldRole::Data);
+    f("a_swizzle", s.a_swizzle, FieldRole::Data);
+    f("b", s.b, FieldRole::UseBuffer);
+    f("b_index", s.b_index, FieldRole::Data);
+    f("b_lbo", s.b_lbo, FieldRole::Data);
+    f("b_sbo", s.b_sbo, FieldRole::Data);
+    f("b_swizzle", s.b_swizzle, FieldRole::Data);
+  }
+};
+
+// `WgmmaFence()`: wgmma.fence.sync.aligned: the warpgroup's earlier register accesses are ordered
+// before its next wgmma.mma_async (needed before the first product and after the accumulator is
+// written by anything but a product).
+struct WgmmaFence {
+  template <class S, class F> static void reflect(S&, F&&) {}
+};
+
+// `WgmmaCommit()`: wgmma.commit_group.sync.aligned: the warpgroup's products issued since its last
+// commit become one group.
+struct WgmmaCommit {
+  template <class S, class F> static void reflect(S&, F&&) {}
+};
+
+// `WgmmaWait(keep=0)`: wgmma.wait_group.sync.aligned N: waits until at most `keep` of the
+// warpgroup's committed groups are in flight; the products of the others have landed in their
+// accumulators.
+struct WgmmaWait {
+  int64_t keep = 0;
+  template <class S, class F> static void reflect(S& s, F&& f) { f("keep", s.keep, FieldRole::Data); }
+};
+
 // The one list. Order is part of the JSON format only through names, never through indices.
 #define TESSERA_STMT_KINDS(X)                                                   \
   /* Loop IR */ X(Load) X(Assign) X(Select) X(Init) X(Accum) X(Write) X(Loop) X(Cond) \
@@ -661,7 +734,7 @@ struct MmaSync {
   /* Kernel IR */ X(Let) X(Smem) X(Sync) X(CpAsyncCopy) X(CpAsyncCommit)      \
   X(CpAsyncWait) X(TmaLoad) X(MbarrierInit) X(MbarrierArrive) \
   X(MbarrierWait) X(WarpShuffle) X(TreeHalve) X(VectorLoad) X(VectorStore) X(ClusterSync) X(DsmemLoad) \
-  /* tensor cores */ X(Fragment) X(LdMatrix) X(MmaSync)
+  /* tensor cores */ X(Fragment) X(LdMatrix) X(MmaSync) X(WgmmaMma) X(WgmmaFence) X(WgmmaCommit) X(WgmmaWait)
 
 enum class StmtKind : uint8_t {
 #define TESSERA_X(K) K,
@@ -686,7 +759,7 @@ struct StmtKindTraits {
   bool has_body;      // holds nested statements (Loop, Cond, Tile, StridedLoop, SlabMap)
   bool collective;    // every thread of the block must reach it together (Stage, Combine, AsyncWait, SlabMap)
   bool carries_type;  // defines a value whose type its printed line names first (`f32 v0 = ...`)
-  bool tensor_core;   // a tensor-core statement (warp-collective fragments: Fragment, LdMatrix, MmaSync)
+  bool tensor_core;   // a tensor-core statement (Fragment, LdMatrix, MmaSync; the Wgmma* kinds)
 };
 
 // The traits of each kind. A switch without `default`, built with -Werror=switch: a new kind that is
@@ -727,6 +800,10 @@ constexpr StmtKindTraits stmt_kind_traits(StmtKind k) {
     case StmtKind::Fragment: return       {kInTile | kInKernel, false, false,    true,         true};
     case StmtKind::LdMatrix: return       {kInTile | kInKernel, false, false,    false,        true};
     case StmtKind::MmaSync: return        {kInTile | kInKernel, false, false,    false,        true};
+    case StmtKind::WgmmaMma: return       {kInTile | kInKernel, false, false,    false,        true};
+    case StmtKind::WgmmaFence: return     {kInTile | kInKernel, false, false,    false,        true};
+    case StmtKind::WgmmaCommit: return    {kInTile | kInKernel, false, false,    false,        true};
+    case StmtKind::WgmmaWait: return      {kInTile | kInKernel, false, false,    false,        true};
   }
   return {0, false, false, false,        false};  // unreachable for a valid kind
 }
@@ -818,7 +895,7 @@ Body rename_names(const Body& body, const std::map<std::string, std::string>& re
 
 // Whether `body` holds a collective Tile IR statement (Stage, Combine, AsyncWait) at any depth.
 bool contains_collective(const Body& body);
-// Whether `body` holds a tensor-core statement (Fragment, LdMatrix, MmaSync) at any depth: a
+// Whether `body` holds a tensor-core statement (Fragment, LdMatrix, MmaSync, Wgmma*) at any depth: a
 // schedule the tile passes that do not know fragments leave alone (TilePass::handles_tensor_cores).
 bool contains_tensor_core_statements(const Body& body);
 

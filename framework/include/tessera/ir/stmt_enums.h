@@ -57,6 +57,22 @@ constexpr int64_t swizzle_byte_offset(SmemSwizzle s, int64_t offset) {
   return offset ^ (((offset >> 7) & mask) << 4);
 }
 
+// Where element (row, k) of a K-major wgmma operand lives, in bytes from the descriptor's start
+// address and before the swizzle (which permutes the address's 16-byte chunks by its bits:
+// swizzle_byte_offset of the buffer offset): 8-row groups `sbo` apart, the rows of a group a
+// swizzle span apart (16 bytes without a swizzle, where the two 16-byte halves of a 16-element
+// row are `lbo` apart). PTX ISA, "Shared Memory Matrix Layout" of wgmma (K-major).
+constexpr int64_t wgmma_operand_byte(SmemSwizzle s, int64_t lbo, int64_t sbo, int64_t elem_bytes, int64_t row,
+                                     int64_t k) {
+  const int64_t span = swizzle_span_bytes(s);
+  const int64_t k_byte = k * elem_bytes;
+  const int64_t within = span == 0 ? (row % 8) * 16 + (k_byte / 16) * lbo + k_byte % 16 : (row % 8) * span + k_byte;
+  return (row / 8) * sbo + within;
+}
+
+// The wgmma product shapes m64nNk16 (bf16 and f16 operands): N a multiple of 8 up to 256.
+constexpr bool wgmma_n_is_valid(int64_t n) { return n >= 8 && n <= 256 && n % 8 == 0; }
+
 // The M, N and K of an mma shape, and the elements of each fragment one thread holds: A is M x K,
 // B is K x N, C and D are M x N, spread evenly over the warp's 32 threads.
 struct MmaDims {

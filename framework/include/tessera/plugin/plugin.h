@@ -18,7 +18,7 @@ namespace tessera {
 
 class Registry;
 
-constexpr uint32_t kPluginApiVersion = 18;
+constexpr uint32_t kPluginApiVersion = 19;
 
 struct PluginDescriptor {
   uint32_t api_version;
