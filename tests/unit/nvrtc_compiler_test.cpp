@@ -192,19 +192,19 @@ TEST_P(NvrtcCorpusTest, EveryKernelBuildsWithoutSpillsAndRebuildsFromTheCache) {
   EXPECT_EQ(entries(".cubin").size(), entries(".json").size());
 }
 
-// Random-knob schedules and half-precision storage compile too: every sampled kernel of the
-// random-knob tests must be valid CUDA (spills allowed: not a default). Each variant is built for
-// one architecture, sm_90 (the one benchmarked) for three of the five: the lowering does not depend
-// on the architecture, the default schedule above is built for both, and NVRTC time is most of the
-// test suite's time on two cores.
+// Random-knob schedules and half-precision storage compile too: the first sampled schedule of the
+// random-knob tests in f32, the default bf16 schedule (the tensor cores where legal) and a sampled
+// f16 one must be valid CUDA (spills allowed: not a default). Each variant is built for one
+// architecture: the lowering does not depend on it, the default schedule above is built for both,
+// and NVRTC time is most of the release suite's time on two cores (three variants, not the five of
+// before, keep the test command within CI's budget: docs/build-time.md).
 TEST_P(NvrtcCorpusTest, SampledAndHalfPrecisionSchedulesBuild) {
   struct Variant {
     std::optional<uint64_t> seed;
     DType dtype;
     const char* arch;
   };
-  for (const Variant& v : {Variant{1, DType::F32, "sm_90"}, Variant{2, DType::F32, "sm_80"},
-                           Variant{3, DType::F32, "sm_90"}, Variant{std::nullopt, DType::BF16, "sm_90"},
+  for (const Variant& v : {Variant{1, DType::F32, "sm_90"}, Variant{std::nullopt, DType::BF16, "sm_90"},
                            Variant{4, DType::F16, "sm_80"}}) {
     Graph g = lower_to_cuda(GetParam().text, v.seed, v.dtype);
     if (HasFailure()) return;
