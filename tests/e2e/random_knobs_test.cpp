@@ -1220,6 +1220,121 @@ TEST_F(TensorCoreTest, SampledSchedulesOnTheTensorCoresMatchTheReference) {
   EXPECT_GE(on_tensor_cores, kUnderSanitizers ? 1 : 4);
 }
 
+// use_tensor_cores with INSTR = wgmma, on the sm_90a variant of the H100 (`--arch sm_90a`):
+// warpgroups multiply K-major slabs (an activation's rows and an nn.Linear weight's) staged in the
+// descriptors' interleaved layout. The programs cover one and two warpgroups, a bias, SiLU and a
+// residual in the epilogue, a (1, S, H) activation, N = 96 (WGMMA_N 32) and a projection split into
+// heads; every schedule must match the reference in bf16 and f16 with its matmul kernel on
+// warpgroup products.
+constexpr const char* kWgmmaPrograms[] = {
+    "x=torch.randn(64,128); nn.Linear(128,64,bias=False)(x)",
+    "x=torch.randn(128,64); nn.Linear(64,128)(x)",
+    "x=torch.randn(1,64,128); F.silu(nn.Linear(128,96,bias=False)(x))",
+    "x=torch.randn(1,64,64); nn.Linear(64,128,bias=False)(x).view(1,64,2,64).transpose(1,2)",
+    "x=torch.randn(64,64); x + nn.Linear(64,64,bias=False)(x)",
+};
+
+class WgmmaTest : public TensorCoreTest {
+ protected:
+  void SetUp() override {
+    TensorCoreTest::SetUp();
+    device_ = devices_->find_by_arch("sm_90a");
+    ASSERT_NE(device_, nullptr);
+  }
+  // Kernels of the last lowering that run warpgroup products.
+  int wgmma_kernels() const {
+    int n = 0;
+    for (const Node* node : last_lowered_.nodes())
+      if (const auto* k = node->op_as<KernelOp>()) n += contains_warpgroup_products(k->body);
+    return n;
+  }
+};
+
+TEST_F(WgmmaTest, HeuristicSchedulesRunOnWarpgroupProductsAndMatchTheReference) {
+  for (const char* text : kWgmmaPrograms)
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      SCOPED_TRACE(std::string(text) + " in " + std::string(dtype_short_name(dtype)));
+      check(text, std::nullopt, dtype);
+      if (HasFailure()) return;
+      EXPECT_EQ(wgmma_kernels(), 1) << print_graph(last_lowered_);
+    }
+}
+
+TEST_F(WgmmaTest, EveryGeometryKnobValueMatchesTheReference) {
+  const std::pair<const char*, std::vector<int64_t>> knobs[] = {{"WARPGROUPS", {1, 2}}, {"WGMMA_N", {16, 64, 128}}};
+  const PipelineSpec heuristic = pipeline_;
+  for (const auto& [knob, values] : knobs)
+    for (int64_t v : values) {
+      pipeline_ = heuristic;
+      pin("use_tensor_cores", "INSTR", AttrValue(std::string("wgmma")));
+      pin("use_tensor_cores", knob, AttrValue(v));
+      SCOPED_TRACE(std::string(knob) + "=" + std::to_string(v));
+      check(kWgmmaPrograms[1], std::nullopt, DType::BF16);
+      if (HasFailure()) return;
+      EXPECT_EQ(wgmma_kernels(), 1);
+      EXPECT_EQ(int_knob(last_lowered_, "use_tensor_cores", knob), v);
+    }
+}
+
+// double_buffer rings the slabs the descriptors name (their starts name the slot) and
+// pipeline_k_outer keeps two slabs in flight.
+TEST_F(WgmmaTest, RingBufferedPipelinedSlabsMatchTheReference) {
+  pin("chunk_matmul_k", "BK", AttrValue(int64_t{32}));
+  pin("double_buffer", "BUFFERS", AttrValue(int64_t{2}));
+  pin("pipeline_k_outer", "STAGES", AttrValue(int64_t{2}));
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    check(kWgmmaPrograms[0], std::nullopt, dtype);
+    if (HasFailure()) return;
+    EXPECT_EQ(wgmma_kernels(), 1);
+    EXPECT_EQ(int_knob(last_lowered_, "double_buffer", "BUFFERS"), 2) << print_graph(last_lowered_);
+    EXPECT_EQ(int_knob(last_lowered_, "pipeline_k_outer", "STAGES"), 2) << print_graph(last_lowered_);
+  }
+}
+
+// wgmma reads B K-major: `x @ w` (w[k, n], N-major) stays on mma.sync, and so does everything on a
+// device without the sm_90a features.
+TEST_F(WgmmaTest, NMajorOperandsAndDevicesWithoutWgmmaStayOnMmaSync) {
+  check("x=torch.randn(64,128); w=torch.randn(128,64); x @ w", std::nullopt, DType::BF16);
+  EXPECT_EQ(wgmma_kernels(), 0);
+  EXPECT_EQ(mma_kernels(), 1);
+  device_ = h100();
+  check(kWgmmaPrograms[0], std::nullopt, DType::BF16);
+  EXPECT_EQ(wgmma_kernels(), 0);
+  EXPECT_EQ(mma_kernels(), 1);
+}
+
+TEST_F(WgmmaTest, SampledSchedulesMatchTheReference) {
+  pin("use_tensor_cores", "INSTR", AttrValue(std::string("wgmma")));
+  int on_warpgroups = 0;
+  for (const char* text : test::sanitizer_share(std::vector<const char*>(std::begin(kWgmmaPrograms), std::end(kWgmmaPrograms))))
+    for (uint64_t seed = 1; seed <= simulated(3); ++seed) {
+      SCOPED_TRACE(text);
+      check(text, seed, seed % 2 ? DType::BF16 : DType::F16);
+      if (HasFailure()) return;
+      on_warpgroups += wgmma_kernels();
+    }
+  EXPECT_GE(on_warpgroups, 1);
+}
+
+#ifdef TESSERA_HAVE_CUDA
+TEST_F(WgmmaTest, WarpgroupKernelsBuildWithNvrtcForSm90a) {
+  int built = 0;
+  for (const char* text : kWgmmaPrograms) {
+    Graph g = trace(text, DType::BF16);
+    ASSERT_FALSE(HasFailure()) << text;
+    Status st = lower(g, pipeline_, Dialect::Cuda, device_);
+    ASSERT_TRUE(st) << text << ":\n" << st.error().render();
+    for (const Node* n : g.nodes()) {
+      const auto* op = n->op_as<CudaOp>();
+      if (op == nullptr || op->source.find("wgmma.mma_async") == std::string::npos) continue;
+      EXPECT_EQ(test::nvrtc_compile(*op, "sm_90a"), "") << text;
+      ++built;
+    }
+  }
+  EXPECT_EQ(built, static_cast<int>(std::size(kWgmmaPrograms)));
+}
+#endif
+
 #ifdef TESSERA_HAVE_CUDA
 TEST_F(TensorCoreTest, TensorCoreKernelsBuildWithNvrtcForSm80AndSm90) {
   int built = 0;

@@ -227,14 +227,14 @@ Body rename_names(const Body& body, const std::map<std::string, std::string>& re
 
 namespace {
 
-// Whether a statement of `body`, at any depth, is of a kind whose traits satisfy `has`.
-bool contains_kind(const Body& body, bool (*has)(const StmtKindTraits&)) {
+// Whether a statement of `body`, at any depth, is of a kind that satisfies `has`.
+bool contains_kind(const Body& body, bool (*has)(StmtKind)) {
   struct Finder final : StmtVisitor {
-    bool (*has)(const StmtKindTraits&) = nullptr;
+    bool (*has)(StmtKind) = nullptr;
     bool found = false;
 #define TESSERA_X(K)                                                     \
   void visit_##K(const K& s) override {                                  \
-    if (has(stmt_kind_traits(StmtKind::K))) found = true;                \
+    if (has(StmtKind::K)) found = true;                                  \
     StmtVisitor::visit_##K(s);                                           \
   }
     TESSERA_STMT_KINDS(TESSERA_X)
@@ -248,11 +248,15 @@ bool contains_kind(const Body& body, bool (*has)(const StmtKindTraits&)) {
 }  // namespace
 
 bool contains_collective(const Body& body) {
-  return contains_kind(body, [](const StmtKindTraits& t) { return t.collective; });
+  return contains_kind(body, [](StmtKind k) { return stmt_kind_traits(k).collective; });
 }
 
 bool contains_tensor_core_statements(const Body& body) {
-  return contains_kind(body, [](const StmtKindTraits& t) { return t.tensor_core; });
+  return contains_kind(body, [](StmtKind k) { return stmt_kind_traits(k).tensor_core; });
+}
+
+bool contains_warpgroup_products(const Body& body) {
+  return contains_kind(body, [](StmtKind k) { return k == StmtKind::WgmmaMma; });
 }
 
 std::optional<Stmt> first_stmt_outside(const Body& body, uint8_t accepted) {

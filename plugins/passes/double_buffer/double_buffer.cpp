@@ -57,6 +57,10 @@ class BufferUses final : public StmtVisitor {
   void visit_Stage(const Stage& s) override { stages[s.dst].push_back(&s); }
   void visit_Load(const Load& s) override { ++loads[s.buffer]; }
   void visit_LdMatrix(const LdMatrix& s) override { ++loads[s.buffer]; }  // a tensor-core fragment's rows
+  void visit_WgmmaMma(const WgmmaMma& s) override {  // a warpgroup product's descriptors
+    ++loads[s.a];
+    ++loads[s.b];
+  }
   std::map<std::string, std::vector<const Stage*>> stages;
   std::map<std::string, int64_t> loads;
 };
@@ -112,7 +116,8 @@ class RingLoopFinder final : public StmtVisitor {
   const BufferUses& kernel_;
 };
 
-// Prepends the slot to every load of a ring buffer (and to the row an ldmatrix names in one).
+// Prepends the slot to every load of a ring buffer (and to the row an ldmatrix, or the start a
+// wgmma descriptor, names in one).
 class SlotLoads final : public StmtMutator {
  public:
   SlotLoads(const std::set<std::string>& buffers, Expr slot) : buffers_(buffers), slot_(std::move(slot)) {}
@@ -126,6 +131,13 @@ class SlotLoads final : public StmtMutator {
     if (!buffers_.count(s.buffer)) return self;
     LdMatrix out = s;
     out.index.insert(out.index.begin(), slot_);
+    return out;
+  }
+  Stmt mutate_WgmmaMma(const WgmmaMma& s, const Stmt& self) override {
+    if (!buffers_.count(s.a) && !buffers_.count(s.b)) return self;
+    WgmmaMma out = s;
+    if (buffers_.count(s.a)) out.a_index.insert(out.a_index.begin(), slot_);
+    if (buffers_.count(s.b)) out.b_index.insert(out.b_index.begin(), slot_);
     return out;
   }
 
@@ -173,7 +185,7 @@ class DoubleBufferPass final : public TilePass {
     return "ring-buffer the staged slabs of a K slab loop (2 to 4 slots)";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
-  bool handles_tensor_cores() const override { return true; }  // ldmatrix rows name the slot as loads do
+  bool handles_tensor_cores() const override { return true; }  // ldmatrix rows and wgmma starts name the slot as loads do
   std::vector<KnobSpec> knobs() const override {
     return {KnobSpec{"BUFFERS", KnobType::Int, {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}}, std::nullopt,
                      "slabs in the ring of each staged input of the K slab loop (1 = off)"}};

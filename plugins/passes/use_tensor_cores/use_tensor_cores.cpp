@@ -1,5 +1,6 @@
-// use_tensor_cores: schedules a bf16/f16 matmul on the tensor cores (mma.sync, sm_80+): warps
-// compute 16 x 8 output tiles from fragments that ldmatrix loads out of staged shared-memory slabs.
+// use_tensor_cores: schedules a bf16/f16 matmul on the tensor cores: with mma.sync (sm_80+), warps
+// compute 16 x 8 output tiles from fragments that ldmatrix loads out of staged shared-memory slabs;
+// with wgmma (sm_90a), warpgroups compute 64 x N tiles from the staged slabs directly.
 //
 // Rewrites: a Tile kernel whose one Tile has PARALLEL axes M, N and any batch axes and one
 // contraction (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a
@@ -31,22 +32,34 @@
 // mma C layout (docs/ir.md, "Tensor-core fragments"). Lane l names ldmatrix row l % 16 of A at
 // column 8 (l / 16) (x4: the A fragment); of a k-major B row l % 16 at the tile's column (x2.trans);
 // of an n-major B row l % 8 at column 8 (l / 8 % 2) (x2).
-// Knobs: INSTR (simt | mma_sync; asked where mma_sync is legal: the shape above, the device's
-//   mma_sync feature, M and N divisible by some tile); then WARPS_M (1, 2, 4), WARPS_N (1, 2, 4),
+// With INSTR = wgmma (schedule_wgmma below): WARPGROUPS warpgroups of 128 threads a block, each
+//   64 rows, and WGMMA_N columns; both slabs K-major in the descriptors' interleaved layout
+//   ([rows / 8][BK / 8][8][8]: 8 x 8 core matrices of 128 bytes), one m64nNk16 product per 16-deep
+//   step between a WgmmaFence and a WgmmaCommit / WgmmaWait(keep=0) per slab; thread l of
+//   warpgroup w holds accumulator element i at row 64 w + 16 (l / 32) + l % 32 / 4 + 8 (i % 4 / 2),
+//   column 8 (i / 4) + 2 (l % 4) + i % 2 (docs/ir.md, "Warpgroup tensor cores").
+// Knobs: INSTR (simt | mma_sync | wgmma; asked where mma_sync is legal: the shape above, the device's
+//   mma_sync feature, M and N divisible by some tile; wgmma offered where the device has the
+//   wgmma feature, B is read B[n, k] (K-major, as both descriptors are), 64 divides M and the two
+//   slabs fit device.smem_per_block_static with some WGMMA_N); for mma_sync WARPS_M (1, 2, 4), WARPS_N (1, 2, 4),
 //   MMA_M (1, 2, 4) and MMA_N (1, 2, 4, 8), each offered where the tile divides M and N, the two
 //   slabs fit device.smem_per_block_static and MMA_M x MMA_N <= 16 (accumulator registers).
 //   Heuristic: mma_sync; 2 x 2 warps, MMA_M 2 and MMA_N 4 (a 64 x 64 block tile of 128 threads),
 //   each halved while it does not divide; then, while the blocks are fewer than device.sm_count,
 //   MMA_N, MMA_M, WARPS_N and WARPS_M halved in that order (a projection of few rows still gives
-//   every SM a block).
+//   every SM a block). For wgmma WARPGROUPS (1, 2) and WGMMA_N (8, 16, ..., 256), where they divide M
+//   and N and the slabs fit. Heuristic: wgmma where offered, else mma_sync; two warpgroups where
+//   the blocks of 64-wide tiles still fill the SMs, WGMMA_N the widest up to 128 (up to 64 where
+//   wider leaves SMs idle).
 // Accepts: Tile IR; skips, with the reason, kernels of another shape. The passes after it that do
 //   not know fragments leave the schedule alone (TilePass::handles_tensor_cores); materialize
 //   lowers it.
 // Guarantees: every output element is written once, by the thread whose fragment holds it; the
 //   products of each output are summed in f32 (each mma rounds its sums once), so results differ
 //   from the SIMT schedule's sequential sums by rounding only; names canonical.
-// Tests: tests/golden/use_tensor_cores/, TensorCoreTest in tests/e2e/random_knobs_test.cpp,
-//   tests/unit/sim_mma_test.cpp (the statements' layouts).
+// Tests: tests/golden/use_tensor_cores/, TensorCoreTest and WgmmaTest in
+//   tests/e2e/random_knobs_test.cpp, tests/unit/sim_mma_test.cpp and sim_wgmma_test.cpp (the
+//   statements' layouts).
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -69,18 +82,20 @@ namespace tessera {
 namespace {
 
 // The instruction a matmul's products run on: the knob INSTR's values, one table.
-enum class MatmulInstruction { Simt, MmaSync };
+enum class MatmulInstruction { Simt, MmaSync, Wgmma };
 constexpr std::pair<MatmulInstruction, std::string_view> kInstructions[] = {{MatmulInstruction::Simt, "simt"},
-                                                                            {MatmulInstruction::MmaSync, "mma_sync"}};
+                                                                            {MatmulInstruction::MmaSync, "mma_sync"},
+                                                                            {MatmulInstruction::Wgmma, "wgmma"}};
 std::string_view spelled(MatmulInstruction i) {
   for (const auto& [value, text] : kInstructions)
     if (value == i) return text;
   return "?";
 }
-// The knob's candidates: every spelling, in the table's order.
-std::vector<AttrValue> instruction_values() {
+// The knob's candidates: the spellings of `legal` (every value when empty), in the table's order.
+std::vector<AttrValue> instruction_values(const std::set<MatmulInstruction>& legal = {}) {
   std::vector<AttrValue> values;
-  for (const auto& [value, text] : kInstructions) values.emplace_back(std::string(text));
+  for (const auto& [value, text] : kInstructions)
+    if (legal.empty() || legal.count(value)) values.emplace_back(std::string(text));
   return values;
 }
 
@@ -396,21 +411,106 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
   return out;
 }
 
+// ---- wgmma (sm_90a) ----
+
+// The warpgroup schedule: WARPGROUPS warpgroups a block, each 64 rows of the block's tile, and the
+// block's N columns one m64nNk16 product wide (N = WGMMA_N).
+struct WgmmaGeometry {
+  int64_t warpgroups = 1, n = 64;
+  int64_t bm() const { return 64 * warpgroups; }
+};
+const int64_t kWarpgroupCounts[] = {1, 2};
+const int64_t kWgmmaNs[] = {8, 16, 32, 64, 128, 256};
+
+// A K-major slab of `rows` x BK in the descriptors' interleaved layout (no swizzle): 8 x 8 core
+// matrices of 128 contiguous bytes, [rows / 8][BK / 8][8][8], so that a descriptor with lbo = 128
+// (the next 8 columns) and sbo = BK * 16 bytes (the next 8 rows) reads it.
+Stage interleaved_stage(const std::string& dst, const std::string& buffer, const ExprList& lead, Expr row, Expr col,
+                        int64_t rows, int64_t depth, std::set<std::string>& taken) {
+  ExprList origin = lead;
+  origin.push_back(std::move(row));
+  origin.push_back(std::move(col));
+  const int64_t r_dim = static_cast<int64_t>(lead.size()), k_dim = r_dim + 1;
+  return Stage{dst,
+               buffer,
+               std::move(origin),
+               {SlabDim{fresh_name("rg", taken), rows / 8, r_dim, 8}, SlabDim{fresh_name("kg", taken), depth / 8, k_dim, 8},
+                SlabDim{fresh_name("r", taken), 8, r_dim, 1}, SlabDim{fresh_name("k", taken), 8, k_dim, 1}}};
+}
+
+//     Tile(axes=(l:128=THREAD, wg:WARPGROUPS=THREAD, bn:N/BN=BLOCK, bm:M/BM=BLOCK)):
+//       f32[BN / 2] acc = init(0.0)
+//       for ko in 0..K/BK:  # reduce
+//         A_smem = Stage(A, (bm BM, ko BK)): [BM/8][BK/8][8][8]
+//         B_smem = Stage(B, (bn BN, ko BK)): [BN/8][BK/8][8][8]
+//         WgmmaFence()
+//         for ks in 0..BK/16:  # reduce
+//           acc <- wgmma.m64n{BN}k16(desc(A_smem[wg 8, 2 ks, 0, 0], lbo=128, sbo=16 BK), desc(B_smem[0, 2 ks, 0, 0], ...))
+//         WgmmaCommit()
+//         WgmmaWait(keep=0)
+//       for i in 0..BN/2:  # unroll
+//         <epilogue of acc[i] at row 64 wg + 16 (l / 32) + l % 32 / 4 + 8 (i % 4 / 2),
+//                                column 8 (i / 4) + 2 (l % 4) + i % 2 of the block's tile>
+Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::string>& taken) {
+  const std::string lane = fresh_name("lane", taken), wg = fresh_name("wg", taken), bn = fresh_name("bn", taken),
+                    bm = fresh_name("bm", taken), ks = fresh_name("ks", taken), i = fresh_name("i", taken);
+  const std::string a_smem = fresh_name(mm.a + "_smem", taken), b_smem = fresh_name(mm.b + "_smem", taken);
+  const Expr L = Expr::var(lane), I = Expr::var(i), KS = Expr::var(ks), WG = Expr::var(wg);
+  const int64_t bm_size = geo.bm(), bn_size = geo.n;
+
+  Tile out;
+  out.axes = {TileAxis{lane, 128, AxisBinding::Thread}, TileAxis{wg, geo.warpgroups, AxisBinding::Thread},
+              TileAxis{bn, mm.n_extent / bn_size, AxisBinding::Block},
+              TileAxis{bm, mm.m_extent / bm_size, AxisBinding::Block}};
+  for (const TileAxis& b : mm.batch) out.axes.push_back(TileAxis{b.name, b.extent, AxisBinding::Block});
+  out.body.push_back(Init{mm.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.n / 2}}});
+
+  Body slab;
+  slab.push_back(interleaved_stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, bm_size, mm.depth, taken));
+  slab.push_back(interleaved_stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, mm.b_k, bn_size, mm.depth, taken));
+  slab.push_back(WgmmaFence{});
+  const int64_t sbo = mm.depth * 16;  // BK / 8 core matrices of 128 bytes between 8-row groups
+  WgmmaMma product{mm.acc, {}, geo.n, mm.dtype,
+                   a_smem, {WG * 8, KS * 2, Expr::int_(0), Expr::int_(0)}, 128, sbo, SmemSwizzle::None,
+                   b_smem, {Expr::int_(0), KS * 2, Expr::int_(0), Expr::int_(0)}, 128, sbo, SmemSwizzle::None};
+  slab.push_back(Loop{ks, Expr::int_(0), Expr::int_(mm.depth / 16), LoopRole::Reduce, 0, {std::move(product)}});
+  slab.push_back(WgmmaCommit{});
+  slab.push_back(WgmmaWait{0});
+  out.body.push_back(Loop{mm.slab, Expr::int_(0), Expr::int_(mm.slabs), LoopRole::Reduce, 0, std::move(slab)});
+
+  // The epilogue once per accumulator element, at the element's row and column.
+  const Expr row = Expr::var(bm) * bm_size + WG * 64 + L / 32 * 16 + L % 32 / 4 + I % 4 / 2 * 8;
+  const Expr col = Expr::var(bn) * bn_size + I / 4 * 8 + L % 4 * 2 + I % 2;
+  std::map<std::string, Expr> at_element = {{mm.m, row}, {mm.n, col}, {mm.acc, Expr::element(mm.acc, {I})}};
+  if (!mm.n_outer.empty()) {
+    at_element[mm.n_outer] = col / mm.n_inner_extent;
+    at_element[mm.n_inner] = col % mm.n_inner_extent;
+  }
+  out.body.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.n / 2), LoopRole::Free, geo.n / 2,
+                          substitute_and_simplify(mm.epilogue, at_element, {})});
+  return out;
+}
+
 class UseTensorCoresPass final : public TilePass {
  public:
   std::string_view name() const override { return "use_tensor_cores"; }
   std::string_view summary() const override {
     return "schedule a bf16/f16 matmul on the tensor cores: warps multiply ldmatrix-loaded fragments of staged slabs "
-           "with mma.sync (sm_80+)";
+           "with mma.sync (sm_80+), or warpgroups the staged slabs with wgmma (sm_90a)";
   }
   std::vector<Dialect> stages() const override { return {Dialect::Tile}; }
   std::vector<KnobSpec> knobs() const override {
     std::vector<KnobSpec> specs = {
         KnobSpec{"INSTR", KnobType::String, instruction_values(), std::nullopt,
-                 "the instruction the products run on: simt (a thread per output) or mma_sync (warp tensor-core tiles)"}};
+                 "the instruction the products run on: simt (a thread per output), mma_sync (warp tensor-core "
+                 "tiles) or wgmma (warpgroup products from shared memory, sm_90a)"}};
     for (const GeometryKnob& k : kGeometryKnobs)
       specs.push_back(KnobSpec{std::string(k.knob), KnobType::Int, {k.values.begin(), k.values.end()}, std::nullopt,
                                std::string(k.help)});
+    specs.push_back(KnobSpec{"WARPGROUPS", KnobType::Int, {std::begin(kWarpgroupCounts), std::end(kWarpgroupCounts)},
+                             std::nullopt, "wgmma: warpgroups of a block, 64 rows each"});
+    specs.push_back(KnobSpec{"WGMMA_N", KnobType::Int, {std::begin(kWgmmaNs), std::end(kWgmmaNs)}, std::nullopt,
+                             "wgmma: the block's columns, one m64nNk16 product wide"});
     return specs;
   }
 
@@ -438,9 +538,51 @@ class UseTensorCoresPass final : public TilePass {
                          std::to_string(mm->n_extent) + " of 8");
       return Status::ok();
     }
-    TESSERA_ASSIGN_OR_RETURN(AttrValue chosen,
-                             ctx.choose("INSTR", node, instruction_values(), std::string(spelled(MatmulInstruction::MmaSync))));
-    if (std::get<std::string>(chosen) == spelled(MatmulInstruction::Simt)) return Status::ok();
+    // wgmma where the device has it (sm_90a), B is K-major (an nn.Linear weight, B[n, k]: the
+    // descriptors read both operands K-major) and a warpgroup's 64 rows divide M.
+    auto wgmma_fits = [&](const WgmmaGeometry& g) {
+      return mm->m_extent % g.bm() == 0 && mm->n_extent % g.n == 0 &&
+             (g.bm() + g.n) * mm->depth * dtype_bytes(mm->dtype) <= device.smem_per_block_static;
+    };
+    const bool wgmma_legal = device.features.wgmma && mm->b_n_major &&
+                             std::any_of(std::begin(kWgmmaNs), std::end(kWgmmaNs),
+                                         [&](int64_t n) { return wgmma_fits(WgmmaGeometry{1, n}); });
+    std::set<MatmulInstruction> legal = {MatmulInstruction::Simt, MatmulInstruction::MmaSync};
+    if (wgmma_legal) legal.insert(MatmulInstruction::Wgmma);
+    TESSERA_ASSIGN_OR_RETURN(
+        AttrValue chosen,
+        ctx.choose("INSTR", node, instruction_values(legal),
+                   std::string(spelled(wgmma_legal ? MatmulInstruction::Wgmma : MatmulInstruction::MmaSync))));
+    const std::string& instr = std::get<std::string>(chosen);
+    if (instr == spelled(MatmulInstruction::Simt)) return Status::ok();
+    int64_t batches = 1;
+    for (const TileAxis& b : mm->batch) batches *= b.extent;
+    std::set<std::string> taken = bound_names(kernel.body);
+    for (const TileAxis& a : tile.axes) taken.insert(a.name);
+    if (instr == spelled(MatmulInstruction::Wgmma)) {
+      // Heuristic: two warpgroups and N = 128 (or the widest that fits below it); then, while
+      // the blocks leave SMs idle, N halved down to 64 and one warpgroup.
+      auto blocks = [&](const WgmmaGeometry& g) { return batches * (mm->m_extent / g.bm()) * (mm->n_extent / g.n); };
+      std::vector<int64_t> counts, ns;
+      for (int64_t w : kWarpgroupCounts)
+        if (std::any_of(std::begin(kWgmmaNs), std::end(kWgmmaNs), [&](int64_t n) { return wgmma_fits(WgmmaGeometry{w, n}); }))
+          counts.push_back(w);
+      WgmmaGeometry geo;
+      TESSERA_ASSIGN_OR_RETURN(geo.warpgroups, ctx.choose_int("WARPGROUPS", node, counts, [&] {
+        const int64_t most = counts.back();
+        return most > 1 && blocks(WgmmaGeometry{most, 64}) >= device.sm_count ? most : counts.front();
+      }()));
+      for (int64_t n : kWgmmaNs)
+        if (wgmma_fits(WgmmaGeometry{geo.warpgroups, n})) ns.push_back(n);
+      int64_t preferred = ns.front();
+      for (int64_t n : ns)
+        if (n <= 128 && (n <= 64 || blocks(WgmmaGeometry{geo.warpgroups, n}) >= device.sm_count)) preferred = n;
+      TESSERA_ASSIGN_OR_RETURN(geo.n, ctx.choose_int("WGMMA_N", node, ns, preferred));
+      auto op = std::make_unique<TileOp>(kernel);
+      op->body = canonicalize_names(Body{Stmt(schedule_wgmma(*mm, geo, taken))});
+      node.op = std::move(op);
+      return Status::ok();
+    }
 
     // The heuristic geometry: 2 x 2 warps of 2 x 4 tiles, each count halved while it does not
     // fit; then, while the blocks leave SMs idle, the warps' tiles halved (N first), so that a
@@ -448,8 +590,6 @@ class UseTensorCoresPass final : public TilePass {
     Geometry preferred{2, 2, 2, 4};
     for (int64_t Geometry::*f : {&Geometry::warps_m, &Geometry::warps_n, &Geometry::mma_m, &Geometry::mma_n})
       while (preferred.*f > 1 && !fits(preferred)) preferred.*f /= 2;
-    int64_t batches = 1;
-    for (const TileAxis& b : mm->batch) batches *= b.extent;
     auto blocks = [&](const Geometry& g) { return batches * (mm->m_extent / g.bm()) * (mm->n_extent / g.bn()); };
     for (int64_t Geometry::*f : {&Geometry::mma_n, &Geometry::mma_m, &Geometry::warps_n, &Geometry::warps_m})
       while (preferred.*f > 1 && blocks(preferred) < device.sm_count) preferred.*f /= 2;
@@ -469,8 +609,6 @@ class UseTensorCoresPass final : public TilePass {
       TESSERA_ASSIGN_OR_RETURN(geo.*dim.field, ctx.choose_int(dim.knob, node, candidates, heuristic));
     }
 
-    std::set<std::string> taken = bound_names(kernel.body);
-    for (const TileAxis& a : tile.axes) taken.insert(a.name);
     auto op = std::make_unique<TileOp>(kernel);
     op->body = canonicalize_names(Body{Stmt(schedule(*mm, geo, taken))});
     node.op = std::move(op);

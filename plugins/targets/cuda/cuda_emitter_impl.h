@@ -235,7 +235,7 @@ inline std::string join(const std::vector<std::string>& parts, const std::string
 class CudaEmitter {
  public:
   CudaEmitter(const Graph& g, const Node& node, const KernelOp& op, const CudaEmitLimits& limits)
-      : g_(g), node_(node), op_(op), limits_(limits) {}
+      : g_(g), node_(node), op_(op), limits_(limits), warpgroup_products_(contains_warpgroup_products(op.body)) {}
 
   Expected<CudaOp> emit();
 
@@ -390,6 +390,7 @@ class CudaEmitter {
   int64_t smem_bytes_ = 0;
   std::vector<SmemSlot> smem_slots_;  // the dynamic layout, when op_.dynamic_smem > 0
   bool declared_dynamic_smem_ = false;
+  bool warpgroup_products_ = false;  // the body holds a WgmmaMma: Sync() fences the async proxy too
   std::string body_;
   int indent_ = 1;
   std::string expr_error_;

@@ -54,6 +54,13 @@ Status CudaEmitter::emit(const Stmt& s) {
     case StmtKind::Let: return emit_let(s, s.as<Let>());
     case StmtKind::Smem: return emit_smem(s, s.as<Smem>());
     case StmtKind::Sync:
+      // In a kernel of warpgroup products, the threads' shared-memory writes before a barrier are
+      // made visible to the tensor cores' reads after it (the async proxy): fence.proxy.async.
+      if (warpgroup_products_) {
+        directive("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)");
+        line("asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");");
+        directive("#endif");
+      }
       line("__syncthreads();");
       return Status::ok();
     case StmtKind::WarpShuffle: return emit_warp_shuffle(s, s.as<WarpShuffle>());
@@ -77,11 +84,8 @@ Status CudaEmitter::emit(const Stmt& s) {
     case StmtKind::LdMatrix: return emit_ldmatrix(s, *s.as<LdMatrix>());
     case StmtKind::MmaSync: return emit_mma(s, *s.as<MmaSync>());
     case StmtKind::WgmmaMma: return emit_wgmma(s, *s.as<WgmmaMma>());
-    // wgmma.fence also fences the threads' shared-memory writes before it against the async proxy
-    // the tensor cores read through (fence.proxy.async): operands staged by ordinary stores or
-    // cp.async are then visible to the products after it.
     case StmtKind::WgmmaFence:
-      sm90a_only({"asm volatile(\"fence.proxy.async.shared::cta;\\n\\twgmma.fence.sync.aligned;\\n\" ::: \"memory\");"});
+      sm90a_only({"asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");"});
       return Status::ok();
     case StmtKind::WgmmaCommit:
       sm90a_only({"asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");"});

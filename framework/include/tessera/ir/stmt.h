@@ -898,6 +898,10 @@ bool contains_collective(const Body& body);
 // Whether `body` holds a tensor-core statement (Fragment, LdMatrix, MmaSync, Wgmma*) at any depth: a
 // schedule the tile passes that do not know fragments leave alone (TilePass::handles_tensor_cores).
 bool contains_tensor_core_statements(const Body& body);
+// Whether `body` holds a warpgroup product (WgmmaMma) at any depth: a kernel whose shared-memory
+// operands the tensor cores read through descriptors (the CUDA emitter fences them; double_buffer
+// rings the slabs they name).
+bool contains_warpgroup_products(const Body& body);
 
 // The first statement of `body`, nested bodies included (depth-first, textual order), whose kind
 // the dialects `accepted` (StmtDialects bits) do not hold, or nullopt. A consumer of one dialect
