@@ -1115,13 +1115,15 @@ constexpr const char* kTensorCorePrograms[] = {
 
 class TensorCoreTest : public RandomKnobsTest {
  protected:
-  // Kernels of the last lowering that run mma.
-  int mma_kernels() const {
+  // Kernels of the last lowering whose body `holds` says yes to.
+  int kernels_holding(bool (*holds)(const Body&)) const {
     int n = 0;
     for (const Node* node : last_lowered_.nodes())
-      if (const auto* k = node->op_as<KernelOp>()) n += contains_tensor_core_statements(k->body);
+      if (const auto* k = node->op_as<KernelOp>()) n += holds(k->body);
     return n;
   }
+  // Kernels of the last lowering on the tensor cores.
+  int mma_kernels() const { return kernels_holding(contains_tensor_core_statements); }
 };
 
 TEST_F(TensorCoreTest, HeuristicSchedulesRunOnTheTensorCoresAndMatchTheReference) {
@@ -1242,12 +1244,7 @@ class WgmmaTest : public TensorCoreTest {
     ASSERT_NE(device_, nullptr);
   }
   // Kernels of the last lowering that run warpgroup products.
-  int wgmma_kernels() const {
-    int n = 0;
-    for (const Node* node : last_lowered_.nodes())
-      if (const auto* k = node->op_as<KernelOp>()) n += contains_warpgroup_products(k->body);
-    return n;
-  }
+  int wgmma_kernels() const { return kernels_holding(contains_warpgroup_products); }
 };
 
 TEST_F(WgmmaTest, HeuristicSchedulesRunOnWarpgroupProductsAndMatchTheReference) {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "support/built_plugins.h"
+#include "support/sim_kernel_test.h"
 #include "tessera/eval/tensor_value.h"
 #include "tessera/ir/parser.h"
 #include "tessera/ir/verifier.h"
@@ -23,36 +23,19 @@
 namespace tessera {
 namespace {
 
-class SimClusterTest : public test::BuiltPluginsTest {
+class SimClusterTest : public test::SimKernelTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(load_error_.empty()) << load_error_;
-    target_ = host_->registry().make_target("sim");
-    ASSERT_NE(target_, nullptr);
-  }
-
-  // Parses `text` (a graph with input x: (2, 64) f32, x[r, c] = 100 r + c, and output y) and runs it.
+  // Runs `text` (a graph with input x: (2, 64) f32, x[r, c] = 100 r + c, and output y).
   Expected<TargetRun> run(const std::string& text) {
-    Expected<Graph> g = parse_graph(text, "<test>");
-    if (!g) return g.error();
-    graph_ = std::move(*g);
     std::vector<double> x;
     for (int r = 0; r < 2; ++r)
       for (int c = 0; c < 64; ++c) x.push_back(100.0 * r + c);
     ValueMap inputs;
     inputs["x"] = TensorValue(TensorType{{2, 64}, DType::F32}, x);
-    return target_->execute(graph_, inputs, TargetOptions{});
+    return run_printout(text, inputs);
   }
 
-  void expect_error(const std::string& text, const std::vector<std::string>& parts) {
-    Expected<TargetRun> r = run(text);
-    ASSERT_FALSE(r) << "expected an error mentioning '" << parts.front() << "'";
-    for (const std::string& part : parts)
-      EXPECT_NE(r.error().message.find(part), std::string::npos) << "missing '" << part << "' in: " << r.error().message;
-  }
-
-  std::unique_ptr<Target> target_;
-  Graph graph_;
+  void expect_error(const std::string& text, const std::vector<std::string>& parts) { expect_error_parts(run(text), parts); }
 };
 
 // One row of x per cluster of 4 blocks of 16 threads: block b of the cluster sums its 16 elements

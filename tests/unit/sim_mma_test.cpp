@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "support/built_plugins.h"
+#include "support/sim_kernel_test.h"
 #include "support/nvrtc_check.h"
 #include "tessera/eval/tensor_value.h"
 #include "tessera/ir/parser.h"
@@ -84,18 +84,9 @@ struct MmaKernel {
 double x_at(int r, int c) { return ((r * 7 + c * 3) % 11 - 5) / 4.0; }
 double w_at(int k, int n) { return ((k * 5 + n) % 9 - 4) / 2.0; }
 
-class SimMmaTest : public test::BuiltPluginsTest {
+class SimMmaTest : public test::SimKernelTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(load_error_.empty()) << load_error_;
-    target_ = host_->registry().make_target("sim");
-    ASSERT_NE(target_, nullptr);
-  }
-
   Expected<TargetRun> run(const MmaKernel& k) {
-    Expected<Graph> g = parse_graph(k.text(), "<test>");
-    if (!g) return g.error();
-    graph_ = std::move(*g);
     const DType dt = k.dtype == "bf16" ? DType::BF16 : DType::F16;
     std::vector<double> x, w;
     for (int r = 0; r < 32; ++r)
@@ -105,7 +96,7 @@ class SimMmaTest : public test::BuiltPluginsTest {
     ValueMap inputs;
     inputs["x"] = TensorValue(TensorType{{32, 32}, dt}, x);
     inputs["w"] = TensorValue(TensorType{{32, 16}, dt}, w);
-    return target_->execute(graph_, inputs, TargetOptions{});
+    return run_printout(k.text(), inputs);
   }
 
   void expect_exact_product(const MmaKernel& k) {
@@ -126,15 +117,7 @@ class SimMmaTest : public test::BuiltPluginsTest {
       }
   }
 
-  void expect_error(const MmaKernel& k, const std::vector<std::string>& parts) {
-    Expected<TargetRun> r = run(k);
-    ASSERT_FALSE(r) << "expected an error mentioning '" << parts.front() << "'";
-    for (const std::string& part : parts)
-      EXPECT_NE(r.error().message.find(part), std::string::npos) << "missing '" << part << "' in: " << r.error().message;
-  }
-
-  std::unique_ptr<Target> target_;
-  Graph graph_;
+  void expect_error(const MmaKernel& k, const std::vector<std::string>& parts) { expect_error_parts(run(k), parts); }
 };
 
 TEST_F(SimMmaTest, LdmatrixAndMmaFollowThePtxLayoutsInBothDtypesAndShapes) {

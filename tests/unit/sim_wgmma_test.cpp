@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "support/built_plugins.h"
+#include "support/sim_kernel_test.h"
 #include "support/nvrtc_check.h"
 #include "tessera/eval/tensor_value.h"
 #include "tessera/ir/parser.h"
@@ -101,18 +101,9 @@ struct WgmmaKernel {
 double x_at(int r, int c) { return ((r * 7 + c * 3) % 11 - 5) / 4.0; }
 double w_at(int n, int k) { return ((k * 5 + n) % 9 - 4) / 2.0; }
 
-class SimWgmmaTest : public test::BuiltPluginsTest {
+class SimWgmmaTest : public test::SimKernelTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(load_error_.empty()) << load_error_;
-    target_ = host_->registry().make_target("sim");
-    ASSERT_NE(target_, nullptr);
-  }
-
   Expected<TargetRun> run(const WgmmaKernel& k) {
-    Expected<Graph> g = parse_graph(k.text(), "<test>");
-    if (!g) return g.error();
-    graph_ = std::move(*g);
     const DType dt = k.dtype == "bf16" ? DType::BF16 : DType::F16;
     std::vector<double> x, w;
     for (int r = 0; r < 64; ++r)
@@ -122,7 +113,7 @@ class SimWgmmaTest : public test::BuiltPluginsTest {
     ValueMap inputs;
     inputs["x"] = TensorValue(TensorType{{64, k.k()}, dt}, x);
     inputs["w"] = TensorValue(TensorType{{k.n, k.k()}, dt}, w);
-    return target_->execute(graph_, inputs, TargetOptions{});
+    return run_printout(k.text(), inputs);
   }
 
   void expect_exact_product(const WgmmaKernel& k) {
@@ -144,14 +135,8 @@ class SimWgmmaTest : public test::BuiltPluginsTest {
   }
 
   void expect_error(const WgmmaKernel& k, const std::vector<std::string>& parts) {
-    Expected<TargetRun> r = run(k);
-    ASSERT_FALSE(r) << "expected an error mentioning '" << parts.front() << "'\n" << k.text();
-    for (const std::string& part : parts)
-      EXPECT_NE(r.error().message.find(part), std::string::npos) << "missing '" << part << "' in: " << r.error().message;
+    expect_error_parts(run(k), parts, k.text());
   }
-
-  std::unique_ptr<Target> target_;
-  Graph graph_;
 };
 
 TEST_F(SimWgmmaTest, ProductsFollowThePtxLayoutsWithAndWithoutTheSwizzle) {

@@ -379,26 +379,32 @@ class BlockExecutor {
 
   // ---- tensor cores (PTX ISA: ldmatrix, mma.sync.aligned.m16n8k16; layouts in docs/ir.md) ----
 
-  // The warps that execute a warp-collective statement: each warp with an active lane must have
-  // all 32 lanes active (`.aligned`: every thread of the warp executes the same instruction).
-  Expected<std::vector<int>> converged_warps(const SimStmt& s, const Mask& mask, std::string_view what) {
-    std::vector<int> warps;
-    for (int begin = 0; begin < lanes_; begin += 32) {
-      const int end = std::min(lanes_, begin + 32);
+  // The groups of `size` consecutive lanes (32: warps; 128: warpgroups) that execute a
+  // group-collective statement: each group with an active lane must have all its lanes active
+  // (`.aligned`: every thread of the group executes the same instruction).
+  Expected<std::vector<int>> converged_groups(const SimStmt& s, const Mask& mask, std::string_view what, int size) {
+    const std::string group = size == 32 ? "warp" : "warpgroup";
+    std::vector<int> groups;
+    for (int begin = 0; begin < lanes_; begin += size) {
+      const int end = std::min(lanes_, begin + size);
       int active = 0;
       for (int l = begin; l < end; ++l) active += mask[static_cast<size_t>(l)];
       if (active == 0) continue;
-      if (end - begin < 32)
-        return fail(s, begin, std::string(what) + " needs a whole warp, but the block's last warp has only " +
-                                  std::to_string(end - begin) + " threads");
+      if (end - begin < size)
+        return fail(s, begin, std::string(what) + " needs a whole " + group + " (" + std::to_string(size) +
+                                  " threads), but the block's last " + group + " has only " + std::to_string(end - begin) +
+                                  " threads");
       for (int l = begin; l < end; ++l)
         if (!mask[static_cast<size_t>(l)])
-          return fail(s, l, "warp-divergent " + std::string(what) + ": " + std::to_string(active) +
-                                " of the warp's 32 threads execute it; lane " + std::to_string(l - begin) +
+          return fail(s, l, group + "-divergent " + std::string(what) + ": " + std::to_string(active) + " of the " + group +
+                                "'s " + std::to_string(size) + " threads execute it; lane " + std::to_string(l - begin) +
                                 " (this thread) does not");
-      warps.push_back(begin);
+      groups.push_back(begin);
     }
-    return warps;
+    return groups;
+  }
+  Expected<std::vector<int>> converged_warps(const SimStmt& s, const Mask& mask, std::string_view what) {
+    return converged_groups(s, mask, what, 32);
   }
 
   // The first register of slice `slice` for the warp starting at lane `begin`: the prefix index
@@ -534,25 +540,8 @@ class BlockExecutor {
     const SimStmt* stmt;
   };
 
-  // The warpgroups executing a warpgroup-collective statement: each with an active lane must have
-  // all 128 lanes (4 whole warps, the first a multiple of 4) active.
   Expected<std::vector<int>> converged_warpgroups(const SimStmt& s, const Mask& mask, std::string_view what) {
-    std::vector<int> groups;
-    for (int begin = 0; begin < lanes_; begin += 128) {
-      const int end = std::min(lanes_, begin + 128);
-      int active = 0;
-      for (int l = begin; l < end; ++l) active += mask[static_cast<size_t>(l)];
-      if (active == 0) continue;
-      if (end - begin < 128)
-        return fail(s, begin, std::string(what) + " needs a whole warpgroup (128 threads), but the block's last one has only " +
-                                  std::to_string(end - begin));
-      for (int l = begin; l < end; ++l)
-        if (!mask[static_cast<size_t>(l)])
-          return fail(s, l, "warpgroup-divergent " + std::string(what) + ": " + std::to_string(active) +
-                                " of the warpgroup's 128 threads execute it; this thread does not");
-      groups.push_back(begin);
-    }
-    return groups;
+    return converged_groups(s, mask, what, 128);
   }
 
   // "acc0[1, 5]": register `slot` by the array that holds it.

@@ -1,0 +1,46 @@
+// A fixture for simulator tests of hand-written Kernel IR (tests/unit/sim_*_test.cpp): the sim
+// target, a graph printout run on it, and the check that a run failed naming what it should.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/built_plugins.h"
+#include "tessera/ir/parser.h"
+#include "tessera/plugin/registry.h"
+#include "tessera/target/target.h"
+
+namespace tessera::test {
+
+class SimKernelTest : public BuiltPluginsTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(load_error_.empty()) << load_error_;
+    target_ = host_->registry().make_target("sim");
+    ASSERT_NE(target_, nullptr);
+  }
+
+  // Parses `text` (a graph printout) into graph_ and runs it on the simulator with `inputs`.
+  Expected<TargetRun> run_printout(const std::string& text, const ValueMap& inputs) {
+    Expected<Graph> g = parse_graph(text, "<test>");
+    if (!g) return g.error();
+    graph_ = std::move(*g);
+    return target_->execute(graph_, inputs, TargetOptions{});
+  }
+
+  // That `r` failed with an error message holding every one of `parts`.
+  static void expect_error_parts(const Expected<TargetRun>& r, const std::vector<std::string>& parts,
+                                 const std::string& context = "") {
+    ASSERT_FALSE(r) << "expected an error mentioning '" << parts.front() << "'\n" << context;
+    for (const std::string& part : parts)
+      EXPECT_NE(r.error().message.find(part), std::string::npos) << "missing '" << part << "' in: " << r.error().message;
+  }
+
+  std::unique_ptr<Target> target_;
+  Graph graph_;
+};
+
+}  // namespace tessera::test
