@@ -1271,21 +1271,41 @@ TEST_F(WgmmaTest, EveryGeometryKnobValueMatchesTheReference) {
       EXPECT_EQ(wgmma_kernels(), 1);
       EXPECT_EQ(int_knob(last_lowered_, "use_tensor_cores", knob), v);
     }
+  // Both slab layouts: the interleaved core matrices the threads copy, the 128-byte swizzled rows
+  // TMA copies (BK = 64 here).
+  for (const char* layout : {"interleaved", "swizzle128"})
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      pipeline_ = heuristic;
+      pin("use_tensor_cores", "INSTR", AttrValue(std::string("wgmma")));
+      pin("use_tensor_cores", "WGMMA_SLABS", AttrValue(std::string(layout)));
+      SCOPED_TRACE(std::string("WGMMA_SLABS=") + layout);
+      check(kWgmmaPrograms[0], std::nullopt, dtype);
+      if (HasFailure()) return;
+      EXPECT_EQ(wgmma_kernels(), 1);
+      EXPECT_EQ(print_graph(last_lowered_).find("TmaLoad") != std::string::npos, std::string(layout) == "swizzle128")
+          << print_graph(last_lowered_);
+    }
 }
 
 // double_buffer rings the slabs the descriptors name (their starts name the slot) and
-// pipeline_k_outer keeps two slabs in flight.
+// pipeline_k_outer keeps two slabs in flight: interleaved slabs of BK = 32, swizzled TMA slabs of
+// BK = 64 (x 256 x 256 for four of them).
 TEST_F(WgmmaTest, RingBufferedPipelinedSlabsMatchTheReference) {
-  pin("chunk_matmul_k", "BK", AttrValue(int64_t{32}));
   pin("double_buffer", "BUFFERS", AttrValue(int64_t{2}));
   pin("pipeline_k_outer", "STAGES", AttrValue(int64_t{2}));
-  for (DType dtype : {DType::BF16, DType::F16}) {
-    check(kWgmmaPrograms[0], std::nullopt, dtype);
-    if (HasFailure()) return;
-    EXPECT_EQ(wgmma_kernels(), 1);
-    EXPECT_EQ(int_knob(last_lowered_, "double_buffer", "BUFFERS"), 2) << print_graph(last_lowered_);
-    EXPECT_EQ(int_knob(last_lowered_, "pipeline_k_outer", "STAGES"), 2) << print_graph(last_lowered_);
-  }
+  const PipelineSpec ringed = pipeline_;
+  for (const auto& [text, bk] : {std::pair{kWgmmaPrograms[0], int64_t{32}},
+                                 std::pair{"x=torch.randn(64,256); nn.Linear(256,64,bias=False)(x)", int64_t{64}}})
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      pipeline_ = ringed;
+      pin("chunk_matmul_k", "BK", AttrValue(bk));
+      SCOPED_TRACE(std::string(text) + " BK=" + std::to_string(bk));
+      check(text, std::nullopt, dtype);
+      if (HasFailure()) return;
+      EXPECT_EQ(wgmma_kernels(), 1);
+      EXPECT_EQ(int_knob(last_lowered_, "double_buffer", "BUFFERS"), 2) << print_graph(last_lowered_);
+      EXPECT_EQ(int_knob(last_lowered_, "pipeline_k_outer", "STAGES"), 2) << print_graph(last_lowered_);
+    }
 }
 
 // wgmma reads B K-major: `x @ w` (w[k, n], N-major) stays on mma.sync, and so does everything on a

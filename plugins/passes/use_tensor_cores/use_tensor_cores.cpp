@@ -33,8 +33,9 @@
 // column 8 (l / 16) (x4: the A fragment); of a k-major B row l % 16 at the tile's column (x2.trans);
 // of an n-major B row l % 8 at column 8 (l / 8 % 2) (x2).
 // With INSTR = wgmma (schedule_wgmma below): WARPGROUPS warpgroups of 128 threads a block, each
-//   64 rows, and WGMMA_N columns; both slabs K-major in the descriptors' interleaved layout
-//   ([rows / 8][BK / 8][8][8]: 8 x 8 core matrices of 128 bytes), one m64nNk16 product per 16-deep
+//   64 rows, and WGMMA_N columns; both slabs K-major, in the descriptors' interleaved layout
+//   ([rows / 8][BK / 8][8][8]: 8 x 8 core matrices of 128 bytes) or TMA-copied in the 128-byte
+//   swizzle ([BK / 64][rows][64]; WGMMA_SLABS), one m64nNk16 product per 16-deep
 //   step between a WgmmaFence and a WgmmaCommit / WgmmaWait(keep=0) per slab; thread l of
 //   warpgroup w holds accumulator element i at row 64 w + 16 (l / 32) + l % 32 / 4 + 8 (i % 4 / 2),
 //   column 8 (i / 4) + 2 (l % 4) + i % 2 (docs/ir.md, "Warpgroup tensor cores").
@@ -48,9 +49,10 @@
 //   each halved while it does not divide; then, while the blocks are fewer than device.sm_count,
 //   MMA_N, MMA_M, WARPS_N and WARPS_M halved in that order (a projection of few rows still gives
 //   every SM a block). For wgmma WARPGROUPS (1, 2) and WGMMA_N (8, 16, ..., 256), where they divide M
-//   and N and the slabs fit. Heuristic: wgmma where offered, else mma_sync; two warpgroups where
-//   the blocks of 64-wide tiles still fill the SMs, WGMMA_N the widest up to 128 (up to 64 where
-//   wider leaves SMs idle).
+//   and N and the slabs fit, then WGMMA_SLABS (interleaved; swizzle128 where the device has TMA,
+//   64 divides BK and the 1024-byte aligned slabs fit). Heuristic: wgmma where offered, else
+//   mma_sync; two warpgroups where the blocks of 64-wide tiles still fill the SMs, WGMMA_N the
+//   widest up to 128 (up to 64 where wider leaves SMs idle), swizzle128 where offered.
 // Accepts: Tile IR; skips, with the reason, kernels of another shape. The passes after it that do
 //   not know fragments leave the schedule alone (TilePass::handles_tensor_cores); materialize
 //   lowers it.
@@ -413,10 +415,26 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
 
 // ---- wgmma (sm_90a) ----
 
+// How the warpgroup schedule's slabs lie in shared memory: the knob WGMMA_SLABS's values, one table.
+//   interleaved: 8 x 8 core matrices of 128 contiguous bytes ([rows / 8][BK / 8][8][8]), copied by
+//     the threads (cp.async after async_copy); any BK a multiple of 16.
+//   swizzle128: rows of 64 elements (128 bytes) in the 128-byte swizzle, [BK / 64][rows][64], each
+//     block of 64 columns a TMA box copy (the layout TMA writes and wgmma reads conflict-free);
+//     BK a multiple of 64, the device's TMA.
+enum class WgmmaSlabs { Interleaved, Swizzle128 };
+constexpr std::pair<WgmmaSlabs, std::string_view> kWgmmaSlabs[] = {{WgmmaSlabs::Interleaved, "interleaved"},
+                                                                 {WgmmaSlabs::Swizzle128, "swizzle128"}};
+std::string_view spelled(WgmmaSlabs l) {
+  for (const auto& [value, text] : kWgmmaSlabs)
+    if (value == l) return text;
+  return "?";
+}
+
 // The warpgroup schedule: WARPGROUPS warpgroups a block, each 64 rows of the block's tile, and the
-// block's N columns one m64nNk16 product wide (N = WGMMA_N).
+// block's N columns one m64nNk16 product wide (N = WGMMA_N), its slabs laid out as `slabs` says.
 struct WgmmaGeometry {
   int64_t warpgroups = 1, n = 64;
+  WgmmaSlabs slabs = WgmmaSlabs::Interleaved;
   int64_t bm() const { return 64 * warpgroups; }
 };
 const int64_t kWarpgroupCounts[] = {1, 2};
@@ -438,6 +456,26 @@ Stage interleaved_stage(const std::string& dst, const std::string& buffer, const
                 SlabDim{fresh_name("r", taken), 8, r_dim, 1}, SlabDim{fresh_name("k", taken), 8, k_dim, 1}}};
 }
 
+// A K-major slab of `rows` x BK in the 128-byte swizzle: blocks of 64 columns ([BK / 64][rows][64],
+// 128-byte rows, 1024-byte aligned), copied by TMA in the swizzle, so that a descriptor with
+// sbo = 1024 (8 rows of 128 bytes) and the 128B swizzle reads it.
+Stage swizzled_stage(const std::string& dst, const std::string& buffer, const ExprList& lead, Expr row, Expr col,
+                     int64_t rows, int64_t depth, std::set<std::string>& taken) {
+  ExprList origin = lead;
+  origin.push_back(std::move(row));
+  origin.push_back(std::move(col));
+  const int64_t r_dim = static_cast<int64_t>(lead.size()), k_dim = r_dim + 1;
+  Stage st{dst,
+           buffer,
+           std::move(origin),
+           {SlabDim{fresh_name("kb", taken), depth / 64, k_dim, 64}, SlabDim{fresh_name("r", taken), rows, r_dim, 1},
+            SlabDim{fresh_name("k", taken), 64, k_dim, 1}},
+           StageTransport::Tma};
+  st.align = 8 * swizzle_span_bytes(SmemSwizzle::B128);
+  st.swizzle = SmemSwizzle::B128;
+  return st;
+}
+
 //     Tile(axes=(l:128=THREAD, wg:WARPGROUPS=THREAD, bn:N/BN=BLOCK, bm:M/BM=BLOCK)):
 //       f32[BN / 2] acc = init(0.0)
 //       for ko in 0..K/BK:  # reduce
@@ -451,6 +489,8 @@ Stage interleaved_stage(const std::string& dst, const std::string& buffer, const
 //       for i in 0..BN/2:  # unroll
 //         <epilogue of acc[i] at row 64 wg + 16 (l / 32) + l % 32 / 4 + 8 (i % 4 / 2),
 //                                column 8 (i / 4) + 2 (l % 4) + i % 2 of the block's tile>
+// (the interleaved slabs; swizzle128 stages them by TMA, waits with AsyncWait(keep=0), and starts
+// the step's descriptors at [ks / 4, row, ks % 4 * 16] with lbo = 16, sbo = 1024, swizzle=128B).
 Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::string>& taken) {
   const std::string lane = fresh_name("lane", taken), wg = fresh_name("wg", taken), bn = fresh_name("bn", taken),
                     bm = fresh_name("bm", taken), ks = fresh_name("ks", taken), i = fresh_name("i", taken);
@@ -466,13 +506,31 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
   out.body.push_back(Init{mm.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.n / 2}}});
 
   Body slab;
-  slab.push_back(interleaved_stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, bm_size, mm.depth, taken));
-  slab.push_back(interleaved_stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, mm.b_k, bn_size, mm.depth, taken));
+  WgmmaMma product{mm.acc, {}, geo.n, mm.dtype, a_smem, {}, 0, 0, SmemSwizzle::None, b_smem, {}, 0, 0, SmemSwizzle::None};
+  switch (geo.slabs) {
+    case WgmmaSlabs::Interleaved: {
+      slab.push_back(interleaved_stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, bm_size, mm.depth, taken));
+      slab.push_back(interleaved_stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, mm.b_k, bn_size, mm.depth, taken));
+      const int64_t sbo = mm.depth * 16;  // BK / 8 core matrices of 128 bytes between 8-row groups
+      product.a_index = {WG * 8, KS * 2, Expr::int_(0), Expr::int_(0)};
+      product.b_index = {Expr::int_(0), KS * 2, Expr::int_(0), Expr::int_(0)};
+      product.a_lbo = product.b_lbo = 128;
+      product.a_sbo = product.b_sbo = sbo;
+      break;
+    }
+    case WgmmaSlabs::Swizzle128: {
+      slab.push_back(swizzled_stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, bm_size, mm.depth, taken));
+      slab.push_back(swizzled_stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, mm.b_k, bn_size, mm.depth, taken));
+      slab.push_back(AsyncWait{0});
+      product.a_index = {KS / 4, WG * 64, KS % 4 * 16};
+      product.b_index = {KS / 4, Expr::int_(0), KS % 4 * 16};
+      product.a_lbo = product.b_lbo = 16;  // unused by the swizzled layouts
+      product.a_sbo = product.b_sbo = 8 * swizzle_span_bytes(SmemSwizzle::B128);
+      product.a_swizzle = product.b_swizzle = SmemSwizzle::B128;
+      break;
+    }
+  }
   slab.push_back(WgmmaFence{});
-  const int64_t sbo = mm.depth * 16;  // BK / 8 core matrices of 128 bytes between 8-row groups
-  WgmmaMma product{mm.acc, {}, geo.n, mm.dtype,
-                   a_smem, {WG * 8, KS * 2, Expr::int_(0), Expr::int_(0)}, 128, sbo, SmemSwizzle::None,
-                   b_smem, {Expr::int_(0), KS * 2, Expr::int_(0), Expr::int_(0)}, 128, sbo, SmemSwizzle::None};
   slab.push_back(Loop{ks, Expr::int_(0), Expr::int_(mm.depth / 16), LoopRole::Reduce, 0, {std::move(product)}});
   slab.push_back(WgmmaCommit{});
   slab.push_back(WgmmaWait{0});
@@ -511,6 +569,11 @@ class UseTensorCoresPass final : public TilePass {
                              std::nullopt, "wgmma: warpgroups of a block, 64 rows each"});
     specs.push_back(KnobSpec{"WGMMA_N", KnobType::Int, {std::begin(kWgmmaNs), std::end(kWgmmaNs)}, std::nullopt,
                              "wgmma: the block's columns, one m64nNk16 product wide"});
+    std::vector<AttrValue> layouts;
+    for (const auto& [value, text] : kWgmmaSlabs) layouts.emplace_back(std::string(text));
+    specs.push_back(KnobSpec{"WGMMA_SLABS", KnobType::String, layouts, std::nullopt,
+                             "wgmma: the slabs' layout: interleaved (8 x 8 core matrices, copied by the threads) or "
+                             "swizzle128 (128-byte swizzled rows, TMA box copies; BK a multiple of 64)"});
     return specs;
   }
 
@@ -578,6 +641,19 @@ class UseTensorCoresPass final : public TilePass {
       for (int64_t n : ns)
         if (n <= 128 && (n <= 64 || blocks(WgmmaGeometry{geo.warpgroups, n}) >= device.sm_count)) preferred = n;
       TESSERA_ASSIGN_OR_RETURN(geo.n, ctx.choose_int("WGMMA_N", node, ns, preferred));
+      // The swizzled TMA slabs where the device has TMA, 64 divides BK and the 1024-byte aligned
+      // slabs fit; heuristic: them where offered.
+      std::vector<AttrValue> layouts = {std::string(spelled(WgmmaSlabs::Interleaved))};
+      const bool swizzle_fits = device.features.tma && mm->depth % 64 == 0 &&
+                                (geo.bm() + geo.n) * mm->depth * dtype_bytes(mm->dtype) + 2 * 1024 <=
+                                    device.smem_per_block_static;
+      if (swizzle_fits) layouts.emplace_back(std::string(spelled(WgmmaSlabs::Swizzle128)));
+      TESSERA_ASSIGN_OR_RETURN(
+          AttrValue layout,
+          ctx.choose("WGMMA_SLABS", node, layouts,
+                     std::string(spelled(swizzle_fits ? WgmmaSlabs::Swizzle128 : WgmmaSlabs::Interleaved))));
+      geo.slabs = std::get<std::string>(layout) == spelled(WgmmaSlabs::Swizzle128) ? WgmmaSlabs::Swizzle128
+                                                                                   : WgmmaSlabs::Interleaved;
       auto op = std::make_unique<TileOp>(kernel);
       op->body = canonicalize_names(Body{Stmt(schedule_wgmma(*mm, geo, taken))});
       node.op = std::move(op);
