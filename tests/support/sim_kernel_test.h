@@ -10,6 +10,7 @@
 
 #include "support/built_plugins.h"
 #include "tessera/ir/parser.h"
+#include "tessera/ir/verifier.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/target.h"
 
@@ -29,6 +30,13 @@ class SimKernelTest : public BuiltPluginsTest {
     if (!g) return g.error();
     graph_ = std::move(*g);
     return target_->execute(graph_, inputs, TargetOptions{});
+  }
+
+  // Whether `text` (a graph printout) parses and verifies as Kernel IR.
+  static Status verify_printout(const std::string& text) {
+    Expected<Graph> g = parse_graph(text, "<test>");
+    if (!g) return g.error();
+    return verify_graph(*g, Dialect::Kernel);
   }
 
   // That `r` failed with an error message holding every one of `parts`.

@@ -117,11 +117,7 @@ class SimWgmmaTest : public test::SimKernelTest {
   }
 
   void expect_exact_product(const WgmmaKernel& k) {
-    Status verified = [&]() -> Status {
-      Expected<Graph> g = parse_graph(k.text(), "<test>");
-      if (!g) return g.error();
-      return verify_graph(*g, Dialect::Kernel);
-    }();
+    Status verified = verify_printout(k.text());
     ASSERT_TRUE(verified) << verified.error().render() << "\n" << k.text();
     Expected<TargetRun> r = run(k);
     ASSERT_TRUE(r) << r.error().render() << "\n" << k.text();

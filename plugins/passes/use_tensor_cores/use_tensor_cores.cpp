@@ -440,39 +440,34 @@ struct WgmmaGeometry {
 const int64_t kWarpgroupCounts[] = {1, 2};
 const int64_t kWgmmaNs[] = {8, 16, 32, 64, 128, 256};
 
-// A K-major slab of `rows` x BK in the descriptors' interleaved layout (no swizzle): 8 x 8 core
-// matrices of 128 contiguous bytes, [rows / 8][BK / 8][8][8], so that a descriptor with lbo = 128
-// (the next 8 columns) and sbo = BK * 16 bytes (the next 8 rows) reads it.
-Stage interleaved_stage(const std::string& dst, const std::string& buffer, const ExprList& lead, Expr row, Expr col,
-                        int64_t rows, int64_t depth, std::set<std::string>& taken) {
+// A K-major slab of `rows` x BK at (row, col) of an operand's last two dimensions, laid out as
+// `layout` says:
+//   interleaved: 8 x 8 core matrices of 128 contiguous bytes, [rows / 8][BK / 8][8][8], so that a
+//     descriptor with lbo = 128 (the next 8 columns) and sbo = BK * 16 bytes (the next 8 rows)
+//     reads it;
+//   swizzle128: blocks of 64 columns, [BK / 64][rows][64] (128-byte rows, 1024-byte aligned), copied
+//     by TMA in the 128-byte swizzle, so that a descriptor with sbo = 1024 (8 rows of 128 bytes)
+//     and the 128B swizzle reads it.
+Stage wgmma_stage(WgmmaSlabs layout, const std::string& dst, const std::string& buffer, const ExprList& lead, Expr row,
+                  Expr col, int64_t rows, int64_t depth, std::set<std::string>& taken) {
   ExprList origin = lead;
   origin.push_back(std::move(row));
   origin.push_back(std::move(col));
   const int64_t r_dim = static_cast<int64_t>(lead.size()), k_dim = r_dim + 1;
-  return Stage{dst,
-               buffer,
-               std::move(origin),
-               {SlabDim{fresh_name("rg", taken), rows / 8, r_dim, 8}, SlabDim{fresh_name("kg", taken), depth / 8, k_dim, 8},
-                SlabDim{fresh_name("r", taken), 8, r_dim, 1}, SlabDim{fresh_name("k", taken), 8, k_dim, 1}}};
-}
-
-// A K-major slab of `rows` x BK in the 128-byte swizzle: blocks of 64 columns ([BK / 64][rows][64],
-// 128-byte rows, 1024-byte aligned), copied by TMA in the swizzle, so that a descriptor with
-// sbo = 1024 (8 rows of 128 bytes) and the 128B swizzle reads it.
-Stage swizzled_stage(const std::string& dst, const std::string& buffer, const ExprList& lead, Expr row, Expr col,
-                     int64_t rows, int64_t depth, std::set<std::string>& taken) {
-  ExprList origin = lead;
-  origin.push_back(std::move(row));
-  origin.push_back(std::move(col));
-  const int64_t r_dim = static_cast<int64_t>(lead.size()), k_dim = r_dim + 1;
-  Stage st{dst,
-           buffer,
-           std::move(origin),
-           {SlabDim{fresh_name("kb", taken), depth / 64, k_dim, 64}, SlabDim{fresh_name("r", taken), rows, r_dim, 1},
-            SlabDim{fresh_name("k", taken), 64, k_dim, 1}},
-           StageTransport::Tma};
-  st.align = 8 * swizzle_span_bytes(SmemSwizzle::B128);
-  st.swizzle = SmemSwizzle::B128;
+  Stage st{dst, buffer, std::move(origin), {}};
+  switch (layout) {
+    case WgmmaSlabs::Interleaved:
+      st.slab = {SlabDim{fresh_name("rg", taken), rows / 8, r_dim, 8}, SlabDim{fresh_name("kg", taken), depth / 8, k_dim, 8},
+                 SlabDim{fresh_name("r", taken), 8, r_dim, 1}, SlabDim{fresh_name("k", taken), 8, k_dim, 1}};
+      break;
+    case WgmmaSlabs::Swizzle128:
+      st.slab = {SlabDim{fresh_name("kb", taken), depth / 64, k_dim, 64}, SlabDim{fresh_name("r", taken), rows, r_dim, 1},
+                 SlabDim{fresh_name("k", taken), 64, k_dim, 1}};
+      st.transport = StageTransport::Tma;
+      st.align = 8 * swizzle_span_bytes(SmemSwizzle::B128);
+      st.swizzle = SmemSwizzle::B128;
+      break;
+  }
   return st;
 }
 
@@ -506,11 +501,11 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
   out.body.push_back(Init{mm.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.n / 2}}});
 
   Body slab;
+  slab.push_back(wgmma_stage(geo.slabs, a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, bm_size, mm.depth, taken));
+  slab.push_back(wgmma_stage(geo.slabs, b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, mm.b_k, bn_size, mm.depth, taken));
   WgmmaMma product{mm.acc, {}, geo.n, mm.dtype, a_smem, {}, 0, 0, SmemSwizzle::None, b_smem, {}, 0, 0, SmemSwizzle::None};
   switch (geo.slabs) {
     case WgmmaSlabs::Interleaved: {
-      slab.push_back(interleaved_stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, bm_size, mm.depth, taken));
-      slab.push_back(interleaved_stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, mm.b_k, bn_size, mm.depth, taken));
       const int64_t sbo = mm.depth * 16;  // BK / 8 core matrices of 128 bytes between 8-row groups
       product.a_index = {WG * 8, KS * 2, Expr::int_(0), Expr::int_(0)};
       product.b_index = {Expr::int_(0), KS * 2, Expr::int_(0), Expr::int_(0)};
@@ -519,9 +514,7 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
       break;
     }
     case WgmmaSlabs::Swizzle128: {
-      slab.push_back(swizzled_stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, bm_size, mm.depth, taken));
-      slab.push_back(swizzled_stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, mm.b_k, bn_size, mm.depth, taken));
-      slab.push_back(AsyncWait{0});
+      slab.push_back(AsyncWait{0});  // the TMA copies land
       product.a_index = {KS / 4, WG * 64, KS % 4 * 16};
       product.b_index = {KS / 4, Expr::int_(0), KS % 4 * 16};
       product.a_lbo = product.b_lbo = 16;  // unused by the swizzled layouts
