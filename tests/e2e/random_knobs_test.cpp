@@ -241,8 +241,8 @@ constexpr const char* kTmaPrograms[] = {
     "x=torch.randn(64,256); w=torch.randn(256,96); x @ w",
     "nn.Linear(128, 64)(torch.randn(2, 16, 128))",
     "x=torch.randn(2,64,96); w=torch.randn(2,96,64); torch.bmm(x, w)",
-    "import torch.nn.functional as F; x=torch.randn(1,70,64); wg=torch.randn(64,128); wu=torch.randn(64,128); "
-    "F.silu(torch.matmul(x,wg))*torch.matmul(x,wu)",
+    ("import torch.nn.functional as F; x=torch.randn(1,70,64); wg=torch.randn(64,128); wu=torch.randn(64,128); "
+     "F.silu(torch.matmul(x,wg))*torch.matmul(x,wu)"),
 };
 
 TEST_F(TmaScheduleTest, PinnedTmaSchedulesMatchTheReferenceInEveryDtype) {
