@@ -11,6 +11,7 @@
 #include "support/built_plugins.h"
 #include "tessera/ir/parser.h"
 #include "tessera/ir/verifier.h"
+#include "tessera/pass/pass_context.h"
 #include "tessera/plugin/registry.h"
 #include "tessera/target/target.h"
 
@@ -37,6 +38,18 @@ class SimKernelTest : public BuiltPluginsTest {
     Expected<Graph> g = parse_graph(text, "<test>");
     if (!g) return g.error();
     return verify_graph(*g, Dialect::Kernel);
+  }
+
+  // Runs the emit_cuda pass over `g` (Kernel IR, for the H100) and returns its last node's CUDA op.
+  Expected<CudaOp> emit_last_kernel(Graph& g) {
+    std::unique_ptr<Pass> pass = host_->registry().make_pass("emit_cuda");
+    if (pass == nullptr) return make_error("the emit_cuda pass is not registered");
+    DiagnosticEngine diags;
+    PassContext ctx("emit_cuda", "c:001_emit_cuda", pass->knobs(), {}, {}, h100(), &diags);
+    TESSERA_TRY(pass->run(g, ctx));
+    const auto* op = g.nodes().back()->op_as<CudaOp>();
+    if (op == nullptr) return make_error("emit_cuda left the last node without a CudaOp");
+    return *op;
   }
 
   // That `r` failed with an error message holding every one of `parts`.

@@ -291,14 +291,8 @@ TEST_F(SimWgmmaTest, TheEmittedKernelBuildsWithNvrtcForSm90a) {
       kernel.n = 64;
       Expected<Graph> g = parse_graph(kernel.text(), "<test>");
       ASSERT_TRUE(g) << g.error().render();
-      std::unique_ptr<Pass> pass = host_->registry().make_pass("emit_cuda");
-      ASSERT_NE(pass, nullptr);
-      DiagnosticEngine diags;
-      PassContext ctx("emit_cuda", "c:001_emit_cuda", pass->knobs(), {}, {}, h100(), &diags);
-      Status emitted = pass->run(*g, ctx);
-      ASSERT_TRUE(emitted) << emitted.error().render();
-      const auto* op = g->nodes().back()->op_as<CudaOp>();
-      ASSERT_NE(op, nullptr);
+      Expected<CudaOp> op = emit_last_kernel(*g);
+      ASSERT_TRUE(op) << op.error().render();
       EXPECT_NE(op->source.find(std::string("wgmma.mma_async.sync.aligned.m64n64k16.f32.") + dtype + "." + dtype),
                 std::string::npos)
           << op->source;
