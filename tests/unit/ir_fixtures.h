@@ -80,12 +80,15 @@ inline Body every_stmt_kind_body() {
                                SmemSwizzle::B128, "b_smem", {lit(8), lit(0)}, 128, 256, SmemSwizzle::None});
   tile_body.push_back(WgmmaCommit{});
   tile_body.push_back(WgmmaWait{1});
+  tile_body.push_back(SetMaxNReg{RegisterAction::Inc, 232});
+  tile_body.push_back(NamedBarrier{1, 256});
 
   Body body;
   body.push_back(Smem{"x_smem", DType::F32, {2, 2048}});
   body.push_back(Smem{"acc0_smem", DType::F32, {256}});
   body.push_back(MbarrierInit{"bar0", 1});
-  body.push_back(Tile{{TileAxis{"a0", 256, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Block}}, tile_body});
+  body.push_back(Tile{{TileAxis{"a0", 256, AxisBinding::Thread}, TileAxis{"a1", 32, AxisBinding::Block}}, tile_body,
+                      TileProducer::Warpgroup});
   return body;
 }
 

@@ -66,6 +66,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {17, "e9a7923e0581527b", "35d19bab335fa460"},  // row loops, a loop's outer accumulators and the rewrite of a row's pass runs (ir/row_loop.h); thread-block clusters: AxisBinding::Cluster, CombineScope::Cluster (ir/stmt_enums.h), the ClusterSync and DsmemLoad statement kinds (Kernel IR); KernelFeatures::cluster_syncs (target/cost_model.h); ArchFeatures on DeviceDesc, arch_features, sm_90a device variants (target/device.h)
     {18, "740369f9122df313", "14798e87711f370e"},  // tensor cores: the Fragment, LdMatrix and MmaSync statement kinds (ir/stmt.h), FieldRole::DefFragment / UseFragment, StmtKindTraits::tensor_core, contains_tensor_core_statements, MmaShape, MmaDims, mma_dims, LdMatrixLayout (ir/stmt_enums.h); KernelCost::tensor_flops (target/kernel_cost.h), KernelReport::tensor_flops (target/kernel_report.h); ArchFeatures::mma_sync (target/device.h); TilePass::handles_tensor_cores (pass/pass.h)
     {19, "dced5ba8c58fc0a4", "371d14be29068996"},  // warpgroup tensor cores: the WgmmaMma, WgmmaFence, WgmmaCommit and WgmmaWait statement kinds, contains_warpgroup_products (ir/stmt.h); wgmma_operand_byte, wgmma_n_is_valid (ir/stmt_enums.h)
+    {20, "a4f9f5fd24bb6d32", "f80aab9cc276c717"},  // warp specialization: Tile::producer and TileProducer, RegisterAction (ir/stmt_enums.h); the NamedBarrier and SetMaxNReg statement kinds, launch_registers_per_thread, contains_stmt_kind (ir/stmt.h); ir/slab_ring_loop.h (SlabRingLoop, slab_ring_loop)
 };
 
 uint64_t fnv1a(const std::string& s) {

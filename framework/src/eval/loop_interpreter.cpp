@@ -247,6 +247,8 @@ class KernelCompiler {
       case StmtKind::MbarrierInit:
       case StmtKind::MbarrierArrive:
       case StmtKind::MbarrierWait:
+      case StmtKind::NamedBarrier:
+      case StmtKind::SetMaxNReg:
       case StmtKind::WarpShuffle:
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:
@@ -411,6 +413,8 @@ class KernelRunner {
       case StmtKind::MbarrierInit:
       case StmtKind::MbarrierArrive:
       case StmtKind::MbarrierWait:
+      case StmtKind::NamedBarrier:
+      case StmtKind::SetMaxNReg:
       case StmtKind::WarpShuffle:
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:

@@ -57,6 +57,9 @@ OwnEffects own_effects(const TreeHalve& s) { return synchronizes({s.buffer}); }
 OwnEffects own_effects(const VectorLoad&) { return none(); }  // binds several values at once: never merged
 OwnEffects own_effects(const VectorStore& s) { return writes({s.buffer}); }
 OwnEffects own_effects(const ClusterSync&) { return synchronizes(); }
+OwnEffects own_effects(const NamedBarrier&) { return synchronizes(); }
+// Changes what the warpgroup may hold in registers: nothing moves across it.
+OwnEffects own_effects(const SetMaxNReg&) { return synchronizes(); }
 // Reads what another block wrote before a ClusterSync: never merged or moved across one.
 OwnEffects own_effects(const DsmemLoad&) { return synchronizes(); }
 // Tensor cores: warp-collective (each thread's fragment elements come from its warp's threads).

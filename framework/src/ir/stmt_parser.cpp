@@ -120,6 +120,8 @@ class StmtReader {
         {"MbarrierWait", StmtKind::MbarrierWait},
         {"TreeHalve", StmtKind::TreeHalve},
         {"ClusterSync", StmtKind::ClusterSync},
+        {"NamedBarrier", StmtKind::NamedBarrier},
+        {"SetMaxNReg", StmtKind::SetMaxNReg},
         {"WgmmaFence", StmtKind::WgmmaFence},
         {"WgmmaCommit", StmtKind::WgmmaCommit},
         {"WgmmaWait", StmtKind::WgmmaWait},
@@ -556,6 +558,11 @@ class StmtReader {
       } while (c_.accept(","));
     }
     TESSERA_TRY(c_.expect(")"));
+    if (c_.accept(",")) {
+      TESSERA_TRY(c_.expect_word("producer"));
+      TESSERA_TRY(c_.expect("="));
+      TESSERA_ASSIGN_OR_RETURN(s.producer, spelled<TileProducer>());
+    }
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect(":"));
     TESSERA_TRY(c_.expect_end());
@@ -963,6 +970,30 @@ class StmtReader {
     TESSERA_TRY(c_.expect_word("WgmmaWait"));
     TESSERA_TRY(c_.expect("("));
     TESSERA_ASSIGN_OR_RETURN(s.keep, int_field("keep"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<NamedBarrier>) {
+    NamedBarrier s;
+    TESSERA_TRY(c_.expect_word("NamedBarrier"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.id, int_field("id"));
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.threads, int_field("threads"));
+    TESSERA_TRY(c_.expect(")"));
+    TESSERA_TRY(c_.expect_end());
+    return Stmt(std::move(s));
+  }
+
+  Expected<Stmt> read(Kind<SetMaxNReg>) {
+    SetMaxNReg s;
+    TESSERA_TRY(c_.expect_word("SetMaxNReg"));
+    TESSERA_TRY(c_.expect("("));
+    TESSERA_ASSIGN_OR_RETURN(s.action, spelled<RegisterAction>());
+    TESSERA_TRY(c_.expect(","));
+    TESSERA_ASSIGN_OR_RETURN(s.regs, int_field("regs"));
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
     return Stmt(std::move(s));

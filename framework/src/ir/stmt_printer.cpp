@@ -116,7 +116,9 @@ class StmtPrinter {
     for (const TileAxis& a : s.axes) {
       axes.push_back(a.name + ":" + std::to_string(a.extent) + "=" + std::string(spelling(a.binding)));
     }
-    line("Tile(axes=(" + join(axes) + ")):");
+    const std::string producer =
+        s.producer == TileProducer::None ? "" : ", producer=" + std::string(spelling(s.producer));
+    line("Tile(axes=(" + join(axes) + ")" + producer + "):");
     nested(s.body);
   }
   void print_kind(const StridedLoop& s) {
@@ -205,6 +207,12 @@ class StmtPrinter {
          join(s.values) + ")");
   }
   void print_kind(const ClusterSync&) { line("ClusterSync()"); }
+  void print_kind(const NamedBarrier& s) {
+    line("NamedBarrier(id=" + std::to_string(s.id) + ", threads=" + std::to_string(s.threads) + ")");
+  }
+  void print_kind(const SetMaxNReg& s) {
+    line("SetMaxNReg(" + std::string(spelling(s.action)) + ", regs=" + std::to_string(s.regs) + ")");
+  }
   // ---- tensor cores ----
   void print_kind(const Fragment& s) { line(typed(s.type, s.name) + " = fragment()"); }
   void print_kind(const LdMatrix& s) {

@@ -3,6 +3,7 @@
 // walk fields through the statements' reflect lists, so they know no statement kind by name and a
 // new kind is covered without touching them.
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -228,9 +229,9 @@ Body rename_names(const Body& body, const std::map<std::string, std::string>& re
 namespace {
 
 // Whether a statement of `body`, at any depth, is of a kind that satisfies `has`.
-bool contains_kind(const Body& body, bool (*has)(StmtKind)) {
+bool contains_kind(const Body& body, const std::function<bool(StmtKind)>& has) {
   struct Finder final : StmtVisitor {
-    bool (*has)(StmtKind) = nullptr;
+    std::function<bool(StmtKind)> has;
     bool found = false;
 #define TESSERA_X(K)                                                     \
   void visit_##K(const K& s) override {                                  \
@@ -247,6 +248,10 @@ bool contains_kind(const Body& body, bool (*has)(StmtKind)) {
 
 }  // namespace
 
+bool contains_stmt_kind(const Body& body, StmtKind k) {
+  return contains_kind(body, [k](StmtKind kind) { return kind == k; });
+}
+
 bool contains_collective(const Body& body) {
   return contains_kind(body, [](StmtKind k) { return stmt_kind_traits(k).collective; });
 }
@@ -256,7 +261,7 @@ bool contains_tensor_core_statements(const Body& body) {
 }
 
 bool contains_warpgroup_products(const Body& body) {
-  return contains_kind(body, [](StmtKind k) { return k == StmtKind::WgmmaMma; });
+  return contains_stmt_kind(body, StmtKind::WgmmaMma);
 }
 
 std::optional<Stmt> first_stmt_outside(const Body& body, uint8_t accepted) {

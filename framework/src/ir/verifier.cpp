@@ -278,6 +278,15 @@ class TypeVerifier final : public StmtVisitor {
   void visit_WgmmaWait(const WgmmaWait& s) override {
     if (s.keep < 0 || s.keep > 7) fail_at("WgmmaWait keeps 0 to 7 groups in flight, not " + std::to_string(s.keep));
   }
+  void visit_NamedBarrier(const NamedBarrier& s) override {
+    if (s.id < 1 || s.id > 15) fail_at("a named barrier's id is 1 to 15 (0 is Sync()'s), not " + std::to_string(s.id));
+    if (s.threads <= 0 || s.threads % 32 != 0)
+      fail_at("a named barrier counts whole warps: " + std::to_string(s.threads) + " threads is not a positive multiple of 32");
+  }
+  void visit_SetMaxNReg(const SetMaxNReg& s) override {
+    if (s.regs < 24 || s.regs > 256 || s.regs % 8 != 0)
+      fail_at("setmaxnreg takes a multiple of 8 registers from 24 to 256, not " + std::to_string(s.regs));
+  }
   void visit_Loop(const Loop& s) override {
     axes_.insert(s.var);
     if (s.unroll > 0) unrolled_.insert(s.var);

@@ -83,6 +83,8 @@ Ops count_ops(const Body& body) {
       case StmtKind::MbarrierInit:
       case StmtKind::MbarrierArrive:
       case StmtKind::MbarrierWait:
+      case StmtKind::NamedBarrier:
+      case StmtKind::SetMaxNReg:
       case StmtKind::WarpShuffle:
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:

@@ -561,6 +561,8 @@ class KernelWalker {
         case StmtKind::MbarrierInit:
         case StmtKind::MbarrierArrive:
         case StmtKind::MbarrierWait:
+        case StmtKind::NamedBarrier:
+        case StmtKind::SetMaxNReg:
         case StmtKind::WarpShuffle:
         case StmtKind::ClusterSync:
         case StmtKind::DsmemLoad:

@@ -330,6 +330,8 @@ class WarpWalker {
         case StmtKind::MbarrierInit:
         case StmtKind::MbarrierArrive:
         case StmtKind::MbarrierWait:
+        case StmtKind::NamedBarrier:
+        case StmtKind::SetMaxNReg:
         case StmtKind::WarpShuffle:
         case StmtKind::ClusterSync:
         case StmtKind::DsmemLoad:

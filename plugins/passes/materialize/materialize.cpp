@@ -86,6 +86,7 @@
 
 #include "tessera/ir/graph.h"
 #include "tessera/ir/kernel_abi.h"
+#include "tessera/ir/slab_ring_loop.h"
 #include "tessera/ir/uniformity.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
@@ -98,6 +99,12 @@ namespace tessera {
 namespace {
 
 constexpr int64_t kWarp = 32;  // lanes per warp: a CUDA constant, not a device number
+constexpr int64_t kWarpgroup = 128;  // four warps: what wgmma and setmaxnreg act on
+// A producer warpgroup's registers per thread after setmaxnreg.dec: it only counts its loop and
+// issues copies (CUTLASS's warp-specialized kernels give theirs 40 too).
+constexpr int64_t kProducerRegisters = 40;
+// The named barrier of a warp-specialized Tile's consumers (0 is __syncthreads').
+constexpr int64_t kConsumerBarrier = 1;
 // The grid's dimension limits on every CUDA architecture Tessera targets (compute capability 3.0+).
 constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
 constexpr int64_t kMaxGridYZ = 65535;
@@ -201,6 +208,21 @@ class KernelBuilder {
                                       std::to_string(ctx_.device().max_threads_per_block));
     }
     threads_ = threads;
+    int64_t block_threads = threads;
+    if (tile->producer == TileProducer::Warpgroup) {
+      if (!ctx_.device().features.wgmma)
+        return ctx_.error_at(node_, "the Tile has a producer warpgroup (warp specialization); device " + ctx_.device().name +
+                                        " (" + ctx_.device().arch + ") has no setmaxnreg (sm_90a)");
+      if (threads % kWarpgroup != 0)
+        return ctx_.error_at(node_, "a Tile with a producer warpgroup has THREAD axes of whole warpgroups: " +
+                                        std::to_string(threads) + " threads is not a multiple of 128");
+      block_threads = threads + kWarpgroup;
+      if (block_threads > ctx_.device().max_threads_per_block)
+        return ctx_.error_at(node_, "the Tile's " + std::to_string(threads) + " threads and its producer warpgroup exceed " +
+                                        "the " + std::to_string(ctx_.device().max_threads_per_block) +
+                                        " threads per block device " + ctx_.device().name + " allows");
+      specialized_ = true;
+    }
 
     // Up to three BLOCK axes that fit the grid's dimensions each take one (blockIdx.x, .y, .z in
     // order, the first fastest as in the linear decode); otherwise all are decoded from blockIdx.x.
@@ -217,7 +239,7 @@ class KernelBuilder {
       for (size_t i = 0; i < block_axes.size(); ++i) grid[i] = block_axes[i]->extent;
 
     Scope top;
-    top.ranges["threadIdx.x"] = Interval{0, threads - 1};
+    top.ranges["threadIdx.x"] = Interval{0, block_threads - 1};
     const char* const block_dims[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
     for (size_t d = 0; d < 3; ++d) top.ranges[block_dims[d]] = Interval{0, grid[d] - 1};
     Body lets;
@@ -276,6 +298,7 @@ class KernelBuilder {
                                       " bytes per block");
     }
 
+    if (specialized_) inside = specialize(std::move(inside), block_threads);
     Body body = smem_;
     body.insert(body.end(), barriers_.begin(), barriers_.end());
     body.insert(body.end(), lets.begin(), lets.end());
@@ -288,7 +311,7 @@ class KernelBuilder {
     auto op = std::make_unique<KernelOp>();
     op->name = tile_op_.name;
     op->grid = grid;
-    op->block = {threads, 1, 1};
+    op->block = {block_threads, 1, 1};
     if (cluster_ > 1) op->cluster = {cluster_, 1, 1};
     op->params = tensor_maps_;
     if (smem_bytes > ctx_.device().smem_per_block_static) op->dynamic_smem = smem_bytes;
@@ -356,6 +379,8 @@ class KernelBuilder {
       case StmtKind::MbarrierInit:
       case StmtKind::MbarrierArrive:
       case StmtKind::MbarrierWait:
+      case StmtKind::NamedBarrier:
+      case StmtKind::SetMaxNReg:
       case StmtKind::WarpShuffle:
       case StmtKind::TreeHalve:
       case StmtKind::VectorLoad:
@@ -368,6 +393,62 @@ class KernelBuilder {
   }
 
   Status lower_loop(const Loop& st, Scope& scope, Body& out) {
+    if (specialized_ && producer_copies_ == nullptr) {
+      std::optional<SlabRingLoop> ring = slab_ring_loop(st);
+      if (ring && ring->all_tma) return lower_produced_loop(st, scope, out);
+    }
+    return lower_plain_loop(st, scope, out);
+  }
+
+  // A K slab loop over TMA rings in a Tile with a producer warpgroup. The consumers' loop keeps the
+  // step and the waits for each slab (its AsyncWait), then frees the slot: the first thread of each
+  // consumer warpgroup arrives on the ring's `bar_empty` (count: the consumer warpgroups). The
+  // producer's copy of the loop waits until the slot is free (the parity of fill n's previous use,
+  // which the first S fills find complete) and issues the slab's copies.
+  Status lower_produced_loop(const Loop& st, Scope& scope, Body& out) {
+    Body copies, consumer;
+    producer_copies_ = &copies;
+    produced_ring_.reset();
+    Status lowered = lower_plain_loop(st, scope, consumer);
+    producer_copies_ = nullptr;
+    TESSERA_TRY(lowered);
+    TESSERA_INTERNAL_CHECK(produced_ring_.has_value() && consumer.size() == 1 && consumer[0].is<Loop>(),
+                           "a slab ring loop lowers to one loop whose Stages filled a ring");
+    const TmaFill ring = *produced_ring_;
+    const std::string empty = fresh_buffer("bar_empty");
+    used_buffers_.insert(empty);
+    barriers_.push_back(MbarrierInit{empty, threads_ / kWarpgroup, ring.slots});
+    const Expr slot = simplify(ring.fill % Expr::int_(ring.slots));
+    Loop loop = *consumer[0].as<Loop>();
+    const Expr first_of_warpgroup = Expr::binary(ExprKind::Eq, Expr::var("threadIdx.x") % kWarpgroup, Expr::int_(0));
+    loop.body.push_back(Cond{first_of_warpgroup, {MbarrierArrive{empty, slot, 0}}, {}});
+    out.push_back(std::move(loop));
+    Body produced = {MbarrierWait{empty, slot, simplify((ring.fill / Expr::int_(ring.slots) + Expr::int_(1)) % Expr::int_(2))}};
+    produced.insert(produced.end(), copies.begin(), copies.end());
+    producer_.push_back(Loop{st.var, rename(st.begin, scope), rename(st.end, scope), LoopRole::None, 0, std::move(produced)});
+    return Status::ok();
+  }
+
+  // The lowered Tile body of a Tile with a producer warpgroup: `if threadIdx.x < T:` the consumers
+  // (registers raised to what the producer gives up), `else:` the producer warpgroup (registers
+  // lowered to kProducerRegisters), whose first thread runs the copy loops.
+  Body specialize(Body consumer, int64_t block_threads) {
+    const int64_t pool = launch_registers_per_thread(block_threads) * block_threads;
+    const int64_t consumer_registers =
+        std::min<int64_t>(256, (pool - kProducerRegisters * kWarpgroup) / threads_ / 8 * 8);
+    consumer.insert(consumer.begin(), SetMaxNReg{RegisterAction::Inc, consumer_registers});
+    Body producer = {SetMaxNReg{RegisterAction::Dec, kProducerRegisters},
+                     Cond{Expr::binary(ExprKind::Eq, Expr::var("threadIdx.x"), Expr::int_(threads_)), std::move(producer_), {}}};
+    return {Cond{Expr::var("threadIdx.x") < Expr::int_(threads_), std::move(consumer), std::move(producer)}};
+  }
+
+  // The barrier of the Tile's threads: Sync(), or with a producer warpgroup (which never reaches
+  // it) a named barrier of the consumers.
+  Stmt block_barrier() const {
+    return specialized_ ? Stmt(NamedBarrier{kConsumerBarrier, threads_}) : Stmt(Sync{});
+  }
+
+  Status lower_plain_loop(const Loop& st, Scope& scope, Body& out) {
     Expr begin = rename(st.begin, scope), end = rename(st.end, scope);
     Scope inner = nested(scope, {begin, end}, st.var);
     inner.in_loop = true;
@@ -450,6 +531,9 @@ class KernelBuilder {
 
   Status lower_stage(const Stage& st, const Stmt& self, Scope& scope, Body& out) {
     TESSERA_TRY(check_collective(self, scope));
+    if (specialized_ && producer_copies_ == nullptr)
+      return ctx_.error_at(node_, "`" + first_line(self) + "`: a Tile with a producer warpgroup stages its slabs only in "
+                                      "K slab loops over rings of TMA slabs (tessera/ir/slab_ring_loop.h)");
     const Node* src = g_.find(st.buffer);
     if (src == nullptr) return ctx_.error_at(node_, "Stage reads unknown buffer " + st.buffer);
     if (st.transport == StageTransport::Tma) return lower_tma_stage(st, self, src->type, scope, out);
@@ -661,6 +745,12 @@ class KernelBuilder {
       std::optional<Interval> b = bound_of(fill, scope.ranges);
       if (!b || b->hi >= n) issue = Expr::binary(ExprKind::And, issue, fill < Expr::int_(n));
     }
+    if (producer_copies_ != nullptr) {  // the producer issues it, after the consumers freed the slot
+      if (!produced_ring_.has_value()) produced_ring_ = TmaFill{bar, st.slots, fill};
+      producer_copies_->insert(producer_copies_->end(), copy.begin(), copy.end());
+      scope.tma_fills[st.dst] = TmaFill{bar, st.slots, fill};
+      return Status::ok();
+    }
     if (scope.in_loop && first_of_stage_run_) out.push_back(Sync{});  // last fill's readers are done
     // The Stages of a run that issue under the same condition share one branch.
     if (!first_of_stage_run_ && !out.empty()) {
@@ -689,7 +779,8 @@ class KernelBuilder {
       elems *= d;
     }
     TESSERA_TRY(declare_smem(Smem{st.dst, st.dtype, st.shape}));
-    if (scope.in_loop && (out.empty() || !out.back().is<Sync>())) out.push_back(Sync{});
+    if (scope.in_loop && (out.empty() || !(out.back().is<Sync>() || out.back().is<NamedBarrier>())))
+      out.push_back(block_barrier());
     const Expr begin = tid_, end = Expr::int_(elems), step = Expr::int_(threads_);
     Scope inner = nested(scope, {begin, end, step}, st.var);
     inner.in_loop = true;
@@ -698,7 +789,7 @@ class KernelBuilder {
     Body body;
     TESSERA_TRY(lower_body(st.body, inner, body));
     out.push_back(StridedLoop{st.var, begin, end, step, LoopRole::None, 0, std::move(body)});
-    out.push_back(Sync{});
+    out.push_back(block_barrier());
     return Status::ok();
   }
 
@@ -726,6 +817,9 @@ class KernelBuilder {
                                       " a second time after its block Combine");
     }
     const bool block_scope = st.scope != CombineScope::Warp;  // a cluster Combine starts with its block's
+    if (block_scope && specialized_)
+      return ctx_.error_at(node_, "`" + first_line(self) + "`: a Tile with a producer warpgroup combines only within warps "
+                                      "(a block Combine synchronizes the whole block, which the producer never joins)");
     int64_t t = threads_;
     if (t < kWarp ? !is_pow2(t) : t % kWarp != 0) {
       return ctx_.error_at(node_, "`" + first_line(self) + "` over " + std::to_string(t) +
@@ -876,6 +970,12 @@ class KernelBuilder {
   std::map<std::string, std::vector<std::string>> tma_stage_loops_;  // ... and the loops around the last one
   std::vector<KernelParam> tensor_maps_;  // the kernel's tensor-map parameters, in order of first use
   Body barriers_;                         // their MbarrierInits (top level, after the Smem)
+  // A producer warpgroup (Tile producer=warpgroup): its copy loops, where the Stages of the slab
+  // ring loop being lowered put their copies, and that loop's ring (the first Stage's fill).
+  bool specialized_ = false;
+  Body producer_;
+  Body* producer_copies_ = nullptr;
+  std::optional<TmaFill> produced_ring_;
   bool first_of_stage_run_ = true;  // the Stage being lowered starts a run of Stages
 };
 

@@ -1,11 +1,9 @@
 // pipeline_k_outer: software-pipelines a K slab loop whose slabs are staged into a ring with cp.async
 // or TMA.
 //
-// Rewrites: a slab loop `for k in b..e:  # reduce` (literal bounds, n = e - b >= 2 trips) whose body
-// is: its async or tma Stages, each a ring of B >= 2 slots filled at slot (k - b) % B (double_buffer), then
-// AsyncWait(keep=0), then statements without other Stages, Combines or waits (the step loop that
-// reads the slot, and a SlabMap computing from it), so
-// that S = STAGES slabs are in flight:
+// Rewrites: a slab loop `for k in b..e:  # reduce` over rings of B >= 2 slabs (tessera/ir/
+// slab_ring_loop.h: its async or tma Stages filling slot (k - b) % B, AsyncWait(keep=0), the step
+// that reads the slot), so that S = STAGES slabs are in flight:
 //     prologue   for k in b..b+S-1:         the Stages of slab k: S-1 cp.async groups
 //     loop       for k in b..e:  # reduce
 //                  the Stages of slab k+S-1 into slot (k+S-1-b) % B, the slot slab k-1 was read
@@ -20,7 +18,8 @@
 // and the wait names slab k all the same (the fill count k+S-1 minus keep). Tail slabs (K not a
 // multiple of BK) keep their guarded bounds: the step is copied unchanged, and materialize guards
 // the copies of a slab that leaves the source.
-// Accepts: Tile IR; kernels without such a loop are left alone (nothing asked).
+// Accepts: Tile IR; kernels without such a loop, or whose Tile has a producer warpgroup
+//   (specialize_warps), are left alone (nothing asked).
 // Knob STAGES (int; candidates 1..min(B, n, 4), 1 = off). Heuristic: min(B, n), the deepest
 //   pipeline the ring holds (a slot is refilled only after the slab in it was read).
 // Guarantees: same values, the same products accumulated in the same order; each slab is read only
@@ -35,6 +34,7 @@
 #include <vector>
 
 #include "tessera/ir/graph.h"
+#include "tessera/ir/slab_ring_loop.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
 #include "tessera/plugin/plugin.h"
@@ -45,57 +45,11 @@ namespace {
 
 constexpr int64_t kMaxStages = 4;
 
-// Whether `body` holds a Stage, Combine or AsyncWait at any depth: the step of a slab loop may hold
-// a SlabMap (fuse_stage_epilogue's cone over the slot being read), which reads the slab in place.
-bool holds_copy_or_wait(const Body& body) {
-  struct Finder final : StmtVisitor {
-    bool found = false;
-    void visit_Stage(const Stage&) override { found = true; }
-    void visit_Combine(const Combine&) override { found = true; }
-    void visit_AsyncWait(const AsyncWait&) override { found = true; }
-  } f;
-  f.visit(body);
-  return f.found;
-}
-
-// A slab loop in the shape the pass pipelines: Stages, AsyncWait(keep=0), the step.
-struct PipelineShape {
-  size_t stages = 0;  // the first `stages` statements are the Stages; then the AsyncWait
-  int64_t slots = 0;  // the smallest ring among them
-  int64_t trips = 0;
-};
-
-std::optional<PipelineShape> pipeline_shape(const Loop& s) {
-  if (s.role != LoopRole::Reduce || !s.begin.is(ExprKind::Int) || !s.end.is(ExprKind::Int)) return std::nullopt;
-  PipelineShape shape;
-  shape.trips = s.end.int_value() - s.begin.int_value();
-  if (shape.trips < 2) return std::nullopt;
-  size_t i = 0;
-  for (; i < s.body.size(); ++i) {
-    const auto* st = s.body[i].as<Stage>();
-    if (st == nullptr) break;
-    if ((st->transport != StageTransport::Async && st->transport != StageTransport::Tma) || st->slots < 2)
-      return std::nullopt;
-    // Slab k in slot (k - b) % B, as double_buffer fills the ring: slabs k+1..k+B-1 are in other
-    // slots, so S <= B slabs in flight never overwrite the one being read.
-    const Expr ring_slot = simplify((Expr::var(s.var) - s.begin) % Expr::int_(st->slots));
-    if (simplify(st->slot).str() != ring_slot.str()) return std::nullopt;
-    shape.slots = shape.slots == 0 ? st->slots : std::min(shape.slots, st->slots);
-  }
-  if (i == 0 || i >= s.body.size()) return std::nullopt;
-  const auto* wait = s.body[i].as<AsyncWait>();
-  if (wait == nullptr || wait->keep != 0) return std::nullopt;
-  Body rest(s.body.begin() + static_cast<std::ptrdiff_t>(i) + 1, s.body.end());
-  if (holds_copy_or_wait(rest)) return std::nullopt;
-  shape.stages = i;
-  return shape;
-}
-
 // The largest pipeline depth any slab loop of `body` allows (0: none has the shape).
 class ShapeFinder final : public StmtVisitor {
  public:
   void visit_Loop(const Loop& s) override {
-    if (std::optional<PipelineShape> shape = pipeline_shape(s)) {
+    if (std::optional<SlabRingLoop> shape = slab_ring_loop(s)) {
       const int64_t depth = std::min({shape->slots, shape->trips, kMaxStages});
       max_depth = min_depth_set ? std::min(max_depth, depth) : depth;
       min_depth_set = true;
@@ -115,7 +69,7 @@ class Pipeliner final : public StmtMutator {
     Body out;
     for (const Stmt& s : b) {
       const auto* loop = s.as<Loop>();
-      std::optional<PipelineShape> shape = loop ? pipeline_shape(*loop) : std::nullopt;
+      std::optional<SlabRingLoop> shape = loop ? slab_ring_loop(*loop) : std::nullopt;
       if (!shape) {
         out.push_back(mutate(s));
         continue;
@@ -126,7 +80,7 @@ class Pipeliner final : public StmtMutator {
   }
 
  private:
-  void pipeline(const Loop& loop, const PipelineShape& shape, Body& out) const {
+  void pipeline(const Loop& loop, const SlabRingLoop& shape, Body& out) const {
     const int64_t begin = loop.begin.int_value(), end = loop.end.int_value();
     const int64_t ahead = depth_ - 1;
     const Expr k = Expr::var(loop.var);
@@ -161,7 +115,9 @@ class PipelineKOuterPass final : public TilePass {
                      "slabs of the K slab loop in flight (prologue S-1, wait keep=S-1; 1 = off)"}};
   }
 
-  Status run_on_tile(Node& node, const TileOp& tile_op, const Tile&, PassContext& ctx) override {
+  Status run_on_tile(Node& node, const TileOp& tile_op, const Tile& tile, PassContext& ctx) override {
+    // A producer warpgroup already runs its copies ahead of the consumers (specialize_warps).
+    if (tile.producer != TileProducer::None) return Status::ok();
     ShapeFinder finder;
     finder.visit(tile_op.body);
     if (!finder.min_depth_set) return Status::ok();

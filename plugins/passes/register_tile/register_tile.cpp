@@ -401,6 +401,7 @@ class RegisterTiler final : public StmtMutator {
       case StmtKind::Let: case StmtKind::Smem: case StmtKind::Sync: case StmtKind::CpAsyncCopy:
       case StmtKind::CpAsyncCommit: case StmtKind::CpAsyncWait: case StmtKind::TmaLoad:
       case StmtKind::MbarrierInit: case StmtKind::MbarrierArrive: case StmtKind::MbarrierWait:
+      case StmtKind::NamedBarrier: case StmtKind::SetMaxNReg:
       case StmtKind::WarpShuffle: case StmtKind::TreeHalve: case StmtKind::VectorLoad:
       case StmtKind::VectorStore: case StmtKind::ClusterSync: case StmtKind::DsmemLoad:
       case StmtKind::Fragment: case StmtKind::LdMatrix: case StmtKind::MmaSync:

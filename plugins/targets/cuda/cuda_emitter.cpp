@@ -117,7 +117,10 @@ Expected<CudaOp> CudaEmitter::emit() {
     if (helpers_.count(static_cast<Helper>(h))) helpers += kHelperText[h];
   if (!src.empty()) src += "\n";
   if (!helpers.empty()) src += helpers + "\n";
-  src += "extern \"C\" __global__ __launch_bounds__(" + std::to_string(threads) + ") void " + op_.name + "(" +
+  // A kernel that rebalances registers between warpgroups (setmaxnreg) runs one block per SM: the
+  // block's pool is then the SM's registers, which the counts it asks for are sized to.
+  const std::string min_blocks = contains_stmt_kind(op_.body, StmtKind::SetMaxNReg) ? ", 1" : "";
+  src += "extern \"C\" __global__ __launch_bounds__(" + std::to_string(threads) + min_blocks + ") void " + op_.name + "(" +
          join(params, ", ") + ") {\n" + body_ + "}\n";
   out.source = std::move(src);
   return out;

@@ -174,7 +174,7 @@ void CudaEmitter::sm90a_only(const std::vector<std::string>& lines) {
   directive("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)");
   for (const std::string& l : lines) line(l);
   directive("#else");
-  line("__trap();  // wgmma needs sm_90a");
+  line("__trap();  // needs sm_90a (wgmma, setmaxnreg)");
   directive("#endif");
 }
 

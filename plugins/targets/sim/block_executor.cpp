@@ -6,11 +6,14 @@
 // integer division by zero (expr.h, eval_bitwise).
 #include "block_executor.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "role_scheduler.h"
 #include "shared_memory.h"
 #include "tessera/eval/reference_evaluator.h"
 #include "tessera/eval/tensor_value.h"
@@ -72,6 +75,9 @@ class BlockExecutor {
       global_dims_.push_back(std::move(dims));
     }
     fill_literals(program_.body);
+    if (program_.orders_by_barriers) shared_.order_by_barriers();
+    // The block's registers at launch are the pool setmaxnreg rebalances (stmt.h).
+    launch_registers_ = launch_registers_per_thread(lanes_);
     if (program_.has_wgmma) {
       const auto warpgroups = static_cast<size_t>((lanes_ + 127) / 128);
       wgmma_registers_in_flight_.assign(static_cast<size_t>(program_.slot_count), 0);
@@ -105,6 +111,8 @@ class BlockExecutor {
     std::fill(wgmma_registers_in_flight_.begin(), wgmma_registers_in_flight_.end(), 0);
     for (std::vector<uint8_t>& unfenced : wgmma_unfenced_) std::fill(unfenced.begin(), unfenced.end(), 0);
     std::fill(wgmma_groups_.begin(), wgmma_groups_.end(), 0);
+    for (NamedBarrierState& b : named_) b = NamedBarrierState{};
+    warpgroup_registers_.assign(static_cast<size_t>((lanes_ + 127) / 128), launch_registers_);
   }
   Status run_phase(const std::vector<SimStmt>& statements, bool last) {
     last_phase_ = last;
@@ -538,6 +546,7 @@ class BlockExecutor {
     std::vector<double> result;  // [t * count + i] for thread t of the warpgroup
     int64_t group;               // its commit group, -1 while open
     const SimStmt* stmt;
+    std::vector<std::pair<int, int64_t>> reads;  // the shared-memory elements it reads until it lands
   };
 
   Expected<std::vector<int>> converged_warpgroups(const SimStmt& s, const Mask& mask, std::string_view what) {
@@ -590,7 +599,7 @@ class BlockExecutor {
   // warpgroup, aligned, and (swizzled) in the first row of a swizzle atom.
   Status read_wgmma_operand(const SimStmt& s, BufferRef buf, const std::vector<const double*>& index,
                             const WgmmaOperand& desc, int begin, int64_t rows, std::vector<double>& out,
-                            const std::string& what) {
+                            const std::string& what, std::vector<std::pair<int, int64_t>>& elements) {
     TESSERA_ASSIGN_OR_RETURN(int64_t start, offset_of(s, buf, index, begin, 0));
     for (int l = begin + 1; l < begin + 128; ++l) {
       TESSERA_ASSIGN_OR_RETURN(int64_t other, offset_of(s, buf, index, l, 0));
@@ -623,6 +632,7 @@ class BlockExecutor {
           return fail(s, begin, "the " + what + " operand's row " + std::to_string(r) + ", column " + std::to_string(k) +
                                     ": " + err);
         out[static_cast<size_t>(r * 16 + k)] = as_type(v, s.value_type);
+        elements.emplace_back(buf.index, byte / elem);
       }
     }
     return Status::ok();
@@ -653,9 +663,11 @@ class BlockExecutor {
           return fail(s, begin, "reads the accumulator " + register_str(acc + static_cast<int>(r)) +
                                     ", written by another instruction since the warpgroup's last WgmmaFence() (or "
                                     "with none before its first product): wgmma.fence must order that write first");
-      TESSERA_TRY(read_wgmma_operand(s, s.buffer, a_index, s.wgmma[0], begin, 64, a, "A"));
-      TESSERA_TRY(read_wgmma_operand(s, s.src_buffer, b_index, s.wgmma[1], begin, n, b, "B"));
-      WgmmaInFlight p{begin, acc, regs, std::vector<double>(static_cast<size_t>(128 * regs)), -1, &s};
+      std::vector<std::pair<int, int64_t>> reads;
+      TESSERA_TRY(read_wgmma_operand(s, s.buffer, a_index, s.wgmma[0], begin, 64, a, "A", reads));
+      TESSERA_TRY(read_wgmma_operand(s, s.src_buffer, b_index, s.wgmma[1], begin, n, b, "B", reads));
+      for (const auto& [buffer, flat] : reads) shared_.begin_async_read(buffer, flat);
+      WgmmaInFlight p{begin, acc, regs, std::vector<double>(static_cast<size_t>(128 * regs)), -1, &s, std::move(reads)};
       for (int t = 0; t < 128; ++t) {
         const int64_t warp = t / 32, lane = t % 32;
         for (int64_t i = 0; i < regs; ++i) {
@@ -710,8 +722,77 @@ class BlockExecutor {
             regs_[static_cast<size_t>(p.slot + i)][static_cast<size_t>(begin + t)] =
                 p.result[static_cast<size_t>(t * p.count + i)];
         for (int64_t i = 0; i < p.count; ++i) --wgmma_registers_in_flight_[static_cast<size_t>(p.slot + i)];
+        for (const auto& [buffer, flat] : p.reads) shared_.end_async_read(buffer, flat, begin);
       }
       wgmma_in_flight_ = std::move(still);
+    }
+    return Status::ok();
+  }
+
+  // ---- warp specialization (named barriers, setmaxnreg) ----------------------------------------
+
+  // bar.sync id, threads: whole warps arrive; the barrier completes when `threads` threads are in,
+  // and each then has the others' earlier accesses ordered before its later ones.
+  Status run_named_barrier(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int> warps, converged_warps(s, mask, "bar.sync"));
+    NamedBarrierState& b = named_[static_cast<size_t>(s.barrier)];
+    const std::string name = "named barrier " + std::to_string(s.barrier);
+    if (b.arrived > 0 && b.expected != s.count)
+      return fail(s, warps.front(), "arrives at " + name + " expecting " + std::to_string(s.count) + " threads, but the " +
+                                        std::to_string(b.arrived) + " threads waiting there expect " + std::to_string(b.expected));
+    b.expected = s.count;
+    b.arrived += 32 * static_cast<int64_t>(warps.size());
+    for (int w : warps)
+      for (int l = w; l < w + 32; ++l) b.lanes.push_back(l);
+    if (b.arrived > b.expected)
+      return fail(s, warps.front(), std::to_string(b.arrived) + " threads arrive at " + name + ", which expects " +
+                                        std::to_string(b.expected) +
+                                        ": a wrong thread count (the barrier would complete with part of them)");
+    if (b.arrived == b.expected) {
+      shared_.synchronize_lanes(b.lanes);
+      b.lanes.clear();
+      b.arrived = 0;
+      ++b.generation;
+      return Status::ok();
+    }
+    const uint64_t generation = b.generation;
+    return roles_.wait_until([&] { return b.generation != generation; }, [&] {
+      return fail(s, warps.front(), "waits at " + name + " for " + std::to_string(b.expected) + " threads, but only " +
+                                        std::to_string(b.arrived) +
+                                        " arrive: every other thread of the block has finished or waits elsewhere (a wrong "
+                                        "thread count; in CUDA the block would hang)");
+    });
+  }
+
+  // setmaxnreg.{inc,dec}: the warpgroup's registers per thread become `count`; the block's pool
+  // (its registers at launch) must hold what every warpgroup then has: .inc waits until it does.
+  Status run_setmaxnreg(const SimStmt& s, const Mask& mask) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int> groups, converged_warpgroups(s, mask, "setmaxnreg"));
+    const bool inc = s.reg_action == RegisterAction::Inc;
+    const std::string what = "setmaxnreg." + std::string(spelling(s.reg_action)) + " " + std::to_string(s.count);
+    const int64_t pool = launch_registers_ * lanes_;
+    auto in_use = [&] {
+      int64_t total = 0;
+      for (size_t g = 0; g < warpgroup_registers_.size(); ++g)
+        total += warpgroup_registers_[g] * std::min<int64_t>(128, lanes_ - 128 * static_cast<int64_t>(g));
+      return total;
+    };
+    for (int begin : groups) {
+      int64_t& mine = warpgroup_registers_[static_cast<size_t>(begin / 128)];
+      if (inc ? s.count < mine : s.count > mine)
+        return fail(s, begin, what + " would " + (inc ? "lower" : "raise") + " the warpgroup's " + std::to_string(mine) +
+                                  " registers per thread: ." + std::string(spelling(s.reg_action)) + " only " +
+                                  (inc ? "raises" : "lowers") + " them");
+      if (inc) {
+        TESSERA_TRY(roles_.wait_until([&] { return in_use() + (s.count - mine) * 128 <= pool; }, [&] {
+          return fail(s, begin, what + " needs " + std::to_string((s.count - mine) * 128) +
+                                    " more registers for its warpgroup, but the block's pool of " + std::to_string(pool) +
+                                    " (" + std::to_string(launch_registers_) + " per thread at launch) has " +
+                                    std::to_string(pool - in_use()) +
+                                    " free and no other warpgroup releases any (in CUDA it would wait forever)");
+        }));
+      }
+      mine = s.count;
     }
     return Status::ok();
   }
@@ -998,6 +1079,9 @@ class BlockExecutor {
           else_mask[l] = mask[l] && c[l] == 0.0;
         }
         // A branch no thread takes is not executed (so a barrier inside it is not reached).
+        if (s.concurrent && count_active(then_mask) > 0 && count_active(else_mask) > 0)
+          return roles_.run_concurrently({[&] { return run_body(s.body, then_mask); },
+                                          [&] { return run_body(s.else_body, else_mask); }});
         if (count_active(then_mask) > 0) TESSERA_TRY(run_body(s.body, then_mask));
         if (count_active(else_mask) > 0) TESSERA_TRY(run_body(s.else_body, else_mask));
         return Status::ok();
@@ -1063,7 +1147,7 @@ class BlockExecutor {
         for (size_t l = 0; l < n; ++l) {
           if (!mask[l]) continue;
           std::string err = shared_.check_barrier_slot(s.barrier, static_cast<int64_t>(slot[l]));
-          if (err.empty()) err = shared_.arrive(s.barrier, static_cast<int64_t>(slot[l]), s.count);
+          if (err.empty()) err = shared_.arrive(s.barrier, static_cast<int64_t>(slot[l]), s.count, static_cast<int>(l));
           if (!err.empty()) return fail(s, static_cast<int>(l), err);
         }
         return Status::ok();
@@ -1072,14 +1156,19 @@ class BlockExecutor {
         TESSERA_ASSIGN_OR_RETURN(std::vector<const double*> v, eval_all(s.exprs, mask, s));
         for (size_t l = 0; l < n; ++l) {
           if (!mask[l]) continue;
-          const auto slot = static_cast<int64_t>(v[0][l]);
-          std::string err = shared_.check_barrier_slot(s.barrier, slot);
-          if (err.empty()) err = shared_.wait_barrier(s.barrier, slot, static_cast<int64_t>(v[1][l]), static_cast<int>(l));
-          if (!err.empty()) return fail(s, static_cast<int>(l), err);
+          const auto slot = static_cast<int64_t>(v[0][l]), parity = static_cast<int64_t>(v[1][l]);
+          const int lane = static_cast<int>(l);
+          if (std::string err = shared_.check_barrier_slot(s.barrier, slot); !err.empty()) return fail(s, lane, err);
+          // Another role (a warp-specialized kernel's producer or consumers) may complete the phase.
+          TESSERA_TRY(roles_.wait_until([&] { return shared_.phase_ready(s.barrier, slot, parity); },
+                                        [&] { return fail(s, lane, shared_.wait_barrier(s.barrier, slot, parity, lane)); }));
+          if (std::string err = shared_.wait_barrier(s.barrier, slot, parity, lane); !err.empty()) return fail(s, lane, err);
         }
         return Status::ok();
       }
       case StmtKind::TmaLoad: return run_tma_load(s, mask);
+      case StmtKind::NamedBarrier: return run_named_barrier(s, mask);
+      case StmtKind::SetMaxNReg: return run_setmaxnreg(s, mask);
       case StmtKind::ClusterSync:
         // launch_kernel ends the cluster's phase here for every block (kernel_compiler keeps
         // ClusterSync at the top level, where the whole block reaches it).
@@ -1114,6 +1203,17 @@ class BlockExecutor {
   std::vector<std::vector<uint8_t>> wgmma_unfenced_;
   std::vector<int64_t> wgmma_groups_;
   std::vector<double> shuffle_ = std::vector<double>(32);
+  // Named barriers 0..15 (0 is Sync()'s, never used here): threads in, their lanes, completions.
+  struct NamedBarrierState {
+    int64_t expected = 0;
+    int64_t arrived = 0;
+    uint64_t generation = 0;
+    std::vector<int> lanes;
+  };
+  std::array<NamedBarrierState, 16> named_;
+  int64_t launch_registers_ = 0;               // per thread, at launch
+  std::vector<int64_t> warpgroup_registers_;   // per warpgroup, now (setmaxnreg)
+  RoleScheduler roles_;
   SharedMemory shared_;
   std::vector<int64_t> block_{0, 0, 0};
   int64_t block_linear_ = 0;

@@ -314,6 +314,13 @@ class KernelCompiler {
         TESSERA_TRY(compile_exprs({st->cond}, s, c.exprs));
         TESSERA_ASSIGN_OR_RETURN(c.body, compile_body(st->then_body, false));
         TESSERA_ASSIGN_OR_RETURN(c.else_body, compile_body(st->else_body, false));
+        // Branches that may wait for each other run as concurrent roles (role_scheduler.h).
+        auto waits = [](const Body& b) {
+          return contains_stmt_kind(b, StmtKind::MbarrierWait) || contains_stmt_kind(b, StmtKind::NamedBarrier) ||
+                 contains_stmt_kind(b, StmtKind::SetMaxNReg);
+        };
+        c.concurrent = !st->then_body.empty() && !st->else_body.empty() && (waits(st->then_body) || waits(st->else_body));
+        program_.orders_by_barriers |= c.concurrent;
         break;
       }
       case StmtKind::Let: {
@@ -532,6 +539,26 @@ class KernelCompiler {
         if (st->tx_bytes < 0) return error(s, "tx must be non-negative");
         c.count = st->tx_bytes;
         TESSERA_TRY(compile_exprs({st->barrier_slot}, s, c.exprs));
+        break;
+      }
+      case StmtKind::NamedBarrier: {
+        const auto* st = s.as<NamedBarrier>();
+        const int64_t threads = op_.block[0] * op_.block[1] * op_.block[2];
+        if (st->id < 1 || st->id > 15) return error(s, "a named barrier's id is 1 to 15 (0 is Sync()'s)");
+        if (st->threads <= 0 || st->threads % 32 != 0 || st->threads > threads)
+          return error(s, "a named barrier counts whole warps of the block: " + std::to_string(st->threads) +
+                              " threads is not a positive multiple of 32 up to the block's " + std::to_string(threads));
+        c.barrier = static_cast<int>(st->id);
+        c.count = st->threads;
+        program_.orders_by_barriers = true;
+        break;
+      }
+      case StmtKind::SetMaxNReg: {
+        const auto* st = s.as<SetMaxNReg>();
+        if (st->regs < 24 || st->regs > 256 || st->regs % 8 != 0)
+          return error(s, "setmaxnreg takes a multiple of 8 registers from 24 to 256, not " + std::to_string(st->regs));
+        c.count = st->regs;
+        c.reg_action = st->action;
         break;
       }
       case StmtKind::MbarrierWait: {

@@ -77,10 +77,12 @@ struct SimStmt {
   ShuffleMode mode = ShuffleMode::Xor;
   int64_t count = 0;             // CpAsyncWait keep, CpAsyncCopy elements, TreeHalve n, shuffle offset
   int64_t width = 32;            // WarpShuffle
-  int barrier = -1;              // Mbarrier*, TmaLoad: the barrier ring (KernelProgram::barriers)
+  int barrier = -1;              // Mbarrier*, TmaLoad: the barrier ring (KernelProgram::barriers); NamedBarrier: its id (count = its threads)
   int tensor_map = -1;           // TmaLoad: the tensor map (KernelProgram::tensor_maps)
   std::vector<ArraySlice> slices;  // LdMatrix: {dst}; MmaSync: {acc, a, b}
   bool transpose = false;          // LdMatrix .trans
+  bool concurrent = false;         // Cond: its branches wait for each other (RoleScheduler)
+  RegisterAction reg_action = RegisterAction::Dec;  // SetMaxNReg (count = its registers)
   MmaShape shape = MmaShape::M16N8K16;
   WgmmaOperand wgmma[2];           // WgmmaMma: A's and B's descriptors (count = N)
   std::vector<SimStmt> body, else_body;
@@ -146,6 +148,9 @@ struct KernelProgram {
   std::vector<SimStmt> body;
   std::vector<RegisterArray> arrays;
   bool has_wgmma = false;  // the executor tracks fences and products in flight
+  // Threads wait for each other without Sync() (a concurrent Cond, named barriers): shared memory
+  // tracks the orders barriers give (SharedMemory::order_by_barriers).
+  bool orders_by_barriers = false;
   std::vector<SmemDecl> smem;
   std::vector<BarrierDecl> barriers;
   std::vector<TensorMapDecl> tensor_maps;

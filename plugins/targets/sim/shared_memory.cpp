@@ -28,6 +28,8 @@ void SharedMemory::reset() {
     t.committed.clear();
   }
   for (BarrierSlot& b : barriers_) b = BarrierSlot{};
+  std::fill(arrivals_made_.begin(), arrivals_made_.end(), 0);
+  std::fill(known_.begin(), known_.end(), 0);
   ++epoch_;
   cluster_phase_ = 1;
 }
@@ -58,6 +60,46 @@ SharedMemory::Element& SharedMemory::touch(int buffer, int64_t flat) {
   return e;
 }
 
+void SharedMemory::order_by_barriers() {
+  arrivals_made_.assign(static_cast<size_t>(lanes_), 0);
+  known_.assign(static_cast<size_t>(lanes_) * static_cast<size_t>(lanes_), 0);
+}
+
+void SharedMemory::synchronize_lanes(const std::vector<int>& lanes) {
+  if (known_.empty()) return;
+  for (int l : lanes) ++arrivals_made_[static_cast<size_t>(l)];
+  for (int p : lanes)
+    for (int r : lanes) {
+      int64_t& k = known_[static_cast<size_t>(p) * static_cast<size_t>(lanes_) + static_cast<size_t>(r)];
+      k = std::max(k, arrivals_made_[static_cast<size_t>(r)]);
+    }
+}
+
+void SharedMemory::note_reader(Element& e, int lane) {
+  if (e.reader0 == lane) e.reader0_stamp = stamp(lane);
+  else if (e.reader1 == lane) e.reader1_stamp = stamp(lane);
+  else if (e.reader0 < 0) e.reader0 = lane, e.reader0_stamp = stamp(lane);
+  else if (e.reader1 < 0) e.reader1 = lane, e.reader1_stamp = stamp(lane);
+  // A third reader is not recorded: a write by another thread conflicts with one of the first two.
+}
+
+std::string SharedMemory::unordered_access(const Element& e, int lane) const {
+  if (e.writer >= 0 && !ordered(e.writer, e.writer_stamp, lane))
+    return "thread " + thread_name_(e.writer) + " wrote it (at `" + stmt_text(*e.writer_stmt->source) + "`)";
+  if (e.reader0 >= 0 && !ordered(e.reader0, e.reader0_stamp, lane)) return "thread " + thread_name_(e.reader0) + " read it";
+  if (e.reader1 >= 0 && !ordered(e.reader1, e.reader1_stamp, lane)) return "thread " + thread_name_(e.reader1) + " read it";
+  return {};
+}
+
+void SharedMemory::begin_async_read(int buffer, int64_t flat) {
+  ++buffers_[static_cast<size_t>(buffer)].state[static_cast<size_t>(flat)].async_reads;
+}
+
+void SharedMemory::end_async_read(int buffer, int64_t flat, int lane) {
+  --buffers_[static_cast<size_t>(buffer)].state[static_cast<size_t>(flat)].async_reads;
+  note_reader(touch(buffer, flat), lane);
+}
+
 std::string SharedMemory::read(int buffer, int64_t flat, int lane, double& value) {
   Element& e = touch(buffer, flat);
   if (e.pending > 0 && e.tma_pending)
@@ -72,11 +114,10 @@ std::string SharedMemory::read(int buffer, int64_t flat, int lane, double& value
            barrier_str(ring, e.landed_barrier - barrier_base_[static_cast<size_t>(ring)]) +
            " wrote, without waiting on that barrier's phase (or a Sync() after a thread that did)";
   }
-  if (e.writer >= 0 && e.writer != lane)
+  if (e.writer >= 0 && !ordered(e.writer, e.writer_stamp, lane))
     return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
            stmt_text(*e.writer_stmt->source) + "`) and this thread reads it with no Sync() in between";
-  if (e.reader0 < 0) e.reader0 = lane;
-  else if (e.reader0 != lane && e.reader1 < 0) e.reader1 = lane;
+  note_reader(e, lane);
   value = buffers_[static_cast<size_t>(buffer)].data[static_cast<size_t>(flat)];
   return {};
 }
@@ -86,13 +127,11 @@ std::string SharedMemory::write(int buffer, int64_t flat, int lane, const SimStm
   if (e.pending > 0)
     return "writes " + element_str(buffer, flat) + " while a " + (e.tma_pending ? "TMA" : "cp.async") +
            " copy into it is in flight";
-  if (e.writer >= 0 && e.writer != lane)
-    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
-           stmt_text(*e.writer_stmt->source) + "`) and this thread writes it with no Sync() in between";
-  int other_reader = e.reader0 >= 0 && e.reader0 != lane ? e.reader0 : e.reader1;
-  if (other_reader >= 0)
-    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(other_reader) +
-           " read it and this thread writes it with no Sync() in between";
+  if (e.async_reads > 0)
+    return "race on " + element_str(buffer, flat) + ": a wgmma.mma_async in flight reads it and this thread writes it "
+           "(no WgmmaWait completed the product first)";
+  if (std::string other = unordered_access(e, lane); !other.empty())
+    return "race on " + element_str(buffer, flat) + ": " + other + " and this thread writes it with no Sync() in between";
   if (e.landed_barrier >= 0) {
     if (barriers_[static_cast<size_t>(e.landed_barrier)].observed[static_cast<size_t>(lane)] < e.landed_phase)
       return "writes " + element_str(buffer, flat) + ", which a TMA copy wrote, without waiting on its barrier's phase";
@@ -100,7 +139,9 @@ std::string SharedMemory::write(int buffer, int64_t flat, int lane, const SimStm
   }
   if (std::string race = cluster_write(e, buffer, flat); !race.empty()) return race;
   e.writer = lane;
+  e.writer_stamp = stamp(lane);
   e.writer_stmt = &at;
+  e.reader0 = e.reader1 = -1;  // ordered before this write (checked above)
   e.initialized = true;
   Buffer& b = buffers_[static_cast<size_t>(buffer)];
   b.data[static_cast<size_t>(flat)] = round_to_storage(value, b.decl.dtype);
@@ -110,15 +151,13 @@ std::string SharedMemory::write(int buffer, int64_t flat, int lane, const SimStm
 std::string SharedMemory::refill_race(const Element& e, int buffer, int64_t flat, int lane, std::string_view copy) const {
   // An asynchronous copy may land at any moment until its wait, so it conflicts with every access
   // by another thread since the last barrier, as a write would (a slot refilled before its readers
-  // passed a Sync()).
-  if (e.writer >= 0 && e.writer != lane)
-    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
-           stmt_text(*e.writer_stmt->source) + "`) and this thread refills it with " + std::string(copy) +
+  // passed a Sync()), unless barriers ordered that access first.
+  if (e.async_reads > 0)
+    return "race on " + element_str(buffer, flat) + ": a wgmma.mma_async in flight reads it and this thread refills it with " +
+           std::string(copy) + " (no WgmmaWait completed the product first)";
+  if (std::string other = unordered_access(e, lane); !other.empty())
+    return "race on " + element_str(buffer, flat) + ": " + other + " and this thread refills it with " + std::string(copy) +
            " with no Sync() in between";
-  const int other_reader = e.reader0 >= 0 && e.reader0 != lane ? e.reader0 : e.reader1;
-  if (other_reader >= 0)
-    return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(other_reader) +
-           " read it and this thread refills it with " + std::string(copy) + " with no Sync() in between";
   return {};
 }
 
@@ -204,7 +243,7 @@ std::string SharedMemory::init_barrier(int barrier) {
   return {};
 }
 
-std::string SharedMemory::arrive(int barrier, int64_t slot, int64_t tx) {
+std::string SharedMemory::arrive(int barrier, int64_t slot, int64_t tx, int lane) {
   BarrierSlot& b = slot_of(barrier, slot);
   if (!b.initialized) return "arrives on " + barrier_str(barrier, slot) + " before its MbarrierInit";
   if (b.arrivals_missing == 0)
@@ -213,6 +252,7 @@ std::string SharedMemory::arrive(int barrier, int64_t slot, int64_t tx) {
            " arrivals of its current phase (no thread waited for the phase to complete)";
   --b.arrivals_missing;
   b.tx_announced += tx;
+  if (!known_.empty()) b.arrivals.emplace_back(lane, ++arrivals_made_[static_cast<size_t>(lane)]);
   return {};
 }
 
@@ -225,6 +265,7 @@ std::string SharedMemory::issue_tma_element(int buffer, int64_t flat, int lane, 
     return "starts a TMA copy into " + element_str(buffer, flat) + " while another copy into it is in flight";
   if (std::string race = refill_race(e, buffer, flat, lane, "a TMA copy"); !race.empty()) return race;
   if (std::string race = cluster_write(e, buffer, flat); !race.empty()) return race;
+  e.writer = e.reader0 = e.reader1 = -1;  // the accesses so far are ordered before the copy (checked above)
   ++e.pending;
   e.tma_pending = true;
   b.copies.push_back(PendingCopy{buffer, flat, value, &at});
@@ -232,6 +273,12 @@ std::string SharedMemory::issue_tma_element(int buffer, int64_t flat, int lane, 
 }
 
 void SharedMemory::tma_bytes(int barrier, int64_t slot, int64_t bytes) { slot_of(barrier, slot).tx_issued += bytes; }
+
+bool SharedMemory::phase_ready(int barrier, int64_t slot, int64_t parity) {
+  BarrierSlot& b = slot_of(barrier, slot);
+  if (!b.initialized || (parity != 0 && parity != 1) || b.phases % 2 != parity) return true;
+  return b.arrivals_missing == 0 && b.tx_announced == b.tx_issued;
+}
 
 std::string SharedMemory::wait_barrier(int barrier, int64_t slot, int64_t parity, int lane) {
   BarrierSlot& b = slot_of(barrier, slot);
@@ -263,9 +310,15 @@ std::string SharedMemory::wait_barrier(int barrier, int64_t slot, int64_t parity
     b.copies.clear();
     b.arrivals_missing = barrier_decls_[static_cast<size_t>(barrier)].count;
     b.tx_announced = b.tx_issued = 0;
+    b.last_arrivals = std::move(b.arrivals);
+    b.arrivals.clear();
   }
   int64_t& seen = b.observed[static_cast<size_t>(lane)];
   seen = std::max(seen, b.phases);
+  for (const auto& [arriver, count] : b.last_arrivals) {  // only filled with order_by_barriers()
+    int64_t& k = known_[static_cast<size_t>(lane) * static_cast<size_t>(lanes_) + static_cast<size_t>(arriver)];
+    k = std::max(k, count);
+  }
   return {};
 }
 

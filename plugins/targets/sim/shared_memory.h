@@ -24,6 +24,15 @@
 //     remote read of an element its block wrote (or started a copy into) in the same cluster
 //     phase, or a write after a remote read in the same phase, is a race; so is a remote read of an
 //     uninitialized element or of one with a copy in flight.
+//   * ordering without Sync() (warp-specialized kernels, whose roles never share a barrier of the
+//     whole block): with order_by_barriers(), an access by another thread since the last Sync()
+//     is no race when it happened before this thread's access through barriers: its thread
+//     arrived on an mbarrier phase (or a named barrier) after the access, and this thread waited
+//     on that phase (or passed that named barrier) since. One step of that relation is tracked
+//     (what a thread learns from a phase is who arrived in it, not what they had learned);
+//   * a wgmma's shared-memory operands are read until the WgmmaWait that completes it: writing or
+//     refilling an element a product in flight reads is a race, and the read counts as the
+//     reader's at the wait (an mbarrier arrival between the product and its wait orders nothing).
 // Every check returns an error message ("" when the access is fine); the block executor adds the
 // kernel, statement and thread.
 #pragma once
@@ -73,16 +82,31 @@ class SharedMemory {
   void commit_copies(int lane);
   std::string wait_copies(int lane, int64_t keep);
 
+  // A wgmma product reads the element (read() checked it) until end_async_read, by `lane` (its
+  // warpgroup's first thread), which then counts as its reader.
+  void begin_async_read(int buffer, int64_t flat);
+  void end_async_read(int buffer, int64_t flat, int lane);
+
+  // Tracks the orders barriers give without a Sync() (above); costs lanes^2 counters.
+  void order_by_barriers();
+  // A named barrier completes: each of `lanes` arrived after its accesses so far, and each has
+  // seen the others arrive.
+  void synchronize_lanes(const std::vector<int>& lanes);
+
   // MbarrierInit (every thread of the block; the block synchronizes after it): every slot of
   // barrier ring `barrier` starts phase 0 expecting its count of arrivals.
   std::string init_barrier(int barrier);
   // An arrival by `lane` on slot `slot`, announcing `tx` more bytes of transactions.
-  std::string arrive(int barrier, int64_t slot, int64_t tx);
+  std::string arrive(int barrier, int64_t slot, int64_t tx, int lane);
   // One element of a TMA copy tracked by `barrier`'s slot `slot` (`value` was read when the copy
   // was issued; the caller adds the copy's bytes with tma_bytes once per copy).
   std::string issue_tma_element(int buffer, int64_t flat, int lane, const SimStmt& at, double value, int barrier,
                                 int64_t slot);
   void tma_bytes(int barrier, int64_t slot, int64_t bytes);
+  // Whether a wait for the phase of parity `parity` of the slot would end now: the phase has
+  // completed, or can (every arrival in and the bytes announced moved). True for a wait
+  // wait_barrier refuses (uninitialized barrier, bad parity), so that it reports why.
+  bool phase_ready(int barrier, int64_t slot, int64_t parity);
   // `lane` waits for the phase of parity `parity` of the slot: completes it first when it is the
   // current phase (an error when it cannot complete), then records that the lane observed it.
   std::string wait_barrier(int barrier, int64_t slot, int64_t parity, int lane);
@@ -96,6 +120,8 @@ class SharedMemory {
     uint64_t epoch = 0;           // the barrier epoch the access history below belongs to
     int32_t writer = -1;          // lane that wrote it in that epoch
     int32_t reader0 = -1, reader1 = -1;  // up to two distinct lanes that read it in that epoch
+    int64_t writer_stamp = 0, reader0_stamp = 0, reader1_stamp = 0;  // their arrival counts then
+    int32_t async_reads = 0;      // wgmma products in flight that read it
     bool initialized = false;
     int32_t pending = 0;          // cp.async copies in flight into it
     bool tma_pending = false;     // the copy in flight is a TMA copy
@@ -129,6 +155,9 @@ class SharedMemory {
     int64_t phases = 0;            // completed phases (the current phase's parity is phases % 2)
     std::vector<PendingCopy> copies;
     std::vector<int64_t> observed;  // per lane: the phases it has seen complete
+    // order_by_barriers: (lane, its arrival count) of the current phase's arrivals and of the last
+    // completed phase's, which its waiters learn.
+    std::vector<std::pair<int, int64_t>> arrivals, last_arrivals;
   };
   BarrierSlot& slot_of(int barrier, int64_t slot) {
     return barriers_[static_cast<size_t>(barrier_base_[static_cast<size_t>(barrier)] + slot)];
@@ -136,6 +165,16 @@ class SharedMemory {
   std::string barrier_str(int barrier, int64_t slot) const;
 
   Element& touch(int buffer, int64_t flat);
+  // Whether `accessor`'s access when it had arrived `stamp` times is ordered before `lane`'s now.
+  bool ordered(int accessor, int64_t stamp, int lane) const {
+    return accessor == lane ||
+           (!known_.empty() && known_[static_cast<size_t>(lane) * static_cast<size_t>(lanes_) + static_cast<size_t>(accessor)] > stamp);
+  }
+  int64_t stamp(int lane) const { return known_.empty() ? 0 : arrivals_made_[static_cast<size_t>(lane)]; }
+  void note_reader(Element& e, int lane);
+  // The other thread's access (since the last barrier, not ordered before `lane`'s) a write or copy
+  // by `lane` would race with: "thread T wrote it (at `...`)" / "thread T read it", or "".
+  std::string unordered_access(const Element& e, int lane) const;
   // The race an asynchronous copy (`copy`: "cp.async", "a TMA copy") into the element by `lane`
   // would be, or "".
   std::string refill_race(const Element& e, int buffer, int64_t flat, int lane, std::string_view copy) const;
@@ -150,6 +189,8 @@ class SharedMemory {
   std::vector<int64_t> barrier_base_;  // per barrier ring: its first slot in barriers_
   std::vector<BarrierSlot> barriers_;
   int lanes_;
+  std::vector<int64_t> arrivals_made_;  // order_by_barriers: per lane, its barrier arrivals so far
+  std::vector<int64_t> known_;          // [lane * lanes + other]: the most arrivals of other that lane has seen
   uint64_t epoch_ = 1;
   uint64_t cluster_phase_ = 1;
 };

@@ -236,12 +236,17 @@ struct Cond {
 // ---- Tile IR ---------------------------------------------------------------------------------
 
 // `Tile(axes=(a0:256=THREAD, a1:32=BLOCK)):` the parallel decomposition of a kernel.
+// `Tile(axes=(...), producer=warpgroup):` its TMA Stages are issued by a producer warpgroup added
+// to the block, which runs ahead of the THREAD axes' warpgroups by up to a ring's slots (warp
+// specialization; materialize lowers it, docs/ir.md "Warp specialization").
 struct Tile {
   std::vector<TileAxis> axes;
   Body body;
+  TileProducer producer = TileProducer::None;
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("axes", s.axes, FieldRole::Data);
     f("body", s.body, FieldRole::Data);
+    f("producer", s.producer, FieldRole::Data);
   }
 };
 
@@ -407,6 +412,42 @@ struct Smem {
 struct Sync {
   template <class S, class F> static void reflect(S&, F&&) {}
 };
+
+// `NamedBarrier(id=1, threads=256)`: bar.sync id, threads: the executing warps wait until
+// `threads` threads (whole warps) have arrived at hardware barrier `id` (1..15; 0 is Sync's); a
+// barrier among some warps of the block, e.g. a warp-specialized kernel's consumers, whose
+// producer never reaches it. Accesses before it are ordered before its participants' accesses
+// after it.
+struct NamedBarrier {
+  int64_t id = 1;
+  int64_t threads = 0;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("id", s.id, FieldRole::Data);
+    f("threads", s.threads, FieldRole::Data);
+  }
+};
+
+// `SetMaxNReg(dec, regs=40)`: setmaxnreg.{inc,dec}.sync.aligned.u32: the executing warpgroup's
+// per-thread register count becomes `regs` (a multiple of 8 in [24, 256]); `dec` returns the
+// difference to the block's pool, `inc` waits until the pool holds it (sm_90a; a warp-specialized
+// producer gives its registers to the consumers).
+struct SetMaxNReg {
+  RegisterAction action = RegisterAction::Dec;
+  int64_t regs = 0;
+  template <class S, class F> static void reflect(S& s, F&& f) {
+    f("action", s.action, FieldRole::Data);
+    f("regs", s.regs, FieldRole::Data);
+  }
+};
+
+// The registers per thread a block of `threads` threads holds at launch when its kernel runs one
+// block per SM (`__launch_bounds__(threads, 1)`, as a kernel that uses SetMaxNReg is emitted): the
+// 64K registers one block may hold, split evenly in multiples of 8, at most 256. setmaxnreg moves
+// registers between warpgroups within that pool (block threads x this).
+constexpr int64_t launch_registers_per_thread(int64_t threads) {
+  const int64_t even = threads > 0 ? 65536 / threads / 8 * 8 : 0;
+  return even < 256 ? even : 256;
+}
 
 // `ClusterSync()`: every thread of every block of the thread-block cluster arrives and waits
 // (barrier.cluster.arrive.release + wait.acquire): shared-memory writes before it are visible to
@@ -733,7 +774,7 @@ struct WgmmaWait {
   /* Tile IR */ X(Tile) X(StridedLoop) X(Stage) X(Combine) X(AsyncWait) X(SlabMap) \
   /* Kernel IR */ X(Let) X(Smem) X(Sync) X(CpAsyncCopy) X(CpAsyncCommit)      \
   X(CpAsyncWait) X(TmaLoad) X(MbarrierInit) X(MbarrierArrive) \
-  X(MbarrierWait) X(WarpShuffle) X(TreeHalve) X(VectorLoad) X(VectorStore) X(ClusterSync) X(DsmemLoad) \
+  X(MbarrierWait) X(NamedBarrier) X(SetMaxNReg) X(WarpShuffle) X(TreeHalve) X(VectorLoad) X(VectorStore) X(ClusterSync) X(DsmemLoad) \
   /* tensor cores */ X(Fragment) X(LdMatrix) X(MmaSync) X(WgmmaMma) X(WgmmaFence) X(WgmmaCommit) X(WgmmaWait)
 
 enum class StmtKind : uint8_t {
@@ -791,6 +832,8 @@ constexpr StmtKindTraits stmt_kind_traits(StmtKind k) {
     case StmtKind::MbarrierInit: return   {kInKernel,         false, false,      false,        false};
     case StmtKind::MbarrierArrive: return {kInKernel,         false, false,      false,        false};
     case StmtKind::MbarrierWait: return   {kInKernel,         false, false,      false,        false};
+    case StmtKind::NamedBarrier: return   {kInKernel,         false, false,      false,        false};
+    case StmtKind::SetMaxNReg: return     {kInKernel,         false, false,      false,        false};
     case StmtKind::WarpShuffle: return    {kInKernel,         false, false,      true,         false};
     case StmtKind::TreeHalve: return      {kInKernel,         false, false,      false,        false};
     case StmtKind::VectorLoad: return     {kInKernel,         false, false,      true,         false};
@@ -893,6 +936,8 @@ std::vector<std::string> own_bound_names(const Stmt& s);
 // names; names not in the map are left alone.
 Body rename_names(const Body& body, const std::map<std::string, std::string>& renames);
 
+// Whether `body` holds a statement of kind `k` at any depth.
+bool contains_stmt_kind(const Body& body, StmtKind k);
 // Whether `body` holds a collective Tile IR statement (Stage, Combine, AsyncWait) at any depth.
 bool contains_collective(const Body& body);
 // Whether `body` holds a tensor-core statement (Fragment, LdMatrix, MmaSync, Wgmma*) at any depth: a

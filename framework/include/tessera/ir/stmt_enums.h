@@ -36,6 +36,13 @@ enum class MmaShape : uint8_t { M16N8K16, M16N8K8 };
 // columns 2 (t % 4) and 2 (t % 4) + 1), or transposed (.trans: the same elements of the matrix's
 // transpose), which turns a row-major K x N slab into mma's B fragment.
 enum class LdMatrixLayout : uint8_t { Rows, Trans };
+// Which way setmaxnreg moves a warpgroup's per-thread register count: up (it waits until the
+// block's pool has the registers) or down (it returns them to the pool).
+enum class RegisterAction : uint8_t { Inc, Dec };
+// Who issues a Tile's TMA Stages: every thread's block-wide copies (None), or a producer warpgroup
+// of its own running ahead of the THREAD axes' warpgroups, which consume the slabs (warp
+// specialization, sm_90a; materialize lowers it, docs/ir.md "Warp specialization").
+enum class TileProducer : uint8_t { None, Warpgroup };
 
 // The widest row a swizzle covers (a TMA box's inner row may not exceed it; 0 without a swizzle).
 constexpr int64_t swizzle_span_bytes(SmemSwizzle s) {
@@ -136,6 +143,17 @@ template <> struct StmtEnumTable<LdMatrixLayout> {
   static constexpr std::pair<LdMatrixLayout, std::string_view> entries[] = {{LdMatrixLayout::Rows, ""},
                                                                             {LdMatrixLayout::Trans, "trans"}};
   static constexpr std::string_view what = "an ldmatrix layout (trans or nothing)";
+};
+
+template <> struct StmtEnumTable<RegisterAction> {
+  static constexpr std::pair<RegisterAction, std::string_view> entries[] = {{RegisterAction::Inc, "inc"},
+                                                                            {RegisterAction::Dec, "dec"}};
+  static constexpr std::string_view what = "a register action (inc, dec)";
+};
+template <> struct StmtEnumTable<TileProducer> {
+  static constexpr std::pair<TileProducer, std::string_view> entries[] = {{TileProducer::None, "none"},
+                                                                          {TileProducer::Warpgroup, "warpgroup"}};
+  static constexpr std::string_view what = "a Tile producer (none, warpgroup)";
 };
 
 template <class E>

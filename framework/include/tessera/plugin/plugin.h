@@ -18,7 +18,7 @@ namespace tessera {
 
 class Registry;
 
-constexpr uint32_t kPluginApiVersion = 19;
+constexpr uint32_t kPluginApiVersion = 20;
 
 struct PluginDescriptor {
   uint32_t api_version;
