@@ -1300,6 +1300,39 @@ TEST_F(WgmmaTest, RingBufferedPipelinedSlabsMatchTheReference) {
     }
 }
 
+// specialize_warps: a producer warpgroup issues the TMA copies of rings of two and three swizzled
+// slabs (BK = 64, four of them) for one and two consumer warpgroups, with a bias, SiLU and a
+// residual in the epilogue; the simulator runs producer and consumers as concurrent roles.
+constexpr const char* kProducerPrograms[] = {
+    "x=torch.randn(128,256); nn.Linear(256,64)(x)",
+    "x=torch.randn(1,64,256); F.silu(nn.Linear(256,96,bias=False)(x))",
+    "x=torch.randn(64,256); x[:, :64] + nn.Linear(256,64,bias=False)(x)",
+};
+
+bool holds_producer_warpgroup(const Body& body) { return contains_stmt_kind(body, StmtKind::SetMaxNReg); }
+
+TEST_F(WgmmaTest, ProducerWarpgroupSchedulesMatchTheReference) {
+  const PipelineSpec heuristic = pipeline_;
+  const std::pair<const char*, int64_t> cases[] = {
+      {kProducerPrograms[0], 2}, {kProducerPrograms[0], 1}, {kProducerPrograms[1], 1}, {kProducerPrograms[2], 1}};
+  for (const auto& [text, warpgroups] : cases)
+    for (int64_t buffers : {2, 3})
+      for (DType dtype : {DType::BF16, DType::F16}) {
+        pipeline_ = heuristic;
+        pin("use_tensor_cores", "INSTR", AttrValue(std::string("wgmma")));
+        pin("use_tensor_cores", "WARPGROUPS", AttrValue(warpgroups));
+        pin("use_tensor_cores", "WGMMA_SLABS", AttrValue(std::string("swizzle128")));
+        pin("chunk_matmul_k", "BK", AttrValue(int64_t{64}));
+        pin("double_buffer", "BUFFERS", AttrValue(buffers));
+        pin("specialize_warps", "PRODUCER", AttrValue(std::string("warpgroup")));
+        SCOPED_TRACE(std::string(text) + " WARPGROUPS=" + std::to_string(warpgroups) + " BUFFERS=" + std::to_string(buffers) +
+                     " in " + std::string(dtype_short_name(dtype)));
+        check(text, std::nullopt, dtype);
+        if (HasFailure()) return;
+        EXPECT_EQ(kernels_holding(holds_producer_warpgroup), 1) << print_graph(last_lowered_);
+      }
+}
+
 // wgmma reads B K-major: `x @ w` (w[k, n], N-major) stays on mma.sync, and so does everything on a
 // device without the sm_90a features.
 TEST_F(WgmmaTest, NMajorOperandsAndDevicesWithoutWgmmaStayOnMmaSync) {
@@ -1345,6 +1378,29 @@ TEST_F(WgmmaTest, WarpgroupKernelsBuildWithNvrtcForSm90a) {
 #endif
 
 #ifdef TESSERA_HAVE_CUDA
+// The producer warpgroup's kernels: one block per SM (the register pool setmaxnreg rebalances),
+// named by __launch_bounds__, and setmaxnreg in both roles.
+TEST_F(WgmmaTest, ProducerWarpgroupKernelsBuildWithNvrtcForSm90a) {
+  pin("double_buffer", "BUFFERS", AttrValue(int64_t{2}));
+  pin("specialize_warps", "PRODUCER", AttrValue(std::string("warpgroup")));
+  int built = 0;
+  for (const char* text : kProducerPrograms) {
+    Graph g = trace(text, DType::BF16);
+    ASSERT_FALSE(HasFailure()) << text;
+    Status st = lower(g, pipeline_, Dialect::Cuda, device_);
+    ASSERT_TRUE(st) << text << ":\n" << st.error().render();
+    for (const Node* n : g.nodes()) {
+      const auto* op = n->op_as<CudaOp>();
+      if (op == nullptr || op->source.find("setmaxnreg.inc") == std::string::npos) continue;
+      EXPECT_NE(op->source.find("setmaxnreg.dec.sync.aligned.u32 40;"), std::string::npos) << op->source;
+      EXPECT_NE(op->source.find(", 1) void"), std::string::npos) << op->source;
+      EXPECT_EQ(test::nvrtc_compile(*op, "sm_90a"), "") << text;
+      ++built;
+    }
+  }
+  EXPECT_EQ(built, static_cast<int>(std::size(kProducerPrograms)));
+}
+
 TEST_F(TensorCoreTest, TensorCoreKernelsBuildWithNvrtcForSm80AndSm90) {
   int built = 0;
   for (const char* text : kTensorCorePrograms) {

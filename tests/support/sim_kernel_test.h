@@ -52,12 +52,13 @@ class SimKernelTest : public BuiltPluginsTest {
     return *op;
   }
 
-  // That `r` failed with an error message holding every one of `parts`.
+  // That `r` failed with an error whose message and notes hold every one of `parts`.
   static void expect_error_parts(const Expected<TargetRun>& r, const std::vector<std::string>& parts,
                                  const std::string& context = "") {
     ASSERT_FALSE(r) << "expected an error mentioning '" << parts.front() << "'\n" << context;
+    const std::string rendered = r.error().render();
     for (const std::string& part : parts)
-      EXPECT_NE(r.error().message.find(part), std::string::npos) << "missing '" << part << "' in: " << r.error().message;
+      EXPECT_NE(rendered.find(part), std::string::npos) << "missing '" << part << "' in: " << rendered;
   }
 
   std::unique_ptr<Target> target_;

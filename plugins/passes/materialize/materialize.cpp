@@ -4,8 +4,9 @@
 //   grid = (the BLOCK extents, first-listed as x) for two or three BLOCK axes within the grid's
 //   limits (x < 2^31, y and z <= 65535), else (product of the BLOCK extents, 1, 1);
 //   block = (product of the THREAD extents = T, 1, 1);
-//   dynamic_smem = the Smem layout's bytes (smem_layout) when they exceed the device's
-//   smem_per_block_static (the static __shared__ limit), else 0 (static arrays).
+//   dynamic_smem = the Smem layout's bytes (smem_layout) when they and the mbarriers' 8 bytes a
+//   slot exceed the device's smem_per_block_static (the static __shared__ limit), else 0 (static
+//   arrays).
 //   The body becomes, in order:
 //     - one `Smem` per Stage (source dtype, slab extents, pad added to the last) and per block
 //       Combine that needs one, in order of appearance (Kernel IR wants every Smem at the top);
@@ -290,9 +291,12 @@ class KernelBuilder {
 
     // Static __shared__ arrays up to the device's static limit; beyond it, one dynamic array the
     // Smem statements are carved from (up to the opt-in maximum, raised when the kernel loads).
+    // The mbarriers are static __shared__ words of their own (8 bytes a slot) beside the arrays.
     const int64_t smem_bytes = smem_layout_bytes(smem_);
-    if (smem_bytes > ctx_.device().smem_per_block) {
-      return ctx_.error_at(node_, "the kernel needs " + std::to_string(smem_bytes) +
+    int64_t barrier_bytes = 0;
+    for (const Stmt& b : barriers_) barrier_bytes += 8 * b.as<MbarrierInit>()->slots;
+    if (smem_bytes + barrier_bytes > ctx_.device().smem_per_block) {
+      return ctx_.error_at(node_, "the kernel needs " + std::to_string(smem_bytes + barrier_bytes) +
                                       " bytes of shared memory; device " + ctx_.device().name +
                                       " allows " + std::to_string(ctx_.device().smem_per_block) +
                                       " bytes per block");
@@ -314,7 +318,7 @@ class KernelBuilder {
     op->block = {block_threads, 1, 1};
     if (cluster_ > 1) op->cluster = {cluster_, 1, 1};
     op->params = tensor_maps_;
-    if (smem_bytes > ctx_.device().smem_per_block_static) op->dynamic_smem = smem_bytes;
+    if (smem_bytes + barrier_bytes > ctx_.device().smem_per_block_static) op->dynamic_smem = smem_bytes;
     op->body = canonicalize_names(body);
     return op;
   }

@@ -76,6 +76,8 @@ std::string why_not(const Tile& tile, const DeviceDesc& device) {
         return "the slab loop's step holds a collective statement";
       continue;
     }
+    if (loop != nullptr && contains_stmt_kind(loop->body, StmtKind::Stage))
+      return "the slab loop " + loop->var + " does not fill rings of TMA slabs (double_buffer BUFFERS >= 2, tma_copy)";
     if (contains_collective({s})) return "a collective statement outside a K slab loop over TMA rings";
   }
   if (rings != 1) return rings == 0 ? "no K slab loop over rings of TMA slabs (BUFFERS >= 2, tma_copy)"

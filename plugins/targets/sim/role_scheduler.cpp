@@ -93,23 +93,30 @@ Status RoleScheduler::wait_until(const std::function<bool()>& ready, const std::
   if (roles_.size() == 1) return stuck();  // no other role could end the wait
   role.state = State::Waiting;
   role.steps_at_wait = steps_;
+  role.stuck = &stuck;
   for (;;) {
     hand_over();
     await_turn(lock, me);
     if (failed_) {
       role.state = State::Runnable;
+      role.stuck = nullptr;
       role.cancelled = true;
       return make_error("sim: cancelled (another role of the block failed)");
     }
     if (ready()) {
       role.state = State::Runnable;
+      role.stuck = nullptr;
       ++steps_;
       return Status::ok();
     }
     if (steps_ == role.steps_at_wait) {  // every other role had a turn since, and none went on
       role.state = State::Runnable;
+      role.stuck = nullptr;
       failed_ = true;
-      Status error = stuck();
+      Diagnostic error = stuck();
+      for (const auto& [id, other] : roles_)  // they wait too (their stacks are alive, their turn is ours)
+        if (id != me && other->state == State::Waiting && other->stuck != nullptr)
+          error.note("meanwhile: " + (*other->stuck)().message);
       return error;
     }
     role.steps_at_wait = steps_;

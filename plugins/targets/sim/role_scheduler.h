@@ -40,7 +40,8 @@ class RoleScheduler {
   Status run_concurrently(const std::vector<std::function<Status()>>& roles);
 
   // Called by the running role at a statement that may wait: returns ok once `ready()` holds
-  // (asked again at each of the role's turns), or `stuck()` when no role can make progress.
+  // (asked again at each of the role's turns), or `stuck()` when no role can make progress, with
+  // a note of what each other waiting role waits for.
   Status wait_until(const std::function<bool()>& ready, const std::function<Diagnostic()>& stuck);
 
   // More than one role is alive: a wait may be ended by another role.
@@ -54,6 +55,7 @@ class RoleScheduler {
     int children_left = 0;
     uint64_t steps_at_wait = 0;  // the progress count when the role last found its condition false
     bool cancelled = false;      // stopped at a wait because another role failed
+    const std::function<Diagnostic()>* stuck = nullptr;  // while waiting: what it waits for
     Status result = Status::ok();
     std::condition_variable turn;
   };

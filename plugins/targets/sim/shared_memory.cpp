@@ -116,7 +116,8 @@ std::string SharedMemory::read(int buffer, int64_t flat, int lane, double& value
   }
   if (e.writer >= 0 && !ordered(e.writer, e.writer_stamp, lane))
     return "race on " + element_str(buffer, flat) + ": thread " + thread_name_(e.writer) + " wrote it (at `" +
-           stmt_text(*e.writer_stmt->source) + "`) and this thread reads it with no Sync() in between";
+           stmt_text(*e.writer_stmt->source) + "`) and this thread reads it with no Sync() in between" +
+           unordered_by_barriers();
   note_reader(e, lane);
   value = buffers_[static_cast<size_t>(buffer)].data[static_cast<size_t>(flat)];
   return {};
@@ -131,7 +132,8 @@ std::string SharedMemory::write(int buffer, int64_t flat, int lane, const SimStm
     return "race on " + element_str(buffer, flat) + ": a wgmma.mma_async in flight reads it and this thread writes it "
            "(no WgmmaWait completed the product first)";
   if (std::string other = unordered_access(e, lane); !other.empty())
-    return "race on " + element_str(buffer, flat) + ": " + other + " and this thread writes it with no Sync() in between";
+    return "race on " + element_str(buffer, flat) + ": " + other + " and this thread writes it with no Sync() in between" +
+           unordered_by_barriers();
   if (e.landed_barrier >= 0) {
     if (barriers_[static_cast<size_t>(e.landed_barrier)].observed[static_cast<size_t>(lane)] < e.landed_phase)
       return "writes " + element_str(buffer, flat) + ", which a TMA copy wrote, without waiting on its barrier's phase";
@@ -157,7 +159,7 @@ std::string SharedMemory::refill_race(const Element& e, int buffer, int64_t flat
            std::string(copy) + " (no WgmmaWait completed the product first)";
   if (std::string other = unordered_access(e, lane); !other.empty())
     return "race on " + element_str(buffer, flat) + ": " + other + " and this thread refills it with " + std::string(copy) +
-           " with no Sync() in between";
+           " with no Sync() in between" + unordered_by_barriers();
   return {};
 }
 

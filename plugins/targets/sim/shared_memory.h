@@ -175,6 +175,12 @@ class SharedMemory {
   // The other thread's access (since the last barrier, not ordered before `lane`'s) a write or copy
   // by `lane` would race with: "thread T wrote it (at `...`)" / "thread T read it", or "".
   std::string unordered_access(const Element& e, int lane) const;
+  // With order_by_barriers, the rest of a race message: what else would have ordered the accesses.
+  std::string unordered_by_barriers() const {
+    return known_.empty() ? std::string()
+                          : " and no barrier ordering it first (an mbarrier phase this thread waited on, or a named "
+                            "barrier it passed, that the other thread reached after its access)";
+  }
   // The race an asynchronous copy (`copy`: "cp.async", "a TMA copy") into the element by `lane`
   // would be, or "".
   std::string refill_race(const Element& e, int buffer, int64_t flat, int lane, std::string_view copy) const;
