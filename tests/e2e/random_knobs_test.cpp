@@ -1097,7 +1097,8 @@ INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::sani
 // conversion to the output dtype, a residual), a (1, S, H) activation, a batched matmul (its batch
 // axes become block axes), a projection split into heads (two N axes), a split-K projection (few
 // outputs, long K: each split's K offset a block axis), an o projection reading attention heads
-// along K (one head a K slab) and shapes whose tiles fit in several ways; every schedule
+// along K (one head a K slab), a gated MLP (two products of one activation, their accumulators
+// combined in the epilogue) and shapes whose tiles fit in several ways; every schedule
 // (the heuristic, every geometry knob value pinned alone, sampled schedules with INSTR pinned)
 // must match the reference in bf16 and f16, with its matmul kernel on the tensor cores.
 constexpr const char* kTensorCorePrograms[] = {
@@ -1111,6 +1112,7 @@ constexpr const char* kTensorCorePrograms[] = {
     "x=torch.randn(32,64); w=torch.randn(64,64); x + x @ w",
     "x=torch.randn(32,2048); nn.Linear(2048,64,bias=False)(x)",
     "a=torch.randn(1,2,32,64); nn.Linear(128,64,bias=False)(a.transpose(1,2).reshape(1,32,128))",
+    "x=torch.randn(1,32,128); F.silu(nn.Linear(128,64,bias=False)(x)) * nn.Linear(128,64,bias=False)(x)",
 };
 
 class TensorCoreTest : public RandomKnobsTest {
@@ -1225,15 +1227,16 @@ TEST_F(TensorCoreTest, SampledSchedulesOnTheTensorCoresMatchTheReference) {
 // use_tensor_cores with INSTR = wgmma, on the sm_90a variant of the H100 (`--arch sm_90a`):
 // warpgroups multiply K-major slabs (an activation's rows and an nn.Linear weight's) staged in the
 // descriptors' interleaved layout. The programs cover one and two warpgroups, a bias, SiLU and a
-// residual in the epilogue, a (1, S, H) activation, N = 96 (WGMMA_N 32) and a projection split into
-// heads; every schedule must match the reference in bf16 and f16 with its matmul kernel on
-// warpgroup products.
+// residual in the epilogue, a (1, S, H) activation, N = 96 (WGMMA_N 32), a projection split into
+// heads and a gated MLP (two products per step, one A slab); every schedule must match the
+// reference in bf16 and f16 with its matmul kernel on warpgroup products.
 constexpr const char* kWgmmaPrograms[] = {
     "x=torch.randn(64,128); nn.Linear(128,64,bias=False)(x)",
     "x=torch.randn(128,64); nn.Linear(64,128)(x)",
     "x=torch.randn(1,64,128); F.silu(nn.Linear(128,96,bias=False)(x))",
     "x=torch.randn(1,64,64); nn.Linear(64,128,bias=False)(x).view(1,64,2,64).transpose(1,2)",
     "x=torch.randn(64,64); x + nn.Linear(64,64,bias=False)(x)",
+    "x=torch.randn(1,64,128); F.silu(nn.Linear(128,64,bias=False)(x)) * nn.Linear(128,64,bias=False)(x)",
 };
 
 class WgmmaTest : public TensorCoreTest {
@@ -1302,11 +1305,13 @@ TEST_F(WgmmaTest, RingBufferedPipelinedSlabsMatchTheReference) {
 
 // specialize_warps: a producer warpgroup issues the TMA copies of rings of two and three swizzled
 // slabs (BK = 64, four of them) for one and two consumer warpgroups, with a bias, SiLU and a
-// residual in the epilogue; the simulator runs producer and consumers as concurrent roles.
+// residual in the epilogue, and a gated MLP's two Bs; the simulator runs producer and consumers as
+// concurrent roles.
 constexpr const char* kProducerPrograms[] = {
     "x=torch.randn(128,256); nn.Linear(256,64)(x)",
     "x=torch.randn(1,64,256); F.silu(nn.Linear(256,96,bias=False)(x))",
     "x=torch.randn(64,256); x[:, :64] + nn.Linear(256,64,bias=False)(x)",
+    "x=torch.randn(1,64,256); F.silu(nn.Linear(256,64,bias=False)(x)) * nn.Linear(256,64,bias=False)(x)",
 };
 
 bool holds_producer_warpgroup(const Body& body) { return contains_stmt_kind(body, StmtKind::SetMaxNReg); }
@@ -1314,7 +1319,8 @@ bool holds_producer_warpgroup(const Body& body) { return contains_stmt_kind(body
 TEST_F(WgmmaTest, ProducerWarpgroupSchedulesMatchTheReference) {
   const PipelineSpec heuristic = pipeline_;
   const std::pair<const char*, int64_t> cases[] = {
-      {kProducerPrograms[0], 2}, {kProducerPrograms[0], 1}, {kProducerPrograms[1], 1}, {kProducerPrograms[2], 1}};
+      {kProducerPrograms[0], 2}, {kProducerPrograms[0], 1}, {kProducerPrograms[1], 1}, {kProducerPrograms[2], 1},
+      {kProducerPrograms[3], 1}};
   for (const auto& [text, warpgroups] : cases)
     for (int64_t buffers : {2, 3})
       for (DType dtype : {DType::BF16, DType::F16}) {

@@ -6,8 +6,10 @@
 // contraction (tessera/ir/contraction.h) over them, cut into BK-deep slabs by chunk_matmul_k (BK a
 // multiple of 16 dividing K; a K loop it left whole is one slab of K), whose per-k step is
 // `cast(load A[m, k]) * cast(load B[k, n])` (or B[n, k], an nn.Linear weight) accumulated into one
-// f32 accumulator, with 16-bit A and B, the accumulator's Init (and values, which move to the
-// epilogue) before the loop and an epilogue of values and writes after it. Around that core:
+// f32 accumulator, or two such products of the same A by two Bs read alike, each into its own
+// accumulator (a gated MLP's gate and up projections: one A slab and fragment serve both), with
+// 16-bit A and B, the accumulators' Inits (and values, which move to the epilogue) before the loop
+// and an epilogue of values and writes after it. Around that core:
 // dimensions before the matrix's two indexed by constants, batch axes or the K slab (x[0, m, k],
 // q[b, m, k], a[0, ko, m, ki]); K offset by batch axes (split_matmul_k's splits); N as two axes
 // that B's index combines into one column (`w[h * 64 + d, k]`, a projection split into heads).
@@ -44,15 +46,16 @@
 //   wgmma feature, B is read B[n, k] (K-major, as both descriptors are), 64 divides M and the two
 //   slabs fit device.smem_per_block_static with some WGMMA_N); for mma_sync WARPS_M (1, 2, 4), WARPS_N (1, 2, 4),
 //   MMA_M (1, 2, 4) and MMA_N (1, 2, 4, 8), each offered where the tile divides M and N, the two
-//   slabs fit device.smem_per_block_static and MMA_M x MMA_N <= 16 (accumulator registers).
+//   slabs fit device.smem_per_block_static and MMA_M x MMA_N x products <= 16 (accumulator registers).
 //   Heuristic: mma_sync; 2 x 2 warps, MMA_M 2 and MMA_N 4 (a 64 x 64 block tile of 128 threads),
 //   each halved while it does not divide; then, while the blocks are fewer than device.sm_count,
 //   MMA_N, MMA_M, WARPS_N and WARPS_M halved in that order (a projection of few rows still gives
 //   every SM a block). For wgmma WARPGROUPS (1, 2) and WGMMA_N (8, 16, ..., 256), where they divide M
-//   and N and the slabs fit, then WGMMA_SLABS (interleaved; swizzle128 where the device has TMA,
-//   64 divides BK and the 1024-byte aligned slabs fit). Heuristic: wgmma where offered, else
-//   mma_sync; two warpgroups where the blocks of 64-wide tiles still fill the SMs, WGMMA_N the
-//   widest up to 128 (up to 64 where wider leaves SMs idle), swizzle128 where offered.
+//   and N, the slabs fit and the products' accumulators hold at most 128 f32 a thread, then
+//   WGMMA_SLABS (interleaved; swizzle128 where the device has TMA, 64 divides BK and the 1024-byte
+//   aligned slabs fit). Heuristic: wgmma where offered, else mma_sync; two warpgroups where the
+//   blocks of 64-wide tiles still fill the SMs, WGMMA_N the widest up to 128 columns of products
+//   (up to 64 where wider leaves SMs idle; halved for two products), swizzle128 where offered.
 // Accepts: Tile IR; skips, with the reason, kernels of another shape. The passes after it that do
 //   not know fragments leave the schedule alone (TilePass::handles_tensor_cores); materialize
 //   lowers it.
@@ -107,7 +110,20 @@ constexpr MmaShape kShape = MmaShape::M16N8K16;
 // fall on the 8 groups of 4 banks), where unpadded rows of 64 or 128 bytes put 4 or 8 of them on
 // the same banks. An even count of units gets 8 more elements (16 bytes); rows stay 16-byte aligned.
 constexpr int64_t slab_row_pad(int64_t columns) { return (columns / 8) % 2 == 0 ? 8 : 0; }
-constexpr int64_t kMaxTilesPerWarp = 16;  // MMA_M x MMA_N: 4 f32 accumulators each (64 registers)
+constexpr int64_t kMaxTilesPerWarp = 16;  // MMA_M x MMA_N x products: 4 f32 accumulators each (64 registers)
+// A thread's f32 accumulator registers of the warpgroup products (N / 2 per product): m64n256k16's
+// 128, which leaves the rest of the 255 for addresses and the epilogue.
+constexpr int64_t kMaxWgmmaAccumulators = 128;
+
+// One product of the shared A: B times A into its own accumulator (a gated MLP's gate and up
+// projections read the same activation).
+struct Product {
+  std::string acc;   // its f32 accumulator
+  std::string b;     // its B operand's buffer
+  ExprList b_lead;   // B's constant index dimensions before the matrix's two
+  Expr b_k;          // a slab's origin along B's K dimension
+};
+constexpr size_t kMaxProducts = 2;
 
 // The matmul the pass rewrites, as found in the Tile.
 struct Matmul {
@@ -116,19 +132,18 @@ struct Matmul {
   int64_t n_inner_extent = 0;
   std::vector<TileAxis> batch;   // its other PARALLEL axes (batch dimensions): BLOCK axes of the schedule
   int64_t m_extent = 0, n_extent = 0;
-  std::string a, b;              // the operands' buffers
-  ExprList a_lead, b_lead;       // their constant index dimensions before the matrix's two
-  Expr a_k, b_k;                 // a slab's origin along their K dimension (ko * BK, + s * K / S)
-  bool b_n_major = false;        // B indexed [n, k] (an nn.Linear weight) rather than [k, n]
+  std::string a;                 // A's buffer
+  ExprList a_lead;               // its constant index dimensions before the matrix's two
+  Expr a_k;                      // a slab's origin along its K dimension (ko * BK, + s * K / S)
+  std::vector<Product> products; // A times each B, in the order of their Accums
+  bool b_n_major = false;        // every B indexed [n, k] (an nn.Linear weight) rather than [k, n]
   DType dtype = DType::BF16;     // A's and B's element type
-  std::string acc;               // the f32 accumulator
   std::string slab;              // the K slab loop's variable (the K loop's, when K is one slab)
   int64_t depth = 0, slabs = 0;  // BK (K when not chunked) and K / BK
   Body epilogue;                 // the statements after the K loop
 };
 
 bool is_var(const Expr& e, const std::string& name) { return e.is(ExprKind::Var) && e.name() == name; }
-bool is_value(const Expr& e, const std::string& name) { return e.is(ExprKind::Value) && e.name() == name; }
 
 // The matmul of `tile`, or nullopt with why it is not one this pass schedules (why_not left empty
 // for a kernel without a contraction).
@@ -145,9 +160,11 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     return std::nullopt;
   }
   const Contraction& c = cs[0];
-  if (c.operands.size() != 2 || c.m_axes.size() != 1 || c.n_axes.empty() || c.n_axes.size() > 2 || !c.guards.empty() ||
-      c.accumulators.size() != 1 || tile.axes.size() != 1 + c.n_axes.size() + c.batch_axes.size()) {
-    why_not = "not a plain (batched) M x N x K product of two operands into one accumulator";
+  const size_t products = c.accumulators.size();
+  if (products == 0 || products > kMaxProducts || c.operands.size() != products + 1 || c.m_axes.size() != 1 ||
+      c.n_axes.empty() || c.n_axes.size() > 2 || !c.guards.empty() ||
+      tile.axes.size() != 1 + c.n_axes.size() + c.batch_axes.size()) {
+    why_not = "not a plain (batched) M x N x K product of A and one or two Bs, each into an accumulator of its own";
     return std::nullopt;
   }
   const int64_t depth = c.chunked() ? c.slab_depth : c.k_extent();
@@ -163,52 +180,65 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     else if (std::find(c.n_axes.begin(), c.n_axes.end(), a.name) != c.n_axes.end()) n_extents[a.name] = a.extent;
     else mm.batch.push_back(a);
   }
-  mm.acc = c.accumulators[0];
   mm.slab = c.k;  // unchunked: the K loop itself becomes the one slab's loop
   mm.depth = depth;
   mm.slabs = c.k_extent() / depth;
 
-  // The step: load A, load B, a cast of each to f32, their product, accumulated.
+  // The step: load A, and per product load B, a cast of each to f32, their product, accumulated.
   const Loop& k_loop = contraction_loop(tile, c);
   const auto* step_loop = !c.chunked() ? &k_loop : k_loop.body.size() == 1 ? k_loop.body[0].as<Loop>() : nullptr;
-  if (step_loop == nullptr || step_loop->body.size() != 6) {
-    why_not = "the per-k step is not two loads, two casts, a product and an Accum";
+  const std::string step_shape = "the per-k step is not loads of A and each B, their casts, the products and Accums";
+  if (step_loop == nullptr || step_loop->body.size() != 4 * products + 2) {
+    why_not = step_shape;
     return std::nullopt;
   }
   std::map<std::string, const Load*> loads;
   std::map<std::string, std::string> cast_of;  // cast value -> loaded value
-  const Assign* product = nullptr;
-  const Accum* accum = nullptr;
+  std::map<std::string, const Assign*> product_of;
+  std::vector<const Accum*> accums;
   for (const Stmt& s : step_loop->body) {
     if (const auto* l = s.as<Load>()) loads[l->dst] = l;
     else if (const auto* a = s.as<Assign>(); a && a->op == ElementwiseFn::Cast && a->type == ValueType{} &&
                                               a->args.size() == 1 && a->args[0].is(ExprKind::Value))
       cast_of[a->dst] = a->args[0].name();
-    else if (a && a->op == ElementwiseFn::Mul && a->type == ValueType{} && a->args.size() == 2) product = a;
-    else if (const auto* acc = s.as<Accum>(); acc && acc->op == CombineFn::Add && acc->index.empty()) accum = acc;
+    else if (a && a->op == ElementwiseFn::Mul && a->type == ValueType{} && a->args.size() == 2) product_of[a->dst] = a;
+    else if (const auto* acc = s.as<Accum>(); acc && acc->op == CombineFn::Add && acc->index.empty()) accums.push_back(acc);
   }
-  if (loads.size() != 2 || cast_of.size() != 2 || product == nullptr || accum == nullptr ||
-      !is_value(accum->value, product->dst)) {
-    why_not = "the per-k step is not two loads, two casts, a product and an Accum";
+  if (loads.size() != products + 1 || cast_of.size() != products + 1 || product_of.size() != products ||
+      accums.size() != products) {
+    why_not = step_shape;
     return std::nullopt;
-  }
-  std::vector<const Load*> operands;  // in the product's order
-  for (const Expr& arg : product->args) {
-    if (!arg.is(ExprKind::Value) || !cast_of.count(arg.name()) || !loads.count(cast_of[arg.name()])) {
-      why_not = "the product does not multiply the two cast loads";
-      return std::nullopt;
-    }
-    operands.push_back(loads[cast_of[arg.name()]]);
   }
   const Load* la = nullptr;
-  const Load* lb = nullptr;
-  for (const Load* l : operands) (l->buffer == c.a().buffer ? la : lb) = l;
-  if (la == nullptr || lb == nullptr || la == lb) {
-    why_not = "the product does not multiply A by B";
-    return std::nullopt;
+  std::vector<const Load*> lbs;  // per product, in the order of the Accums
+  for (const Accum* accum : accums) {
+    auto product = accum->value.is(ExprKind::Value) ? product_of.find(accum->value.name()) : product_of.end();
+    if (product == product_of.end()) {
+      why_not = step_shape;
+      return std::nullopt;
+    }
+    const Load* a_load = nullptr;
+    const Load* b_load = nullptr;
+    for (const Expr& arg : product->second->args) {
+      if (!arg.is(ExprKind::Value) || !cast_of.count(arg.name()) || !loads.count(cast_of[arg.name()])) {
+        why_not = "a product does not multiply two cast loads";
+        return std::nullopt;
+      }
+      const Load* l = loads[cast_of[arg.name()]];
+      (l->buffer == c.a().buffer ? a_load : b_load) = l;
+    }
+    if (a_load == nullptr || b_load == nullptr || (la != nullptr && a_load != la)) {
+      why_not = "the products do not multiply one A by each B";
+      return std::nullopt;
+    }
+    la = a_load;
+    lbs.push_back(b_load);
+    mm.products.push_back(Product{accum->acc, b_load->buffer, {}, Expr()});
   }
+  const Load* lb = lbs[0];
   mm.dtype = la->type.dtype;
-  if ((mm.dtype != DType::BF16 && mm.dtype != DType::F16) || !(la->type == lb->type) || !la->type.is_scalar()) {
+  if ((mm.dtype != DType::BF16 && mm.dtype != DType::F16) || !la->type.is_scalar() ||
+      !std::all_of(lbs.begin(), lbs.end(), [&](const Load* l) { return l->type == la->type; })) {
     why_not = "the operands are not both bf16 or both f16";
     return std::nullopt;
   }
@@ -270,33 +300,50 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     mm.n = fresh_name("n", names);
     mm.n_extent = n_extents[mm.n_outer] * mm.n_inner_extent;
   }
-  if (leading(*lb, mm.b_lead) && along_k(lb->index[rb - 2], mm.b_k) && same(lb->index[rb - 1], n_index)) {
-    mm.b_n_major = false;
-  } else if (leading(*lb, mm.b_lead) && same(lb->index[rb - 2], n_index) && along_k(lb->index[rb - 1], mm.b_k)) {
-    mm.b_n_major = true;
-  } else {
-    why_not = "B is read as neither B[k, n] nor B[n, k]";
-    return std::nullopt;
+  for (size_t p = 0; p < products; ++p) {
+    const Load& l = *lbs[p];
+    Product& product = mm.products[p];
+    bool n_major = false;
+    if (l.index.size() == rb && leading(l, product.b_lead) && along_k(l.index[rb - 2], product.b_k) &&
+        same(l.index[rb - 1], n_index)) {
+      n_major = false;
+    } else if (l.index.size() == rb && leading(l, product.b_lead) && same(l.index[rb - 2], n_index) &&
+               along_k(l.index[rb - 1], product.b_k)) {
+      n_major = true;
+    } else {
+      why_not = "B is read as neither B[k, n] nor B[n, k]";
+      return std::nullopt;
+    }
+    if (p > 0 && n_major != mm.b_n_major) {
+      why_not = "the Bs are not all read the same way ([k, n] or [n, k])";
+      return std::nullopt;
+    }
+    mm.b_n_major = n_major;
+    const Node* nb = g.find(product.b);
+    if (nb == nullptr || static_cast<size_t>(nb->type.rank()) != rb) {
+      why_not = "an operand is not a graph tensor of its index's rank";
+      return std::nullopt;
+    }
   }
   mm.a = la->buffer;
-  mm.b = lb->buffer;
   const Node* na = g.find(mm.a);
-  const Node* nb = g.find(mm.b);
-  if (na == nullptr || nb == nullptr || static_cast<size_t>(na->type.rank()) != ra ||
-      static_cast<size_t>(nb->type.rank()) != rb) {
+  if (na == nullptr || static_cast<size_t>(na->type.rank()) != ra) {
     why_not = "an operand is not a graph tensor of its index's rank";
     return std::nullopt;
   }
 
-  // Prologue: the accumulator's Init(0.0) and values (a residual's load), which move to the
+  // Prologue: the accumulators' Init(0.0) and values (a residual's load), which move to the
   // epilogue; epilogue: values and writes.
   const Body& body = tile.body;
-  bool initialized = false;
+  std::set<std::string> initialized;
+  auto is_accumulator = [&mm](const std::string& name) {
+    return std::any_of(mm.products.begin(), mm.products.end(), [&](const Product& p) { return p.acc == name; });
+  };
   for (size_t i = 0; i < c.index; ++i) {
     const Stmt& s = body[i];
-    if (const auto* init = s.as<Init>(); init && init->acc == mm.acc && init->type == ValueType{} &&
+    if (const auto* init = s.as<Init>(); init && is_accumulator(init->acc) && init->type == ValueType{} &&
                                           structurally_equal(init->value, Expr::float_(0.0))) {
-      initialized = true;
+      initialized.insert(init->acc);
     } else if (computes_value_only(s)) {
       mm.epilogue.push_back(s);
     } else {
@@ -304,8 +351,8 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
       return std::nullopt;
     }
   }
-  if (!initialized) {
-    why_not = "the accumulator is not initialized to 0.0 before the K loop";
+  if (initialized.size() != products) {
+    why_not = "an accumulator is not initialized to 0.0 before the K loop";
     return std::nullopt;
   }
   for (size_t i = c.index + 1; i < body.size(); ++i) {
@@ -344,8 +391,13 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
   const std::string lane = fresh_name("lane", taken), wn = fresh_name("wn", taken), wm = fresh_name("wm", taken),
                     bn = fresh_name("bn", taken), bm = fresh_name("bm", taken), ks = fresh_name("ks", taken),
                     i = fresh_name("i", taken), j = fresh_name("j", taken), e = fresh_name("e", taken),
-                    fa = fresh_name("fa", taken), fb = fresh_name("fb", taken);
-  const std::string a_smem = fresh_name(mm.a + "_smem", taken), b_smem = fresh_name(mm.b + "_smem", taken);
+                    fa = fresh_name("fa", taken);
+  const std::string a_smem = fresh_name(mm.a + "_smem", taken);
+  std::vector<std::string> fb, b_smem;  // per product
+  for (const Product& p : mm.products) {
+    fb.push_back(fresh_name("fb", taken));
+    b_smem.push_back(fresh_name(p.b + "_smem", taken));
+  }
   const MmaDims d = mma_dims(kShape);
   const Expr L = Expr::var(lane), I = Expr::var(i), J = Expr::var(j), E = Expr::var(e), KS = Expr::var(ks);
   const int64_t bm_size = geo.bm(), bn_size = geo.bn();
@@ -355,9 +407,10 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
               TileAxis{wm, geo.warps_m, AxisBinding::Thread}, TileAxis{bn, mm.n_extent / bn_size, AxisBinding::Block},
               TileAxis{bm, mm.m_extent / bm_size, AxisBinding::Block}};
   for (const TileAxis& b : mm.batch) out.axes.push_back(TileAxis{b.name, b.extent, AxisBinding::Block});
-  out.body.push_back(Init{mm.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.mma_m, geo.mma_n, d.c_elements()}}});
+  for (const Product& p : mm.products)
+    out.body.push_back(Init{p.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.mma_m, geo.mma_n, d.c_elements()}}});
   out.body.push_back(Fragment{fa, ValueType{mm.dtype, 1, {geo.mma_m, d.a_elements()}}});
-  out.body.push_back(Fragment{fb, ValueType{mm.dtype, 1, {geo.mma_n, d.b_elements()}}});
+  for (const std::string& f : fb) out.body.push_back(Fragment{f, ValueType{mm.dtype, 1, {geo.mma_n, d.b_elements()}}});
 
   // One K slab: stage both operands' slabs, then BK / 16 steps of fragment loads and products.
   // A slab of rows x columns at (row, column) of an operand's last two dimensions.
@@ -376,23 +429,29 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
   Body slab;
   slab.push_back(stage(a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, SlabDim{bm, bm_size},
                        SlabDim{mm.slab, mm.depth}));
-  if (mm.b_n_major)
-    slab.push_back(stage(b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, mm.b_k, SlabDim{bn, bn_size},
-                         SlabDim{mm.slab, mm.depth}));
-  else
-    slab.push_back(stage(b_smem, mm.b, mm.b_lead, mm.b_k, Expr::var(bn) * bn_size, SlabDim{mm.slab, mm.depth},
-                         SlabDim{bn, bn_size}));
+  for (size_t p = 0; p < mm.products.size(); ++p) {
+    const Product& pr = mm.products[p];
+    if (mm.b_n_major)
+      slab.push_back(stage(b_smem[p], pr.b, pr.b_lead, Expr::var(bn) * bn_size, pr.b_k, SlabDim{bn, bn_size},
+                           SlabDim{mm.slab, mm.depth}));
+    else
+      slab.push_back(stage(b_smem[p], pr.b, pr.b_lead, pr.b_k, Expr::var(bn) * bn_size, SlabDim{mm.slab, mm.depth},
+                           SlabDim{bn, bn_size}));
+  }
   const Expr warp_row = Expr::var(wm) * (16 * geo.mma_m), warp_col = Expr::var(wn) * (8 * geo.mma_n);
   Body step;
   step.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.mma_m), LoopRole::None, geo.mma_m,
                       {LdMatrix{fa, {I}, a_smem, {warp_row + I * 16 + L % 16, KS * 16 + L / 16 * 8}, 4}}});
-  const LdMatrix load_b =
-      mm.b_n_major ? LdMatrix{fb, {J}, b_smem, {warp_col + J * 8 + L % 8, KS * 16 + L / 8 % 2 * 8}, 2}
-                   : LdMatrix{fb, {J}, b_smem, {KS * 16 + L % 16, warp_col + J * 8}, 2, LdMatrixLayout::Trans};
-  step.push_back(Loop{j, Expr::int_(0), Expr::int_(geo.mma_n), LoopRole::None, geo.mma_n, {load_b}});
-  step.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.mma_m), LoopRole::None, geo.mma_m,
-                      {Loop{j, Expr::int_(0), Expr::int_(geo.mma_n), LoopRole::None, geo.mma_n,
-                            {MmaSync{mm.acc, {I, J}, fa, {I}, fb, {J}, kShape, mm.dtype}}}}});
+  for (size_t p = 0; p < mm.products.size(); ++p) {
+    const LdMatrix load_b =
+        mm.b_n_major ? LdMatrix{fb[p], {J}, b_smem[p], {warp_col + J * 8 + L % 8, KS * 16 + L / 8 % 2 * 8}, 2}
+                     : LdMatrix{fb[p], {J}, b_smem[p], {KS * 16 + L % 16, warp_col + J * 8}, 2, LdMatrixLayout::Trans};
+    step.push_back(Loop{j, Expr::int_(0), Expr::int_(geo.mma_n), LoopRole::None, geo.mma_n, {load_b}});
+  }
+  for (size_t p = 0; p < mm.products.size(); ++p)
+    step.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.mma_m), LoopRole::None, geo.mma_m,
+                        {Loop{j, Expr::int_(0), Expr::int_(geo.mma_n), LoopRole::None, geo.mma_n,
+                              {MmaSync{mm.products[p].acc, {I, J}, fa, {I}, fb[p], {J}, kShape, mm.dtype}}}}});
   slab.push_back(Loop{ks, Expr::int_(0), Expr::int_(mm.depth / 16), LoopRole::Reduce, 0, std::move(step)});
   out.body.push_back(Loop{mm.slab, Expr::int_(0), Expr::int_(mm.slabs), LoopRole::Reduce, 0, std::move(slab)});
 
@@ -400,7 +459,8 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
   const Expr row = Expr::var(bm) * bm_size + warp_row + I * 16 + L / 4 + E / 2 * 8;
   const Expr col = Expr::var(bn) * bn_size + warp_col + J * 8 + L % 4 * 2 + E % 2;
   // substitute replaces Values too: the accumulator becomes its element.
-  std::map<std::string, Expr> at_element = {{mm.m, row}, {mm.n, col}, {mm.acc, Expr::element(mm.acc, {I, J, E})}};
+  std::map<std::string, Expr> at_element = {{mm.m, row}, {mm.n, col}};
+  for (const Product& p : mm.products) at_element[p.acc] = Expr::element(p.acc, {I, J, E});
   if (!mm.n_outer.empty()) {
     at_element[mm.n_outer] = col / mm.n_inner_extent;
     at_element[mm.n_inner] = col % mm.n_inner_extent;
@@ -489,7 +549,9 @@ Stage wgmma_stage(WgmmaSlabs layout, const std::string& dst, const std::string& 
 Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::string>& taken) {
   const std::string lane = fresh_name("lane", taken), wg = fresh_name("wg", taken), bn = fresh_name("bn", taken),
                     bm = fresh_name("bm", taken), ks = fresh_name("ks", taken), i = fresh_name("i", taken);
-  const std::string a_smem = fresh_name(mm.a + "_smem", taken), b_smem = fresh_name(mm.b + "_smem", taken);
+  const std::string a_smem = fresh_name(mm.a + "_smem", taken);
+  std::vector<std::string> b_smem;  // per product
+  for (const Product& p : mm.products) b_smem.push_back(fresh_name(p.b + "_smem", taken));
   const Expr L = Expr::var(lane), I = Expr::var(i), KS = Expr::var(ks), WG = Expr::var(wg);
   const int64_t bm_size = geo.bm(), bn_size = geo.n;
 
@@ -498,12 +560,15 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
               TileAxis{bn, mm.n_extent / bn_size, AxisBinding::Block},
               TileAxis{bm, mm.m_extent / bm_size, AxisBinding::Block}};
   for (const TileAxis& b : mm.batch) out.axes.push_back(TileAxis{b.name, b.extent, AxisBinding::Block});
-  out.body.push_back(Init{mm.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.n / 2}}});
+  for (const Product& p : mm.products) out.body.push_back(Init{p.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.n / 2}}});
 
   Body slab;
   slab.push_back(wgmma_stage(geo.slabs, a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, bm_size, mm.depth, taken));
-  slab.push_back(wgmma_stage(geo.slabs, b_smem, mm.b, mm.b_lead, Expr::var(bn) * bn_size, mm.b_k, bn_size, mm.depth, taken));
-  WgmmaMma product{mm.acc, {}, geo.n, mm.dtype, a_smem, {}, 0, 0, SmemSwizzle::None, b_smem, {}, 0, 0, SmemSwizzle::None};
+  for (size_t p = 0; p < mm.products.size(); ++p)
+    slab.push_back(wgmma_stage(geo.slabs, b_smem[p], mm.products[p].b, mm.products[p].b_lead, Expr::var(bn) * bn_size,
+                               mm.products[p].b_k, bn_size, mm.depth, taken));
+  // The products' descriptors but their B operand (each product's slab) and accumulator.
+  WgmmaMma product{"", {}, geo.n, mm.dtype, a_smem, {}, 0, 0, SmemSwizzle::None, "", {}, 0, 0, SmemSwizzle::None};
   switch (geo.slabs) {
     case WgmmaSlabs::Interleaved: {
       const int64_t sbo = mm.depth * 16;  // BK / 8 core matrices of 128 bytes between 8-row groups
@@ -524,7 +589,14 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
     }
   }
   slab.push_back(WgmmaFence{});
-  slab.push_back(Loop{ks, Expr::int_(0), Expr::int_(mm.depth / 16), LoopRole::Reduce, 0, {std::move(product)}});
+  Body products;
+  for (size_t p = 0; p < mm.products.size(); ++p) {
+    WgmmaMma each = product;
+    each.acc = mm.products[p].acc;
+    each.b = b_smem[p];
+    products.push_back(std::move(each));
+  }
+  slab.push_back(Loop{ks, Expr::int_(0), Expr::int_(mm.depth / 16), LoopRole::Reduce, 0, std::move(products)});
   slab.push_back(WgmmaCommit{});
   slab.push_back(WgmmaWait{0});
   out.body.push_back(Loop{mm.slab, Expr::int_(0), Expr::int_(mm.slabs), LoopRole::Reduce, 0, std::move(slab)});
@@ -532,7 +604,8 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
   // The epilogue once per accumulator element, at the element's row and column.
   const Expr row = Expr::var(bm) * bm_size + WG * 64 + L / 32 * 16 + L % 32 / 4 + I % 4 / 2 * 8;
   const Expr col = Expr::var(bn) * bn_size + I / 4 * 8 + L % 4 * 2 + I % 2;
-  std::map<std::string, Expr> at_element = {{mm.m, row}, {mm.n, col}, {mm.acc, Expr::element(mm.acc, {I})}};
+  std::map<std::string, Expr> at_element = {{mm.m, row}, {mm.n, col}};
+  for (const Product& p : mm.products) at_element[p.acc] = Expr::element(p.acc, {I});
   if (!mm.n_outer.empty()) {
     at_element[mm.n_outer] = col / mm.n_inner_extent;
     at_element[mm.n_inner] = col % mm.n_inner_extent;
@@ -579,15 +652,17 @@ class UseTensorCoresPass final : public TilePass {
       if (!why_not.empty()) ctx.skip(node, why_not);
       return Status::ok();
     }
-    // The two padded slabs' bytes: A is BM x BK; B BN x BK n-major, BK x BN k-major.
+    // The padded slabs' bytes: A is BM x BK; each B BN x BK n-major, BK x BN k-major.
+    const auto products = static_cast<int64_t>(mm->products.size());
     auto slab_bytes = [&](const Geometry& g) {
       const int64_t k_row = mm->depth + slab_row_pad(mm->depth);
       const int64_t b = mm->b_n_major ? g.bn() * k_row : mm->depth * (g.bn() + slab_row_pad(g.bn()));
-      return (g.bm() * k_row + b) * dtype_bytes(mm->dtype);
+      return (g.bm() * k_row + products * b) * dtype_bytes(mm->dtype);
     };
+    // Every product's accumulator tiles count against a warp's registers.
     auto fits = [&](const Geometry& g) {
-      return mm->m_extent % g.bm() == 0 && mm->n_extent % g.bn() == 0 && g.mma_m * g.mma_n <= kMaxTilesPerWarp &&
-             slab_bytes(g) <= device.smem_per_block_static;
+      return mm->m_extent % g.bm() == 0 && mm->n_extent % g.bn() == 0 &&
+             products * g.mma_m * g.mma_n <= kMaxTilesPerWarp && slab_bytes(g) <= device.smem_per_block_static;
     };
     if (!fits(Geometry{})) {
       ctx.skip(node, "M = " + std::to_string(mm->m_extent) + " is not a multiple of 16 or N = " +
@@ -596,9 +671,10 @@ class UseTensorCoresPass final : public TilePass {
     }
     // wgmma where the device has it (sm_90a), B is K-major (an nn.Linear weight, B[n, k]: the
     // descriptors read both operands K-major) and a warpgroup's 64 rows divide M.
+    // Every product's accumulator is N / 2 f32 a thread: at most kMaxWgmmaAccumulators in all.
     auto wgmma_fits = [&](const WgmmaGeometry& g) {
-      return mm->m_extent % g.bm() == 0 && mm->n_extent % g.n == 0 &&
-             (g.bm() + g.n) * mm->depth * dtype_bytes(mm->dtype) <= device.smem_per_block_static;
+      return mm->m_extent % g.bm() == 0 && mm->n_extent % g.n == 0 && products * g.n / 2 <= kMaxWgmmaAccumulators &&
+             (g.bm() + products * g.n) * mm->depth * dtype_bytes(mm->dtype) <= device.smem_per_block_static;
     };
     const bool wgmma_legal = device.features.wgmma && mm->b_n_major &&
                              std::any_of(std::begin(kWgmmaNs), std::end(kWgmmaNs),
@@ -632,13 +708,14 @@ class UseTensorCoresPass final : public TilePass {
         if (wgmma_fits(WgmmaGeometry{geo.warpgroups, n})) ns.push_back(n);
       int64_t preferred = ns.front();
       for (int64_t n : ns)
-        if (n <= 128 && (n <= 64 || blocks(WgmmaGeometry{geo.warpgroups, n}) >= device.sm_count)) preferred = n;
+        if (products * n <= 128 && (products * n <= 64 || blocks(WgmmaGeometry{geo.warpgroups, n}) >= device.sm_count))
+          preferred = n;
       TESSERA_ASSIGN_OR_RETURN(geo.n, ctx.choose_int("WGMMA_N", node, ns, preferred));
       // The swizzled TMA slabs where the device has TMA, 64 divides BK and the 1024-byte aligned
       // slabs fit; heuristic: them where offered.
       std::vector<AttrValue> layouts = {std::string(spelled(WgmmaSlabs::Interleaved))};
       const bool swizzle_fits = device.features.tma && mm->depth % 64 == 0 &&
-                                (geo.bm() + geo.n) * mm->depth * dtype_bytes(mm->dtype) + 2 * 1024 <=
+                                (geo.bm() + products * geo.n) * mm->depth * dtype_bytes(mm->dtype) + (1 + products) * 1024 <=
                                     device.smem_per_block_static;
       if (swizzle_fits) layouts.emplace_back(std::string(spelled(WgmmaSlabs::Swizzle128)));
       TESSERA_ASSIGN_OR_RETURN(
