@@ -160,6 +160,28 @@ TEST_F(FuseTest, GatedMlpIsOneKernelWithOneSharedKLoop) {
   EXPECT_EQ(text.find("# reduce", first + 1), std::string::npos) << "two K loops:\n" << text;
 }
 
+// TENSOR-CORE RULE: a prefill's 16-bit RMSNorm output, the gated MLP's A, stays a kernel on a
+// device with tensor cores (the product then reads it from memory on them); one row (a decode
+// step's GEMV) or a device without tensor cores fuses it as before.
+TEST_F(FuseTest, ASixteenBitContractionOperandOfManyRowsStaysAKernelOnTensorCores) {
+  auto program = [](int rows) {
+    return "x=torch.randn(1," + std::to_string(rows) +
+           ",64,dtype=torch.bfloat16); h=nn.RMSNorm(64,dtype=torch.bfloat16)(x); "
+           "F.silu(nn.Linear(64,48,bias=False,dtype=torch.bfloat16)(h)) * nn.Linear(64,48,bias=False,dtype=torch.bfloat16)(h)";
+  };
+  ASSERT_NE(h100(), nullptr);
+  device_ = *h100();
+  std::vector<PassContext::Skip> skips;
+  Graph prefill = lower(trace(program(32)), true, &skips);
+  EXPECT_EQ(count_kernels(prefill), 2) << print_graph(prefill);
+  EXPECT_TRUE(has_skip(skips, "h", "tensor cores: it is a 16-bit operand of mul's contraction over 64 (32 rows)"));
+  Graph decode = lower(trace(program(1)), true);
+  EXPECT_EQ(count_kernels(decode), 1) << print_graph(decode);
+  device_ = DeviceDesc{};  // no mma_sync
+  Graph without = lower(trace(program(32)), true);
+  EXPECT_EQ(count_kernels(without), 1) << print_graph(without);
+}
+
 // The max loop must stay before the sum loop that reads its result: no sharing across a dependence.
 TEST_F(FuseTest, DependentReduceLoopsAreNotShared) {
   Graph g = expect_matches_reference("torch.nn.Softmax(dim=-1)(torch.randn(2,5,9))");

@@ -43,6 +43,14 @@
 //   into RoPE's kernel: one kernel reading q, cos and sin once, no `cat` buffer. Every element
 //   loads every source, so a map of more than kMaxSelectedSources sources stays a kernel, as does
 //   one whose branches hold more than loads and arithmetic, or read an empty buffer.
+//   TENSOR-CORE RULE: on a device with tensor cores (features.mma_sync), a 16-bit P about to be
+//   recomputed inside a consumer's contraction as one of its operands (a `# reduce` loop that loads
+//   P and another 16-bit buffer along its variable) stays a kernel when the product has at least
+//   kMinTensorCoreRows rows (P's elements / the loop's extent): recomputed, the operand would be a
+//   computation the tensor cores cannot read; materialized in its 16-bit dtype (the value PyTorch
+//   rounds it to anyway) it is a plain operand, and use_tensor_cores takes the product. So a
+//   prefill's RMSNorm is a kernel of its own before the gate/up projections and the lm_head, where
+//   a decode step's (one row: a GEMV) still fuses into them.
 //   SIZE RULE: no fusion makes a kernel longer than kMaxFusedKernelStatements statements.
 //   PARALLELISM: fusion may leave a kernel whose rows are few and long (a whole-tensor reduction
 //   read by every element of a large epilogue, as in gelu(x) * 2 + x.mean()); the tile stage's
@@ -100,6 +108,10 @@ constexpr double kFactorEps = 1e-9;
 // enormous function. TorchInductor bounds its fusions the same way (max_fusion_size).
 constexpr int64_t kMaxFusedKernelStatements = 128;
 
+// TENSOR-CORE RULE: the rows an operand needs for a contraction to be worth the tensor cores (an
+// mma tile's 16 rows).
+constexpr int64_t kMinTensorCoreRows = 16;
+
 std::optional<int64_t> loop_extent(const Loop& l) {
   if (!l.begin.is(ExprKind::Int) || !l.end.is(ExprKind::Int)) return std::nullopt;
   return l.end.int_value() - l.begin.int_value();
@@ -156,6 +168,41 @@ struct ProducerShape {
   bool has_loop = false;               // a reduction (or any inner loop): recomputation is costly
   int64_t statements = 0;
 };
+
+// The depth (the reduce loop's extent) of a contraction of `body` that reads `producer` as a 16-bit
+// operand: a `# reduce` loop with constant bounds whose body loads the producer and another 16-bit
+// buffer, both at indices that use the loop's variable; 0 when there is none.
+int64_t contraction_operand_depth(const Body& body, const std::string& producer) {
+  struct Finder final : StmtVisitor {
+    const std::string* producer = nullptr;
+    int64_t depth = 0;
+    void visit_Loop(const Loop& l) override {
+      std::optional<int64_t> extent = loop_extent(l);
+      if (l.role == LoopRole::Reduce && extent && depth == 0) {
+        struct Loads final : StmtVisitor {
+          const std::string* var = nullptr;
+          const std::string* producer = nullptr;
+          bool reads_producer = false, reads_other = false;
+          void visit_Load(const Load& ld) override {
+            if (!dtype_is_float(ld.type.dtype) || dtype_bytes(ld.type.dtype) != 2) return;
+            const bool along = std::any_of(ld.index.begin(), ld.index.end(),
+                                           [&](const Expr& e) { return mentions_var(e, *var); });
+            if (!along) return;
+            (ld.buffer == *producer ? reads_producer : reads_other) = true;
+          }
+        } loads;
+        loads.var = &l.var;
+        loads.producer = producer;
+        loads.visit(l.body);
+        if (loads.reads_producer && loads.reads_other) depth = *extent;
+      }
+      StmtVisitor::visit_Loop(l);
+    }
+  } finder;
+  finder.producer = &producer;
+  finder.visit(body);
+  return finder.depth;
+}
 
 // Counts statements, writes and loops at any depth, and whether every kind is Loop IR.
 struct LoopIrCensus final : StmtVisitor {
@@ -779,6 +826,20 @@ class FusePass final : public Pass {
     // What each user recomputes afterwards: p's statements when p is recomputed, else whatever p
     // itself recomputed.
     const bool recomputes = factor > 1 + kFactorEps;
+    // TENSOR-CORE RULE: recomputed inside a 16-bit contraction of enough rows, p would make the
+    // product's operand a computation, which the tensor cores cannot read; materialized (in its
+    // 16-bit dtype, as it is rounded anyway) it is a plain operand.
+    if (recomputes && ctx.device().features.mma_sync && dtype_is_float(p.type.dtype) && dtype_bytes(p.type.dtype) == 2) {
+      for (const std::string& u : users) {
+        const int64_t depth = contraction_operand_depth(g.find(u)->op_as<LoopOp>()->body, p.id());
+        if (depth <= 0 || shape->elements / depth < kMinTensorCoreRows) continue;
+        report(ctx, reported, p,
+               "tensor cores: it is a 16-bit operand of " + u + "'s contraction over " + std::to_string(depth) +
+                   " (" + std::to_string(shape->elements / depth) +
+                   " rows): materialized, so that the product reads it from memory on the tensor cores");
+        return false;
+      }
+    }
     const int64_t carried = recomputes ? shape->statements : recomputed[p.id()];
     for (const std::string& u : users) {
       if (recomputes && recomputed[u] + carried > kMaxRecomputedStatementsPerKernel) {
