@@ -130,6 +130,44 @@ TEST_F(NvrtcBuildTest, LargeBlockTileKernelsBuildWithoutSpills) {
   }
 }
 
+// The warpgroup schedules for sm_90a (`--arch sm_90a`): the default one of a prefill projection
+// (two warpgroups, m64n128k16: 64 f32 accumulators a thread), of a gated MLP (two products, one
+// A slab) and the projection with a producer warpgroup (a ring of two slabs; the consumers compiled
+// within the 168 registers a thread of a 384-thread block gets at one block per SM) must build
+// without spills.
+TEST_F(NvrtcBuildTest, WarpgroupKernelsBuildWithoutSpillsForSm90a) {
+  device_ = devices_->find_by_arch("sm_90a");
+  ASSERT_NE(device_, nullptr);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"nn.Linear(4096,4096,bias=False)(torch.randn(1,1024,4096))", {}},
+      {"x=torch.randn(1,512,2048); F.silu(nn.Linear(2048,5632,bias=False)(x)) * nn.Linear(2048,5632,bias=False)(x)", {}},
+      {"nn.Linear(4096,4096,bias=False)(torch.randn(1,1024,4096))",
+       {"double_buffer.BUFFERS=2", "use_tensor_cores.WARPGROUPS=2", "specialize_warps.PRODUCER=warpgroup"}}};
+  for (const auto& [text, pins] : cases) {
+    Expected<PipelineSpec> spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
+    ASSERT_TRUE(spec) << spec.error().render();
+    for (const std::string& pin : pins) ASSERT_TRUE(pin_knob(*spec, pin)) << pin;
+    Graph g = trace(text, DType::BF16);
+    Status lowered = lower(g, *spec, Dialect::Cuda, device_);
+    ASSERT_TRUE(lowered) << lowered.message();
+    int warpgroup_kernels = 0;
+    for (const Node* n : g.nodes())
+      if (const auto* op = n->op_as<CudaOp>()) {
+        warpgroup_kernels += op->source.find("wgmma.mma_async") != std::string::npos;
+        if (!pins.empty()) EXPECT_NE(op->source.find("setmaxnreg.inc"), std::string::npos) << text;
+      }
+    EXPECT_EQ(warpgroup_kernels, 1) << text;
+    auto built = build(g, "sm_90a");
+    ASSERT_TRUE(built) << text << ": " << built.error().render();
+    for (const KernelBuild& k : *built) {
+      EXPECT_GT(k.registers, 0) << k.kernel;
+      EXPECT_FALSE(k.binary.empty()) << k.kernel;
+      EXPECT_EQ(k.spill_store_bytes, 0) << text << ": " << k.kernel << " (" << k.registers << " registers)";
+      EXPECT_EQ(k.spill_load_bytes, 0) << text << ": " << k.kernel;
+    }
+  }
+}
+
 // The IR loads B's element of a column in each of the TM row replicas; with no store between them
 // in a k step, NVRTC keeps one load per column, and the thread's 4 adjacent columns
 // (permute_register_tile) are one 16-byte load: the 4096^3 kernel's PTX (the k-step loop is not
