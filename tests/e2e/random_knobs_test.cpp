@@ -1104,7 +1104,8 @@ INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::sani
 // axes become block axes), a projection split into heads (two N axes), a split-K projection (few
 // outputs, long K: each split's K offset a block axis), an o projection reading attention heads
 // along K (one head a K slab), a gated MLP (two products of one activation, their accumulators
-// combined in the epilogue) and shapes whose tiles fit in several ways; every schedule
+// combined in the epilogue), causal attention's scores (the mask in the epilogue) and shapes whose
+// tiles fit in several ways; every schedule
 // (the heuristic, every geometry knob value pinned alone, sampled schedules with INSTR pinned)
 // must match the reference in bf16 and f16, with its matmul kernel on the tensor cores.
 constexpr const char* kTensorCorePrograms[] = {
@@ -1119,6 +1120,8 @@ constexpr const char* kTensorCorePrograms[] = {
     "x=torch.randn(32,2048); nn.Linear(2048,64,bias=False)(x)",
     "a=torch.randn(1,2,32,64); nn.Linear(128,64,bias=False)(a.transpose(1,2).reshape(1,32,128))",
     "x=torch.randn(1,32,128); F.silu(nn.Linear(128,64,bias=False)(x)) * nn.Linear(128,64,bias=False)(x)",
+    "q=torch.randn(1,2,32,64); k=torch.randn(1,2,32,64); v=torch.randn(1,2,32,64); "
+    "F.scaled_dot_product_attention(q,k,v,is_causal=True)",
 };
 
 class TensorCoreTest : public RandomKnobsTest {
@@ -1234,8 +1237,8 @@ TEST_F(TensorCoreTest, SampledSchedulesOnTheTensorCoresMatchTheReference) {
 // warpgroups multiply K-major slabs (an activation's rows and an nn.Linear weight's) staged in the
 // descriptors' interleaved layout. The programs cover one and two warpgroups, a bias, SiLU and a
 // residual in the epilogue, a (1, S, H) activation, N = 96 (WGMMA_N 32), a projection split into
-// heads and a gated MLP (two products per step, one A slab); every schedule must match the
-// reference in bf16 and f16 with its matmul kernel on warpgroup products.
+// heads, a gated MLP (two products per step, one A slab) and causal attention's scores; every
+// schedule must match the reference in bf16 and f16 with its matmul kernel on warpgroup products.
 constexpr const char* kWgmmaPrograms[] = {
     "x=torch.randn(64,128); nn.Linear(128,64,bias=False)(x)",
     "x=torch.randn(128,64); nn.Linear(64,128)(x)",
@@ -1243,6 +1246,8 @@ constexpr const char* kWgmmaPrograms[] = {
     "x=torch.randn(1,64,64); nn.Linear(64,128,bias=False)(x).view(1,64,2,64).transpose(1,2)",
     "x=torch.randn(64,64); x + nn.Linear(64,64,bias=False)(x)",
     "x=torch.randn(1,64,128); F.silu(nn.Linear(128,64,bias=False)(x)) * nn.Linear(128,64,bias=False)(x)",
+    "q=torch.randn(1,2,64,64); k=torch.randn(1,2,64,64); v=torch.randn(1,2,64,64); "
+    "F.scaled_dot_product_attention(q,k,v,is_causal=True)",
 };
 
 class WgmmaTest : public TensorCoreTest {

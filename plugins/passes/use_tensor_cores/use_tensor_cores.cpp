@@ -9,7 +9,9 @@
 // f32 accumulator, or two such products of the same A by two Bs read alike, each into its own
 // accumulator (a gated MLP's gate and up projections: one A slab and fragment serve both), with
 // 16-bit A and B, the accumulators' Inits (and values, which move to the epilogue) before the loop
-// and an epilogue of values and writes after it. Around that core:
+// and an epilogue of values and writes after it; the whole under a mask (a Tile body that is one
+// Cond on Tile axes, the matmul in its then-branch and values and writes in its else-branch:
+// causal attention's scores), whose Cond then moves into the per-element epilogue. Around that core:
 // dimensions before the matrix's two indexed by constants, batch axes or the K slab (x[0, m, k],
 // q[b, m, k], a[0, ko, m, ki]); K offset by batch axes (split_matmul_k's splits); N as two axes
 // that B's index combines into one column (`w[h * 64 + d, k]`, a projection split into heads).
@@ -366,6 +368,27 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
   return mm;
 }
 
+// The matmul of `tile`, or of a masked one: a Tile body that is one Cond on the Tile's axes alone
+// (a causal mask, `if n <= m:`) whose then-branch holds the matmul and whose else-branch only
+// values and writes (the masked outputs' -inf). The products then run for every output of a block
+// tile and the Cond moves into the per-element epilogue: each element takes the branch its row and
+// column take.
+std::optional<Matmul> find_masked_matmul(const Graph& g, const Tile& tile, std::string& why_not) {
+  const auto* mask = tile.body.size() == 1 ? tile.body[0].as<Cond>() : nullptr;
+  if (mask == nullptr || mask->else_body.empty()) return find_matmul(g, tile, why_not);
+  std::set<std::string> axes;
+  for (const TileAxis& a : tile.axes) axes.insert(a.name);
+  for (const std::string& v : free_vars(mask->cond))
+    if (!axes.count(v)) return find_matmul(g, tile, why_not);
+  for (const Stmt& s : mask->else_body)
+    if (!s.is<Load>() && !s.is<Assign>() && !s.is<Select>() && !s.is<Write>()) return find_matmul(g, tile, why_not);
+  Tile core = tile;
+  core.body = mask->then_body;
+  std::optional<Matmul> mm = find_matmul(g, core, why_not);
+  if (mm) mm->epilogue = {Cond{mask->cond, mm->epilogue, mask->else_body}};
+  return mm;
+}
+
 // The warp and tile counts of the schedule.
 struct Geometry {
   int64_t warps_m = 1, warps_n = 1, mma_m = 1, mma_n = 1;
@@ -647,7 +670,7 @@ class UseTensorCoresPass final : public TilePass {
     const DeviceDesc& device = ctx.device();
     if (!device.features.mma_sync) return Status::ok();  // no tensor-core mma.sync before sm_80
     std::string why_not;
-    std::optional<Matmul> mm = find_matmul(ctx.graph(), tile, why_not);
+    std::optional<Matmul> mm = find_masked_matmul(ctx.graph(), tile, why_not);
     if (!mm) {
       if (!why_not.empty()) ctx.skip(node, why_not);
       return Status::ok();
