@@ -87,10 +87,11 @@ class KernelReportTableTest : public test::BuiltPluginsTest {
   // With `totals`, a last row sums the program: its bytes, its minimum (every input read once,
   // every output written once) and its bound with kernels back to back.
   void add_rows(const std::string& program_name, const std::string& text, std::ostringstream& table,
-                std::vector<std::string>& serial, bool totals = false) {
+                std::vector<std::string>& serial, bool totals = false, const DeviceDesc* device = nullptr) {
+    if (device == nullptr) device = device_;
     Graph g = trace(text);
     ASSERT_FALSE(HasFailure()) << program_name;
-    Status st = lower(g, pipeline_, Dialect::Kernel, device_);
+    Status st = lower(g, pipeline_, Dialect::Kernel, device);
     ASSERT_TRUE(st) << program_name << ":\n" << st.error().render();
     auto reports = KernelReport::of_program(g);
     ASSERT_TRUE(reports) << program_name << ":\n" << reports.error().render();
@@ -98,9 +99,9 @@ class KernelReportTableTest : public test::BuiltPluginsTest {
     double bound = 0;
     std::map<std::string, int64_t> minimum;  // buffer -> the most of it any kernel touches
     for (const KernelReport& r : *reports) {
-      const KernelBound b = KernelBound::on(r, *device_, 0);
+      const KernelBound b = KernelBound::on(r, *device, 0);
       std::string warnings;
-      for (const std::string& w : cli::kernel_report_warnings(r, *device_)) {
+      for (const std::string& w : cli::kernel_report_warnings(r, *device)) {
         warnings += (warnings.empty() ? "" : "; ") + w;
         if (w.find("fewer than the") != std::string::npos) serial.push_back(program_name + " " + r.kernel + ": " + w);
       }
@@ -161,6 +162,20 @@ TEST_F(KernelReportTableTest, SuiteQuickTierAndCorpusMatchTheCommittedTable) {
   for (const cli::SuiteEntry* e : *quick) {
     add_rows(e->id, e->program, table, suite_serial);
     if (HasFailure()) return;
+  }
+  // The bf16 entries again for the sm_90a variant: their matmuls on warpgroup products.
+  const DeviceDesc* sm90a = devices_->find_by_arch("sm_90a");
+  ASSERT_NE(sm90a, nullptr);
+  table << "\n## The quick tier's bf16 entries on sm_90a\n\nThe same bf16 entries compiled for the " << sm90a->name
+        << "'s sm_90a variant (`--arch sm_90a`): their matmuls run on warpgroup products (wgmma, TMA-fed swizzled "
+           "slabs) where the rows above use mma.sync; same peaks.\n\n"
+        << header;
+  for (const cli::SuiteEntry* e : *quick) {
+    if (e->dtype != "bf16") continue;
+    std::vector<std::string> sm90a_serial;
+    add_rows(e->id, e->program, table, sm90a_serial, false, sm90a);
+    if (HasFailure()) return;
+    suite_serial.insert(suite_serial.end(), sm90a_serial.begin(), sm90a_serial.end());
   }
   table << "\n## Memory-bound kernels of a layer\n\nRMSNorm, softmax, the SwiGLU product and RoPE at the "
            "shapes docs/passes.md discusses, in f32 and bf16, each with a last row for the whole program.\n\n"

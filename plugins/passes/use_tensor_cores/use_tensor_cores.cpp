@@ -55,9 +55,10 @@
 //   every SM a block). For wgmma WARPGROUPS (1, 2) and WGMMA_N (8, 16, ..., 256), where they divide M
 //   and N, the slabs fit and the products' accumulators hold at most 128 f32 a thread, then
 //   WGMMA_SLABS (interleaved; swizzle128 where the device has TMA, 64 divides BK and the 1024-byte
-//   aligned slabs fit). Heuristic: wgmma where offered, else mma_sync; two warpgroups where the
+//   aligned slabs fit). Heuristic: wgmma where offered, unless its blocks (one warpgroup, WGMMA_N
+//   from 16) leave SMs idle where mma_sync's heuristic tiles fill them, else mma_sync; two warpgroups where the
 //   blocks of 64-wide tiles still fill the SMs, WGMMA_N the widest up to 128 columns of products
-//   (up to 64 where wider leaves SMs idle; halved for two products), swizzle128 where offered.
+//   whose blocks fill the SMs, else the narrowest from 16; swizzle128 where offered.
 // Accepts: Tile IR; skips, with the reason, kernels of another shape. The passes after it that do
 //   not know fragments leave the schedule alone (TilePass::handles_tensor_cores); materialize
 //   lowers it.
@@ -522,6 +523,8 @@ struct WgmmaGeometry {
 };
 const int64_t kWarpgroupCounts[] = {1, 2};
 const int64_t kWgmmaNs[] = {8, 16, 32, 64, 128, 256};
+// The narrowest product the heuristic picks: m64n8k16 moves 64 x 16 of A per 8 columns.
+constexpr int64_t kMinHeuristicWgmmaN = 16;
 
 // A K-major slab of `rows` x BK at (row, col) of an operand's last two dimensions, laid out as
 // `layout` says:
@@ -704,20 +707,37 @@ class UseTensorCoresPass final : public TilePass {
                                          [&](int64_t n) { return wgmma_fits(WgmmaGeometry{1, n}); });
     std::set<MatmulInstruction> legal = {MatmulInstruction::Simt, MatmulInstruction::MmaSync};
     if (wgmma_legal) legal.insert(MatmulInstruction::Wgmma);
+    int64_t batches = 1;
+    for (const TileAxis& b : mm->batch) batches *= b.extent;
+    // The heuristic geometry: 2 x 2 warps of 2 x 4 tiles, each count halved while it does not
+    // fit; then, while the blocks leave SMs idle, the warps' tiles halved (N first), so that a
+    // projection with few rows still gives every SM a block.
+    Geometry preferred{2, 2, 2, 4};
+    for (int64_t Geometry::*f : {&Geometry::warps_m, &Geometry::warps_n, &Geometry::mma_m, &Geometry::mma_n})
+      while (preferred.*f > 1 && !fits(preferred)) preferred.*f /= 2;
+    auto blocks = [&](const Geometry& g) { return batches * (mm->m_extent / g.bm()) * (mm->n_extent / g.bn()); };
+    for (int64_t Geometry::*f : {&Geometry::mma_n, &Geometry::mma_m, &Geometry::warps_n, &Geometry::warps_m})
+      while (preferred.*f > 1 && blocks(preferred) < device.sm_count) preferred.*f /= 2;
+    // wgmma unless its 64-row tiles leave SMs idle (one warpgroup, N from 16) where mma.sync's
+    // tiles give every SM a block: a small projection is memory-bound, and idle SMs read nothing.
+    int64_t wgmma_most = 0;
+    for (int64_t n : kWgmmaNs)
+      if (n >= kMinHeuristicWgmmaN && wgmma_fits(WgmmaGeometry{1, n}))
+        wgmma_most = std::max(wgmma_most, batches * (mm->m_extent / 64) * (mm->n_extent / n));
+    const bool wgmma_preferred = wgmma_legal && (wgmma_most >= device.sm_count || blocks(preferred) < device.sm_count);
     TESSERA_ASSIGN_OR_RETURN(
         AttrValue chosen,
         ctx.choose("INSTR", node, instruction_values(legal),
-                   std::string(spelled(wgmma_legal ? MatmulInstruction::Wgmma : MatmulInstruction::MmaSync))));
+                   std::string(spelled(wgmma_preferred ? MatmulInstruction::Wgmma : MatmulInstruction::MmaSync))));
     const std::string& instr = std::get<std::string>(chosen);
     if (instr == spelled(MatmulInstruction::Simt)) return Status::ok();
-    int64_t batches = 1;
-    for (const TileAxis& b : mm->batch) batches *= b.extent;
     std::set<std::string> taken = bound_names(kernel.body);
     for (const TileAxis& a : tile.axes) taken.insert(a.name);
     if (instr == spelled(MatmulInstruction::Wgmma)) {
-      // Heuristic: two warpgroups and N = 128 (or the widest that fits below it); then, while
-      // the blocks leave SMs idle, N halved down to 64 and one warpgroup.
-      auto blocks = [&](const WgmmaGeometry& g) { return batches * (mm->m_extent / g.bm()) * (mm->n_extent / g.n); };
+      // Heuristic: two warpgroups where 64-wide tiles still give every SM a block, else one; N the
+      // widest up to 128 columns of products whose blocks fill the SMs, else the narrowest from 16
+      // (a small projection is memory-bound: the more SMs read its weight, the sooner it is done).
+      auto wg_blocks = [&](const WgmmaGeometry& g) { return batches * (mm->m_extent / g.bm()) * (mm->n_extent / g.n); };
       std::vector<int64_t> counts, ns;
       for (int64_t w : kWarpgroupCounts)
         if (std::any_of(std::begin(kWgmmaNs), std::end(kWgmmaNs), [&](int64_t n) { return wgmma_fits(WgmmaGeometry{w, n}); }))
@@ -725,15 +745,18 @@ class UseTensorCoresPass final : public TilePass {
       WgmmaGeometry geo;
       TESSERA_ASSIGN_OR_RETURN(geo.warpgroups, ctx.choose_int("WARPGROUPS", node, counts, [&] {
         const int64_t most = counts.back();
-        return most > 1 && blocks(WgmmaGeometry{most, 64}) >= device.sm_count ? most : counts.front();
+        return most > 1 && wg_blocks(WgmmaGeometry{most, 64}) >= device.sm_count ? most : counts.front();
       }()));
       for (int64_t n : kWgmmaNs)
         if (wgmma_fits(WgmmaGeometry{geo.warpgroups, n})) ns.push_back(n);
-      int64_t preferred = ns.front();
+      int64_t preferred_n = 0;
       for (int64_t n : ns)
-        if (products * n <= 128 && (products * n <= 64 || blocks(WgmmaGeometry{geo.warpgroups, n}) >= device.sm_count))
-          preferred = n;
-      TESSERA_ASSIGN_OR_RETURN(geo.n, ctx.choose_int("WGMMA_N", node, ns, preferred));
+        if (products * n <= 128 && wg_blocks(WgmmaGeometry{geo.warpgroups, n}) >= device.sm_count) preferred_n = n;
+      if (preferred_n == 0) {
+        auto narrowest = std::find_if(ns.begin(), ns.end(), [](int64_t n) { return n >= kMinHeuristicWgmmaN; });
+        preferred_n = narrowest != ns.end() ? *narrowest : ns.front();
+      }
+      TESSERA_ASSIGN_OR_RETURN(geo.n, ctx.choose_int("WGMMA_N", node, ns, preferred_n));
       // The swizzled TMA slabs where the device has TMA, 64 divides BK and the 1024-byte aligned
       // slabs fit; heuristic: them where offered.
       std::vector<AttrValue> layouts = {std::string(spelled(WgmmaSlabs::Interleaved))};
@@ -753,15 +776,6 @@ class UseTensorCoresPass final : public TilePass {
       return Status::ok();
     }
 
-    // The heuristic geometry: 2 x 2 warps of 2 x 4 tiles, each count halved while it does not
-    // fit; then, while the blocks leave SMs idle, the warps' tiles halved (N first), so that a
-    // projection with few rows still gives every SM a block.
-    Geometry preferred{2, 2, 2, 4};
-    for (int64_t Geometry::*f : {&Geometry::warps_m, &Geometry::warps_n, &Geometry::mma_m, &Geometry::mma_n})
-      while (preferred.*f > 1 && !fits(preferred)) preferred.*f /= 2;
-    auto blocks = [&](const Geometry& g) { return batches * (mm->m_extent / g.bm()) * (mm->n_extent / g.bn()); };
-    for (int64_t Geometry::*f : {&Geometry::mma_n, &Geometry::mma_m, &Geometry::warps_n, &Geometry::warps_m})
-      while (preferred.*f > 1 && blocks(preferred) < device.sm_count) preferred.*f /= 2;
 
     // Each knob in turn, its candidates the values that still fit with the ones chosen before.
     Geometry geo;
