@@ -37,6 +37,20 @@ TEST(SerializeBody, EveryStmtKindRoundTrips) {
   EXPECT_EQ(print_body(body), print_body(*back));
 }
 
+// Tile IR dumps written before warp specialization have no "producer": they read as no producer.
+TEST(SerializeBody, TileWithoutAProducerKeyReadsAsNone) {
+  json j = body_to_json({Tile{{TileAxis{"a0", 32, AxisBinding::Thread}}, {Init{"acc0", flt(0.0)}}}});
+  ASSERT_EQ(j[0]["producer"], "none");
+  j[0].erase("producer");
+  Expected<Body> back = body_from_json(j);
+  ASSERT_TRUE(back) << back.error().render();
+  EXPECT_EQ((*back)[0].as<Tile>()->producer, TileProducer::None);
+  j[0]["producer"] = "warps";
+  Expected<Body> bad = body_from_json(j);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("producer"), std::string::npos) << bad.error().message;
+}
+
 TEST(SerializeBody, StatementsAreObjectsKeyedByFieldName) {
   json j = body_to_json({Load{"in0", "x", {var("a0"), var("a1") * 4}, ValueType::scalar(DType::BF16)},
                          Accum{"acc0", CombineFn::Add, Expr::value("in0"), {Expr::int_(1), var("a0")}}});
