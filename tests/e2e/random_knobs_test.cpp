@@ -1135,6 +1135,19 @@ class TensorCoreTest : public RandomKnobsTest {
   }
   // Kernels of the last lowering on the tensor cores.
   int mma_kernels() const { return kernels_holding(contains_tensor_core_statements); }
+  // `text` in bf16 lowered to CUDA with the test's pipeline and device: the kernels whose source
+  // holds `marker` (empty on a failure, which the test then reports).
+  std::vector<CudaOp> cuda_kernels_with(const char* text, const std::string& marker) {
+    Graph g = trace(text, DType::BF16);
+    if (HasFailure()) return {};
+    Status st = lower(g, pipeline_, Dialect::Cuda, device_);
+    EXPECT_TRUE(st) << text << ":\n" << st.error().render();
+    std::vector<CudaOp> kernels;
+    for (const Node* n : g.nodes())
+      if (const auto* op = n->op_as<CudaOp>(); op != nullptr && op->source.find(marker) != std::string::npos)
+        kernels.push_back(*op);
+    return kernels;
+  }
 };
 
 TEST_F(TensorCoreTest, HeuristicSchedulesRunOnTheTensorCoresAndMatchTheReference) {
@@ -1378,18 +1391,11 @@ TEST_F(WgmmaTest, SampledSchedulesMatchTheReference) {
 #ifdef TESSERA_HAVE_CUDA
 TEST_F(WgmmaTest, WarpgroupKernelsBuildWithNvrtcForSm90a) {
   int built = 0;
-  for (const char* text : kWgmmaPrograms) {
-    Graph g = trace(text, DType::BF16);
-    ASSERT_FALSE(HasFailure()) << text;
-    Status st = lower(g, pipeline_, Dialect::Cuda, device_);
-    ASSERT_TRUE(st) << text << ":\n" << st.error().render();
-    for (const Node* n : g.nodes()) {
-      const auto* op = n->op_as<CudaOp>();
-      if (op == nullptr || op->source.find("wgmma.mma_async") == std::string::npos) continue;
-      EXPECT_EQ(test::nvrtc_compile(*op, "sm_90a"), "") << text;
+  for (const char* text : kWgmmaPrograms)
+    for (const CudaOp& op : cuda_kernels_with(text, "wgmma.mma_async")) {
+      EXPECT_EQ(test::nvrtc_compile(op, "sm_90a"), "") << text;
       ++built;
     }
-  }
   EXPECT_EQ(built, static_cast<int>(std::size(kWgmmaPrograms)));
 }
 #endif
@@ -1401,37 +1407,23 @@ TEST_F(WgmmaTest, ProducerWarpgroupKernelsBuildWithNvrtcForSm90a) {
   pin("double_buffer", "BUFFERS", AttrValue(int64_t{2}));
   pin("specialize_warps", "PRODUCER", AttrValue(std::string("warpgroup")));
   int built = 0;
-  for (const char* text : kProducerPrograms) {
-    Graph g = trace(text, DType::BF16);
-    ASSERT_FALSE(HasFailure()) << text;
-    Status st = lower(g, pipeline_, Dialect::Cuda, device_);
-    ASSERT_TRUE(st) << text << ":\n" << st.error().render();
-    for (const Node* n : g.nodes()) {
-      const auto* op = n->op_as<CudaOp>();
-      if (op == nullptr || op->source.find("setmaxnreg.inc") == std::string::npos) continue;
-      EXPECT_NE(op->source.find("setmaxnreg.dec.sync.aligned.u32 40;"), std::string::npos) << op->source;
-      EXPECT_NE(op->source.find(", 1) void"), std::string::npos) << op->source;
-      EXPECT_EQ(test::nvrtc_compile(*op, "sm_90a"), "") << text;
+  for (const char* text : kProducerPrograms)
+    for (const CudaOp& op : cuda_kernels_with(text, "setmaxnreg.inc")) {
+      EXPECT_NE(op.source.find("setmaxnreg.dec.sync.aligned.u32 40;"), std::string::npos) << op.source;
+      EXPECT_NE(op.source.find(", 1) void"), std::string::npos) << op.source;
+      EXPECT_EQ(test::nvrtc_compile(op, "sm_90a"), "") << text;
       ++built;
     }
-  }
   EXPECT_EQ(built, static_cast<int>(std::size(kProducerPrograms)));
 }
 
 TEST_F(TensorCoreTest, TensorCoreKernelsBuildWithNvrtcForSm80AndSm90) {
   int built = 0;
-  for (const char* text : kTensorCorePrograms) {
-    Graph g = trace(text, DType::BF16);
-    ASSERT_FALSE(HasFailure()) << text;
-    Status st = lower(g, pipeline_, Dialect::Cuda, device_);
-    ASSERT_TRUE(st) << text << ":\n" << st.error().render();
-    for (const Node* n : g.nodes()) {
-      const auto* op = n->op_as<CudaOp>();
-      if (op == nullptr || op->source.find("mma.sync.aligned") == std::string::npos) continue;
-      for (const char* arch : {"sm_80", "sm_90"}) EXPECT_EQ(test::nvrtc_compile(*op, arch), "") << text << " " << arch;
+  for (const char* text : kTensorCorePrograms)
+    for (const CudaOp& op : cuda_kernels_with(text, "mma.sync.aligned")) {
+      for (const char* arch : {"sm_80", "sm_90"}) EXPECT_EQ(test::nvrtc_compile(op, arch), "") << text << " " << arch;
       ++built;
     }
-  }
   EXPECT_EQ(built, static_cast<int>(std::size(kTensorCorePrograms)));
 }
 #endif
