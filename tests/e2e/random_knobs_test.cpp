@@ -1104,8 +1104,9 @@ INSTANTIATE_TEST_SUITE_P(Corpus, RandomKnobsTest, ::testing::ValuesIn(test::sani
 // axes become block axes), a projection split into heads (two N axes), a split-K projection (few
 // outputs, long K: each split's K offset a block axis), an o projection reading attention heads
 // along K (one head a K slab), a gated MLP (two products of one activation, their accumulators
-// combined in the epilogue), causal attention's scores (the mask in the epilogue) and shapes whose
-// tiles fit in several ways; every schedule
+// combined in the epilogue), causal attention's scores (the mask in the epilogue), M and N tails
+// (tiles past the matrix: zero rows in the slabs, guarded outputs; B[k, n] read through
+// ldmatrix.trans with N = 20) and shapes whose tiles fit in several ways; every schedule
 // (the heuristic, every geometry knob value pinned alone, sampled schedules with INSTR pinned)
 // must match the reference in bf16 and f16, with its matmul kernel on the tensor cores.
 constexpr const char* kTensorCorePrograms[] = {
@@ -1122,6 +1123,8 @@ constexpr const char* kTensorCorePrograms[] = {
     "x=torch.randn(1,32,128); F.silu(nn.Linear(128,64,bias=False)(x)) * nn.Linear(128,64,bias=False)(x)",
     "q=torch.randn(1,2,32,64); k=torch.randn(1,2,32,64); v=torch.randn(1,2,32,64); "
     "F.scaled_dot_product_attention(q,k,v,is_causal=True)",
+    "x=torch.randn(100,128); nn.Linear(128,72)(x)",
+    "x=torch.randn(40,64); w=torch.randn(64,20); x @ w",
 };
 
 class TensorCoreTest : public RandomKnobsTest {
@@ -1250,7 +1253,8 @@ TEST_F(TensorCoreTest, SampledSchedulesOnTheTensorCoresMatchTheReference) {
 // warpgroups multiply K-major slabs (an activation's rows and an nn.Linear weight's) staged in the
 // descriptors' interleaved layout. The programs cover one and two warpgroups, a bias, SiLU and a
 // residual in the epilogue, a (1, S, H) activation, N = 96 (WGMMA_N 32), a projection split into
-// heads, a gated MLP (two products per step, one A slab) and causal attention's scores; every
+// heads, a gated MLP (two products per step, one A slab), causal attention's scores and M and N tails
+// (TMA fills the rows past the matrix with zeros; the interleaved slabs' copies write them); every
 // schedule must match the reference in bf16 and f16 with its matmul kernel on warpgroup products.
 constexpr const char* kWgmmaPrograms[] = {
     "x=torch.randn(64,128); nn.Linear(128,64,bias=False)(x)",
@@ -1261,6 +1265,7 @@ constexpr const char* kWgmmaPrograms[] = {
     "x=torch.randn(1,64,128); F.silu(nn.Linear(128,64,bias=False)(x)) * nn.Linear(128,64,bias=False)(x)",
     "q=torch.randn(1,2,64,64); k=torch.randn(1,2,64,64); v=torch.randn(1,2,64,64); "
     "F.scaled_dot_product_attention(q,k,v,is_causal=True)",
+    "x=torch.randn(1,100,128); nn.Linear(128,72,bias=False)(x)",
 };
 
 class WgmmaTest : public TensorCoreTest {
@@ -1336,6 +1341,7 @@ constexpr const char* kProducerPrograms[] = {
     "x=torch.randn(1,64,256); F.silu(nn.Linear(256,96,bias=False)(x))",
     "x=torch.randn(64,256); x[:, :64] + nn.Linear(256,64,bias=False)(x)",
     "x=torch.randn(1,64,256); F.silu(nn.Linear(256,64,bias=False)(x)) * nn.Linear(256,64,bias=False)(x)",
+    "x=torch.randn(100,256); nn.Linear(256,72)(x)",
 };
 
 bool holds_producer_warpgroup(const Body& body) { return contains_stmt_kind(body, StmtKind::SetMaxNReg); }
@@ -1344,7 +1350,7 @@ TEST_F(WgmmaTest, ProducerWarpgroupSchedulesMatchTheReference) {
   const PipelineSpec heuristic = pipeline_;
   const std::pair<const char*, int64_t> cases[] = {
       {kProducerPrograms[0], 2}, {kProducerPrograms[0], 1}, {kProducerPrograms[1], 1}, {kProducerPrograms[2], 1},
-      {kProducerPrograms[3], 1}};
+      {kProducerPrograms[3], 1}, {kProducerPrograms[4], 1}};
   for (const auto& [text, warpgroups] : cases)
     for (int64_t buffers : {2, 3})
       for (DType dtype : {DType::BF16, DType::F16}) {

@@ -18,7 +18,9 @@
 //                              last iteration's reads finish before any buffer of the run is refilled]
 //                              StridedLoop(f = tid; < slab elems; += T): decode f row-major into
 //                              slab coords, `in = load x[origin + coords]`, `x_smem[coords] = in`
-//                              (guarded by `if` only where origin + coord may leave the source, at either end);
+//                              (guarded by `if` only where origin + coord may leave the source, at either end;
+//                              in a kernel of tensor-core statements, which read whole slabs, the
+//                              `else` writes zeros there, as TMA fills them);
 //                              Sync()
 //       Stage (async)          the same loop issuing CpAsyncCopy(x_smem[coords], x[..], bytes=elem
 //                              size), then CpAsyncCommit() after the last Stage of a run of
@@ -209,6 +211,7 @@ class KernelBuilder {
                                       std::to_string(ctx_.device().max_threads_per_block));
     }
     threads_ = threads;
+    zero_fill_tails_ = contains_tensor_core_statements(tile->body);
     int64_t block_threads = threads;
     if (tile->producer == TileProducer::Warpgroup) {
       if (!ctx_.device().features.wgmma)
@@ -631,7 +634,21 @@ class KernelBuilder {
       copy.push_back(Load{value, st.buffer, src_index, ValueType::scalar(type.dtype)});
       copy.push_back(Write{st.dst, dst_index, Expr::value(value)});
     }
-    if (guard.defined()) copy = {Cond{guard, std::move(copy), {}}};
+    if (guard.defined()) {
+      // Tensor cores read whole slabs (ldmatrix, wgmma descriptors): the elements past the source
+      // (a tile's rows past M) are zeros there, as TMA fills them, rather than left unwritten.
+      Body outside;
+      if (zero_fill_tails_) {
+        const std::string zero = fresh("zero_" + st.dst);
+        outside.push_back(Assign{zero, ElementwiseFn::Cast, {Expr::float_(0.0)}, ValueType::scalar(type.dtype)});
+        for (int64_t j = 0; j < width; ++j) {
+          ExprList at = dst_index;
+          at.back() = simplify(at.back() + Expr::int_(j), ranges);
+          outside.push_back(Write{st.dst, std::move(at), Expr::value(zero)});
+        }
+      }
+      copy = {Cond{guard, std::move(copy), std::move(outside)}};
+    }
 
     if (scope.in_loop && first_of_stage_run_) out.push_back(Sync{});
     out.push_back(StridedLoop{f, tid_, Expr::int_(elems / width), Expr::int_(threads_), LoopRole::None, 0, std::move(copy)});
@@ -977,6 +994,7 @@ class KernelBuilder {
   // A producer warpgroup (Tile producer=warpgroup): its copy loops, where the Stages of the slab
   // ring loop being lowered put their copies, and that loop's ring (the first Stage's fill).
   bool specialized_ = false;
+  bool zero_fill_tails_ = false;  // a tensor-core kernel: guarded copies write zeros outside the source
   Body producer_;
   Body* producer_copies_ = nullptr;
   std::optional<TmaFill> produced_ring_;

@@ -43,17 +43,21 @@
 //   step between a WgmmaFence and a WgmmaCommit / WgmmaWait(keep=0) per slab; thread l of
 //   warpgroup w holds accumulator element i at row 64 w + 16 (l / 32) + l % 32 / 4 + 8 (i % 4 / 2),
 //   column 8 (i / 4) + 2 (l % 4) + i % 2 (docs/ir.md, "Warpgroup tensor cores").
+// Tails: M and N need not be multiples of the block tile: the grid covers them rounded up,
+//   materialize's copies write zeros into the slab rows past the matrix in tensor-core kernels
+//   (TMA fills them so itself), and the per-element epilogue is guarded by `row < M` / `col < N`.
 // Knobs: INSTR (simt | mma_sync | wgmma; asked where mma_sync is legal: the shape above, the device's
-//   mma_sync feature, M and N divisible by some tile; wgmma offered where the device has the
-//   wgmma feature, B is read B[n, k] (K-major, as both descriptors are), 64 divides M and the two
-//   slabs fit device.smem_per_block_static with some WGMMA_N); for mma_sync WARPS_M (1, 2, 4), WARPS_N (1, 2, 4),
-//   MMA_M (1, 2, 4) and MMA_N (1, 2, 4, 8), each offered where the tile divides M and N, the two
-//   slabs fit device.smem_per_block_static and MMA_M x MMA_N x products <= 16 (accumulator registers).
+//   mma_sync feature, M >= 16 and N >= 8 (fewer rows: a GEMV-like product, left to SIMT); wgmma
+//   offered where the device has the wgmma feature, B is read B[n, k] (K-major, as both
+//   descriptors are), M >= 64 and the slabs fit device.smem_per_block_static with some WGMMA_N);
+//   for mma_sync WARPS_M (1, 2, 4), WARPS_N (1, 2, 4), MMA_M (1, 2, 4) and MMA_N (1, 2, 4, 8), each
+//   offered where the tile runs past M and N by less than one mma tile, the slabs fit
+//   device.smem_per_block_static and MMA_M x MMA_N x products <= 16 (accumulator registers).
 //   Heuristic: mma_sync; 2 x 2 warps, MMA_M 2 and MMA_N 4 (a 64 x 64 block tile of 128 threads),
-//   each halved while it does not divide; then, while the blocks are fewer than device.sm_count,
+//   each halved while it does not fit; then, while the blocks are fewer than device.sm_count,
 //   MMA_N, MMA_M, WARPS_N and WARPS_M halved in that order (a projection of few rows still gives
-//   every SM a block). For wgmma WARPGROUPS (1, 2) and WGMMA_N (8, 16, ..., 256), where they divide M
-//   and N, the slabs fit and the products' accumulators hold at most 128 f32 a thread, then
+//   every SM a block). For wgmma WARPGROUPS (1, 2) and WGMMA_N (8, 16, ..., 256), where the tile
+//   runs past M and N by less than a warpgroup's rows and 8 columns, the slabs fit and the products' accumulators hold at most 128 f32 a thread, then
 //   WGMMA_SLABS (interleaved; swizzle128 where the device has TMA, 64 divides BK and the 1024-byte
 //   aligned slabs fit). Heuristic: wgmma where offered, unless its blocks (one warpgroup, WGMMA_N
 //   from 16) leave SMs idle where mma_sync's heuristic tiles fill them, else mma_sync; two warpgroups where the
@@ -147,6 +151,19 @@ struct Matmul {
 };
 
 bool is_var(const Expr& e, const std::string& name) { return e.is(ExprKind::Var) && e.name() == name; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The per-element epilogue, guarded where the block tiles run past M or N (a tail: the slabs'
+// rows past the matrix are zeros, their products discarded).
+Body guard_tails(Body per_element, const Expr& row, const Expr& col, int64_t m, int64_t bm, int64_t n, int64_t bn) {
+  Expr inside;
+  auto require = [&inside](Expr e) { inside = inside.defined() ? Expr::binary(ExprKind::And, inside, e) : e; };
+  if (m % bm != 0) require(row < Expr::int_(m));
+  if (n % bn != 0) require(col < Expr::int_(n));
+  if (!inside.defined()) return per_element;
+  return {Cond{inside, std::move(per_element), {}}};
+}
 
 // The matmul of `tile`, or nullopt with why it is not one this pass schedules (why_not left empty
 // for a kernel without a contraction).
@@ -428,8 +445,8 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
 
   Tile out;
   out.axes = {TileAxis{lane, 32, AxisBinding::Thread}, TileAxis{wn, geo.warps_n, AxisBinding::Thread},
-              TileAxis{wm, geo.warps_m, AxisBinding::Thread}, TileAxis{bn, mm.n_extent / bn_size, AxisBinding::Block},
-              TileAxis{bm, mm.m_extent / bm_size, AxisBinding::Block}};
+              TileAxis{wm, geo.warps_m, AxisBinding::Thread}, TileAxis{bn, ceil_div(mm.n_extent, bn_size), AxisBinding::Block},
+              TileAxis{bm, ceil_div(mm.m_extent, bm_size), AxisBinding::Block}};
   for (const TileAxis& b : mm.batch) out.axes.push_back(TileAxis{b.name, b.extent, AxisBinding::Block});
   for (const Product& p : mm.products)
     out.body.push_back(Init{p.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.mma_m, geo.mma_n, d.c_elements()}}});
@@ -489,7 +506,8 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
     at_element[mm.n_outer] = col / mm.n_inner_extent;
     at_element[mm.n_inner] = col % mm.n_inner_extent;
   }
-  Body per_element = substitute_and_simplify(mm.epilogue, at_element, {});
+  Body per_element = guard_tails(substitute_and_simplify(mm.epilogue, at_element, {}), simplify(row), simplify(col),
+                                 mm.m_extent, bm_size, mm.n_extent, bn_size);
   out.body.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.mma_m), LoopRole::Free, geo.mma_m,
                           {Loop{j, Expr::int_(0), Expr::int_(geo.mma_n), LoopRole::Free, geo.mma_n,
                                 {Loop{e, Expr::int_(0), Expr::int_(d.c_elements()), LoopRole::Free, d.c_elements(),
@@ -583,8 +601,8 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
 
   Tile out;
   out.axes = {TileAxis{lane, 128, AxisBinding::Thread}, TileAxis{wg, geo.warpgroups, AxisBinding::Thread},
-              TileAxis{bn, mm.n_extent / bn_size, AxisBinding::Block},
-              TileAxis{bm, mm.m_extent / bm_size, AxisBinding::Block}};
+              TileAxis{bn, ceil_div(mm.n_extent, bn_size), AxisBinding::Block},
+              TileAxis{bm, ceil_div(mm.m_extent, bm_size), AxisBinding::Block}};
   for (const TileAxis& b : mm.batch) out.axes.push_back(TileAxis{b.name, b.extent, AxisBinding::Block});
   for (const Product& p : mm.products) out.body.push_back(Init{p.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.n / 2}}});
 
@@ -637,7 +655,8 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
     at_element[mm.n_inner] = col % mm.n_inner_extent;
   }
   out.body.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.n / 2), LoopRole::Free, geo.n / 2,
-                          substitute_and_simplify(mm.epilogue, at_element, {})});
+                          guard_tails(substitute_and_simplify(mm.epilogue, at_element, {}), simplify(row),
+                                      simplify(col), mm.m_extent, bm_size, mm.n_extent, bn_size)});
   return out;
 }
 
@@ -686,20 +705,22 @@ class UseTensorCoresPass final : public TilePass {
       return (g.bm() * k_row + products * b) * dtype_bytes(mm->dtype);
     };
     // Every product's accumulator tiles count against a warp's registers.
+    // A tile runs past M or N by less than one mma tile (tails: zero rows, guarded outputs).
     auto fits = [&](const Geometry& g) {
-      return mm->m_extent % g.bm() == 0 && mm->n_extent % g.bn() == 0 &&
+      return g.bm() < mm->m_extent + 16 && g.bn() < mm->n_extent + 8 &&
              products * g.mma_m * g.mma_n <= kMaxTilesPerWarp && slab_bytes(g) <= device.smem_per_block_static;
     };
-    if (!fits(Geometry{})) {
-      ctx.skip(node, "M = " + std::to_string(mm->m_extent) + " is not a multiple of 16 or N = " +
-                         std::to_string(mm->n_extent) + " of 8");
+    if (mm->m_extent < 16 || mm->n_extent < 8) {  // a GEMV-like product: the SIMT schedules stream it
+      ctx.skip(node, "M = " + std::to_string(mm->m_extent) + " is below one 16-row mma tile or N = " +
+                         std::to_string(mm->n_extent) + " below 8 columns");
       return Status::ok();
     }
     // wgmma where the device has it (sm_90a), B is K-major (an nn.Linear weight, B[n, k]: the
     // descriptors read both operands K-major) and a warpgroup's 64 rows divide M.
     // Every product's accumulator is N / 2 f32 a thread: at most kMaxWgmmaAccumulators in all.
     auto wgmma_fits = [&](const WgmmaGeometry& g) {
-      return mm->m_extent % g.bm() == 0 && mm->n_extent % g.n == 0 && products * g.n / 2 <= kMaxWgmmaAccumulators &&
+      return mm->m_extent >= 64 && g.bm() < mm->m_extent + 64 && g.n < mm->n_extent + 8 &&
+             products * g.n / 2 <= kMaxWgmmaAccumulators &&
              (g.bm() + products * g.n) * mm->depth * dtype_bytes(mm->dtype) <= device.smem_per_block_static;
     };
     const bool wgmma_legal = device.features.wgmma && mm->b_n_major &&
@@ -715,7 +736,7 @@ class UseTensorCoresPass final : public TilePass {
     Geometry preferred{2, 2, 2, 4};
     for (int64_t Geometry::*f : {&Geometry::warps_m, &Geometry::warps_n, &Geometry::mma_m, &Geometry::mma_n})
       while (preferred.*f > 1 && !fits(preferred)) preferred.*f /= 2;
-    auto blocks = [&](const Geometry& g) { return batches * (mm->m_extent / g.bm()) * (mm->n_extent / g.bn()); };
+    auto blocks = [&](const Geometry& g) { return batches * ceil_div(mm->m_extent, g.bm()) * ceil_div(mm->n_extent, g.bn()); };
     for (int64_t Geometry::*f : {&Geometry::mma_n, &Geometry::mma_m, &Geometry::warps_n, &Geometry::warps_m})
       while (preferred.*f > 1 && blocks(preferred) < device.sm_count) preferred.*f /= 2;
     // wgmma unless its 64-row tiles leave SMs idle (one warpgroup, N from 16) where mma.sync's
@@ -723,7 +744,7 @@ class UseTensorCoresPass final : public TilePass {
     int64_t wgmma_most = 0;
     for (int64_t n : kWgmmaNs)
       if (n >= kMinHeuristicWgmmaN && wgmma_fits(WgmmaGeometry{1, n}))
-        wgmma_most = std::max(wgmma_most, batches * (mm->m_extent / 64) * (mm->n_extent / n));
+        wgmma_most = std::max(wgmma_most, batches * ceil_div(mm->m_extent, 64) * ceil_div(mm->n_extent, n));
     const bool wgmma_preferred = wgmma_legal && (wgmma_most >= device.sm_count || blocks(preferred) < device.sm_count);
     TESSERA_ASSIGN_OR_RETURN(
         AttrValue chosen,
@@ -737,7 +758,7 @@ class UseTensorCoresPass final : public TilePass {
       // Heuristic: two warpgroups where 64-wide tiles still give every SM a block, else one; N the
       // widest up to 128 columns of products whose blocks fill the SMs, else the narrowest from 16
       // (a small projection is memory-bound: the more SMs read its weight, the sooner it is done).
-      auto wg_blocks = [&](const WgmmaGeometry& g) { return batches * (mm->m_extent / g.bm()) * (mm->n_extent / g.n); };
+      auto wg_blocks = [&](const WgmmaGeometry& g) { return batches * ceil_div(mm->m_extent, g.bm()) * ceil_div(mm->n_extent, g.n); };
       std::vector<int64_t> counts, ns;
       for (int64_t w : kWarpgroupCounts)
         if (std::any_of(std::begin(kWgmmaNs), std::end(kWgmmaNs), [&](int64_t n) { return wgmma_fits(WgmmaGeometry{w, n}); }))
