@@ -1394,6 +1394,55 @@ TEST_F(WgmmaTest, SampledSchedulesMatchTheReference) {
   EXPECT_GE(on_warpgroups, 1);
 }
 
+// A whole bf16 decoder layer in prefill (the suite's decoder_layer at small sizes: 64 tokens,
+// hidden 128, two query heads sharing one KV head): its seven products (q, k, v, the causal scores,
+// o, gate/up, down) run on the tensor cores, mma.sync on the h100 and warpgroup products on sm_90a,
+// the RMSNorms ahead of them are kernels of their own (fuse's tensor-core rule), softmax(scores) V
+// stays SIMT; the layer matches the reference.
+constexpr const char* kSmallDecoderLayer = R"(import torch
+import torch.nn as nn
+import torch.nn.functional as F
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+class DecoderLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.input_layernorm = nn.RMSNorm(128, eps=1e-05, dtype=torch.bfloat16)
+        self.q_proj = nn.Linear(128, 128, bias=False, dtype=torch.bfloat16)
+        self.k_proj = nn.Linear(128, 64, bias=False, dtype=torch.bfloat16)
+        self.v_proj = nn.Linear(128, 64, bias=False, dtype=torch.bfloat16)
+        self.o_proj = nn.Linear(128, 128, bias=False, dtype=torch.bfloat16)
+        self.post_attention_layernorm = nn.RMSNorm(128, eps=1e-05, dtype=torch.bfloat16)
+        self.gate_proj = nn.Linear(128, 256, bias=False, dtype=torch.bfloat16)
+        self.up_proj = nn.Linear(128, 256, bias=False, dtype=torch.bfloat16)
+        self.down_proj = nn.Linear(256, 128, bias=False, dtype=torch.bfloat16)
+    def forward(self, x, cos, sin):
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(1, 64, 2, 64).transpose(1, 2)
+        k = self.k_proj(h).view(1, 64, 1, 64).transpose(1, 2)
+        v = self.v_proj(h).view(1, 64, 1, 64).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o_proj(a.transpose(1, 2).reshape(1, 64, 128))
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+DecoderLayer()(torch.randn(1, 64, 128, dtype=torch.bfloat16), torch.randn(64, 64, dtype=torch.bfloat16), torch.randn(64, 64, dtype=torch.bfloat16))
+)";
+
+TEST_F(WgmmaTest, ADecoderLayerRunsEveryProductOnTheTensorCores) {
+  check(kSmallDecoderLayer, std::nullopt, DType::BF16);
+  if (HasFailure()) return;
+  EXPECT_EQ(wgmma_kernels(), 7) << print_graph(last_lowered_);
+  device_ = h100();
+  check(kSmallDecoderLayer, std::nullopt, DType::BF16);
+  if (HasFailure()) return;
+  EXPECT_EQ(mma_kernels(), 7) << print_graph(last_lowered_);
+  EXPECT_EQ(wgmma_kernels(), 0);
+}
+
 #ifdef TESSERA_HAVE_CUDA
 TEST_F(WgmmaTest, WarpgroupKernelsBuildWithNvrtcForSm90a) {
   int built = 0;

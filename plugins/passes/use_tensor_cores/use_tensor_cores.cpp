@@ -13,7 +13,8 @@
 // Cond on Tile axes, the matmul in its then-branch and values and writes in its else-branch:
 // causal attention's scores), whose Cond then moves into the per-element epilogue. Around that core:
 // dimensions before the matrix's two indexed by constants, batch axes or the K slab (x[0, m, k],
-// q[b, m, k], a[0, ko, m, ki]); K offset by batch axes (split_matmul_k's splits); N as two axes
+// q[b, m, k], a[0, ko, m, ki]), batch axes A indexes and B does not (query heads sharing one KV
+// head: q[0, h, m, k] * k[0, 0, n, k]); K offset by batch axes (split_matmul_k's splits); N as two axes
 // that B's index combines into one column (`w[h * 64 + d, k]`, a projection split into heads).
 // With knob INSTR = mma_sync and BM = 16 MMA_M WARPS_M, BN = 8 MMA_N WARPS_N:
 //     Tile(axes=(m:M=PARALLEL, n:N=PARALLEL)):       Tile(axes=(l:32=THREAD, wn:WARPS_N=THREAD,
@@ -181,9 +182,9 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
   }
   const Contraction& c = cs[0];
   const size_t products = c.accumulators.size();
-  if (products == 0 || products > kMaxProducts || c.operands.size() != products + 1 || c.m_axes.size() != 1 ||
+  if (products == 0 || products > kMaxProducts || c.operands.size() != products + 1 || c.m_axes.empty() ||
       c.n_axes.empty() || c.n_axes.size() > 2 || !c.guards.empty() ||
-      tile.axes.size() != 1 + c.n_axes.size() + c.batch_axes.size()) {
+      tile.axes.size() != c.m_axes.size() + c.n_axes.size() + c.batch_axes.size()) {
     why_not = "not a plain (batched) M x N x K product of A and one or two Bs, each into an accumulator of its own";
     return std::nullopt;
   }
@@ -290,6 +291,17 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     return true;
   };
   const size_t ra = la->index.size(), rb = lb->index.size();
+  // Several M axes (attention heads over one shared KV head, which B does not index): M is the one
+  // A's row index names, the others (A's leading dimensions) batch axes B broadcasts over.
+  if (c.m_axes.size() > 1 && ra >= 2 && la->index[ra - 2].is(ExprKind::Var) &&
+      std::count(c.m_axes.begin(), c.m_axes.end(), la->index[ra - 2].name()) == 1) {
+    mm.m = la->index[ra - 2].name();
+    mm.batch.clear();
+    for (const TileAxis& a : tile.axes) {
+      if (a.name == mm.m) mm.m_extent = a.extent;
+      else if (std::find(c.n_axes.begin(), c.n_axes.end(), a.name) == c.n_axes.end()) mm.batch.push_back(a);
+    }
+  }
   if (!leading(*la, mm.a_lead) || !is_var(la->index[ra - 2], mm.m) || !along_k(la->index[ra - 1], mm.a_k)) {
     why_not = "A is not read as A[m, k]";
     return std::nullopt;
