@@ -194,13 +194,18 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     return std::nullopt;
   }
   Matmul mm;
-  mm.m = c.m_axes[0];
   std::map<std::string, int64_t> n_extents;
-  for (const TileAxis& a : tile.axes) {
-    if (a.name == mm.m) mm.m_extent = a.extent;
-    else if (std::find(c.n_axes.begin(), c.n_axes.end(), a.name) != c.n_axes.end()) n_extents[a.name] = a.extent;
-    else mm.batch.push_back(a);
-  }
+  // The Tile's axes as M `m`, the N axes and the batch axes (the rest, in Tile order).
+  auto assign_axes = [&](const std::string& m) {
+    mm.m = m;
+    mm.batch.clear();
+    for (const TileAxis& a : tile.axes) {
+      if (a.name == mm.m) mm.m_extent = a.extent;
+      else if (std::find(c.n_axes.begin(), c.n_axes.end(), a.name) != c.n_axes.end()) n_extents[a.name] = a.extent;
+      else mm.batch.push_back(a);
+    }
+  };
+  assign_axes(c.m_axes[0]);
   mm.slab = c.k;  // unchunked: the K loop itself becomes the one slab's loop
   mm.depth = depth;
   mm.slabs = c.k_extent() / depth;
@@ -294,14 +299,8 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
   // Several M axes (attention heads over one shared KV head, which B does not index): M is the one
   // A's row index names, the others (A's leading dimensions) batch axes B broadcasts over.
   if (c.m_axes.size() > 1 && ra >= 2 && la->index[ra - 2].is(ExprKind::Var) &&
-      std::count(c.m_axes.begin(), c.m_axes.end(), la->index[ra - 2].name()) == 1) {
-    mm.m = la->index[ra - 2].name();
-    mm.batch.clear();
-    for (const TileAxis& a : tile.axes) {
-      if (a.name == mm.m) mm.m_extent = a.extent;
-      else if (std::find(c.n_axes.begin(), c.n_axes.end(), a.name) == c.n_axes.end()) mm.batch.push_back(a);
-    }
-  }
+      std::count(c.m_axes.begin(), c.m_axes.end(), la->index[ra - 2].name()) == 1)
+    assign_axes(la->index[ra - 2].name());
   if (!leading(*la, mm.a_lead) || !is_var(la->index[ra - 2], mm.m) || !along_k(la->index[ra - 1], mm.a_k)) {
     why_not = "A is not read as A[m, k]";
     return std::nullopt;

@@ -10,11 +10,6 @@ RoleScheduler::RoleScheduler() { roles_.emplace(0, std::make_unique<Role>()); }
 
 RoleScheduler::~RoleScheduler() = default;
 
-bool RoleScheduler::concurrent() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return roles_.size() > 1;
-}
-
 void RoleScheduler::hand_over() {
   auto it = roles_.upper_bound(running_);
   for (size_t n = 0; n < roles_.size(); ++n, ++it) {

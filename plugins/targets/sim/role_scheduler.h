@@ -44,9 +44,6 @@ class RoleScheduler {
   // a note of what each other waiting role waits for.
   Status wait_until(const std::function<bool()>& ready, const std::function<Diagnostic()>& stuck);
 
-  // More than one role is alive: a wait may be ended by another role.
-  bool concurrent();
-
  private:
   enum class State { Runnable, Waiting, Joining, Finished };
   struct Role {
