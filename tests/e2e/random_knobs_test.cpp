@@ -1127,6 +1127,12 @@ constexpr const char* kTensorCorePrograms[] = {
     "x=torch.randn(40,64); w=torch.randn(64,20); x @ w",
 };
 
+// The tensor-core kernels each program above lowers to: one matmul, or attention's two products
+// (the scores q k^T and P V, the probabilities rounded to 16 bits).
+int tensor_core_products(const char* text) {
+  return std::string_view(text).find("scaled_dot_product_attention") != std::string_view::npos ? 2 : 1;
+}
+
 class TensorCoreTest : public RandomKnobsTest {
  protected:
   // Kernels of the last lowering whose body `holds` says yes to.
@@ -1159,7 +1165,7 @@ TEST_F(TensorCoreTest, HeuristicSchedulesRunOnTheTensorCoresAndMatchTheReference
       SCOPED_TRACE(std::string(text) + " in " + std::string(dtype_short_name(dtype)));
       check(text, std::nullopt, dtype);
       if (HasFailure()) return;
-      EXPECT_EQ(mma_kernels(), 1) << print_graph(last_lowered_);
+      EXPECT_EQ(mma_kernels(), tensor_core_products(text)) << print_graph(last_lowered_);
     }
   // f32 matmuls stay on the SIMT path (mma.sync multiplies 16-bit operands).
   check(kTensorCorePrograms[0], std::nullopt, DType::F32);
@@ -1217,6 +1223,28 @@ TEST_F(TensorCoreTest, RingBufferedPipelinedSlabsMatchTheReference) {
       EXPECT_EQ(mma_kernels(), 1);
       EXPECT_EQ(int_knob(last_lowered_, "pipeline_k_outer", "STAGES"), 2) << print_graph(last_lowered_);
     }
+}
+
+// Grouped-query attention with V read where its projection wrote it: `v[0, k, h / 2 * 32 + n]`,
+// the two query heads of a KV head reading its columns (an N offset of a batch axis); the
+// probabilities are a bf16 kernel, so all five products (q, k, v, the scores, P V) run on the
+// tensor cores, mma.sync on the h100 and warpgroups on sm_90a (V MN-major).
+TEST_F(TensorCoreTest, GroupedQueryAttentionReadsVWhereItsProjectionWroteIt) {
+  const char* text =
+      "x=torch.randn(1,64,128); q=nn.Linear(128,128,bias=False)(x).view(1,64,4,32).transpose(1,2); "
+      "k=nn.Linear(128,64,bias=False)(x).view(1,64,2,32).transpose(1,2); "
+      "v=nn.Linear(128,64,bias=False)(x).view(1,64,2,32).transpose(1,2); "
+      "F.scaled_dot_product_attention(q,k,v,is_causal=True,enable_gqa=True)";
+  for (const char* arch : {"sm_90", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    device_ = devices_->find_by_arch(arch);
+    ASSERT_NE(device_, nullptr);
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      check(text, std::nullopt, dtype);
+      if (HasFailure()) return;
+      EXPECT_EQ(mma_kernels(), 5) << print_graph(last_lowered_);
+    }
+  }
 }
 
 // split_matmul_k's partial sums on the tensor cores: each split's K offset is a block axis of the
@@ -1285,7 +1313,7 @@ TEST_F(WgmmaTest, HeuristicSchedulesRunOnWarpgroupProductsAndMatchTheReference) 
       SCOPED_TRACE(std::string(text) + " in " + std::string(dtype_short_name(dtype)));
       check(text, std::nullopt, dtype);
       if (HasFailure()) return;
-      EXPECT_EQ(wgmma_kernels(), 1) << print_graph(last_lowered_);
+      EXPECT_EQ(wgmma_kernels(), tensor_core_products(text)) << print_graph(last_lowered_);
     }
 }
 
@@ -1369,14 +1397,46 @@ TEST_F(WgmmaTest, ProducerWarpgroupSchedulesMatchTheReference) {
       }
 }
 
-// wgmma reads B K-major: `x @ w` (w[k, n], N-major) stays on mma.sync, and so does everything on a
-// device without the sm_90a features.
-TEST_F(WgmmaTest, NMajorOperandsAndDevicesWithoutWgmmaStayOnMmaSync) {
-  check("x=torch.randn(64,128); w=torch.randn(128,64); x @ w", std::nullopt, DType::BF16);
-  EXPECT_EQ(wgmma_kernels(), 0);
-  EXPECT_EQ(mma_kernels(), 1);
+// A B stored K x N (`x @ w`, a batched matmul's second operand) is read MN-major: the
+// descriptor's transposed layout (imm-trans-b), in interleaved core matrices of 8 k x 8 columns or
+// in 64-column blocks TMA copies in the 128-byte swizzle (WGMMA_N a multiple of 64); with tails.
+struct NMajorProgram {
+  const char* text;
+  int64_t n, k;  // the product's N and K
+};
+constexpr NMajorProgram kNMajorWgmmaPrograms[] = {
+    {"x=torch.randn(64,128); w=torch.randn(128,64); x @ w", 64, 128},
+    {"x=torch.randn(128,128); w=torch.randn(128,192); F.silu(x @ w)", 192, 128},
+    {"q=torch.randn(2,2,64,64); k=torch.randn(2,2,64,128); torch.matmul(q, k)", 128, 64},
+    {"x=torch.randn(100,64); w=torch.randn(64,72); x @ w", 72, 64},
+};
+
+TEST_F(WgmmaTest, NMajorOperandsRunOnTransposedDescriptors) {
+  const PipelineSpec heuristic = pipeline_;
+  const std::pair<std::string, int64_t> layouts[] = {{"interleaved", 8}, {"interleaved", 32}, {"swizzle128", 64}, {"swizzle128", 128}};
+  for (const auto& [text, n, k] : kNMajorWgmmaPrograms)
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      SCOPED_TRACE(std::string(text) + " in " + std::string(dtype_short_name(dtype)));
+      pipeline_ = heuristic;
+      pin("use_tensor_cores", "INSTR", AttrValue(std::string("wgmma")));
+      check(text, std::nullopt, dtype);
+      if (HasFailure()) return;
+      EXPECT_EQ(wgmma_kernels(), 1) << print_graph(last_lowered_);
+      for (const auto& [slabs, wgmma_n] : layouts) {
+        if (wgmma_n >= n + 8) continue;  // a tile past N by a whole product is not offered
+        SCOPED_TRACE(slabs + " WGMMA_N=" + std::to_string(wgmma_n));
+        pin("use_tensor_cores", "WGMMA_SLABS", AttrValue(slabs));
+        pin("use_tensor_cores", "WGMMA_N", AttrValue(wgmma_n));
+        pin("chunk_matmul_k", "BK", AttrValue(k == 64 ? int64_t{0} : int64_t{64}));  // 64-deep slabs (0: K whole)
+        check(text, std::nullopt, dtype);
+        if (HasFailure()) return;
+        EXPECT_EQ(wgmma_kernels(), 1) << print_graph(last_lowered_);
+      }
+    }
+  // A device without the sm_90a features runs them on mma.sync.
+  pipeline_ = heuristic;
   device_ = h100();
-  check(kWgmmaPrograms[0], std::nullopt, DType::BF16);
+  check(kNMajorWgmmaPrograms[0].text, std::nullopt, DType::BF16);
   EXPECT_EQ(wgmma_kernels(), 0);
   EXPECT_EQ(mma_kernels(), 1);
 }
@@ -1395,10 +1455,11 @@ TEST_F(WgmmaTest, SampledSchedulesMatchTheReference) {
 }
 
 // A whole bf16 decoder layer in prefill (the suite's decoder_layer at small sizes: 64 tokens,
-// hidden 128, two query heads sharing one KV head): its seven products (q, k, v, the causal scores,
+// hidden 128, two query heads sharing one KV head): its eight products (q, k, v, the causal scores, P V,
 // o, gate/up, down) run on the tensor cores, mma.sync on the h100 and warpgroup products on sm_90a,
-// the RMSNorms ahead of them are kernels of their own (fuse's tensor-core rule), softmax(scores) V
-// stays SIMT; the layer matches the reference.
+// the RMSNorms ahead of them are kernels of their own (fuse's tensor-core rule), and so does P V:
+// softmax(scores) is a kernel writing the probabilities in bf16 (fuse's tensor-core rule again),
+// V read MN-major on sm_90a; the layer matches the reference.
 constexpr const char* kSmallDecoderLayer = R"(import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -1435,23 +1496,35 @@ DecoderLayer()(torch.randn(1, 64, 128, dtype=torch.bfloat16), torch.randn(64, 64
 TEST_F(WgmmaTest, ADecoderLayerRunsEveryProductOnTheTensorCores) {
   check(kSmallDecoderLayer, std::nullopt, DType::BF16);
   if (HasFailure()) return;
-  EXPECT_EQ(wgmma_kernels(), 7) << print_graph(last_lowered_);
+  EXPECT_EQ(wgmma_kernels(), 8) << print_graph(last_lowered_);
   device_ = h100();
   check(kSmallDecoderLayer, std::nullopt, DType::BF16);
   if (HasFailure()) return;
-  EXPECT_EQ(mma_kernels(), 7) << print_graph(last_lowered_);
+  EXPECT_EQ(mma_kernels(), 8) << print_graph(last_lowered_);
   EXPECT_EQ(wgmma_kernels(), 0);
 }
 
 #ifdef TESSERA_HAVE_CUDA
 TEST_F(WgmmaTest, WarpgroupKernelsBuildWithNvrtcForSm90a) {
-  int built = 0;
-  for (const char* text : kWgmmaPrograms)
+  int built = 0, expected = 0;
+  for (const char* text : kWgmmaPrograms) {
+    expected += tensor_core_products(text);
     for (const CudaOp& op : cuda_kernels_with(text, "wgmma.mma_async")) {
       EXPECT_EQ(test::nvrtc_compile(op, "sm_90a"), "") << text;
       ++built;
     }
-  EXPECT_EQ(built, static_cast<int>(std::size(kWgmmaPrograms)));
+  }
+  EXPECT_EQ(built, expected);
+  // B stored K x N: the products set imm-trans-b.
+  pin("use_tensor_cores", "INSTR", AttrValue(std::string("wgmma")));
+  for (const auto& [text, n, k] : kNMajorWgmmaPrograms) {
+    const std::vector<CudaOp> ops = cuda_kernels_with(text, "wgmma.mma_async");
+    EXPECT_EQ(ops.size(), 1u) << text;
+    for (const CudaOp& op : ops) {
+      EXPECT_NE(op.source.find("p, 1, 1, 0, 1;"), std::string::npos) << op.source;
+      EXPECT_EQ(test::nvrtc_compile(op, "sm_90a"), "") << text;
+    }
+  }
 }
 #endif
 
@@ -1474,12 +1547,15 @@ TEST_F(WgmmaTest, ProducerWarpgroupKernelsBuildWithNvrtcForSm90a) {
 
 TEST_F(TensorCoreTest, TensorCoreKernelsBuildWithNvrtcForSm80AndSm90) {
   int built = 0;
-  for (const char* text : kTensorCorePrograms)
+  int expected = 0;
+  for (const char* text : kTensorCorePrograms) {
+    expected += tensor_core_products(text);
     for (const CudaOp& op : cuda_kernels_with(text, "mma.sync.aligned")) {
       for (const char* arch : {"sm_80", "sm_90"}) EXPECT_EQ(test::nvrtc_compile(op, arch), "") << text << " " << arch;
       ++built;
     }
-  EXPECT_EQ(built, static_cast<int>(std::size(kTensorCorePrograms)));
+  }
+  EXPECT_EQ(built, expected);
 }
 #endif
 

@@ -132,9 +132,9 @@ TEST_F(NvrtcBuildTest, LargeBlockTileKernelsBuildWithoutSpills) {
 
 // The warpgroup schedules for sm_90a (`--arch sm_90a`): the default one of a prefill projection
 // (two warpgroups, m64n128k16: 64 f32 accumulators a thread), of a gated MLP (two products, one
-// A slab) and the projection with a producer warpgroup (a ring of two slabs; the consumers compiled
-// within the 168 registers a thread of a 384-thread block gets at one block per SM) must build
-// without spills.
+// A slab), the projection with a producer warpgroup (a ring of two slabs; the consumers compiled
+// within the 168 registers a thread of a 384-thread block gets at one block per SM), and of two
+// products whose B is MN-major (`x @ w`, an attention's P V per head) must build without spills.
 TEST_F(NvrtcBuildTest, WarpgroupKernelsBuildWithoutSpillsForSm90a) {
   device_ = devices_->find_by_arch("sm_90a");
   ASSERT_NE(device_, nullptr);
@@ -142,7 +142,9 @@ TEST_F(NvrtcBuildTest, WarpgroupKernelsBuildWithoutSpillsForSm90a) {
       {"nn.Linear(4096,4096,bias=False)(torch.randn(1,1024,4096))", {}},
       {"x=torch.randn(1,512,2048); F.silu(nn.Linear(2048,5632,bias=False)(x)) * nn.Linear(2048,5632,bias=False)(x)", {}},
       {"nn.Linear(4096,4096,bias=False)(torch.randn(1,1024,4096))",
-       {"double_buffer.BUFFERS=2", "use_tensor_cores.WARPGROUPS=2", "specialize_warps.PRODUCER=warpgroup"}}};
+       {"double_buffer.BUFFERS=2", "use_tensor_cores.WARPGROUPS=2", "specialize_warps.PRODUCER=warpgroup"}},
+      {"x=torch.randn(2048,2048); w=torch.randn(2048,2048); x @ w", {}},
+      {"p=torch.randn(1,32,512,512); v=torch.randn(1,32,512,128); torch.matmul(p, v)", {}}};
   for (const auto& [text, pins] : cases) {
     Expected<PipelineSpec> spec = load_pipeline_file(TESSERA_SOURCE_DIR "/pipelines/default.yaml");
     ASSERT_TRUE(spec) << spec.error().render();

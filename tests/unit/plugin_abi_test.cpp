@@ -67,6 +67,7 @@ constexpr AbiRecord kAbiHistory[] = {
     {18, "740369f9122df313", "14798e87711f370e"},  // tensor cores: the Fragment, LdMatrix and MmaSync statement kinds (ir/stmt.h), FieldRole::DefFragment / UseFragment, StmtKindTraits::tensor_core, contains_tensor_core_statements, MmaShape, MmaDims, mma_dims, LdMatrixLayout (ir/stmt_enums.h); KernelCost::tensor_flops (target/kernel_cost.h), KernelReport::tensor_flops (target/kernel_report.h); ArchFeatures::mma_sync (target/device.h); TilePass::handles_tensor_cores (pass/pass.h)
     {19, "dced5ba8c58fc0a4", "371d14be29068996"},  // warpgroup tensor cores: the WgmmaMma, WgmmaFence, WgmmaCommit and WgmmaWait statement kinds, contains_warpgroup_products (ir/stmt.h); wgmma_operand_byte, wgmma_n_is_valid (ir/stmt_enums.h)
     {20, "a4f9f5fd24bb6d32", "f80aab9cc276c717"},  // warp specialization: Tile::producer and TileProducer, RegisterAction (ir/stmt_enums.h); the NamedBarrier and SetMaxNReg statement kinds, launch_registers_per_thread, contains_stmt_kind (ir/stmt.h); ir/slab_ring_loop.h (SlabRingLoop, slab_ring_loop)
+    {21, "a4f9f5fd24bb6d32", "d6a5ed00a61f8d76"},  // MN-major wgmma B operands: MatrixMajor and WgmmaMma::b_major (ir/stmt.h, ir/stmt_enums.h), wgmma_operand_byte takes the major; kWarpgroupThreads, named_barrier_id_is_valid, named_barrier_threads_is_valid, setmaxnreg_count_is_valid (ir/stmt_enums.h)
 };
 
 uint64_t fnv1a(const std::string& s) {

@@ -1,7 +1,7 @@
 // The warpgroup tensor-core statements (WgmmaMma, WgmmaFence, WgmmaCommit, WgmmaWait) in the
 // simulator (plugins/targets/sim) and the CUDA emitter: hand-written Kernel IR kernels, parsed from
 // their printout, in which one warpgroup stages x (64 x K) and an nn.Linear-style weight w (N x K)
-// in shared memory, K-major, in the layout a descriptor describes (the interleaved 8 x 8 core
+// in shared memory, K-major (or a K x N weight, MN-major), in the layout a descriptor describes (the interleaved 8 x 8 core
 // matrices without a swizzle, or 128-byte rows in the 128-byte swizzle), multiplies them with
 // wgmma.m64nNk16 into f32 accumulators and writes y = x w^T out in the accumulator layout. The
 // inputs are small multiples of 1/4, so every product and sum is exact: the outputs equal the
@@ -37,6 +37,8 @@ struct WgmmaKernel {
   std::string dtype = "bf16";
   int n = 32;
   bool swizzled = false;             // 128-byte swizzle (k = 64), else no swizzle (k = 32)
+  bool mn_major = false;             // w stored k x n and staged MN-major (n a multiple of 64 swizzled)
+  std::string b_major = "mn";        // the B descriptor's major when mn_major (a planted "k" misreads it)
   std::string sync = "  Sync()\n";   // between staging and the products
   std::string fence = "  WgmmaFence()\n";
   std::string wait = "  WgmmaWait(keep=0)\n";
@@ -60,6 +62,25 @@ struct WgmmaKernel {
     if (swizzled) return "[" + r + ", ((" + c + ") / 8 ^ (" + r + ") % 8) * 8 + (" + c + ") % 8]";
     return "[(" + r + ") / 8, (" + c + ") / 8, (" + r + ") % 8, (" + c + ") % 8]";
   }
+  // B's Smem declaration and the staged element (k, n) of an MN-major B: [n / 64 * 64 + k] rows of 64
+  // n (128-byte swizzle: blocks of 64 columns, each k x 64), or core matrix (n / 8, k / 8), row
+  // k % 8, column n % 8.
+  std::string b_smem_mn() const {
+    if (swizzled) return "  Smem b_smem: " + dtype + "[" + std::to_string(n / 64 * 64) + ", 64] align=1024 swizzle=128B\n";
+    return "  Smem b_smem: " + dtype + "[" + std::to_string(n / 8) + ", 4, 8, 8]\n";
+  }
+  std::string b_slot_mn(const std::string& k, const std::string& c) const {
+    if (swizzled) {
+      const std::string r = "(" + c + ") / 64 * 64 + " + k;
+      return "[" + r + ", ((" + c + ") % 64 / 8 ^ (" + r + ") % 8) * 8 + (" + c + ") % 8]";
+    }
+    return "[(" + c + ") / 8, (" + k + ") / 8, (" + k + ") % 8, (" + c + ") % 8]";
+  }
+  std::string b_desc_mn() const {
+    const std::string major = b_major == "k" ? ")" : ", major=" + b_major + ")";
+    if (swizzled) return "desc(b_smem[a3 * 16, 0], lbo=8192, sbo=1024, swizzle=128B" + major;
+    return "desc(b_smem[0, a3 * 2, 0, 0], lbo=128, sbo=512, swizzle=none" + major;
+  }
   // The descriptor of the k step a3's operand in `name`.
   std::string desc(const std::string& name, const std::string& start, const std::string& swizzle) const {
     if (swizzled) return "desc(" + name + "[" + (start.empty() ? "0, a3 * 16" : start) + "], lbo=16, sbo=1024, swizzle=" +
@@ -72,21 +93,24 @@ struct WgmmaKernel {
     const std::string torch_dtype = dtype == "bf16" ? "bfloat16" : "float16";
     const std::string ks = std::to_string(k()), ns = std::to_string(n), regs = std::to_string(n / 2);
     const std::string e = "(a1 * 128 + a0)";
-    std::string body = "x: (64, " + ks + ") " + torch_dtype + "\nw: (" + ns + ", " + ks + ") " + torch_dtype + "\n\n" +
+    const std::string w_shape = mn_major ? ks + ", " + ns : ns + ", " + ks;
+    std::string body = "x: (64, " + ks + ") " + torch_dtype + "\nw: (" + w_shape + ") " + torch_dtype + "\n\n" +
                        "kernel k_y  grid=(1, 1, 1) block=(128, 1, 1)  inputs: x, w  outputs: y: (64, " + ns +
-                       ") float32\n" + smem("a_smem", 64) + smem("b_smem", n) +
+                       ") float32\n" + smem("a_smem", 64) + (mn_major ? b_smem_mn() : smem("b_smem", n)) +
                        "  a0 = threadIdx.x\n"
                        "  for a1 in 0.." + std::to_string(64 * k() / 128) + ":\n"
                        "    " + dtype + " in0 = load x[" + e + " / " + ks + ", " + e + " % " + ks + "]\n"
                        "    a_smem" + slot(e + " / " + ks, e + " % " + ks) + " = in0\n"
-                       "  for a1 in 0.." + std::to_string(n * k() / 128) + ":\n"
-                       "    " + dtype + " in1 = load w[" + e + " / " + ks + ", " + e + " % " + ks + "]\n"
-                       "    b_smem" + slot(e + " / " + ks, e + " % " + ks) + " = in1\n" +
+                       "  for a1 in 0.." + std::to_string(n * k() / 128) + ":\n" +
+                       (mn_major ? "    " + dtype + " in1 = load w[" + e + " / " + ns + ", " + e + " % " + ns + "]\n"
+                                   "    b_smem" + b_slot_mn(e + " / " + ns, e + " % " + ns) + " = in1\n"
+                                 : "    " + dtype + " in1 = load w[" + e + " / " + ks + ", " + e + " % " + ks + "]\n"
+                                   "    b_smem" + slot(e + " / " + ks, e + " % " + ks) + " = in1\n") +
                        sync +
                        "  f32[" + regs + "] acc0 = init(0.0)\n" + fence +
                        "  for a3 in 0.." + std::to_string(k() / 16) + ":\n";
     const std::string product = "acc0 <- wgmma.m64n" + ns + "k16." + dtype + "(" + desc("a_smem", a_start, a_swizzle) +
-                                ", " + desc("b_smem", "", "") + ")\n";
+                                ", " + (mn_major ? b_desc_mn() : desc("b_smem", "", "")) + ")\n";
     body += guard.empty() ? "    " + product : "    if " + guard + ":\n      " + product;
     const std::string out = "  for a4 in 0.." + regs + ":  # unroll " + regs + "\n"
                             "    y[a0 / 32 * 16 + a0 % 32 / 4 + a4 % 4 / 2 * 8, a4 / 4 * 8 + a0 % 4 * 2 + a4 % 2] = acc0[a4]\n";
@@ -108,11 +132,16 @@ class SimWgmmaTest : public test::SimKernelTest {
     std::vector<double> x, w;
     for (int r = 0; r < 64; ++r)
       for (int c = 0; c < k.k(); ++c) x.push_back(x_at(r, c));
-    for (int r = 0; r < k.n; ++r)
-      for (int c = 0; c < k.k(); ++c) w.push_back(w_at(r, c));
+    if (k.mn_major) {
+      for (int c = 0; c < k.k(); ++c)
+        for (int r = 0; r < k.n; ++r) w.push_back(w_at(r, c));
+    } else {
+      for (int r = 0; r < k.n; ++r)
+        for (int c = 0; c < k.k(); ++c) w.push_back(w_at(r, c));
+    }
     ValueMap inputs;
     inputs["x"] = TensorValue(TensorType{{64, k.k()}, dt}, x);
-    inputs["w"] = TensorValue(TensorType{{k.n, k.k()}, dt}, w);
+    inputs["w"] = k.mn_major ? TensorValue(TensorType{{k.k(), k.n}, dt}, w) : TensorValue(TensorType{{k.n, k.k()}, dt}, w);
     return run_printout(k.text(), inputs);
   }
 
@@ -146,6 +175,37 @@ TEST_F(SimWgmmaTest, ProductsFollowThePtxLayoutsWithAndWithoutTheSwizzle) {
         kernel.n = n;
         expect_exact_product(kernel);
       }
+}
+
+// B stored k x n (a `x @ w` weight) and staged MN-major: the descriptor's transposed layout
+// (imm-trans-b), interleaved core matrices of 8 k x 8 n or 64-column blocks in the 128-byte
+// swizzle, whose lbo and sbo trade places (PTX ISA, wgmma "Strides"). Read as K-major, the same
+// bytes give another product.
+TEST_F(SimWgmmaTest, AnMnMajorBFollowsThePtxLayoutsWithAndWithoutTheSwizzle) {
+  for (const char* dtype : {"bf16", "f16"})
+    for (bool swizzled : {false, true})
+      for (int n : swizzled ? std::vector<int>{64, 256} : std::vector<int>{8, 32, 256}) {
+        SCOPED_TRACE(std::string(dtype) + (swizzled ? " 128B" : " none") + " n=" + std::to_string(n));
+        WgmmaKernel kernel;
+        kernel.dtype = dtype;
+        kernel.swizzled = swizzled;
+        kernel.mn_major = true;
+        kernel.n = n;
+        expect_exact_product(kernel);
+      }
+  WgmmaKernel misread;
+  misread.mn_major = true;
+  misread.b_major = "k";
+  Expected<TargetRun> r = run(misread);
+  ASSERT_TRUE(r) << r.error().render();
+  int wrong = 0;
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < misread.n; ++n) {
+      double want = 0;
+      for (int c = 0; c < misread.k(); ++c) want += x_at(m, c) * w_at(n, c);
+      wrong += r->outputs.at("y").data[static_cast<size_t>(m * misread.n + n)] != want;
+    }
+  EXPECT_GT(wrong, 64 * misread.n / 2);
 }
 
 // Products into one accumulator run in order: two groups in flight, the first completed by
@@ -195,6 +255,16 @@ TEST_F(SimWgmmaTest, TheKernelPrintsAsItParsesAndCountsTensorCoreFlops) {
   Expected<Graph> again = parse_graph(printed, "<printed>");
   ASSERT_TRUE(again) << again.error().render();
   EXPECT_EQ(print_graph(*again), printed);
+  WgmmaKernel mn;
+  mn.mn_major = true;
+  Expected<Graph> transposed = parse_graph(mn.text(), "<test>");
+  ASSERT_TRUE(transposed) << transposed.error().render();
+  const std::string mn_printed = print_graph(*transposed);
+  EXPECT_NE(mn_printed.find("desc(b_smem[0, a3 * 2, 0, 0], lbo=128, sbo=512, swizzle=none, major=mn))"), std::string::npos)
+      << mn_printed;
+  Expected<Graph> mn_again = parse_graph(mn_printed, "<printed>");
+  ASSERT_TRUE(mn_again) << mn_again.error().render();
+  EXPECT_EQ(print_graph(*mn_again), mn_printed);
   // 128 threads x 4 k steps x 2 * 64 * 32 * 16 / 128 FLOPs per thread: the product's 2 * 64 * 32 * 64.
   EXPECT_EQ(KernelCost::of(*g, *g->find("y")).tensor_flops, 2.0 * 64 * 32 * 64);
 }
@@ -298,10 +368,23 @@ TEST_F(SimWgmmaTest, TheEmittedKernelBuildsWithNvrtcForSm90a) {
           << op->source;
       for (const char* line : {"wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0"})
         EXPECT_NE(op->source.find(line), std::string::npos) << line;
+      EXPECT_NE(op->source.find("p, 1, 1, 0, 0;"), std::string::npos) << op->source;  // both K-major
       // sm_90a compiles the products; sm_90 and sm_80 the trap beside them.
       for (const char* arch : {"sm_90a", "sm_90", "sm_80"})
         EXPECT_EQ(test::nvrtc_compile(*op, arch), "") << dtype << " " << arch;
-    }
+    }  // An MN-major B sets imm-trans-b.
+  for (bool swizzled : {false, true}) {
+    WgmmaKernel kernel;
+    kernel.swizzled = swizzled;
+    kernel.mn_major = true;
+    kernel.n = 64;
+    Expected<Graph> g = parse_graph(kernel.text(), "<test>");
+    ASSERT_TRUE(g) << g.error().render();
+    Expected<CudaOp> op = emit_last_kernel(*g);
+    ASSERT_TRUE(op) << op.error().render();
+    EXPECT_NE(op->source.find("p, 1, 1, 0, 1;"), std::string::npos) << op->source;
+    EXPECT_EQ(test::nvrtc_compile(*op, "sm_90a"), "") << swizzled;
+  }
 }
 #endif
 

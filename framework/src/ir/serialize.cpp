@@ -10,8 +10,8 @@
 //            "type": {"shape": [16, 64], "dtype": "f32"}, optional "loc" and "choices"}
 //   stmt    {"kind": "Load", <one key per reflected field>}: written and read generically; Smem's
 //           and Stage's "align" and "swizzle" (added within version 3) may be absent and then are
-//           16 and "none", as may Stage's and Smem's "slots" / "slot" and Tile's "producer"
-//           (then "none")
+//           16 and "none", as may Stage's and Smem's "slots" / "slot", Tile's "producer"
+//           (then "none") and WgmmaMma's "b_major" (then "k")
 //   expr    an s-expression: a Var is its name ("a0"), an Int or Float a JSON number (floats keep
 //           their ".0"), a non-finite float {"float": "inf" | "-inf" | "nan"}, anything else
 //           [kind, operands...], e.g. ["Add", ["Mul", "a1", 2048], "a2"] or ["Cast", "f16", "v0"];
@@ -611,6 +611,7 @@ class JsonReader {
       return field == "align" || field == "swizzle" || field == "slots" || field == "slot";
     if constexpr (std::is_same_v<T, Smem>) return field == "align" || field == "swizzle" || field == "slots";
     if constexpr (std::is_same_v<T, Tile>) return field == "producer";
+    if constexpr (std::is_same_v<T, WgmmaMma>) return field == "b_major";
     return false;
   }
 

@@ -911,8 +911,10 @@ class StmtReader {
     return Stmt(std::move(s));
   }
 
-  // `desc(BUF[index], lbo=N, sbo=N, swizzle=S)`: a wgmma operand's shared-memory descriptor.
-  Status descriptor(std::string& buffer, ExprList& index, int64_t& lbo, int64_t& sbo, SmemSwizzle& swizzle) {
+  // `desc(BUF[index], lbo=N, sbo=N, swizzle=S)`: a wgmma operand's shared-memory descriptor;
+  // `, major=mn` may follow where `major` is given (B's).
+  Status descriptor(std::string& buffer, ExprList& index, int64_t& lbo, int64_t& sbo, SmemSwizzle& swizzle,
+                    MatrixMajor* major = nullptr) {
     TESSERA_TRY(c_.expect_word("desc"));
     TESSERA_TRY(c_.expect("("));
     TESSERA_ASSIGN_OR_RETURN(buffer, buffer_use());
@@ -925,6 +927,11 @@ class StmtReader {
     TESSERA_TRY(c_.expect_word("swizzle"));
     TESSERA_TRY(c_.expect("="));
     TESSERA_ASSIGN_OR_RETURN(swizzle, swizzle_spelling());
+    if (major != nullptr && c_.accept(",")) {
+      TESSERA_TRY(c_.expect_word("major"));
+      TESSERA_TRY(c_.expect("="));
+      TESSERA_ASSIGN_OR_RETURN(*major, spelled<MatrixMajor>());
+    }
     return c_.expect(")");
   }
 
@@ -949,7 +956,7 @@ class StmtReader {
     TESSERA_TRY(c_.expect("("));
     TESSERA_TRY(descriptor(s.a, s.a_index, s.a_lbo, s.a_sbo, s.a_swizzle));
     TESSERA_TRY(c_.expect(","));
-    TESSERA_TRY(descriptor(s.b, s.b_index, s.b_lbo, s.b_sbo, s.b_swizzle));
+    TESSERA_TRY(descriptor(s.b, s.b_index, s.b_lbo, s.b_sbo, s.b_swizzle, &s.b_major));
     TESSERA_TRY(c_.expect(")"));
     TESSERA_TRY(c_.expect_end());
     return Stmt(std::move(s));

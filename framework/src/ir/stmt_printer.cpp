@@ -224,16 +224,18 @@ class StmtPrinter {
     line(slice(s.acc, s.acc_index) + " <- mma." + std::string(spelling(s.shape)) + "." +
          std::string(dtype_short_name(s.type)) + "(" + slice(s.a, s.a_index) + ", " + slice(s.b, s.b_index) + ")");
   }
-  // A wgmma operand's shared-memory matrix descriptor: `desc(a_smem[0, 16], lbo=16, sbo=1024, swizzle=128B)`.
+  // A wgmma operand's shared-memory matrix descriptor: `desc(a_smem[0, 16], lbo=16, sbo=1024, swizzle=128B)`,
+  // `, major=mn` before the parenthesis for an MN-major operand.
   std::string descriptor(const std::string& buffer, const ExprList& index, int64_t lbo, int64_t sbo,
-                         SmemSwizzle swizzle) {
+                         SmemSwizzle swizzle, MatrixMajor major = MatrixMajor::K) {
     return "desc(" + access(buffer, index) + ", lbo=" + std::to_string(lbo) + ", sbo=" + std::to_string(sbo) +
-           ", swizzle=" + std::string(spelling(swizzle)) + ")";
+           ", swizzle=" + std::string(spelling(swizzle)) +
+           (major == MatrixMajor::K ? std::string() : ", major=" + std::string(spelling(major))) + ")";
   }
   void print_kind(const WgmmaMma& s) {
     line(slice(s.acc, s.acc_index) + " <- wgmma.m64n" + std::to_string(s.n) + "k16." +
          std::string(dtype_short_name(s.type)) + "(" + descriptor(s.a, s.a_index, s.a_lbo, s.a_sbo, s.a_swizzle) +
-         ", " + descriptor(s.b, s.b_index, s.b_lbo, s.b_sbo, s.b_swizzle) + ")");
+         ", " + descriptor(s.b, s.b_index, s.b_lbo, s.b_sbo, s.b_swizzle, s.b_major) + ")");
   }
   void print_kind(const WgmmaFence&) { line("WgmmaFence()"); }
   void print_kind(const WgmmaCommit&) { line("WgmmaCommit()"); }

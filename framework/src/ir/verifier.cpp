@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -279,12 +280,12 @@ class TypeVerifier final : public StmtVisitor {
     if (s.keep < 0 || s.keep > 7) fail_at("WgmmaWait keeps 0 to 7 groups in flight, not " + std::to_string(s.keep));
   }
   void visit_NamedBarrier(const NamedBarrier& s) override {
-    if (s.id < 1 || s.id > 15) fail_at("a named barrier's id is 1 to 15 (0 is Sync()'s), not " + std::to_string(s.id));
-    if (s.threads <= 0 || s.threads % 32 != 0)
+    if (!named_barrier_id_is_valid(s.id)) fail_at("a named barrier's id is 1 to 15 (0 is Sync()'s), not " + std::to_string(s.id));
+    if (!named_barrier_threads_is_valid(s.threads, std::numeric_limits<int64_t>::max()))  // the block is the emitter's
       fail_at("a named barrier counts whole warps: " + std::to_string(s.threads) + " threads is not a positive multiple of 32");
   }
   void visit_SetMaxNReg(const SetMaxNReg& s) override {
-    if (s.regs < 24 || s.regs > 256 || s.regs % 8 != 0)
+    if (!setmaxnreg_count_is_valid(s.regs))
       fail_at("setmaxnreg takes a multiple of 8 registers from 24 to 256, not " + std::to_string(s.regs));
   }
   void visit_Loop(const Loop& s) override {

@@ -24,7 +24,8 @@
 // Half precision: for an f16/bf16 torch op, the helper Elementwise and Reduce nodes compute in f32
 // and only the op's result has the op's dtype (IndexMaps keep their source's dtype), as PyTorch's
 // composite kernels compute in f32 ("opmath") and round once: a bf16 matmul does not round every
-// product, a bf16 softmax not its exponentials.
+// product, a bf16 softmax not its exponentials. One exception: attention's probabilities are
+// rounded to the op's dtype before P.V, as PyTorch's attention kernels round them.
 // Naming: helper nodes are named after their role (x_bc, prod, red, softmax_max, ...) made unique
 // with Graph::unique_id; the last node of each decomposition keeps the torch node's id, so graph
 // outputs and later users stay valid.
@@ -37,6 +38,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <limits>
 #include <map>
 #include <memory>
@@ -634,6 +636,10 @@ class Decomposer {
     std::string ex = ew("exp", ElementwiseFn::Exp, {Operand::tensor(shifted)});
     std::string sum = reduce(id_ + "_sum", CombineFn::Add, ex, s_axis, true);
     std::string p = ew("probs", ElementwiseFn::Div, {Operand::tensor(ex), Operand::tensor(sum)});
+    // A 16-bit attention rounds its probabilities to its dtype before P.V, as PyTorch's kernels do
+    // (FlashAttention's P, the math path's bf16 softmax): the weighted sum is then a 16-bit
+    // product the tensor cores run.
+    rounded_.insert(p);
 
     Shape out_space(tq.shape.begin(), tq.shape.begin() + static_cast<int64_t>(lead));
     out_space.insert(out_space.end(), {Dim(L), Dim(S), Dim(Ev)});
@@ -763,7 +769,7 @@ class Decomposer {
     if (out_.dtype != DType::F16 && out_.dtype != DType::BF16) return;
     for (const std::string& id : created_) {
       Node* n = g_.find(id);
-      if (n == nullptr || id == value) continue;
+      if (n == nullptr || id == value || rounded_.count(id)) continue;
       DType& t = n->type.dtype;
       if (t != DType::F16 && t != DType::BF16) continue;
       if (n->op_as<ElementwiseOp>() != nullptr || n->op_as<ReduceOp>() != nullptr) {
@@ -782,6 +788,7 @@ class Decomposer {
   TensorType out_;
   SourceLoc loc_;
   std::vector<std::string> created_;
+  std::set<std::string> rounded_;  // helpers that keep the op's 16-bit dtype (see sdpa)
   Status status_;  // the first failed graph edit
 };
 

@@ -46,11 +46,13 @@
 //   TENSOR-CORE RULE: on a device with tensor cores (features.mma_sync), a 16-bit P about to be
 //   recomputed inside a consumer's contraction as one of its operands (a `# reduce` loop that loads
 //   P and another 16-bit buffer along its variable) stays a kernel when the product has at least
-//   kMinTensorCoreRows rows (P's elements / the loop's extent): recomputed, the operand would be a
+//   kMinTensorCoreRows rows (the extents of the loops indexing P but not the other operand: a
+//   batch dimension such as attention's heads does not add rows): recomputed, the operand would be a
 //   computation the tensor cores cannot read; materialized in its 16-bit dtype (the value PyTorch
 //   rounds it to anyway) it is a plain operand, and use_tensor_cores takes the product. So a
 //   prefill's RMSNorm is a kernel of its own before the gate/up projections and the lm_head, where
-//   a decode step's (one row: a GEMV) still fuses into them.
+//   a decode step's (one row: a GEMV) still fuses into them, and so do its attention
+//   probabilities (one query row per head: the heads index V as well, each head a product).
 //   SIZE RULE: no fusion makes a kernel longer than kMaxFusedKernelStatements statements.
 //   PARALLELISM: fusion may leave a kernel whose rows are few and long (a whole-tensor reduction
 //   read by every element of a large epilogue, as in gelu(x) * 2 + x.mean()); the tile stage's
@@ -169,39 +171,56 @@ struct ProducerShape {
   int64_t statements = 0;
 };
 
-// The depth (the reduce loop's extent) of a contraction of `body` that reads `producer` as a 16-bit
-// operand: a `# reduce` loop with constant bounds whose body loads the producer and another 16-bit
-// buffer, both at indices that use the loop's variable; 0 when there is none.
-int64_t contraction_operand_depth(const Body& body, const std::string& producer) {
+// A contraction of a consumer's body that reads a producer as a 16-bit operand: a `# reduce` loop
+// with constant bounds whose body loads the producer and another 16-bit buffer, both at indices
+// that use the loop's variable. `depth` is the loop's extent; `rows` the product's rows: the
+// extents of the enclosing loops whose variables index the producer but not the other operand
+// (the loops indexing both are batch dimensions: attention's heads, each a product of its own).
+struct ContractionOperand {
+  int64_t depth = 0, rows = 0;
+};
+std::optional<ContractionOperand> contraction_operand(const Body& body, const std::string& producer) {
   struct Finder final : StmtVisitor {
     const std::string* producer = nullptr;
-    int64_t depth = 0;
+    std::vector<std::pair<std::string, int64_t>> enclosing;  // loop variable, extent (0: not constant)
+    std::optional<ContractionOperand> found;
     void visit_Loop(const Loop& l) override {
       std::optional<int64_t> extent = loop_extent(l);
-      if (l.role == LoopRole::Reduce && extent && depth == 0) {
+      if (l.role == LoopRole::Reduce && extent && !found) {
         struct Loads final : StmtVisitor {
           const std::string* var = nullptr;
           const std::string* producer = nullptr;
-          bool reads_producer = false, reads_other = false;
+          const Load* of_producer = nullptr;
+          const Load* other = nullptr;
           void visit_Load(const Load& ld) override {
             if (!dtype_is_float(ld.type.dtype) || dtype_bytes(ld.type.dtype) != 2) return;
             const bool along = std::any_of(ld.index.begin(), ld.index.end(),
                                            [&](const Expr& e) { return mentions_var(e, *var); });
             if (!along) return;
-            (ld.buffer == *producer ? reads_producer : reads_other) = true;
+            (ld.buffer == *producer ? of_producer : other) = &ld;
           }
         } loads;
         loads.var = &l.var;
         loads.producer = producer;
         loads.visit(l.body);
-        if (loads.reads_producer && loads.reads_other) depth = *extent;
+        if (loads.of_producer != nullptr && loads.other != nullptr) {
+          auto indexes = [](const Load& ld, const std::string& v) {
+            return std::any_of(ld.index.begin(), ld.index.end(), [&](const Expr& e) { return mentions_var(e, v); });
+          };
+          int64_t rows = 1;
+          for (const auto& [v, n] : enclosing)
+            if (indexes(*loads.of_producer, v) && !indexes(*loads.other, v)) rows *= n;
+          found = ContractionOperand{*extent, rows};
+        }
       }
+      enclosing.emplace_back(l.var, extent.value_or(0));
       StmtVisitor::visit_Loop(l);
+      enclosing.pop_back();
     }
   } finder;
   finder.producer = &producer;
   finder.visit(body);
-  return finder.depth;
+  return finder.found;
 }
 
 // Counts statements, writes and loops at any depth, and whether every kind is Loop IR.
@@ -831,11 +850,11 @@ class FusePass final : public Pass {
     // 16-bit dtype, as it is rounded anyway) it is a plain operand.
     if (recomputes && ctx.device().features.mma_sync && dtype_is_float(p.type.dtype) && dtype_bytes(p.type.dtype) == 2) {
       for (const std::string& u : users) {
-        const int64_t depth = contraction_operand_depth(g.find(u)->op_as<LoopOp>()->body, p.id());
-        if (depth <= 0 || shape->elements / depth < kMinTensorCoreRows) continue;
+        const std::optional<ContractionOperand> operand = contraction_operand(g.find(u)->op_as<LoopOp>()->body, p.id());
+        if (!operand || operand->rows < kMinTensorCoreRows) continue;
         report(ctx, reported, p,
-               "tensor cores: it is a 16-bit operand of " + u + "'s contraction over " + std::to_string(depth) +
-                   " (" + std::to_string(shape->elements / depth) +
+               "tensor cores: it is a 16-bit operand of " + u + "'s contraction over " + std::to_string(operand->depth) +
+                   " (" + std::to_string(operand->rows) +
                    " rows): materialized, so that the product reads it from memory on the tensor cores");
         return false;
       }

@@ -102,7 +102,7 @@ namespace tessera {
 namespace {
 
 constexpr int64_t kWarp = 32;  // lanes per warp: a CUDA constant, not a device number
-constexpr int64_t kWarpgroup = 128;  // four warps: what wgmma and setmaxnreg act on
+constexpr int64_t kWarpgroup = kWarpgroupThreads;
 // A producer warpgroup's registers per thread after setmaxnreg.dec: it only counts its loop and
 // issues copies (CUTLASS's warp-specialized kernels give theirs 40 too).
 constexpr int64_t kProducerRegisters = 40;

@@ -40,7 +40,7 @@
 namespace tessera {
 namespace {
 
-constexpr int64_t kWarpgroup = 128;
+constexpr int64_t kWarpgroup = kWarpgroupThreads;
 
 std::vector<AttrValue> producer_values(bool offered) {
   std::vector<AttrValue> values = {std::string(spelling(TileProducer::None))};

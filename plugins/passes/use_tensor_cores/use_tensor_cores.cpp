@@ -14,7 +14,9 @@
 // causal attention's scores), whose Cond then moves into the per-element epilogue. Around that core:
 // dimensions before the matrix's two indexed by constants, batch axes or the K slab (x[0, m, k],
 // q[b, m, k], a[0, ko, m, ki]), batch axes A indexes and B does not (query heads sharing one KV
-// head: q[0, h, m, k] * k[0, 0, n, k]); K offset by batch axes (split_matmul_k's splits); N as two axes
+// head: q[0, h, m, k] * k[0, 0, n, k]); K offset by batch axes (split_matmul_k's splits); N offset
+// by batch axes (`v[0, k, h / 8 * 64 + n]`: grouped-query attention's V where its projection wrote
+// it, each KV head's columns shared by 8 query heads); N as two axes
 // that B's index combines into one column (`w[h * 64 + d, k]`, a projection split into heads).
 // With knob INSTR = mma_sync and BM = 16 MMA_M WARPS_M, BN = 8 MMA_N WARPS_N:
 //     Tile(axes=(m:M=PARALLEL, n:N=PARALLEL)):       Tile(axes=(l:32=THREAD, wn:WARPS_N=THREAD,
@@ -38,9 +40,10 @@
 // column 8 (l / 16) (x4: the A fragment); of a k-major B row l % 16 at the tile's column (x2.trans);
 // of an n-major B row l % 8 at column 8 (l / 8 % 2) (x2).
 // With INSTR = wgmma (schedule_wgmma below): WARPGROUPS warpgroups of 128 threads a block, each
-//   64 rows, and WGMMA_N columns; both slabs K-major, in the descriptors' interleaved layout
+//   64 rows, and WGMMA_N columns; A's slab K-major, B's K-major for B[n, k] and MN-major for
+//   B[k, n] (the descriptor's transposed layout), in the descriptors' interleaved layout
 //   ([rows / 8][BK / 8][8][8]: 8 x 8 core matrices of 128 bytes) or TMA-copied in the 128-byte
-//   swizzle ([BK / 64][rows][64]; WGMMA_SLABS), one m64nNk16 product per 16-deep
+//   swizzle ([BK / 64][rows][64], MN-major [N / 64][BK][64]; WGMMA_SLABS), one m64nNk16 product per 16-deep
 //   step between a WgmmaFence and a WgmmaCommit / WgmmaWait(keep=0) per slab; thread l of
 //   warpgroup w holds accumulator element i at row 64 w + 16 (l / 32) + l % 32 / 4 + 8 (i % 4 / 2),
 //   column 8 (i / 4) + 2 (l % 4) + i % 2 (docs/ir.md, "Warpgroup tensor cores").
@@ -49,8 +52,8 @@
 //   (TMA fills them so itself), and the per-element epilogue is guarded by `row < M` / `col < N`.
 // Knobs: INSTR (simt | mma_sync | wgmma; asked where mma_sync is legal: the shape above, the device's
 //   mma_sync feature, M >= 16 and N >= 8 (fewer rows: a GEMV-like product, left to SIMT); wgmma
-//   offered where the device has the wgmma feature, B is read B[n, k] (K-major, as both
-//   descriptors are), M >= 64 and the slabs fit device.smem_per_block_static with some WGMMA_N);
+//   offered where the device has the wgmma feature, M >= 64 and the slabs fit
+//   device.smem_per_block_static with some WGMMA_N);
 //   for mma_sync WARPS_M (1, 2, 4), WARPS_N (1, 2, 4), MMA_M (1, 2, 4) and MMA_N (1, 2, 4, 8), each
 //   offered where the tile runs past M and N by less than one mma tile, the slabs fit
 //   device.smem_per_block_static and MMA_M x MMA_N x products <= 16 (accumulator registers).
@@ -59,8 +62,8 @@
 //   MMA_N, MMA_M, WARPS_N and WARPS_M halved in that order (a projection of few rows still gives
 //   every SM a block). For wgmma WARPGROUPS (1, 2) and WGMMA_N (8, 16, ..., 256), where the tile
 //   runs past M and N by less than a warpgroup's rows and 8 columns, the slabs fit and the products' accumulators hold at most 128 f32 a thread, then
-//   WGMMA_SLABS (interleaved; swizzle128 where the device has TMA, 64 divides BK and the 1024-byte
-//   aligned slabs fit). Heuristic: wgmma where offered, unless its blocks (one warpgroup, WGMMA_N
+//   WGMMA_SLABS (interleaved; swizzle128 where the device has TMA, 64 divides BK (and WGMMA_N, for
+//   an MN-major B) and the 1024-byte aligned slabs fit). Heuristic: wgmma where offered, unless its blocks (one warpgroup, WGMMA_N
 //   from 16) leave SMs idle where mma_sync's heuristic tiles fill them, else mma_sync; two warpgroups where the
 //   blocks of 64-wide tiles still fill the SMs, WGMMA_N the widest up to 128 columns of products
 //   whose blocks fill the SMs, else the narrowest from 16; swizzle128 where offered.
@@ -130,6 +133,8 @@ struct Product {
   std::string b;     // its B operand's buffer
   ExprList b_lead;   // B's constant index dimensions before the matrix's two
   Expr b_k;          // a slab's origin along B's K dimension
+  Expr b_n = Expr::int_(0);  // B's column (or row, n-major) of the product's n = 0: 0, or an offset of batch
+                     // axes (`v[0, k, h / 8 * 64 + n]`: grouped-query attention's V, heads sharing it)
 };
 constexpr size_t kMaxProducts = 2;
 
@@ -295,6 +300,15 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     origin = diff;
     return true;
   };
+  // An index along N: n plus an offset of batch axes only (uniform over the whole block),
+  // kept as the B Stage's origin along that dimension.
+  auto along_n = [&mm](const Expr& e, const Expr& n_index, Expr& origin) {
+    const Expr diff = simplify(e - n_index);
+    for (const std::string& v : free_vars(diff))
+      if (std::none_of(mm.batch.begin(), mm.batch.end(), [&v](const TileAxis& b) { return b.name == v; })) return false;
+    origin = diff;
+    return true;
+  };
   const size_t ra = la->index.size(), rb = lb->index.size();
   // Several M axes (attention heads over one shared KV head, which B does not index): M is the one
   // A's row index names, the others (A's leading dimensions) batch axes B broadcasts over.
@@ -336,9 +350,9 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     Product& product = mm.products[p];
     bool n_major = false;
     if (l.index.size() == rb && leading(l, product.b_lead) && along_k(l.index[rb - 2], product.b_k) &&
-        same(l.index[rb - 1], n_index)) {
+        along_n(l.index[rb - 1], n_index, product.b_n)) {
       n_major = false;
-    } else if (l.index.size() == rb && leading(l, product.b_lead) && same(l.index[rb - 2], n_index) &&
+    } else if (l.index.size() == rb && leading(l, product.b_lead) && along_n(l.index[rb - 2], n_index, product.b_n) &&
                along_k(l.index[rb - 1], product.b_k)) {
       n_major = true;
     } else {
@@ -484,10 +498,10 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
   for (size_t p = 0; p < mm.products.size(); ++p) {
     const Product& pr = mm.products[p];
     if (mm.b_n_major)
-      slab.push_back(stage(b_smem[p], pr.b, pr.b_lead, Expr::var(bn) * bn_size, pr.b_k, SlabDim{bn, bn_size},
+      slab.push_back(stage(b_smem[p], pr.b, pr.b_lead, simplify(Expr::var(bn) * bn_size + pr.b_n), pr.b_k, SlabDim{bn, bn_size},
                            SlabDim{mm.slab, mm.depth}));
     else
-      slab.push_back(stage(b_smem[p], pr.b, pr.b_lead, pr.b_k, Expr::var(bn) * bn_size, SlabDim{mm.slab, mm.depth},
+      slab.push_back(stage(b_smem[p], pr.b, pr.b_lead, pr.b_k, simplify(Expr::var(bn) * bn_size + pr.b_n), SlabDim{mm.slab, mm.depth},
                            SlabDim{bn, bn_size}));
   }
   const Expr warp_row = Expr::var(wm) * (16 * geo.mma_m), warp_col = Expr::var(wn) * (8 * geo.mma_n);
@@ -555,29 +569,40 @@ const int64_t kWgmmaNs[] = {8, 16, 32, 64, 128, 256};
 // The narrowest product the heuristic picks: m64n8k16 moves 64 x 16 of A per 8 columns.
 constexpr int64_t kMinHeuristicWgmmaN = 16;
 
-// A K-major slab of `rows` x BK at (row, col) of an operand's last two dimensions, laid out as
-// `layout` says:
-//   interleaved: 8 x 8 core matrices of 128 contiguous bytes, [rows / 8][BK / 8][8][8], so that a
-//     descriptor with lbo = 128 (the next 8 columns) and sbo = BK * 16 bytes (the next 8 rows)
-//     reads it;
-//   swizzle128: blocks of 64 columns, [BK / 64][rows][64] (128-byte rows, 1024-byte aligned), copied
-//     by TMA in the 128-byte swizzle, so that a descriptor with sbo = 1024 (8 rows of 128 bytes)
-//     and the 128B swizzle reads it.
-Stage wgmma_stage(WgmmaSlabs layout, const std::string& dst, const std::string& buffer, const ExprList& lead, Expr row,
-                  Expr col, int64_t rows, int64_t depth, std::set<std::string>& taken) {
+// A slab of `rows` x BK of an operand whose last two dimensions are [rows, K] (K-major: A, an
+// nn.Linear weight) or [K, rows] (MN-major: a `x @ w` weight), its first row at `row` and its
+// first k at `col`, laid out as `layout` says:
+//   interleaved: 8 x 8 core matrices of 128 contiguous bytes, [rows / 8][BK / 8][8][8] (the inner
+//     two [row][k] K-major, [k][row] MN-major), so that a descriptor with lbo = 128 (the next 8
+//     k) and sbo = BK * 16 bytes (the next 8 rows) reads it either way;
+//   swizzle128: blocks of 64 elements (128 bytes) along the contiguous dimension, 1024-byte
+//     aligned and copied by TMA in the 128-byte swizzle: K-major [BK / 64][rows][64], read with
+//     sbo = 1024 (8 rows of 128 bytes); MN-major [rows / 64][BK][64], read with sbo = 1024 (8 k of
+//     128 bytes) and lbo = BK * 128 (the next 64 rows).
+Stage wgmma_stage(WgmmaSlabs layout, MatrixMajor major, const std::string& dst, const std::string& buffer,
+                  const ExprList& lead, Expr row, Expr col, int64_t rows, int64_t depth, std::set<std::string>& taken) {
+  const auto first = static_cast<int64_t>(lead.size());
+  const int64_t r_dim = major == MatrixMajor::K ? first : first + 1, k_dim = major == MatrixMajor::K ? first + 1 : first;
   ExprList origin = lead;
-  origin.push_back(std::move(row));
-  origin.push_back(std::move(col));
-  const int64_t r_dim = static_cast<int64_t>(lead.size()), k_dim = r_dim + 1;
+  origin.resize(lead.size() + 2);
+  origin[static_cast<size_t>(r_dim)] = std::move(row);
+  origin[static_cast<size_t>(k_dim)] = std::move(col);
   Stage st{dst, buffer, std::move(origin), {}};
   switch (layout) {
-    case WgmmaSlabs::Interleaved:
-      st.slab = {SlabDim{fresh_name("rg", taken), rows / 8, r_dim, 8}, SlabDim{fresh_name("kg", taken), depth / 8, k_dim, 8},
-                 SlabDim{fresh_name("r", taken), 8, r_dim, 1}, SlabDim{fresh_name("k", taken), 8, k_dim, 1}};
+    case WgmmaSlabs::Interleaved: {
+      SlabDim r{fresh_name("r", taken), 8, r_dim, 1}, k{fresh_name("k", taken), 8, k_dim, 1};
+      st.slab = {SlabDim{fresh_name("rg", taken), rows / 8, r_dim, 8}, SlabDim{fresh_name("kg", taken), depth / 8, k_dim, 8}};
+      if (major == MatrixMajor::K) st.slab.insert(st.slab.end(), {r, k});
+      else st.slab.insert(st.slab.end(), {k, r});
       break;
+    }
     case WgmmaSlabs::Swizzle128:
-      st.slab = {SlabDim{fresh_name("kb", taken), depth / 64, k_dim, 64}, SlabDim{fresh_name("r", taken), rows, r_dim, 1},
-                 SlabDim{fresh_name("k", taken), 64, k_dim, 1}};
+      if (major == MatrixMajor::K)
+        st.slab = {SlabDim{fresh_name("kb", taken), depth / 64, k_dim, 64}, SlabDim{fresh_name("r", taken), rows, r_dim, 1},
+                   SlabDim{fresh_name("k", taken), 64, k_dim, 1}};
+      else
+        st.slab = {SlabDim{fresh_name("rb", taken), rows / 64, r_dim, 64}, SlabDim{fresh_name("k", taken), depth, k_dim, 1},
+                   SlabDim{fresh_name("r", taken), 64, r_dim, 1}};
       st.transport = StageTransport::Tma;
       st.align = 8 * swizzle_span_bytes(SmemSwizzle::B128);
       st.swizzle = SmemSwizzle::B128;
@@ -611,19 +636,22 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
   const int64_t bm_size = geo.bm(), bn_size = geo.n;
 
   Tile out;
-  out.axes = {TileAxis{lane, 128, AxisBinding::Thread}, TileAxis{wg, geo.warpgroups, AxisBinding::Thread},
+  out.axes = {TileAxis{lane, kWarpgroupThreads, AxisBinding::Thread}, TileAxis{wg, geo.warpgroups, AxisBinding::Thread},
               TileAxis{bn, ceil_div(mm.n_extent, bn_size), AxisBinding::Block},
               TileAxis{bm, ceil_div(mm.m_extent, bm_size), AxisBinding::Block}};
   for (const TileAxis& b : mm.batch) out.axes.push_back(TileAxis{b.name, b.extent, AxisBinding::Block});
   for (const Product& p : mm.products) out.body.push_back(Init{p.acc, Expr::float_(0.0), ValueType{DType::F32, 1, {geo.n / 2}}});
 
   Body slab;
-  slab.push_back(wgmma_stage(geo.slabs, a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, bm_size, mm.depth, taken));
+  const MatrixMajor b_major = mm.b_n_major ? MatrixMajor::K : MatrixMajor::MN;
+  slab.push_back(wgmma_stage(geo.slabs, MatrixMajor::K, a_smem, mm.a, mm.a_lead, Expr::var(bm) * bm_size, mm.a_k, bm_size,
+                             mm.depth, taken));
   for (size_t p = 0; p < mm.products.size(); ++p)
-    slab.push_back(wgmma_stage(geo.slabs, b_smem[p], mm.products[p].b, mm.products[p].b_lead, Expr::var(bn) * bn_size,
-                               mm.products[p].b_k, bn_size, mm.depth, taken));
+    slab.push_back(wgmma_stage(geo.slabs, b_major, b_smem[p], mm.products[p].b, mm.products[p].b_lead,
+                               simplify(Expr::var(bn) * bn_size + mm.products[p].b_n), mm.products[p].b_k, bn_size,
+                               mm.depth, taken));
   // The products' descriptors but their B operand (each product's slab) and accumulator.
-  WgmmaMma product{"", {}, geo.n, mm.dtype, a_smem, {}, 0, 0, SmemSwizzle::None, "", {}, 0, 0, SmemSwizzle::None};
+  WgmmaMma product{"", {}, geo.n, mm.dtype, a_smem, {}, 0, 0, SmemSwizzle::None, "", {}, 0, 0, SmemSwizzle::None, b_major};
   switch (geo.slabs) {
     case WgmmaSlabs::Interleaved: {
       const int64_t sbo = mm.depth * 16;  // BK / 8 core matrices of 128 bytes between 8-row groups
@@ -636,9 +664,18 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
     case WgmmaSlabs::Swizzle128: {
       slab.push_back(AsyncWait{0});  // the TMA copies land
       product.a_index = {KS / 4, WG * 64, KS % 4 * 16};
-      product.b_index = {KS / 4, Expr::int_(0), KS % 4 * 16};
-      product.a_lbo = product.b_lbo = 16;  // unused by the swizzled layouts
+      product.a_lbo = 16;  // unused by the K-major swizzled layouts
       product.a_sbo = product.b_sbo = 8 * swizzle_span_bytes(SmemSwizzle::B128);
+      switch (b_major) {
+        case MatrixMajor::K:
+          product.b_index = {KS / 4, Expr::int_(0), KS % 4 * 16};
+          product.b_lbo = 16;
+          break;
+        case MatrixMajor::MN:  // [BN / 64][BK][64]: the step's 16 k, the next 64 columns BK rows on
+          product.b_index = {Expr::int_(0), KS * 16, Expr::int_(0)};
+          product.b_lbo = mm.depth * swizzle_span_bytes(SmemSwizzle::B128);
+          break;
+      }
       product.a_swizzle = product.b_swizzle = SmemSwizzle::B128;
       break;
     }
@@ -726,15 +763,15 @@ class UseTensorCoresPass final : public TilePass {
                          std::to_string(mm->n_extent) + " below 8 columns");
       return Status::ok();
     }
-    // wgmma where the device has it (sm_90a), B is K-major (an nn.Linear weight, B[n, k]: the
-    // descriptors read both operands K-major) and a warpgroup's 64 rows divide M.
+    // wgmma where the device has it (sm_90a) and M has a warpgroup's 64 rows; B K-major (an
+    // nn.Linear weight, B[n, k]) or MN-major (B[k, n], the descriptor's transposed layout).
     // Every product's accumulator is N / 2 f32 a thread: at most kMaxWgmmaAccumulators in all.
     auto wgmma_fits = [&](const WgmmaGeometry& g) {
       return mm->m_extent >= 64 && g.bm() < mm->m_extent + 64 && g.n < mm->n_extent + 8 &&
              products * g.n / 2 <= kMaxWgmmaAccumulators &&
              (g.bm() + products * g.n) * mm->depth * dtype_bytes(mm->dtype) <= device.smem_per_block_static;
     };
-    const bool wgmma_legal = device.features.wgmma && mm->b_n_major &&
+    const bool wgmma_legal = device.features.wgmma &&
                              std::any_of(std::begin(kWgmmaNs), std::end(kWgmmaNs),
                                          [&](int64_t n) { return wgmma_fits(WgmmaGeometry{1, n}); });
     std::set<MatmulInstruction> legal = {MatmulInstruction::Simt, MatmulInstruction::MmaSync};
@@ -789,10 +826,11 @@ class UseTensorCoresPass final : public TilePass {
         preferred_n = narrowest != ns.end() ? *narrowest : ns.front();
       }
       TESSERA_ASSIGN_OR_RETURN(geo.n, ctx.choose_int("WGMMA_N", node, ns, preferred_n));
-      // The swizzled TMA slabs where the device has TMA, 64 divides BK and the 1024-byte aligned
-      // slabs fit; heuristic: them where offered.
+      // The swizzled TMA slabs where the device has TMA, 64 divides BK (and N, for an MN-major B:
+      // its slabs are blocks of 64 columns) and the 1024-byte aligned slabs fit; heuristic: them
+      // where offered.
       std::vector<AttrValue> layouts = {std::string(spelled(WgmmaSlabs::Interleaved))};
-      const bool swizzle_fits = device.features.tma && mm->depth % 64 == 0 &&
+      const bool swizzle_fits = device.features.tma && mm->depth % 64 == 0 && (mm->b_n_major || geo.n % 64 == 0) &&
                                 (geo.bm() + products * geo.n) * mm->depth * dtype_bytes(mm->dtype) + (1 + products) * 1024 <=
                                     device.smem_per_block_static;
       if (swizzle_fits) layouts.emplace_back(std::string(spelled(WgmmaSlabs::Swizzle128)));

@@ -214,10 +214,16 @@ Status CudaEmitter::emit_wgmma(const Stmt& s, const WgmmaMma& st) {
   }
   TESSERA_TRY(checked(s));
   const std::string t(dtype_short_name(st.type));
-  // scale-d is a predicate (1: D = A B + D); scale-a, scale-b 1; both operands K-major (trans 0).
+  std::string trans_b;
+  switch (st.b_major) {
+    case MatrixMajor::K: trans_b = "0"; break;
+    case MatrixMajor::MN: trans_b = "1"; break;
+  }
+  // scale-d is a predicate (1: D = A B + D); scale-a, scale-b 1; A K-major (imm-trans-a 0), B K-major
+  // (imm-trans-b 0) or MN-major (1).
   sm90a_only({"asm volatile(\"{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %" + std::to_string(regs + 2) +
               ", 0;\\n\\twgmma.mma_async.sync.aligned.m64n" + std::to_string(st.n) + "k16.f32." + t + "." + t + " {" +
-              list + "}, %" + std::to_string(regs) + ", %" + std::to_string(regs + 1) + ", p, 1, 1, 0, 0;\\n}\\n\" : " +
+              list + "}, %" + std::to_string(regs) + ", %" + std::to_string(regs + 1) + ", p, 1, 1, 0, " + trans_b + ";\\n}\\n\" : " +
               join(outs, ", ") + " : \"l\"(" + da + "), \"l\"(" + db + "), \"r\"(1) : \"memory\");"});
   return Status::ok();
 }

@@ -81,8 +81,8 @@ Status CudaEmitter::emit(const Stmt& s) {
     case StmtKind::ClusterSync: return emit_cluster_sync(s);
     case StmtKind::NamedBarrier: {
       const auto& st = *s.as<NamedBarrier>();
-      if (st.id < 1 || st.id > 15) return error_at(s, "a named barrier's id is 1 to 15 (0 is __syncthreads')");
-      if (st.threads <= 0 || st.threads % 32 != 0 || st.threads > op_.block[0] * op_.block[1] * op_.block[2])
+      if (!named_barrier_id_is_valid(st.id)) return error_at(s, "a named barrier's id is 1 to 15 (0 is __syncthreads')");
+      if (!named_barrier_threads_is_valid(st.threads, op_.block[0] * op_.block[1] * op_.block[2]))
         return error_at(s, "a named barrier counts whole warps of the block: " + std::to_string(st.threads) +
                                " threads is not a positive multiple of 32 up to the block's size");
       if (warpgroup_products_) {  // as for Sync(): the threads' writes become visible to the tensor cores
@@ -96,7 +96,7 @@ Status CudaEmitter::emit(const Stmt& s) {
     }
     case StmtKind::SetMaxNReg: {
       const auto& st = *s.as<SetMaxNReg>();
-      if (st.regs < 24 || st.regs > 256 || st.regs % 8 != 0)
+      if (!setmaxnreg_count_is_valid(st.regs))
         return error_at(s, "setmaxnreg takes a multiple of 8 registers from 24 to 256, not " + std::to_string(st.regs));
       sm90a_only({"asm volatile(\"setmaxnreg." + std::string(spelling(st.action)) + ".sync.aligned.u32 " +
                   std::to_string(st.regs) + ";\\n\" ::: \"memory\");"});

@@ -594,8 +594,8 @@ class BlockExecutor {
     return Status::ok();
   }
 
-  // Reads a K-major operand of `rows` x 16 elements through its descriptor (stmt.h, WgmmaMma;
-  // wgmma_operand_byte) into `out` (row-major), checking the start is the same for the whole
+  // Reads an operand of `rows` x 16 elements (K-major or MN-major) through its descriptor (stmt.h,
+  // WgmmaMma; wgmma_operand_byte) into `out` (row-major), checking the start is the same for the whole
   // warpgroup, aligned, and (swizzled) in the first row of a swizzle atom.
   Status read_wgmma_operand(const SimStmt& s, BufferRef buf, const std::vector<const double*>& index,
                             const WgmmaOperand& desc, int begin, int64_t rows, std::vector<double>& out,
@@ -622,7 +622,7 @@ class BlockExecutor {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t k = 0; k < 16; ++k) {
         const int64_t byte =
-            swizzle_byte_offset(desc.swizzle, start_byte + wgmma_operand_byte(desc.swizzle, desc.lbo, desc.sbo, elem, r, k));
+            swizzle_byte_offset(desc.swizzle, start_byte + wgmma_operand_byte(desc.swizzle, desc.major, desc.lbo, desc.sbo, elem, r, k));
         if (byte / elem >= size)
           return fail(s, begin, "the " + what + " descriptor reaches byte " + std::to_string(byte) + " of '" +
                                     shared_.decl(buf.index).name + "' (row " + std::to_string(r) + ", column " +
@@ -638,7 +638,7 @@ class BlockExecutor {
     return Status::ok();
   }
 
-  // wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}, both operands K-major in shared memory:
+  // wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}, its operands in shared memory:
   // thread t of the warpgroup holds accumulator element i at row 16 (t / 32) + (t % 32) / 4 +
   // 8 (i % 4 / 2), column 8 (i / 4) + 2 (t % 4) + i % 2. The 16-bit inputs multiply exactly; the
   // products and the accumulator are summed in double and rounded to f32 once per element.

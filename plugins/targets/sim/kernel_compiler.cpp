@@ -414,8 +414,8 @@ class KernelCompiler {
           BufferRef* ref;
           std::vector<LaneExpr>* compiled;
           const char* what;
-        } operands[2] = {{&st->a, &st->a_index, {st->a_lbo, st->a_sbo, st->a_swizzle}, &c.buffer, &c.index, "A"},
-                         {&st->b, &st->b_index, {st->b_lbo, st->b_sbo, st->b_swizzle}, &c.src_buffer, &c.src_index, "B"}};
+        } operands[2] = {{&st->a, &st->a_index, {st->a_lbo, st->a_sbo, st->a_swizzle, MatrixMajor::K}, &c.buffer, &c.index, "A"},
+                         {&st->b, &st->b_index, {st->b_lbo, st->b_sbo, st->b_swizzle, st->b_major}, &c.src_buffer, &c.src_index, "B"}};
         for (int i = 0; i < 2; ++i) {
           const auto& o = operands[i];
           TESSERA_ASSIGN_OR_RETURN(*o.ref, resolve_buffer(*o.name, o.index->size(), false, s));
@@ -544,8 +544,8 @@ class KernelCompiler {
       case StmtKind::NamedBarrier: {
         const auto* st = s.as<NamedBarrier>();
         const int64_t threads = op_.block[0] * op_.block[1] * op_.block[2];
-        if (st->id < 1 || st->id > 15) return error(s, "a named barrier's id is 1 to 15 (0 is Sync()'s)");
-        if (st->threads <= 0 || st->threads % 32 != 0 || st->threads > threads)
+        if (!named_barrier_id_is_valid(st->id)) return error(s, "a named barrier's id is 1 to 15 (0 is Sync()'s)");
+        if (!named_barrier_threads_is_valid(st->threads, threads))
           return error(s, "a named barrier counts whole warps of the block: " + std::to_string(st->threads) +
                               " threads is not a positive multiple of 32 up to the block's " + std::to_string(threads));
         c.barrier = static_cast<int>(st->id);
@@ -555,7 +555,7 @@ class KernelCompiler {
       }
       case StmtKind::SetMaxNReg: {
         const auto* st = s.as<SetMaxNReg>();
-        if (st->regs < 24 || st->regs > 256 || st->regs % 8 != 0)
+        if (!setmaxnreg_count_is_valid(st->regs))
           return error(s, "setmaxnreg takes a multiple of 8 registers from 24 to 256, not " + std::to_string(st->regs));
         c.count = st->regs;
         c.reg_action = st->action;

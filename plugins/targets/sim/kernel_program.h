@@ -53,11 +53,12 @@ struct ArraySlice {
   std::vector<LaneExpr> index;
 };
 
-// A wgmma operand's descriptor strides and swizzle (its buffer and start index are the SimStmt's
-// buffer/index for A, src_buffer/src_index for B).
+// A wgmma operand's descriptor strides, swizzle and major dimension (its buffer and start index
+// are the SimStmt's buffer/index for A, src_buffer/src_index for B).
 struct WgmmaOperand {
   int64_t lbo = 16, sbo = 1024;
   SmemSwizzle swizzle = SmemSwizzle::None;
+  MatrixMajor major = MatrixMajor::K;
 };
 
 struct SimStmt {

@@ -707,14 +707,15 @@ struct MmaSync {
 
 // `acc0[a5] <- wgmma.m64n128k16.bf16(desc(a_smem[0, a6 * 16], lbo=16, sbo=1024, swizzle=128B),
 // desc(b_smem[0, a6 * 16], lbo=16, sbo=1024, swizzle=128B))`: wgmma.mma_async.sync.aligned
-// .m64nNk16.f32.{bf16,f16} with both operands K-major in shared memory. A is 64 x 16 (rows M),
-// B is N x 16 (rows N: B's transpose, as nn.Linear stores its weight); each descriptor names the
-// operand's first element `buffer[index]`, the byte distance between 8-row groups (`sbo`), between
-// the two 8-column halves of a row without a swizzle (`lbo`; unused by the swizzled layouts) and
-// the swizzle the rows were written in. Element (r, k) lives at byte start + (r / 8) sbo +
+// .m64nNk16.f32.{bf16,f16} with its operands in shared memory. A is 64 x 16 (rows M), B is N x 16
+// (rows N: B's transpose); A is K-major, B K-major (as nn.Linear stores its weight) or MN-major
+// (`major=mn` after B's swizzle: a row-major K x N weight, imm-trans-b 1). Each descriptor names
+// the operand's first element `buffer[index]`, its two byte strides `lbo` and `sbo` and the
+// swizzle its rows were written in. K-major: element (r, k) lives at byte start + (r / 8) sbo +
 // (r % 8) w + k' with w = 16 and k' = (2k / 16) lbo + 2k % 16 without a swizzle, w the swizzle's
 // span and k' = 2k with one (whose 16-byte chunks are then permuted by address bits, as TMA writes
-// them). The accumulator slice `acc[acc_index]` holds N / 2 f32 per thread: element i of thread t
+// them); MN-major: wgmma_operand_byte (ir/stmt_enums.h). The accumulator slice `acc[acc_index]`
+// holds N / 2 f32 per thread: element i of thread t
 // is row 16 (t / 32 % 4) + t % 32 / 4 + 8 (i % 4 / 2), column 8 (i / 4) + 2 (t % 4) + i % 2.
 struct WgmmaMma {
   std::string acc;
@@ -729,6 +730,7 @@ struct WgmmaMma {
   ExprList b_index;
   int64_t b_lbo = 16, b_sbo = 1024;
   SmemSwizzle b_swizzle = SmemSwizzle::B128;
+  MatrixMajor b_major = MatrixMajor::K;  // A is always K-major
   template <class S, class F> static void reflect(S& s, F&& f) {
     f("acc", s.acc, FieldRole::UseAcc);
     f("acc_index", s.acc_index, FieldRole::Data);
@@ -744,6 +746,7 @@ struct WgmmaMma {
     f("b_lbo", s.b_lbo, FieldRole::Data);
     f("b_sbo", s.b_sbo, FieldRole::Data);
     f("b_swizzle", s.b_swizzle, FieldRole::Data);
+    f("b_major", s.b_major, FieldRole::Data);
   }
 };
 

@@ -1,5 +1,6 @@
 // The enumerated fields of statements: axis bindings, loop roles, stage transports, combine
-// scopes, shuffle modes, shared-memory swizzles and the tensor-core instruction shapes.
+// scopes, shuffle modes, shared-memory swizzles, the tensor-core instruction shapes and operand
+// layouts.
 //
 // Each enum has one table (`StmtEnumTable<E>::entries`) pairing every value with its spelling.
 // The spelling is what the printer writes, the parser reads and JSON stores, so all three agree
@@ -43,6 +44,10 @@ enum class RegisterAction : uint8_t { Inc, Dec };
 // of its own running ahead of the THREAD axes' warpgroups, which consume the slabs (warp
 // specialization, sm_90a; materialize lowers it, docs/ir.md "Warp specialization").
 enum class TileProducer : uint8_t { None, Warpgroup };
+// Which dimension of a wgmma operand runs contiguously through its shared-memory layout: K (a row
+// of A, a row of an nn.Linear weight B[n, k]; imm-trans 0) or M / N (a row of a `x @ w` weight
+// B[k, n]: the transposed layout, imm-trans 1). PTX ISA, "Shared Memory Matrix Layout" of wgmma.
+enum class MatrixMajor : uint8_t { K, MN };
 
 // The widest row a swizzle covers (a TMA box's inner row may not exceed it; 0 without a swizzle).
 constexpr int64_t swizzle_span_bytes(SmemSwizzle s) {
@@ -64,21 +69,47 @@ constexpr int64_t swizzle_byte_offset(SmemSwizzle s, int64_t offset) {
   return offset ^ (((offset >> 7) & mask) << 4);
 }
 
-// Where element (row, k) of a K-major wgmma operand lives, in bytes from the descriptor's start
-// address and before the swizzle (which permutes the address's 16-byte chunks by its bits:
-// swizzle_byte_offset of the buffer offset): 8-row groups `sbo` apart, the rows of a group a
-// swizzle span apart (16 bytes without a swizzle, where the two 16-byte halves of a 16-element
-// row are `lbo` apart). PTX ISA, "Shared Memory Matrix Layout" of wgmma (K-major).
-constexpr int64_t wgmma_operand_byte(SmemSwizzle s, int64_t lbo, int64_t sbo, int64_t elem_bytes, int64_t row,
-                                     int64_t k) {
+// Where element (row, k) of a wgmma operand lives, in bytes from the descriptor's start address
+// and before the swizzle (which permutes the address's 16-byte chunks by its bits:
+// swizzle_byte_offset of the buffer offset); `row` counts M (A) or N (B). PTX ISA, "Shared Memory
+// Matrix Layout" and "Strides" of wgmma, with the canonical layouts in units of 16 bytes:
+//   K-major:  8-row groups `sbo` apart, the rows of a group a swizzle span apart (16 bytes without
+//     a swizzle, where the two 16-byte halves of a 16-element row are `lbo` apart);
+//   MN-major: each k is a line of rows: without a swizzle 8 rows (16 bytes) a line, the 8 lines of
+//     a core matrix 16 bytes apart, 8-row groups `sbo` apart and 8-k groups `lbo` apart; with one,
+//     a span of rows a line, the 8 lines of an atom a span apart, atoms `lbo` apart along the rows
+//     and `sbo` apart along k (the two offsets trade places, as the ISA's table defines them).
+constexpr int64_t wgmma_operand_byte(SmemSwizzle s, MatrixMajor major, int64_t lbo, int64_t sbo, int64_t elem_bytes,
+                                     int64_t row, int64_t k) {
   const int64_t span = swizzle_span_bytes(s);
-  const int64_t k_byte = k * elem_bytes;
-  const int64_t within = span == 0 ? (row % 8) * 16 + (k_byte / 16) * lbo + k_byte % 16 : (row % 8) * span + k_byte;
-  return (row / 8) * sbo + within;
+  switch (major) {
+    case MatrixMajor::K: {
+      const int64_t k_byte = k * elem_bytes;
+      const int64_t within = span == 0 ? (row % 8) * 16 + (k_byte / 16) * lbo + k_byte % 16 : (row % 8) * span + k_byte;
+      return (row / 8) * sbo + within;
+    }
+    case MatrixMajor::MN: {
+      const int64_t row_byte = row * elem_bytes;
+      if (span == 0) return (row_byte / 16) * sbo + (k / 8) * lbo + (k % 8) * 16 + row_byte % 16;
+      return (row_byte / span) * lbo + (k / 8) * sbo + (k % 8) * span + row_byte % span;
+    }
+  }
+  return 0;
 }
 
 // The wgmma product shapes m64nNk16 (bf16 and f16 operands): N a multiple of 8 up to 256.
 constexpr bool wgmma_n_is_valid(int64_t n) { return n >= 8 && n <= 256 && n % 8 == 0; }
+
+// Threads of a warpgroup: four warps, what wgmma and setmaxnreg act on.
+constexpr int64_t kWarpgroupThreads = 128;
+// A named barrier's hardware id: bar.sync 1 to 15 (0 is __syncthreads').
+constexpr bool named_barrier_id_is_valid(int64_t id) { return id >= 1 && id <= 15; }
+// A named barrier counts whole warps, at most the block's threads.
+constexpr bool named_barrier_threads_is_valid(int64_t threads, int64_t block_threads) {
+  return threads > 0 && threads % 32 == 0 && threads <= block_threads;
+}
+// setmaxnreg's register count: a multiple of 8 from 24 to 256.
+constexpr bool setmaxnreg_count_is_valid(int64_t regs) { return regs >= 24 && regs <= 256 && regs % 8 == 0; }
 
 // The M, N and K of an mma shape, and the elements of each fragment one thread holds: A is M x K,
 // B is K x N, C and D are M x N, spread evenly over the warp's 32 threads.
@@ -154,6 +185,12 @@ template <> struct StmtEnumTable<TileProducer> {
   static constexpr std::pair<TileProducer, std::string_view> entries[] = {{TileProducer::None, "none"},
                                                                           {TileProducer::Warpgroup, "warpgroup"}};
   static constexpr std::string_view what = "a Tile producer (none, warpgroup)";
+};
+
+template <> struct StmtEnumTable<MatrixMajor> {
+  static constexpr std::pair<MatrixMajor, std::string_view> entries[] = {{MatrixMajor::K, "k"},
+                                                                         {MatrixMajor::MN, "mn"}};
+  static constexpr std::string_view what = "an operand's major dimension (k, mn)";
 };
 
 template <class E>

@@ -18,7 +18,7 @@ namespace tessera {
 
 class Registry;
 
-constexpr uint32_t kPluginApiVersion = 20;
+constexpr uint32_t kPluginApiVersion = 21;
 
 struct PluginDescriptor {
   uint32_t api_version;
