@@ -1433,6 +1433,21 @@ TEST_F(WgmmaTest, NMajorOperandsRunOnTransposedDescriptors) {
         EXPECT_EQ(wgmma_kernels(), 1) << print_graph(last_lowered_);
       }
     }
+  // Fed by a producer warpgroup: the MN-major B slabs are TMA boxes like any other (a ring of
+  // both 64-deep slabs of K = 128).
+  for (const NMajorProgram& p : {kNMajorWgmmaPrograms[0], kNMajorWgmmaPrograms[1]}) {
+    SCOPED_TRACE(std::string(p.text) + " with a producer warpgroup");
+    pipeline_ = heuristic;
+    pin("use_tensor_cores", "INSTR", AttrValue(std::string("wgmma")));
+    pin("use_tensor_cores", "WGMMA_SLABS", AttrValue(std::string("swizzle128")));
+    pin("use_tensor_cores", "WGMMA_N", AttrValue(int64_t{64}));
+    pin("chunk_matmul_k", "BK", AttrValue(int64_t{64}));
+    pin("double_buffer", "BUFFERS", AttrValue(int64_t{2}));
+    pin("specialize_warps", "PRODUCER", AttrValue(std::string("warpgroup")));
+    check(p.text, std::nullopt, DType::BF16);
+    if (HasFailure()) return;
+    EXPECT_EQ(kernels_holding(holds_producer_warpgroup), 1) << print_graph(last_lowered_);
+  }
   // A device without the sm_90a features runs them on mma.sync.
   pipeline_ = heuristic;
   device_ = h100();
