@@ -1459,7 +1459,9 @@ TEST_F(WgmmaTest, NMajorOperandsRunOnTransposedDescriptors) {
 TEST_F(WgmmaTest, SampledSchedulesMatchTheReference) {
   pin("use_tensor_cores", "INSTR", AttrValue(std::string("wgmma")));
   int on_warpgroups = 0;
-  for (const char* text : test::sanitizer_share(std::vector<const char*>(std::begin(kWgmmaPrograms), std::end(kWgmmaPrograms))))
+  std::vector<const char*> programs(std::begin(kWgmmaPrograms), std::end(kWgmmaPrograms));
+  for (const NMajorProgram& p : kNMajorWgmmaPrograms) programs.push_back(p.text);
+  for (const char* text : test::sanitizer_share(programs))
     for (uint64_t seed = 1; seed <= simulated(3); ++seed) {
       SCOPED_TRACE(text);
       check(text, seed, seed % 2 ? DType::BF16 : DType::F16);
