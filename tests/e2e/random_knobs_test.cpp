@@ -1433,6 +1433,13 @@ TEST_F(WgmmaTest, NMajorOperandsRunOnTransposedDescriptors) {
         EXPECT_EQ(wgmma_kernels(), 1) << print_graph(last_lowered_);
       }
     }
+  // Rows 120 bytes apart (N = 60) are no TMA source: 64 columns a product stay interleaved.
+  pipeline_ = heuristic;
+  pin("use_tensor_cores", "INSTR", AttrValue(std::string("wgmma")));
+  pin("use_tensor_cores", "WGMMA_N", AttrValue(int64_t{64}));
+  check("x=torch.randn(64,128); w=torch.randn(128,60); x @ w", std::nullopt, DType::BF16);
+  if (HasFailure()) return;
+  EXPECT_EQ(wgmma_kernels(), 1) << print_graph(last_lowered_);
   // Fed by a producer warpgroup: the MN-major B slabs are TMA boxes like any other (a ring of
   // both 64-deep slabs of K = 128).
   for (const NMajorProgram& p : {kNMajorWgmmaPrograms[0], kNMajorWgmmaPrograms[1]}) {

@@ -827,10 +827,16 @@ class UseTensorCoresPass final : public TilePass {
       }
       TESSERA_ASSIGN_OR_RETURN(geo.n, ctx.choose_int("WGMMA_N", node, ns, preferred_n));
       // The swizzled TMA slabs where the device has TMA, 64 divides BK (and N, for an MN-major B:
-      // its slabs are blocks of 64 columns) and the 1024-byte aligned slabs fit; heuristic: them
-      // where offered.
+      // its slabs are blocks of 64 columns, whose rows TMA reads 16-byte multiples apart) and the
+      // 1024-byte aligned slabs fit; heuristic: them where offered.
       std::vector<AttrValue> layouts = {std::string(spelled(WgmmaSlabs::Interleaved))};
+      const bool mn_rows_aligned =
+          mm->b_n_major || std::all_of(mm->products.begin(), mm->products.end(), [&](const Product& p) {
+            const Node* b = ctx.graph().find(p.b);
+            return b != nullptr && b->type.rank() >= 2 && b->type.dim(b->type.rank() - 1) * dtype_bytes(mm->dtype) % 16 == 0;
+          });
       const bool swizzle_fits = device.features.tma && mm->depth % 64 == 0 && (mm->b_n_major || geo.n % 64 == 0) &&
+                                mn_rows_aligned &&
                                 (geo.bm() + products * geo.n) * mm->depth * dtype_bytes(mm->dtype) + (1 + products) * 1024 <=
                                     device.smem_per_block_static;
       if (swizzle_fits) layouts.emplace_back(std::string(spelled(WgmmaSlabs::Swizzle128)));
