@@ -142,5 +142,52 @@ TEST(Contraction, ReductionsThatAreNotContractions) {
   for (const char* text : not_contractions) EXPECT_TRUE(find_contractions(tile_of(text)).empty()) << text;
 }
 
+// Loop IR: attention's P V per head. The heads (a1) index P and V alike: a batch dimension, not
+// rows; P's rows are the queries (a2). A decode step (one query a head) has one row; a buffer read
+// beside no other operand of its dtype is no product's operand.
+TEST(LoopContraction, CountsTheRowsOnlyTheOperandIndexes) {
+  auto body_of = [](const std::string& text) {
+    Expected<Body> body = parse_body(text, "<test>");
+    EXPECT_TRUE(body) << (body ? "" : body.error().render());
+    return body ? *body : Body{};
+  };
+  auto pv = [&](int queries) {
+    return body_of("for a1 in 0..32:  # free\n"
+                   "  for a2 in 0.." + std::to_string(queries) + ":  # free\n"
+                   "    for a3 in 0..64:  # free\n"
+                   "      acc0 = init(0.0)\n"
+                   "      for a4 in 0..128:  # reduce\n"
+                   "        bf16 in0 = load p[0, a1, a2, a4]\n"
+                   "        v0 = cast(in0)\n"
+                   "        bf16 in1 = load v[0, a1 / 8, a4, a3]\n"
+                   "        v1 = cast(in1)\n"
+                   "        v2 = mul(v0, v1)\n"
+                   "        acc0 <- add(acc0, v2)\n"
+                   "      out[0, a1, a2, a3] = acc0\n");
+  };
+  std::optional<LoopContraction> prefill = loop_contraction_reading(pv(128), "p");
+  ASSERT_TRUE(prefill);
+  EXPECT_EQ(prefill->depth, 128);
+  EXPECT_EQ(prefill->rows, 128);
+  EXPECT_EQ(prefill->dtype, DType::BF16);
+  std::optional<LoopContraction> decode = loop_contraction_reading(pv(1), "p");
+  ASSERT_TRUE(decode);
+  EXPECT_EQ(decode->rows, 1);
+  // As B (V read along k), the rows counted are V's own columns.
+  std::optional<LoopContraction> as_b = loop_contraction_reading(pv(128), "v");
+  ASSERT_TRUE(as_b);
+  EXPECT_EQ(as_b->rows, 64);
+  EXPECT_FALSE(loop_contraction_reading(body_of("for a0 in 0..16:  # free\n"
+                                                "  acc0 = init(0.0)\n"
+                                                "  for a1 in 0..64:  # reduce\n"
+                                                "    bf16 in0 = load p[a0, a1]\n"
+                                                "    v0 = cast(in0)\n"
+                                                "    f32 in1 = load g[a1]\n"
+                                                "    v1 = mul(v0, in1)\n"
+                                                "    acc0 <- add(acc0, v1)\n"
+                                                "  out[a0] = acc0\n"),
+                                        "p"));
+}
+
 }  // namespace
 }  // namespace tessera

@@ -172,4 +172,53 @@ Tile replace_contraction_loop(const Tile& tile, const Contraction& c, const Body
   return out;
 }
 
+std::optional<LoopContraction> loop_contraction_reading(const Body& body, const std::string& buffer) {
+  struct Finder final : StmtVisitor {
+    const std::string* buffer = nullptr;
+    std::vector<std::pair<std::string, int64_t>> enclosing;  // loop variable, extent (0: not literal)
+    std::optional<LoopContraction> found;
+    static std::optional<int64_t> extent(const Loop& l) {
+      if (!l.begin.is(ExprKind::Int) || !l.end.is(ExprKind::Int)) return std::nullopt;
+      return l.end.int_value() - l.begin.int_value();
+    }
+    static bool indexes(const Load& ld, const std::string& var) {
+      return std::any_of(ld.index.begin(), ld.index.end(), [&](const Expr& e) { return mentions_var(e, var); });
+    }
+    void visit_Loop(const Loop& l) override {
+      const std::optional<int64_t> n = extent(l);
+      if (l.role == LoopRole::Reduce && n && !found) {
+        struct Loads final : StmtVisitor {
+          const std::string* var = nullptr;
+          const std::string* buffer = nullptr;
+          const Load* of_buffer = nullptr;
+          std::vector<const Load*> others;
+          void visit_Load(const Load& ld) override {
+            if (!dtype_is_float(ld.type.dtype) || !indexes(ld, *var)) return;
+            if (ld.buffer == *buffer) of_buffer = &ld;
+            else others.push_back(&ld);
+          }
+        } loads;
+        loads.var = &l.var;
+        loads.buffer = buffer;
+        loads.visit(l.body);
+        const Load* other = nullptr;
+        for (const Load* ld : loads.others)
+          if (loads.of_buffer != nullptr && ld->type.dtype == loads.of_buffer->type.dtype && other == nullptr) other = ld;
+        if (other != nullptr) {
+          LoopContraction c{*n, 1, loads.of_buffer->type.dtype};
+          for (const auto& [v, e] : enclosing)
+            if (indexes(*loads.of_buffer, v) && !indexes(*other, v)) c.rows *= e;
+          found = c;
+        }
+      }
+      enclosing.emplace_back(l.var, n.value_or(0));
+      StmtVisitor::visit_Loop(l);
+      enclosing.pop_back();
+    }
+  } finder;
+  finder.buffer = &buffer;
+  finder.visit(body);
+  return finder.found;
+}
+
 }  // namespace tessera

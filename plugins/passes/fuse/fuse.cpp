@@ -88,6 +88,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tessera/ir/contraction.h"
 #include "tessera/ir/graph.h"
 #include "tessera/pass/pass.h"
 #include "tessera/pass/pass_context.h"
@@ -170,58 +171,6 @@ struct ProducerShape {
   bool has_loop = false;               // a reduction (or any inner loop): recomputation is costly
   int64_t statements = 0;
 };
-
-// A contraction of a consumer's body that reads a producer as a 16-bit operand: a `# reduce` loop
-// with constant bounds whose body loads the producer and another 16-bit buffer, both at indices
-// that use the loop's variable. `depth` is the loop's extent; `rows` the product's rows: the
-// extents of the enclosing loops whose variables index the producer but not the other operand
-// (the loops indexing both are batch dimensions: attention's heads, each a product of its own).
-struct ContractionOperand {
-  int64_t depth = 0, rows = 0;
-};
-std::optional<ContractionOperand> contraction_operand(const Body& body, const std::string& producer) {
-  struct Finder final : StmtVisitor {
-    const std::string* producer = nullptr;
-    std::vector<std::pair<std::string, int64_t>> enclosing;  // loop variable, extent (0: not constant)
-    std::optional<ContractionOperand> found;
-    void visit_Loop(const Loop& l) override {
-      std::optional<int64_t> extent = loop_extent(l);
-      if (l.role == LoopRole::Reduce && extent && !found) {
-        struct Loads final : StmtVisitor {
-          const std::string* var = nullptr;
-          const std::string* producer = nullptr;
-          const Load* of_producer = nullptr;
-          const Load* other = nullptr;
-          void visit_Load(const Load& ld) override {
-            if (!dtype_is_float(ld.type.dtype) || dtype_bytes(ld.type.dtype) != 2) return;
-            const bool along = std::any_of(ld.index.begin(), ld.index.end(),
-                                           [&](const Expr& e) { return mentions_var(e, *var); });
-            if (!along) return;
-            (ld.buffer == *producer ? of_producer : other) = &ld;
-          }
-        } loads;
-        loads.var = &l.var;
-        loads.producer = producer;
-        loads.visit(l.body);
-        if (loads.of_producer != nullptr && loads.other != nullptr) {
-          auto indexes = [](const Load& ld, const std::string& v) {
-            return std::any_of(ld.index.begin(), ld.index.end(), [&](const Expr& e) { return mentions_var(e, v); });
-          };
-          int64_t rows = 1;
-          for (const auto& [v, n] : enclosing)
-            if (indexes(*loads.of_producer, v) && !indexes(*loads.other, v)) rows *= n;
-          found = ContractionOperand{*extent, rows};
-        }
-      }
-      enclosing.emplace_back(l.var, extent.value_or(0));
-      StmtVisitor::visit_Loop(l);
-      enclosing.pop_back();
-    }
-  } finder;
-  finder.producer = &producer;
-  finder.visit(body);
-  return finder.found;
-}
 
 // Counts statements, writes and loops at any depth, and whether every kind is Loop IR.
 struct LoopIrCensus final : StmtVisitor {
@@ -850,8 +799,8 @@ class FusePass final : public Pass {
     // 16-bit dtype, as it is rounded anyway) it is a plain operand.
     if (recomputes && ctx.device().features.mma_sync && dtype_is_float(p.type.dtype) && dtype_bytes(p.type.dtype) == 2) {
       for (const std::string& u : users) {
-        const std::optional<ContractionOperand> operand = contraction_operand(g.find(u)->op_as<LoopOp>()->body, p.id());
-        if (!operand || operand->rows < kMinTensorCoreRows) continue;
+        const std::optional<LoopContraction> operand = loop_contraction_reading(g.find(u)->op_as<LoopOp>()->body, p.id());
+        if (!operand || dtype_bytes(operand->dtype) != 2 || operand->rows < kMinTensorCoreRows) continue;
         report(ctx, reported, p,
                "tensor cores: it is a 16-bit operand of " + u + "'s contraction over " + std::to_string(operand->depth) +
                    " (" + std::to_string(operand->rows) +

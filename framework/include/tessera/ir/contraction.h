@@ -1,4 +1,5 @@
-// Contraction: the shape of a matmul-like reduction in a Tile kernel, found once here for every
+// Contraction: the shape of a matmul-like reduction in a Tile kernel (and, for fuse, a product's
+// shape in Loop IR: loop_contraction_reading), found once here for every
 // matmul pass (chunk_matmul_k today; split-K, 2-D register tiles and pipelining build on it)
 // instead of each pass re-deriving it from statements.
 //
@@ -18,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,5 +73,19 @@ const Loop& contraction_loop(const Tile& tile, const Contraction& c);
 
 // `tile` with contraction `c`'s K loop replaced by `replacement` (any number of statements).
 Tile replace_contraction_loop(const Tile& tile, const Contraction& c, const Body& replacement);
+
+// In Loop IR (a LoopOp's body of nested loops): the first `# reduce` Loop with integer-literal
+// bounds whose body loads `buffer` and another buffer of the same float dtype, both at indices
+// that use the loop's variable (a product reading `buffer` as one of its operands). `depth` is the
+// loop's extent; `rows` the product of the extents of the enclosing loops whose variables index
+// `buffer` and not the other operand (the M of `buffer` as A; loops indexing both are batch
+// dimensions, such as attention's heads; 0 where such a loop has no literal bounds); `dtype` the
+// operands'. fuse's tensor-core rule
+// asks it of a consumer about to recompute a producer.
+struct LoopContraction {
+  int64_t depth = 0, rows = 1;
+  DType dtype = DType::F32;
+};
+std::optional<LoopContraction> loop_contraction_reading(const Body& body, const std::string& buffer);
 
 }  // namespace tessera
