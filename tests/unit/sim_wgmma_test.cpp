@@ -354,37 +354,28 @@ TEST_F(SimWgmmaTest, TheEmittedKernelBuildsWithNvrtcForSm90a) {
                  "extern \"C\" __global__ void k_probe() {}\n";
   ASSERT_EQ(test::nvrtc_compile(probe, "sm_90a"), "");
   for (const char* dtype : {"bf16", "f16"})
-    for (bool swizzled : {false, true}) {
-      WgmmaKernel kernel;
-      kernel.dtype = dtype;
-      kernel.swizzled = swizzled;
-      kernel.n = 64;
-      Expected<Graph> g = parse_graph(kernel.text(), "<test>");
-      ASSERT_TRUE(g) << g.error().render();
-      Expected<CudaOp> op = emit_last_kernel(*g);
-      ASSERT_TRUE(op) << op.error().render();
-      EXPECT_NE(op->source.find(std::string("wgmma.mma_async.sync.aligned.m64n64k16.f32.") + dtype + "." + dtype),
-                std::string::npos)
-          << op->source;
-      for (const char* line : {"wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0"})
-        EXPECT_NE(op->source.find(line), std::string::npos) << line;
-      EXPECT_NE(op->source.find("p, 1, 1, 0, 0;"), std::string::npos) << op->source;  // both K-major
-      // sm_90a compiles the products; sm_90 and sm_80 the trap beside them.
-      for (const char* arch : {"sm_90a", "sm_90", "sm_80"})
-        EXPECT_EQ(test::nvrtc_compile(*op, arch), "") << dtype << " " << arch;
-    }  // An MN-major B sets imm-trans-b.
-  for (bool swizzled : {false, true}) {
-    WgmmaKernel kernel;
-    kernel.swizzled = swizzled;
-    kernel.mn_major = true;
-    kernel.n = 64;
-    Expected<Graph> g = parse_graph(kernel.text(), "<test>");
-    ASSERT_TRUE(g) << g.error().render();
-    Expected<CudaOp> op = emit_last_kernel(*g);
-    ASSERT_TRUE(op) << op.error().render();
-    EXPECT_NE(op->source.find("p, 1, 1, 0, 1;"), std::string::npos) << op->source;
-    EXPECT_EQ(test::nvrtc_compile(*op, "sm_90a"), "") << swizzled;
-  }
+    for (bool swizzled : {false, true})
+      for (bool mn_major : {false, true}) {
+        WgmmaKernel kernel;
+        kernel.dtype = dtype;
+        kernel.swizzled = swizzled;
+        kernel.mn_major = mn_major;
+        kernel.n = 64;
+        Expected<Graph> g = parse_graph(kernel.text(), "<test>");
+        ASSERT_TRUE(g) << g.error().render();
+        Expected<CudaOp> op = emit_last_kernel(*g);
+        ASSERT_TRUE(op) << op.error().render();
+        EXPECT_NE(op->source.find(std::string("wgmma.mma_async.sync.aligned.m64n64k16.f32.") + dtype + "." + dtype),
+                  std::string::npos)
+            << op->source;
+        for (const char* line : {"wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0"})
+          EXPECT_NE(op->source.find(line), std::string::npos) << line;
+        // imm-trans-a 0 (A K-major), imm-trans-b 1 for an MN-major B.
+        EXPECT_NE(op->source.find(mn_major ? "p, 1, 1, 0, 1;" : "p, 1, 1, 0, 0;"), std::string::npos) << op->source;
+        // sm_90a compiles the products; sm_90 and sm_80 the trap beside them.
+        for (const char* arch : {"sm_90a", "sm_90", "sm_80"})
+          EXPECT_EQ(test::nvrtc_compile(*op, arch), "") << dtype << " " << arch << (mn_major ? " MN-major" : "");
+      }
 }
 #endif
 
