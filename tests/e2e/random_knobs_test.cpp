@@ -1225,6 +1225,79 @@ TEST_F(TensorCoreTest, RingBufferedPipelinedSlabsMatchTheReference) {
     }
 }
 
+// stage_epilogue_stores: the tensor-core kernels' 16-bit output tiles leave through shared memory
+// in 16-byte stores (store8), by default; with STAGE pinned off they keep their 2-byte stores; both
+// match the reference. Planted faults the simulator reports: the copy without the Sync after the
+// epilogue (a race on the staged tile), and a staged write moved off its cell (the copy reads a
+// cell nobody wrote).
+class EpilogueStoresTest : public TensorCoreTest {
+ protected:
+  // Kernels of the last lowering that store 8 elements at once.
+  int staged_kernels() const {
+    return kernels_holding([](const Body& b) {
+      bool found = false;
+      struct Finder final : StmtVisitor {
+        bool* found;
+        void visit_VectorStore(const VectorStore& v) override { *found = *found || v.values.size() == 8; }
+      } finder;
+      finder.found = &found;
+      finder.visit(b);
+      return found;
+    });
+  }
+};
+
+TEST_F(EpilogueStoresTest, TensorCoreTilesLeaveInSixteenByteStores) {
+  const PipelineSpec heuristic = pipeline_;
+  for (const char* arch : {"sm_90", "sm_90a"}) {
+    device_ = devices_->find_by_arch(arch);
+    ASSERT_NE(device_, nullptr);
+    for (const char* text : {kTensorCorePrograms[1], kTensorCorePrograms[5], kTensorCorePrograms[10], kTensorCorePrograms[12]})
+      for (bool stage : {true, false}) {
+        SCOPED_TRACE(std::string(text) + " on " + arch + (stage ? "" : ", STAGE=false"));
+        pipeline_ = heuristic;
+        pin("stage_epilogue_stores", "STAGE", AttrValue(stage));
+        check(text, std::nullopt, DType::BF16);
+        if (HasFailure()) return;
+        EXPECT_EQ(staged_kernels(), stage ? 1 : 0) << print_graph(last_lowered_);
+      }
+  }
+}
+
+TEST_F(EpilogueStoresTest, TheSimulatorCatchesAMissingBarrierAndAMisplacedCell) {
+  const char* text = "x=torch.randn(64,128); w=torch.randn(128,64); x @ w";
+  check(text, std::nullopt, DType::BF16);
+  if (HasFailure()) return;
+  ASSERT_EQ(staged_kernels(), 1);
+  const std::string printed = print_graph(last_lowered_);
+  const size_t copy = printed.find("  Sync()\n  StridedLoop(");
+  ASSERT_NE(copy, std::string::npos) << printed;
+  const Graph torch = trace(text, DType::BF16);
+  auto run = [&](const std::string& changed) {
+    Expected<Graph> g = parse_graph(changed, "<test>");
+    EXPECT_TRUE(g) << (g ? "" : g.error().render()) << changed;
+    auto sim = host_->registry().make_target("sim");
+    TargetOptions to;
+    to.arch = device_->arch;
+    to.device = device_;
+    return g ? sim->execute(*g, make_inputs(torch, 7), to) : Expected<TargetRun>(g.error());
+  };
+  std::string unsynced = printed;
+  unsynced.erase(copy, std::string("  Sync()\n").size());
+  Expected<TargetRun> raced = run(unsynced);
+  ASSERT_FALSE(raced) << unsynced;
+  EXPECT_NE(raced.error().render().find("race"), std::string::npos) << raced.error().render();
+  // Each staged write one row down: row 0 of the tile is never written (and the last row's
+  // writes fall past the tile).
+  std::string moved = printed;
+  const size_t write = moved.find("    matmul_stage[");
+  ASSERT_NE(write, std::string::npos) << printed;
+  moved.insert(write + std::string("    matmul_stage[").size(), "1 + ");
+  Expected<TargetRun> misplaced = run(moved);
+  ASSERT_FALSE(misplaced) << moved;
+  EXPECT_NE(misplaced.error().render().find("matmul_stage"), std::string::npos) << misplaced.error().render();
+}
+
 // Grouped-query attention with V read where its projection wrote it: `v[0, k, h / 2 * 32 + n]`,
 // the two query heads of a KV head reading its columns (an N offset of a batch axis); the
 // probabilities are a bf16 kernel, so all five products (q, k, v, the scores, P V) run on the
