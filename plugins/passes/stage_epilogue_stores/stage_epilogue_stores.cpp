@@ -22,6 +22,8 @@
 // kernel's shared memory then exceeds the device's static limit it becomes the kernel's dynamic
 // shared memory (as materialize does), up to device.smem_per_block.
 // Knob STAGE (bool; heuristic: true). Asked only for kernels it can rewrite.
+// A projection written split into heads, `q[0, h, m, d]`, is a box of [heads][rows][d] when
+// use_tensor_cores writes the head and d as separate block and thread terms (its split_column).
 // Skips, with the reason: a producer warpgroup (the epilogue runs in the consumers' branch, where
 // no block-wide barrier may stand), an epilogue of another shape, a tile that is not a box written
 // once, unaligned rows, shared memory past the device's limit.
@@ -424,7 +426,8 @@ class StageEpilogueStoresPass final : public KernelPass {
       cell[d] = d == 0 ? rest : rest % box[d];
       rest = rest / box[d];
     }
-    for (Expr& c : cell) c = simplify(c);
+    const RangeMap copy_range = {{e, Interval{0, volume / lanes - 1}}};
+    for (Expr& c : cell) c = simplify(c, copy_range);
     std::vector<std::string> values;
     ExprList value_refs;
     for (int64_t i = 0; i < lanes; ++i) {
@@ -432,7 +435,7 @@ class StageEpilogueStoresPass final : public KernelPass {
       value_refs.push_back(Expr::value(values.back()));
     }
     ExprList global(rank);
-    for (size_t d = 0; d < rank; ++d) global[d] = simplify(origin[d] + lo[d] + cell[d]);
+    for (size_t d = 0; d < rank; ++d) global[d] = simplify(origin[d] + lo[d] + cell[d], copy_range);
     // Under the epilogue's tail guards the cells past y were never written: neither read nor stored.
     Body copy = {VectorLoad{values, stage, cell, ValueType{y.dtype, 1, {}}}, VectorStore{ep->y, global, value_refs}};
     Expr guard;

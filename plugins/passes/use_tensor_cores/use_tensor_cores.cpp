@@ -82,6 +82,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -159,6 +160,17 @@ struct Matmul {
 bool is_var(const Expr& e, const std::string& name) { return e.is(ExprKind::Var) && e.name() == name; }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The two N axes of column `block_col + local` (local in [0, tile) of the block's tile): `col / inner`
+// and `col % inner`, written where the tile and the inner extent nest (one divides the other) so
+// that the block's part and the thread's part stay separate terms (stage_epilogue_stores then sees
+// the output tile as a box: `[0, h, m, d]` of a projection split into heads).
+std::pair<Expr, Expr> split_column(const Expr& block_col, const Expr& local, int64_t tile, int64_t inner) {
+  if (inner % tile == 0) return {simplify(block_col / inner), simplify(block_col % inner + local)};
+  if (tile % inner == 0) return {simplify(block_col / inner + local / inner), simplify(local % inner)};
+  const Expr col = block_col + local;
+  return {simplify(col / inner), simplify(col % inner)};
+}
 
 // The per-element epilogue, guarded where the block tiles run past M or N (a tail: the slabs'
 // rows past the matrix are zeros, their products discarded).
@@ -523,14 +535,14 @@ Tile schedule(const Matmul& mm, const Geometry& geo, std::set<std::string>& take
 
   // The epilogue once per accumulator element, at the element's row and column (the C layout).
   const Expr row = Expr::var(bm) * bm_size + warp_row + I * 16 + L / 4 + E / 2 * 8;
-  const Expr col = Expr::var(bn) * bn_size + warp_col + J * 8 + L % 4 * 2 + E % 2;
+  const Expr local_col = warp_col + J * 8 + L % 4 * 2 + E % 2;
+  const Expr col = Expr::var(bn) * bn_size + local_col;
   // substitute replaces Values too: the accumulator becomes its element.
   std::map<std::string, Expr> at_element = {{mm.m, row}, {mm.n, col}};
   for (const Product& p : mm.products) at_element[p.acc] = Expr::element(p.acc, {I, J, E});
-  if (!mm.n_outer.empty()) {
-    at_element[mm.n_outer] = col / mm.n_inner_extent;
-    at_element[mm.n_inner] = col % mm.n_inner_extent;
-  }
+  if (!mm.n_outer.empty())
+    std::tie(at_element[mm.n_outer], at_element[mm.n_inner]) =
+        split_column(Expr::var(bn) * bn_size, local_col, bn_size, mm.n_inner_extent);
   Body per_element = guard_tails(substitute_and_simplify(mm.epilogue, at_element, {}), simplify(row), simplify(col),
                                  mm.m_extent, bm_size, mm.n_extent, bn_size);
   out.body.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.mma_m), LoopRole::Free, geo.mma_m,
@@ -695,13 +707,13 @@ Tile schedule_wgmma(const Matmul& mm, const WgmmaGeometry& geo, std::set<std::st
 
   // The epilogue once per accumulator element, at the element's row and column.
   const Expr row = Expr::var(bm) * bm_size + WG * 64 + L / 32 * 16 + L % 32 / 4 + I % 4 / 2 * 8;
-  const Expr col = Expr::var(bn) * bn_size + I / 4 * 8 + L % 4 * 2 + I % 2;
+  const Expr local_col = I / 4 * 8 + L % 4 * 2 + I % 2;
+  const Expr col = Expr::var(bn) * bn_size + local_col;
   std::map<std::string, Expr> at_element = {{mm.m, row}, {mm.n, col}};
   for (const Product& p : mm.products) at_element[p.acc] = Expr::element(p.acc, {I});
-  if (!mm.n_outer.empty()) {
-    at_element[mm.n_outer] = col / mm.n_inner_extent;
-    at_element[mm.n_inner] = col % mm.n_inner_extent;
-  }
+  if (!mm.n_outer.empty())
+    std::tie(at_element[mm.n_outer], at_element[mm.n_inner]) =
+        split_column(Expr::var(bn) * bn_size, local_col, bn_size, mm.n_inner_extent);
   out.body.push_back(Loop{i, Expr::int_(0), Expr::int_(geo.n / 2), LoopRole::Free, geo.n / 2,
                           guard_tails(substitute_and_simplify(mm.epilogue, at_element, {}), simplify(row),
                                       simplify(col), mm.m_extent, bm_size, mm.n_extent, bn_size)});
