@@ -106,7 +106,7 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
     for (const std::string& out : torch.outputs()) {
       auto cmp = compare_output(*expected, ran->outputs, out);
       ASSERT_TRUE(cmp) << cmp.error().render();
-      EXPECT_TRUE(cmp->within(default_output_rtol(dtype))) << schedule << ": " << cmp->str() << "\n" << print_graph(g);
+      EXPECT_TRUE(cmp->within(output_rtol(dtype))) << schedule << ": " << cmp->str() << "\n" << print_graph(g);
     }
   }
 
@@ -143,6 +143,9 @@ class RandomKnobsTest : public test::BuiltPluginsTest,
       for (PassEntry& e : entries)
         if (e.name == pass) e.pins.push_back(KnobPin{knob, value, {}});
   }
+
+  // The tolerance outputs of `dtype` are compared with (the reference rounds like PyTorch).
+  virtual double output_rtol(DType dtype) const { return default_output_rtol(dtype); }
 
   PipelineSpec pipeline_;
   const DeviceDesc* device_ = nullptr;
@@ -1135,6 +1138,11 @@ int tensor_core_products(const char* text) {
 
 class TensorCoreTest : public RandomKnobsTest {
  protected:
+  // The tensor-core schedules must match the reference within 2e-2 in bf16 and f16 (tighter than
+  // the CLI's bf16 default of 2^-4): their sums differ from the reference's in order only.
+  static constexpr double kTensorCoreRtol = 2e-2;
+  double output_rtol(DType dtype) const override { return std::min(default_output_rtol(dtype), kTensorCoreRtol); }
+
   // Kernels of the last lowering whose body `holds` says yes to.
   int kernels_holding(bool (*holds)(const Body&)) const {
     int n = 0;
