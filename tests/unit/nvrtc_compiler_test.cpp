@@ -16,6 +16,7 @@
 
 #include "support/built_plugins.h"
 #include "support/cli_runner.h"
+#include "support/nvrtc_check.h"
 #include "support/program_corpus.h"
 #include "tessera/frontend/frontend.h"
 #include "tessera/ir/graph.h"
@@ -256,6 +257,30 @@ TEST_P(NvrtcCorpusTest, SampledAndHalfPrecisionSchedulesBuild) {
 
 INSTANTIATE_TEST_SUITE_P(Corpus, NvrtcCorpusTest, ::testing::ValuesIn(test::differential_corpus()),
                          [](const auto& info) { return test::corpus_test_name(info.param); });
+
+#ifdef TESSERA_HAVE_CUDA
+// The tests' NVRTC helper (tests/support/nvrtc_check.h) fails a kernel that spills: 96 floats
+// a thread live across a product under a 32-register bound.
+TEST(NvrtcCheck, AKernelThatSpillsFailsTheCheck) {
+  CudaOp op;
+  op.name = "k_spill";
+  op.source =
+      "extern \"C\" __global__ void __launch_bounds__(1024, 2) k_spill(const float* x, float* y) {\n"
+      "  float r[96];\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < 96; ++i) r[i] = x[threadIdx.x * 96 + i];\n"
+      "  float s = 0.f;\n"
+      "#pragma unroll\n"
+      "  for (int j = 0; j < 96; ++j)\n"
+      "#pragma unroll\n"
+      "    for (int i = 0; i < 96; ++i) s += r[i] * r[(i + j) % 96];\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < 96; ++i) y[threadIdx.x * 96 + i] = r[i] * s;\n"
+      "}\n";
+  const std::string error = test::nvrtc_compile(op, "sm_90");
+  EXPECT_NE(error.find("k_spill spills for sm_90"), std::string::npos) << error;
+}
+#endif
 
 TEST_F(NvrtcBuildTest, ResourcesComeFromPtxas) {
   // 256 floats of static shared memory: ptxas reports exactly 1024 bytes.
