@@ -201,13 +201,13 @@ std::optional<LoopContraction> loop_contraction_reading(const Body& body, const 
         loads.var = &l.var;
         loads.buffer = buffer;
         loads.visit(l.body);
-        const Load* other = nullptr;
-        for (const Load* ld : loads.others)
-          if (loads.of_buffer != nullptr && ld->type.dtype == loads.of_buffer->type.dtype && other == nullptr) other = ld;
-        if (other != nullptr) {
-          LoopContraction c{*n, 1, loads.of_buffer->type.dtype};
+        const Load* mine = loads.of_buffer;
+        auto other = std::find_if(loads.others.begin(), loads.others.end(),
+                                  [&](const Load* ld) { return mine != nullptr && ld->type.dtype == mine->type.dtype; });
+        if (other != loads.others.end()) {
+          LoopContraction c{*n, 1, mine->type.dtype};
           for (const auto& [v, e] : enclosing)
-            if (indexes(*loads.of_buffer, v) && !indexes(*other, v)) c.rows *= e;
+            if (indexes(*mine, v) && !indexes(**other, v)) c.rows *= e;
           found = c;
         }
       }

@@ -419,6 +419,22 @@ Expr substitute(const Expr& e, const std::map<std::string, Expr>& map) {
   return substitute_impl(e, map);
 }
 
+bool structurally_equal(const ExprList& a, const ExprList& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!structurally_equal(a[i], b[i])) return false;
+  return true;
+}
+
+void conjuncts(const Expr& e, ExprList& out) {
+  if (e.is(ExprKind::And)) {
+    conjuncts(e.operand(0), out);
+    conjuncts(e.operand(1), out);
+  } else {
+    out.push_back(e);
+  }
+}
+
 std::vector<std::string> free_vars(const Expr& e) {
   std::vector<std::string> out;
   if (!e.defined()) return out;

@@ -894,14 +894,6 @@ bool same_doubles(const std::vector<double>& a, const std::vector<double>& b) {
   return true;
 }
 
-bool same_exprs(const ExprList& a, const ExprList& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!structurally_equal(a[i], b[i])) return false;
-  }
-  return true;
-}
-
 bool ops_equal(const Op* a, const Op* b) {
   if (a == nullptr || b == nullptr) return a == b;
   if (a->kind() != b->kind()) return false;
@@ -928,7 +920,7 @@ bool ops_equal(const Op* a, const Op* b) {
   }
   if (const auto* x = dynamic_cast<const ElementwiseOp*>(a)) {
     const auto* y = dynamic_cast<const ElementwiseOp*>(b);
-    return x->fn == y->fn && same_exprs(x->args, y->args);
+    return x->fn == y->fn && structurally_equal(x->args, y->args);
   }
   if (const auto* x = dynamic_cast<const ReduceOp*>(a)) {
     const auto* y = dynamic_cast<const ReduceOp*>(b);
@@ -940,7 +932,7 @@ bool ops_equal(const Op* a, const Op* b) {
     for (size_t i = 0; i < x->sources.size(); ++i) {
       const IndexMapSource& s = x->sources[i];
       const IndexMapSource& t = y->sources[i];
-      if (s.buffer != t.buffer || !same_exprs(s.index, t.index) ||
+      if (s.buffer != t.buffer || !structurally_equal(s.index, t.index) ||
           !structurally_equal(s.value, t.value) || !structurally_equal(s.predicate, t.predicate)) {
         return false;
       }

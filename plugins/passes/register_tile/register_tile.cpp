@@ -260,16 +260,6 @@ class ProgramOrder final : public StmtVisitor {
   int64_t next_ = 0;
 };
 
-// The conjuncts of a condition: `x && y && z` -> {x, y, z}.
-void conjuncts(const Expr& e, ExprList& out) {
-  if (e.is(ExprKind::And)) {
-    conjuncts(e.operand(0), out);
-    conjuncts(e.operand(1), out);
-  } else {
-    out.push_back(e);
-  }
-}
-
 Expr conjoin(const ExprList& terms) {
   Expr out;
   for (const Expr& t : terms) out = out.defined() ? Expr::binary(ExprKind::And, out, t) : t;

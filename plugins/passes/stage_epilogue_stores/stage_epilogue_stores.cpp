@@ -73,16 +73,6 @@ struct Epilogue {
   std::set<size_t> guarded_dims;
 };
 
-// Atoms of a conjunction `a && b && ..`.
-void conjuncts(const Expr& e, std::vector<Expr>& out) {
-  if (e.is(ExprKind::And)) {
-    conjuncts(e.operand(0), out);
-    conjuncts(e.operand(1), out);
-  } else {
-    out.push_back(e);
-  }
-}
-
 class EpilogueFinder {
  public:
   EpilogueFinder(const Graph& g, std::string& why) : g_(g), why_(why) {}
@@ -111,9 +101,7 @@ class EpilogueFinder {
     return ok;
   }
 
-  bool writes(const Body& b) {
-    return std::any_of(b.begin(), b.end(), [](const Stmt& s) { return contains_stmt_kind(Body{s}, StmtKind::Write); });
-  }
+  static bool writes(const Body& b) { return contains_stmt_kind(b, StmtKind::Write); }
 
   bool walk_body(const Body& body) {
     for (const Stmt& s : body) {
@@ -129,7 +117,7 @@ class EpilogueFinder {
           const bool then_writes = writes(c->then_body), else_writes = writes(c->else_body);
           if (then_writes && !else_writes) {
             // A tail guard: each atom bounds one index dimension by y's extent there.
-            std::vector<Expr> atoms;
+            ExprList atoms;
             conjuncts(c->cond, atoms);
             pending_guards_.push_back(atoms);
           } else if (!then_writes && else_writes) {
@@ -141,7 +129,7 @@ class EpilogueFinder {
         }
         case StmtKind::Write: {
           const auto* w = s.as<Write>();
-          if (!e_.y.empty() && (w->buffer != e_.y || !structurally_equal_lists(w->index, e_.index)))
+          if (!e_.y.empty() && (w->buffer != e_.y || !structurally_equal(w->index, e_.index)))
             return no("the epilogue writes more than one element or buffer per step");
           if (e_.y.empty()) {
             const Node* y = g_.find(w->buffer);
@@ -158,7 +146,40 @@ class EpilogueFinder {
           if (!guards_bound_dims()) return false;
           break;
         }
-        default:
+        // Every other kind: the epilogue stages only loads, values, conditions and the output's writes.
+        case StmtKind::Init:
+        case StmtKind::Accum:
+        case StmtKind::Tile:
+        case StmtKind::StridedLoop:
+        case StmtKind::Stage:
+        case StmtKind::Combine:
+        case StmtKind::AsyncWait:
+        case StmtKind::SlabMap:
+        case StmtKind::Let:
+        case StmtKind::Smem:
+        case StmtKind::Sync:
+        case StmtKind::CpAsyncCopy:
+        case StmtKind::CpAsyncCommit:
+        case StmtKind::CpAsyncWait:
+        case StmtKind::TmaLoad:
+        case StmtKind::MbarrierInit:
+        case StmtKind::MbarrierArrive:
+        case StmtKind::MbarrierWait:
+        case StmtKind::NamedBarrier:
+        case StmtKind::SetMaxNReg:
+        case StmtKind::WarpShuffle:
+        case StmtKind::TreeHalve:
+        case StmtKind::VectorLoad:
+        case StmtKind::VectorStore:
+        case StmtKind::ClusterSync:
+        case StmtKind::DsmemLoad:
+        case StmtKind::Fragment:
+        case StmtKind::LdMatrix:
+        case StmtKind::MmaSync:
+        case StmtKind::WgmmaMma:
+        case StmtKind::WgmmaFence:
+        case StmtKind::WgmmaCommit:
+        case StmtKind::WgmmaWait:
           return no("the epilogue holds a " + std::string(stmt_kind_name(s.kind())) +
                     " statement (only loads, values, conditions and the output's writes are staged)");
       }
@@ -166,17 +187,10 @@ class EpilogueFinder {
     return true;
   }
 
-  static bool structurally_equal_lists(const ExprList& a, const ExprList& b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (!structurally_equal(a[i], b[i])) return false;
-    return true;
-  }
-
   // Every pending guard atom is `index[d] < extent of y's dim d` (the copy checks the same bound).
   bool guards_bound_dims() {
     const Node* y = g_.find(e_.y);
-    for (const std::vector<Expr>& atoms : pending_guards_)
+    for (const ExprList& atoms : pending_guards_)
       for (const Expr& a : atoms) {
         bool bound = false;
         if (a.is(ExprKind::Lt) && a.operand(1).is(ExprKind::Int))
@@ -195,7 +209,7 @@ class EpilogueFinder {
   std::string& why_;
   Epilogue e_;
   std::vector<const Loop*> path_;
-  std::vector<std::vector<Expr>> pending_guards_;
+  std::vector<ExprList> pending_guards_;
 };
 
 // Rewrites the epilogue's writes of y into the staged tile.

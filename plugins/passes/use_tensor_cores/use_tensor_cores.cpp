@@ -286,13 +286,14 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
     return std::nullopt;
   }
   auto same = [](const Expr& e, const Expr& want) { return structurally_equal(simplify(e), want); };
+  auto is_batch = [&mm](const std::string& v) {
+    return std::any_of(mm.batch.begin(), mm.batch.end(), [&v](const TileAxis& b) { return b.name == v; });
+  };
   // Names whose value is the same for a whole K slab of a block: the batch axes and the slab loop's
   // variable (when K is chunked: the step loop runs inside the slab).
-  auto slab_uniform = [&mm, &c](const Expr& e) {
-    for (const std::string& v : free_vars(e)) {
-      const bool batch = std::any_of(mm.batch.begin(), mm.batch.end(), [&v](const TileAxis& b) { return b.name == v; });
-      if (!batch && !(c.chunked() && v == c.k)) return false;
-    }
+  auto slab_uniform = [&is_batch, &c](const Expr& e) {
+    for (const std::string& v : free_vars(e))
+      if (!is_batch(v) && !(c.chunked() && v == c.k)) return false;
     return true;
   };
   // The last two index dimensions are the matrix's; any before them are uniform over a slab:
@@ -314,10 +315,10 @@ std::optional<Matmul> find_matmul(const Graph& g, const Tile& tile, std::string&
   };
   // An index along N: n plus an offset of batch axes only (uniform over the whole block),
   // kept as the B Stage's origin along that dimension.
-  auto along_n = [&mm](const Expr& e, const Expr& n_index, Expr& origin) {
+  auto along_n = [&is_batch](const Expr& e, const Expr& n_index, Expr& origin) {
     const Expr diff = simplify(e - n_index);
-    for (const std::string& v : free_vars(diff))
-      if (std::none_of(mm.batch.begin(), mm.batch.end(), [&v](const TileAxis& b) { return b.name == v; })) return false;
+    const std::vector<std::string> vars = free_vars(diff);
+    if (!std::all_of(vars.begin(), vars.end(), is_batch)) return false;
     origin = diff;
     return true;
   };
@@ -839,16 +840,26 @@ class UseTensorCoresPass final : public TilePass {
       }
       TESSERA_ASSIGN_OR_RETURN(geo.n, ctx.choose_int("WGMMA_N", node, ns, preferred_n));
       // The swizzled TMA slabs where the device has TMA, 64 divides BK (and N, for an MN-major B:
-      // its slabs are blocks of 64 columns, whose rows TMA reads 16-byte multiples apart) and the
-      // 1024-byte aligned slabs fit; heuristic: them where offered.
+      // its slabs are blocks of 64 columns), TMA can copy every slab (stage_tma_boxes: a 60-column
+      // B's rows are not 16-byte multiples apart) and the 1024-byte aligned slabs fit; heuristic:
+      // them where offered.
       std::vector<AttrValue> layouts = {std::string(spelled(WgmmaSlabs::Interleaved))};
-      const bool mn_rows_aligned =
-          mm->b_n_major || std::all_of(mm->products.begin(), mm->products.end(), [&](const Product& p) {
-            const Node* b = ctx.graph().find(p.b);
-            return b != nullptr && b->type.rank() >= 2 && b->type.dim(b->type.rank() - 1) * dtype_bytes(mm->dtype) % 16 == 0;
-          });
+      auto tma_copies_the_slabs = [&] {
+        std::set<std::string> scratch;
+        auto copyable = [&](const std::string& buffer, MatrixMajor major, const ExprList& lead, int64_t rows) {
+          const Node* source = ctx.graph().find(buffer);
+          return source != nullptr &&
+                 static_cast<bool>(stage_tma_boxes(wgmma_stage(WgmmaSlabs::Swizzle128, major, "slab", buffer, lead, Expr::int_(0),
+                                                               Expr::int_(0), rows, mm->depth, scratch),
+                                                   source->type));
+        };
+        const MatrixMajor b_major = mm->b_n_major ? MatrixMajor::K : MatrixMajor::MN;
+        return copyable(mm->a, MatrixMajor::K, mm->a_lead, geo.bm()) &&
+               std::all_of(mm->products.begin(), mm->products.end(),
+                           [&](const Product& p) { return copyable(p.b, b_major, p.b_lead, geo.n); });
+      };
       const bool swizzle_fits = device.features.tma && mm->depth % 64 == 0 && (mm->b_n_major || geo.n % 64 == 0) &&
-                                mn_rows_aligned &&
+                                tma_copies_the_slabs() &&
                                 (geo.bm() + products * geo.n) * mm->depth * dtype_bytes(mm->dtype) + (1 + products) * 1024 <=
                                     device.smem_per_block_static;
       if (swizzle_fits) layouts.emplace_back(std::string(spelled(WgmmaSlabs::Swizzle128)));

@@ -172,6 +172,8 @@ inline Expr operator/(Expr a, int64_t b) { return std::move(a) / Expr::int_(b); 
 inline Expr operator%(Expr a, int64_t b) { return std::move(a) % Expr::int_(b); }
 
 bool structurally_equal(const Expr& a, const Expr& b);
+// Element by element (an index, an argument list); lists of different lengths differ.
+bool structurally_equal(const ExprList& a, const ExprList& b);
 uint64_t structural_hash(const Expr& e);
 
 // Replaces every Var or Value whose name is a key of `map` by the mapped expression (SSA and
@@ -182,6 +184,8 @@ Expr substitute(const Expr& e, const std::map<std::string, Expr>& map);
 std::vector<std::string> free_vars(const Expr& e);
 // Whether `name` is among free_vars(e).
 bool mentions_var(const Expr& e, std::string_view name);
+// Appends the conjuncts of a condition to `out`: `x && y && z` -> x, y, z (a non-conjunction: itself).
+void conjuncts(const Expr& e, ExprList& out);
 
 // ---------------------------------------------------------------------------------------------
 // Ranges and the simplifier.
